@@ -1,0 +1,377 @@
+/**
+ * Built-in resources served in every logical cluster: descriptors and strategies.
+ * Rules follow kube-apiserver's strategies in k8s.io/kubernetes/pkg/registry/<group>/<resource>
+ * and validation in k8s.io/kubernetes/pkg/apis/<group>/validation; table columns follow
+ * kube's printers (k8s.io/kubernetes/pkg/printers/internalversion).
+ */
+import type { StatusCause } from '../apimachinery/errors.js';
+import type { KubeObject } from '../apimachinery/meta.js';
+import type { ResourceDescriptor, TableColumn } from './types.js';
+
+const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+function field(path: string, message: string, reason = 'FieldValueInvalid'): StatusCause {
+  return { reason, field: path, message };
+}
+
+type Obj = Record<string, unknown>;
+const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
+
+function isStringMap(v: unknown): v is Record<string, string> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string');
+}
+
+const CONFIG_KEY = /^[-._a-zA-Z0-9]+$/;
+/** Max size of ConfigMap/Secret data: 1 MiB (kube's `MaxSecretSize`). */
+const MAX_DATA_SIZE = 1024 * 1024;
+
+function validateDataMap(path: string, data: unknown, base64: boolean): StatusCause[] {
+  if (data === undefined || data === null) return [];
+  if (!isStringMap(data)) return [field(path, 'Invalid value: must be a map of string keys to string values')];
+  const causes: StatusCause[] = [];
+  for (const [k, v] of Object.entries(data)) {
+    if (!CONFIG_KEY.test(k) || k.length > 253) {
+      causes.push(field(`${path}[${k}]`, `Invalid value: "${k}": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')`));
+    }
+    if (base64 && !/^[A-Za-z0-9+/]*={0,2}$/.test(v)) causes.push(field(`${path}[${k}]`, `Invalid value: "<secret contents redacted>": illegal base64 data`));
+  }
+  return causes;
+}
+
+function dataSize(...maps: unknown[]): number {
+  let n = 0;
+  for (const m of maps) if (isStringMap(m)) for (const [k, v] of Object.entries(m)) n += k.length + v.length;
+  return n;
+}
+
+function count(obj: KubeObject, ...fields: string[]): number {
+  let n = 0;
+  for (const f of fields) n += Object.keys(asObj(obj[f])).length;
+  return n;
+}
+
+const createdAt: TableColumn = { name: 'Created At', type: 'date', priority: 0, cell: (o) => o.metadata.creationTimestamp };
+
+function immutableWhenSet(obj: KubeObject, old: KubeObject, fields: string[]): StatusCause[] {
+  if (old.immutable !== true) return obj.immutable === undefined || typeof obj.immutable === 'boolean' ? [] : [field('immutable', 'Invalid value: must be a boolean')];
+  const causes: StatusCause[] = [];
+  if (obj.immutable !== true) causes.push(field('immutable', 'Forbidden: field is immutable when `immutable` is set', 'FieldValueForbidden'));
+  for (const f of fields) {
+    if (JSON.stringify(obj[f] ?? null) !== JSON.stringify(old[f] ?? null)) causes.push(field(f, 'Forbidden: field is immutable when `immutable` is set', 'FieldValueForbidden'));
+  }
+  return causes;
+}
+
+function validateRules(rules: unknown, path: string, requireVerbs = true): StatusCause[] {
+  if (rules === undefined || rules === null) return [];
+  if (!Array.isArray(rules)) return [field(path, 'Invalid value: must be a list')];
+  const causes: StatusCause[] = [];
+  rules.forEach((r, i) => {
+    const rule = asObj(r);
+    if (requireVerbs && (!Array.isArray(rule.verbs) || rule.verbs.length === 0)) causes.push(field(`${path}[${i}].verbs`, 'Required value: verbs must contain at least one value', 'FieldValueRequired'));
+    const hasNonResource = Array.isArray(rule.nonResourceURLs) && rule.nonResourceURLs.length > 0;
+    const hasResource = Array.isArray(rule.resources) && rule.resources.length > 0;
+    if (!hasNonResource && !hasResource) causes.push(field(`${path}[${i}]`, 'Required value: resource rules must supply at least one api group', 'FieldValueRequired'));
+    if (hasResource && (!Array.isArray(rule.apiGroups) || rule.apiGroups.length === 0)) causes.push(field(`${path}[${i}].apiGroups`, 'Required value: resource rules must supply at least one api group', 'FieldValueRequired'));
+  });
+  return causes;
+}
+
+function validateBinding(obj: KubeObject, clusterScoped: boolean): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const ref = asObj(obj.roleRef);
+  if (!ref.name) causes.push(field('roleRef.name', 'Required value', 'FieldValueRequired'));
+  if (ref.apiGroup !== 'rbac.authorization.k8s.io') causes.push(field('roleRef.apiGroup', `Unsupported value: ${JSON.stringify(ref.apiGroup ?? '')}: supported values: "rbac.authorization.k8s.io"`, 'FieldValueNotSupported'));
+  const kinds = clusterScoped ? ['ClusterRole'] : ['Role', 'ClusterRole'];
+  if (!kinds.includes(String(ref.kind))) causes.push(field('roleRef.kind', `Unsupported value: ${JSON.stringify(ref.kind ?? '')}: supported values: ${kinds.map((k) => `"${k}"`).join(', ')}`, 'FieldValueNotSupported'));
+  const subjects = obj.subjects;
+  if (subjects !== undefined && subjects !== null) {
+    if (!Array.isArray(subjects)) causes.push(field('subjects', 'Invalid value: must be a list'));
+    else subjects.forEach((s, i) => {
+      const sub = asObj(s);
+      if (!sub.name) causes.push(field(`subjects[${i}].name`, 'Required value', 'FieldValueRequired'));
+      if (!['User', 'Group', 'ServiceAccount'].includes(String(sub.kind))) causes.push(field(`subjects[${i}].kind`, `Unsupported value: ${JSON.stringify(sub.kind ?? '')}: supported values: "ServiceAccount", "User", "Group"`, 'FieldValueNotSupported'));
+      if (sub.kind === 'ServiceAccount' && !sub.namespace && clusterScoped) causes.push(field(`subjects[${i}].namespace`, 'Required value', 'FieldValueRequired'));
+    });
+  }
+  return causes;
+}
+
+function roleRefImmutable(obj: KubeObject, old: KubeObject): StatusCause[] {
+  return JSON.stringify(obj.roleRef) === JSON.stringify(old.roleRef) ? [] : [field('roleRef', 'Invalid value: cannot change roleRef')];
+}
+
+function subjectsOfKind(obj: KubeObject, kind: string): string {
+  const subs = Array.isArray(obj.subjects) ? obj.subjects as Obj[] : [];
+  return subs.filter((s) => s.kind === kind).map((s) => (kind === 'ServiceAccount' ? `${s.namespace ?? ''}/${s.name}` : String(s.name))).join(', ');
+}
+
+const bindingColumns: TableColumn[] = [
+  { name: 'Role', type: 'string', priority: 0, cell: (o) => `${asObj(o.roleRef).kind}/${asObj(o.roleRef).name}` },
+  { name: 'Age', type: 'string', priority: 0, cell: () => undefined },
+  { name: 'Users', type: 'string', priority: 1, cell: (o) => subjectsOfKind(o, 'User') },
+  { name: 'Groups', type: 'string', priority: 1, cell: (o) => subjectsOfKind(o, 'Group') },
+  { name: 'ServiceAccounts', type: 'string', priority: 1, cell: (o) => subjectsOfKind(o, 'ServiceAccount') },
+];
+
+const NAMESPACE_FINALIZER = 'kubernetes';
+const namespaceNameLabel = 'kubernetes.io/metadata.name';
+
+function resourceList(v: unknown): string {
+  return Object.entries(asObj(v)).map(([k, q]) => `${k}: ${String(q)}`).join(', ');
+}
+
+/** Built-in resource descriptors, in discovery order. */
+export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
+  {
+    group: '', version: 'v1', kind: 'Namespace', listKind: 'NamespaceList', plural: 'namespaces', singular: 'namespace',
+    namespaced: false, shortNames: ['ns'], verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'], hasStatus: true,
+    columns: [{ name: 'Status', type: 'string', priority: 0, cell: (o) => asObj(o.status).phase }],
+    strategy: {
+      nameRule: 'dns1123Label',
+      prepareForCreate(obj) {
+        obj.spec = { ...asObj(obj.spec), finalizers: [NAMESPACE_FINALIZER] };
+        obj.status = { phase: 'Active' };
+        obj.metadata.labels = { ...obj.metadata.labels, [namespaceNameLabel]: obj.metadata.name! };
+      },
+      prepareForUpdate(obj, old) {
+        // spec.finalizers change only through /finalize (kube's namespace strategy).
+        obj.spec = { ...asObj(obj.spec), finalizers: asObj(old.spec).finalizers };
+        obj.metadata.labels = { ...obj.metadata.labels, [namespaceNameLabel]: old.metadata.name! };
+      },
+      deletionPending: (obj) => Array.isArray(asObj(obj.spec).finalizers) && (asObj(obj.spec).finalizers as unknown[]).length > 0,
+      prepareForDeletion(obj) { obj.status = { ...asObj(obj.status), phase: 'Terminating' }; },
+      selectableFields: { 'status.phase': (o) => String(asObj(o.status).phase ?? '') },
+    },
+  },
+  {
+    group: '', version: 'v1', kind: 'ConfigMap', listKind: 'ConfigMapList', plural: 'configmaps', singular: 'configmap',
+    namespaced: true, shortNames: ['cm'], verbs: ALL_VERBS,
+    columns: [{ name: 'Data', type: 'integer', priority: 0, cell: (o) => count(o, 'data', 'binaryData') }],
+    strategy: {
+      validate(obj) {
+        const causes = [...validateDataMap('data', obj.data, false), ...validateDataMap('binaryData', obj.binaryData, true)];
+        if (isStringMap(obj.data) && isStringMap(obj.binaryData)) {
+          for (const k of Object.keys(obj.binaryData)) if (k in obj.data) causes.push(field(`binaryData[${k}]`, `Invalid value: "${k}": duplicate of key present in data`));
+        }
+        if (dataSize(obj.data, obj.binaryData) > MAX_DATA_SIZE) causes.push(field('', `Too long: must have at most ${MAX_DATA_SIZE} bytes`, 'FieldValueTooLong'));
+        return causes;
+      },
+      validateUpdate(obj, old) {
+        return [...(this.validate!(obj)), ...immutableWhenSet(obj, old, ['data', 'binaryData'])];
+      },
+    },
+  },
+  {
+    group: '', version: 'v1', kind: 'Secret', listKind: 'SecretList', plural: 'secrets', singular: 'secret',
+    namespaced: true, verbs: ALL_VERBS,
+    columns: [
+      { name: 'Type', type: 'string', priority: 0, cell: (o) => o.type },
+      { name: 'Data', type: 'integer', priority: 0, cell: (o) => count(o, 'data') },
+    ],
+    strategy: {
+      prepareForCreate(obj) { normalizeSecret(obj); },
+      prepareForUpdate(obj) { normalizeSecret(obj); },
+      validate(obj) {
+        const causes = validateDataMap('data', obj.data, true);
+        if (typeof obj.type !== 'string') causes.push(field('type', 'Invalid value: must be a string'));
+        if (dataSize(obj.data) > MAX_DATA_SIZE) causes.push(field('data', `Too long: must have at most ${MAX_DATA_SIZE} bytes`, 'FieldValueTooLong'));
+        return causes;
+      },
+      validateUpdate(obj, old) {
+        const causes = [...this.validate!(obj), ...immutableWhenSet(obj, old, ['data'])];
+        if (obj.type !== old.type) causes.push(field('type', 'Invalid value: field is immutable'));
+        return causes;
+      },
+      selectableFields: { type: (o) => String(o.type ?? '') },
+    },
+  },
+  {
+    group: '', version: 'v1', kind: 'ServiceAccount', listKind: 'ServiceAccountList', plural: 'serviceaccounts', singular: 'serviceaccount',
+    namespaced: true, shortNames: ['sa'], verbs: ALL_VERBS,
+    columns: [{ name: 'Secrets', type: 'integer', priority: 0, cell: (o) => (Array.isArray(o.secrets) ? o.secrets.length : 0) }],
+  },
+  {
+    group: '', version: 'v1', kind: 'Event', listKind: 'EventList', plural: 'events', singular: 'event',
+    namespaced: true, shortNames: ['ev'], verbs: ALL_VERBS,
+    columns: [
+      { name: 'Last Seen', type: 'string', priority: 0, cell: (o) => age(String(o.lastTimestamp ?? o.eventTime ?? o.metadata.creationTimestamp ?? '')) },
+      { name: 'Type', type: 'string', priority: 0, cell: (o) => o.type },
+      { name: 'Reason', type: 'string', priority: 0, cell: (o) => o.reason },
+      { name: 'Object', type: 'string', priority: 0, cell: (o) => `${String(asObj(o.involvedObject).kind ?? '').toLowerCase()}/${asObj(o.involvedObject).name ?? ''}` },
+      { name: 'Message', type: 'string', priority: 0, cell: (o) => o.message },
+      { name: 'Count', type: 'integer', priority: 1, cell: (o) => o.count },
+    ],
+    strategy: {
+      nameRule: 'pathSegment',
+      validate(obj) {
+        const causes: StatusCause[] = [];
+        const io = asObj(obj.involvedObject);
+        if (io.namespace && obj.metadata.namespace && io.namespace !== obj.metadata.namespace) causes.push(field('involvedObject.namespace', 'Invalid value: does not match event.namespace'));
+        return causes;
+      },
+      selectableFields: {
+        'involvedObject.kind': (o) => String(asObj(o.involvedObject).kind ?? ''),
+        'involvedObject.name': (o) => String(asObj(o.involvedObject).name ?? ''),
+        'involvedObject.namespace': (o) => String(asObj(o.involvedObject).namespace ?? ''),
+        'involvedObject.uid': (o) => String(asObj(o.involvedObject).uid ?? ''),
+        reason: (o) => String(o.reason ?? ''),
+        type: (o) => String(o.type ?? ''),
+      },
+    },
+  },
+  {
+    group: '', version: 'v1', kind: 'LimitRange', listKind: 'LimitRangeList', plural: 'limitranges', singular: 'limitrange',
+    namespaced: true, shortNames: ['limits'], verbs: ALL_VERBS, columns: [createdAt],
+    strategy: {
+      validate(obj) {
+        const limits = asObj(obj.spec).limits;
+        if (limits !== undefined && !Array.isArray(limits)) return [field('spec.limits', 'Invalid value: must be a list')];
+        const causes: StatusCause[] = [];
+        (limits as Obj[] | undefined ?? []).forEach((l, i) => {
+          if (!['Pod', 'Container', 'PersistentVolumeClaim'].includes(String(asObj(l).type))) causes.push(field(`spec.limits[${i}].type`, `Unsupported value: ${JSON.stringify(asObj(l).type ?? '')}: supported values: "Container", "PersistentVolumeClaim", "Pod"`, 'FieldValueNotSupported'));
+        });
+        return causes;
+      },
+    },
+  },
+  {
+    group: '', version: 'v1', kind: 'ResourceQuota', listKind: 'ResourceQuotaList', plural: 'resourcequotas', singular: 'resourcequota',
+    namespaced: true, shortNames: ['quota'], verbs: ALL_VERBS, hasStatus: true,
+    columns: [
+      { name: 'Age', type: 'string', priority: 0, cell: () => undefined },
+      { name: 'Request', type: 'string', priority: 0, cell: (o) => resourceList(asObj(o.spec).hard) },
+      { name: 'Limit', type: 'string', priority: 0, cell: (o) => resourceList(asObj(o.status).used) },
+    ],
+  },
+  {
+    group: 'events.k8s.io', version: 'v1', kind: 'Event', listKind: 'EventList', plural: 'events', singular: 'event',
+    namespaced: true, shortNames: ['ev'], verbs: ALL_VERBS,
+    columns: [
+      { name: 'Type', type: 'string', priority: 0, cell: (o) => o.type },
+      { name: 'Reason', type: 'string', priority: 0, cell: (o) => o.reason },
+      { name: 'Note', type: 'string', priority: 0, cell: (o) => o.note },
+    ],
+    strategy: {
+      nameRule: 'pathSegment',
+      validate(obj) {
+        const causes: StatusCause[] = [];
+        if (!obj.eventTime) causes.push(field('eventTime', 'Required value', 'FieldValueRequired'));
+        if (!obj.reportingController) causes.push(field('reportingController', 'Required value', 'FieldValueRequired'));
+        if (!obj.reportingInstance) causes.push(field('reportingInstance', 'Required value', 'FieldValueRequired'));
+        if (obj.type !== 'Normal' && obj.type !== 'Warning') causes.push(field('type', `Unsupported value: ${JSON.stringify(obj.type ?? '')}: supported values: "Normal", "Warning"`, 'FieldValueNotSupported'));
+        if (typeof obj.note === 'string' && obj.note.length > 1024) causes.push(field('note', 'Too long: may not be more than 1024 bytes', 'FieldValueTooLong'));
+        return causes;
+      },
+    },
+  },
+  {
+    group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', listKind: 'LeaseList', plural: 'leases', singular: 'lease',
+    namespaced: true, verbs: ALL_VERBS,
+    columns: [{ name: 'Holder', type: 'string', priority: 0, cell: (o) => asObj(o.spec).holderIdentity }],
+    strategy: {
+      validate(obj) {
+        const spec = asObj(obj.spec);
+        const causes: StatusCause[] = [];
+        if (spec.leaseDurationSeconds !== undefined && !(Number.isInteger(spec.leaseDurationSeconds) && (spec.leaseDurationSeconds as number) > 0)) causes.push(field('spec.leaseDurationSeconds', 'Invalid value: must be greater than 0'));
+        if (spec.leaseTransitions !== undefined && !(Number.isInteger(spec.leaseTransitions) && (spec.leaseTransitions as number) >= 0)) causes.push(field('spec.leaseTransitions', 'Invalid value: must be greater than or equal to 0'));
+        return causes;
+      },
+    },
+  },
+  {
+    group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'Role', listKind: 'RoleList', plural: 'roles', singular: 'role',
+    namespaced: true, verbs: ALL_VERBS, columns: [createdAt],
+    strategy: { nameRule: 'pathSegment', allowCreateOnUpdate: true, validate: (o) => validateRules(o.rules, 'rules') },
+  },
+  {
+    group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'RoleBinding', listKind: 'RoleBindingList', plural: 'rolebindings', singular: 'rolebinding',
+    namespaced: true, verbs: ALL_VERBS, columns: bindingColumns,
+    strategy: { nameRule: 'pathSegment', allowCreateOnUpdate: true, validate: (o) => validateBinding(o, false), validateUpdate: (o, old) => [...validateBinding(o, false), ...roleRefImmutable(o, old)] },
+  },
+  {
+    group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRole', listKind: 'ClusterRoleList', plural: 'clusterroles', singular: 'clusterrole',
+    namespaced: false, verbs: ALL_VERBS, columns: [createdAt],
+    strategy: { nameRule: 'pathSegment', allowCreateOnUpdate: true, validate: (o) => validateRules(o.rules, 'rules') },
+  },
+  {
+    group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRoleBinding', listKind: 'ClusterRoleBindingList', plural: 'clusterrolebindings', singular: 'clusterrolebinding',
+    namespaced: false, verbs: ALL_VERBS, columns: bindingColumns,
+    strategy: { nameRule: 'pathSegment', allowCreateOnUpdate: true, validate: (o) => validateBinding(o, true), validateUpdate: (o, old) => [...validateBinding(o, true), ...roleRefImmutable(o, old)] },
+  },
+  {
+    group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition', listKind: 'CustomResourceDefinitionList',
+    plural: 'customresourcedefinitions', singular: 'customresourcedefinition', namespaced: false, shortNames: ['crd', 'crds'],
+    categories: ['api-extensions'], verbs: ALL_VERBS, hasStatus: true, columns: [createdAt],
+    strategy: { validate: validateCRD, tracksGeneration: true },
+  },
+  {
+    group: 'authorization.k8s.io', version: 'v1', kind: 'SelfSubjectAccessReview', listKind: 'SelfSubjectAccessReviewList',
+    plural: 'selfsubjectaccessreviews', singular: 'selfsubjectaccessreview', namespaced: false, verbs: ['create'], virtual: true,
+  },
+  {
+    group: 'authorization.k8s.io', version: 'v1', kind: 'SubjectAccessReview', listKind: 'SubjectAccessReviewList',
+    plural: 'subjectaccessreviews', singular: 'subjectaccessreview', namespaced: false, verbs: ['create'], virtual: true,
+  },
+  {
+    group: 'core.kcp.io', version: 'v1alpha1', kind: 'LogicalCluster', listKind: 'LogicalClusterList', plural: 'logicalclusters',
+    singular: 'logicalcluster', namespaced: false, verbs: ALL_VERBS, hasStatus: true, categories: ['kcp'],
+    columns: [
+      { name: 'Phase', type: 'string', priority: 0, cell: (o) => asObj(o.status).phase },
+      { name: 'URL', type: 'string', priority: 0, cell: (o) => asObj(o.status).URL },
+    ],
+    strategy: {
+      tracksGeneration: true,
+      validate(obj) {
+        return obj.metadata.name === 'cluster' ? [] : [field('metadata.name', `Invalid value: "${obj.metadata.name}": must be "cluster"`)];
+      },
+    },
+  },
+];
+
+function normalizeSecret(obj: KubeObject): void {
+  if (obj.type === undefined || obj.type === '') obj.type = 'Opaque';
+  if (isStringMap(obj.stringData)) {
+    // stringData is write-only: merged into data, base64-encoded (kube's Secret conversion).
+    const data = { ...asObj(obj.data) } as Record<string, string>;
+    for (const [k, v] of Object.entries(obj.stringData)) data[k] = Buffer.from(v, 'utf8').toString('base64');
+    obj.data = data;
+  }
+  delete obj.stringData;
+}
+
+function validateCRD(obj: KubeObject): StatusCause[] {
+  const spec = asObj(obj.spec);
+  const names = asObj(spec.names);
+  const causes: StatusCause[] = [];
+  if (!spec.group) causes.push(field('spec.group', 'Required value', 'FieldValueRequired'));
+  if (!names.plural) causes.push(field('spec.names.plural', 'Required value', 'FieldValueRequired'));
+  if (!names.kind) causes.push(field('spec.names.kind', 'Required value', 'FieldValueRequired'));
+  if (spec.group && names.plural && obj.metadata.name !== `${names.plural}.${spec.group}`) {
+    causes.push(field('metadata.name', `Invalid value: "${obj.metadata.name}": must be spec.names.plural+"."+spec.group`));
+  }
+  if (spec.scope !== 'Namespaced' && spec.scope !== 'Cluster') causes.push(field('spec.scope', `Unsupported value: ${JSON.stringify(spec.scope ?? '')}: supported values: "Cluster", "Namespaced"`, 'FieldValueNotSupported'));
+  const versions = Array.isArray(spec.versions) ? spec.versions as Obj[] : [];
+  if (!versions.length) causes.push(field('spec.versions', 'Invalid value: must have exactly one version marked as storage version', 'FieldValueInvalid'));
+  else if (versions.filter((v) => v.storage === true).length !== 1) causes.push(field('spec.versions', 'Invalid value: must have exactly one version marked as storage version'));
+  return causes;
+}
+
+/** Human-readable age of an RFC 3339 timestamp, as kubectl prints (`5s`, `3m`, `2d`). */
+export function age(ts: string | undefined, now = Date.now()): string {
+  if (!ts) return '<unknown>';
+  const t = Date.parse(ts);
+  if (Number.isNaN(t)) return '<unknown>';
+  let s = Math.max(0, Math.floor((now - t) / 1000));
+  if (s < 120) return `${s}s`;
+  let m = Math.floor(s / 60);
+  if (m < 10) { s %= 60; return s ? `${m}m${s}s` : `${m}m`; }
+  if (m < 180) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 8) { m %= 60; return m ? `${h}h${m}m` : `${h}h`; }
+  if (h < 48) return `${h}h`;
+  const d = Math.floor(h / 24);
+  if (d < 8) { const hh = h % 24; return hh ? `${d}d${hh}h` : `${d}d`; }
+  if (d < 365 * 2) return `${d}d`;
+  return `${Math.floor(d / 365)}y`;
+}

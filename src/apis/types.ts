@@ -1,0 +1,89 @@
+/**
+ * Describes one served resource. The REST store, discovery, OpenAPI and Table output are all
+ * generated from these descriptors, so adding a resource never adds CRUD code.
+ */
+import type { KubeObject } from '../apimachinery/meta.js';
+import type { StatusCause } from '../apimachinery/errors.js';
+import type { NameRule } from '../apimachinery/validation.js';
+
+/** One column of `as=Table` output (`metav1.TableColumnDefinition`) plus how to compute its cell. */
+export interface TableColumn {
+  name: string;
+  /** OpenAPI type of the cell: `string`, `integer`, `date`, … */
+  type: string;
+  format?: string;
+  description?: string;
+  /** 0 = shown by default; >0 only with `-o wide`. */
+  priority: number;
+  /** Computes the cell from the stored object. */
+  cell: (obj: KubeObject) => unknown;
+}
+
+/**
+ * Strategy hooks of a resource, modelled on kube-apiserver's `rest.RESTCreateStrategy` /
+ * `RESTUpdateStrategy` (k8s.io/apiserver/pkg/registry/rest).
+ */
+export interface ResourceStrategy {
+  /** Clears fields a create must not set (e.g. `status` when the type has a status subresource). */
+  prepareForCreate?(obj: KubeObject): void;
+  /** Carries over fields an update of the main resource must not change (e.g. `status`). */
+  prepareForUpdate?(obj: KubeObject, old: KubeObject): void;
+  /** Type-specific validation on create; returns causes (empty = valid). */
+  validate?(obj: KubeObject): StatusCause[];
+  /** Type-specific validation on update. */
+  validateUpdate?(obj: KubeObject, old: KubeObject): StatusCause[];
+  /**
+   * Whether `metadata.generation` is maintained (1 on create, +1 on each spec change), as the
+   * strategies of kube types with a spec/status split and all custom resources do.
+   */
+  tracksGeneration?: boolean;
+  /** Rule for `metadata.name` (default `dns1123Subdomain`). */
+  nameRule?: NameRule;
+  /** Whether PUT of a missing object creates it (kube's `AllowCreateOnUpdate`; default false). */
+  allowCreateOnUpdate?: boolean;
+  /**
+   * Whether a deletion must wait (besides `metadata.finalizers`), e.g. a Namespace whose
+   * `spec.finalizers` are not empty.
+   */
+  deletionPending?(obj: KubeObject): boolean;
+  /** Mutates an object whose deletion was just requested (e.g. Namespace phase `Terminating`). */
+  prepareForDeletion?(obj: KubeObject): void;
+  /** Extra field-selector fields beyond metadata.name/metadata.namespace: name → value getter. */
+  selectableFields?: Record<string, (obj: KubeObject) => string>;
+}
+
+/** Static description of a served resource. */
+export interface ResourceDescriptor {
+  group: string;
+  version: string;
+  kind: string;
+  listKind: string;
+  /** Plural lower-case resource name used in URLs. */
+  plural: string;
+  singular: string;
+  namespaced: boolean;
+  shortNames?: string[];
+  categories?: string[];
+  /** Verbs advertised in discovery. */
+  verbs: string[];
+  /** Whether `/status` is served. */
+  hasStatus?: boolean;
+  /**
+   * Virtual resources (reviews) are create-only and never stored: `create` returns the computed
+   * object.
+   */
+  virtual?: boolean;
+  /**
+   * OpenAPI v3 schema of the kind (a `components.schemas` entry). Used for `/openapi/v3`,
+   * `/openapi/v2` and `kubectl explain`.
+   */
+  schema?: Record<string, unknown>;
+  /** Extra Table columns after NAME (AGE is appended unless a column named Age exists). */
+  columns?: TableColumn[];
+  strategy?: ResourceStrategy;
+  /**
+   * Strategic-merge-patch metadata: field path (dot-joined, list items as their field name) →
+   * `{ strategy, mergeKey }`. See apimachinery/strategicmerge.ts.
+   */
+  patchMeta?: Record<string, { strategy: string; mergeKey?: string }>;
+}

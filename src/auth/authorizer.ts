@@ -1,0 +1,155 @@
+/**
+ * Authorization: kcp's chain reduced to what this server has today
+ * (kcp docs, "Authorization"): `system:masters` may do anything; a request to a logical cluster
+ * that does not exist is refused without telling whether it exists; then the bootstrap policy
+ * (RBAC bindings of the `system:admin` logical cluster, which make `system:kcp:admin` a
+ * cluster-admin everywhere) and finally the RBAC objects of the target logical cluster
+ * (https://kubernetes.io/docs/reference/access-authn-authz/rbac/). ClusterRoles referenced by a
+ * binding resolve in the binding's logical cluster first, then in `system:admin`.
+ */
+import type { UserInfo } from '../registry/store.js';
+import type { WatchCache, CacheEvent } from '../storage/watchcache.js';
+
+/** The logical cluster that holds kcp's bootstrap policy. */
+export const SYSTEM_ADMIN_CLUSTER = 'system:admin';
+/** Group that bypasses authorization. */
+export const SYSTEM_MASTERS = 'system:masters';
+
+/** What is being authorized (`authorizer.Attributes`). */
+export interface AuthzAttributes {
+  user: UserInfo;
+  verb: string;
+  cluster: string;
+  isResourceRequest: boolean;
+  namespace: string;
+  apiGroup: string;
+  resource: string;
+  subresource: string;
+  name: string;
+  /** Non-resource path, e.g. `/healthz`. */
+  path: string;
+}
+
+/** Decision with the reason shown in 403 messages and access reviews. */
+export interface Decision { allowed: boolean; reason: string }
+
+interface PolicyRule {
+  verbs: string[];
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+}
+interface Subject { kind: string; name: string; namespace?: string }
+interface Binding { namespace: string; roleRef: { kind: string; name: string }; subjects: Subject[] }
+
+/** Parsed RBAC objects of one logical cluster. */
+interface RbacSnapshot {
+  clusterRoles: Map<string, PolicyRule[]>;
+  roles: Map<string, PolicyRule[]>; // key ns/name
+  clusterRoleBindings: Binding[];
+  roleBindings: Map<string, Binding[]>; // by namespace
+}
+
+const RBAC = 'rbac.authorization.k8s.io/';
+const RBAC_RESOURCES = new Set([`${RBAC}roles`, `${RBAC}rolebindings`, `${RBAC}clusterroles`, `${RBAC}clusterrolebindings`]);
+
+function has(list: string[] | undefined, v: string): boolean {
+  return !!list && (list.includes('*') || list.includes(v));
+}
+
+/** Whether one RBAC rule allows the attributes (kube's `RuleAllows`). */
+export function ruleAllows(rule: PolicyRule, a: AuthzAttributes): boolean {
+  if (!has(rule.verbs, a.verb)) return false;
+  if (!a.isResourceRequest) {
+    return !!rule.nonResourceURLs?.some((u) => u === '*' || u === a.path || (u.endsWith('*') && a.path.startsWith(u.slice(0, -1))));
+  }
+  if (!has(rule.apiGroups, a.apiGroup)) return false;
+  const combined = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
+  const resOk = !!rule.resources?.some((r) => r === '*' || r === combined || (a.subresource && r === `*/${a.subresource}`));
+  if (!resOk) return false;
+  return !rule.resourceNames?.length || rule.resourceNames.includes(a.name);
+}
+
+function appliesTo(s: Subject, user: UserInfo, bindingNamespace: string): boolean {
+  switch (s.kind) {
+    case 'User': return s.name === user.name;
+    case 'Group': return user.groups.includes(s.name);
+    case 'ServiceAccount': return user.name === `system:serviceaccount:${s.namespace || bindingNamespace}:${s.name}`;
+    default: return false;
+  }
+}
+
+/** RBAC authorizer over the watch cache, with per-cluster snapshots invalidated by events. */
+export class Authorizer {
+  private readonly snapshots = new Map<string, RbacSnapshot>();
+
+  constructor(private readonly cache: WatchCache) {
+    cache.subscribe((ev: CacheEvent | undefined) => {
+      if (!ev) this.snapshots.clear();
+      else if (RBAC_RESOURCES.has(ev.entry.groupResource)) this.snapshots.delete(ev.entry.cluster);
+    });
+  }
+
+  private snapshot(cluster: string): RbacSnapshot {
+    let s = this.snapshots.get(cluster);
+    if (s) return s;
+    s = { clusterRoles: new Map(), roles: new Map(), clusterRoleBindings: [], roleBindings: new Map() };
+    const parse = (json: string) => JSON.parse(json) as { metadata: { name: string; namespace?: string }; rules?: PolicyRule[]; roleRef?: Binding['roleRef']; subjects?: Subject[] };
+    for (const e of this.cache.list(`${RBAC}clusterroles`, cluster)) s.clusterRoles.set(e.name, parse(e.json).rules ?? []);
+    for (const e of this.cache.list(`${RBAC}roles`, cluster)) s.roles.set(`${e.namespace}/${e.name}`, parse(e.json).rules ?? []);
+    for (const e of this.cache.list(`${RBAC}clusterrolebindings`, cluster)) {
+      const o = parse(e.json);
+      if (o.roleRef) s.clusterRoleBindings.push({ namespace: '', roleRef: o.roleRef, subjects: o.subjects ?? [] });
+    }
+    for (const e of this.cache.list(`${RBAC}rolebindings`, cluster)) {
+      const o = parse(e.json);
+      if (!o.roleRef) continue;
+      const list = s.roleBindings.get(e.namespace) ?? [];
+      list.push({ namespace: e.namespace, roleRef: o.roleRef, subjects: o.subjects ?? [] });
+      s.roleBindings.set(e.namespace, list);
+    }
+    this.snapshots.set(cluster, s);
+    return s;
+  }
+
+  private clusterRoleRules(cluster: string, name: string): PolicyRule[] | undefined {
+    return this.snapshot(cluster).clusterRoles.get(name) ?? this.snapshot(SYSTEM_ADMIN_CLUSTER).clusterRoles.get(name);
+  }
+
+  /** Evaluates the RBAC bindings of one logical cluster. */
+  private rbacAllows(cluster: string, a: AuthzAttributes, clusterBindingsOnly: boolean): string | undefined {
+    const s = this.snapshot(cluster);
+    for (const b of s.clusterRoleBindings) {
+      if (!b.subjects.some((sub) => appliesTo(sub, a.user, ''))) continue;
+      const rules = this.clusterRoleRules(cluster, b.roleRef.name);
+      if (rules?.some((r) => ruleAllows(r, a))) return `RBAC: allowed by ClusterRoleBinding to ClusterRole "${b.roleRef.name}"`;
+    }
+    if (clusterBindingsOnly || !a.namespace || !a.isResourceRequest) return undefined;
+    for (const b of s.roleBindings.get(a.namespace) ?? []) {
+      if (!b.subjects.some((sub) => appliesTo(sub, a.user, b.namespace))) continue;
+      const rules = b.roleRef.kind === 'Role' ? s.roles.get(`${b.namespace}/${b.roleRef.name}`) : this.clusterRoleRules(cluster, b.roleRef.name);
+      if (rules?.some((r) => ruleAllows(r, a))) return `RBAC: allowed by RoleBinding to ${b.roleRef.kind} "${b.roleRef.name}" in namespace "${b.namespace}"`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Authorizes a request. `clusterExists` says whether the target logical cluster exists (the
+   * caller resolves it, possibly asynchronously).
+   */
+  authorize(a: AuthzAttributes, clusterExists: boolean): Decision {
+    if (a.user.groups.includes(SYSTEM_MASTERS)) return { allowed: true, reason: 'system:masters' };
+    if (a.cluster && a.cluster !== '*' && !clusterExists) {
+      return { allowed: false, reason: `"${a.cluster}" workspace access not permitted` };
+    }
+    if (a.cluster === '*') return { allowed: false, reason: 'wildcard requests are only allowed for system:masters' };
+    const bootstrap = this.rbacAllows(SYSTEM_ADMIN_CLUSTER, a, true);
+    if (bootstrap) return { allowed: true, reason: `bootstrap policy: ${bootstrap}` };
+    if (a.cluster) {
+      const local = this.rbacAllows(a.cluster, a, false);
+      if (local) return { allowed: true, reason: local };
+    }
+    return { allowed: false, reason: '' };
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Namespace lifecycle controller (kube's namespace controller,
+ * k8s.io/kubernetes/pkg/controller/namespace): when a Namespace has a deletionTimestamp, delete
+ * every namespaced object in it; once none is left, remove the `kubernetes` finalizer through
+ * `/finalize`, which completes the Namespace's deletion. Objects held by their own finalizers
+ * keep the namespace Terminating until they go.
+ *
+ * Keys are `<cluster>|<namespace name>`.
+ */
+import type { KubeObject } from '../../apimachinery/meta.js';
+import { StatusError } from '../../apimachinery/errors.js';
+import type { RequestScope, Store } from '../../registry/store.js';
+import type { WatchCache } from '../../storage/watchcache.js';
+import type { ReconcileResult } from '../runtime.js';
+
+/** Dependencies of the reconciler, as plain functions and values (tested without mocks). */
+export interface NamespaceReconcilerDeps {
+  namespaces: Store;
+  /** Stores of every namespaced, stored resource. */
+  namespacedStores: () => Store[];
+  cache: WatchCache;
+  /** Identity the controller acts as. */
+  scope: (cluster: string, namespace?: string) => RequestScope;
+}
+
+/** Group/resource of namespaces in the watch cache. */
+export const NAMESPACES_GR = 'core/namespaces';
+
+/** Splits `<cluster>|<name>`. */
+export function splitKey(key: string): [string, string] {
+  const i = key.lastIndexOf('|');
+  return [key.slice(0, i), key.slice(i + 1)];
+}
+
+/** Reconciles one namespace. */
+export function namespaceReconciler(deps: NamespaceReconcilerDeps) {
+  return async (key: string): Promise<ReconcileResult | void> => {
+    const [cluster, name] = splitKey(key);
+    let ns: KubeObject;
+    try {
+      ns = JSON.parse(await deps.namespaces.get(deps.scope(cluster), name)) as KubeObject;
+    } catch (err) {
+      if (err instanceof StatusError && err.code === 404) return;
+      throw err;
+    }
+    if (!ns.metadata.deletionTimestamp) return;
+    const finalizers = ((ns.spec as { finalizers?: string[] } | undefined)?.finalizers) ?? [];
+    if (!finalizers.includes('kubernetes')) return;
+    let remaining = 0;
+    for (const store of deps.namespacedStores()) {
+      const scope = deps.scope(cluster, name);
+      const { items } = await store.list(scope, {});
+      for (const e of items) {
+        try {
+          const res = await store.delete(scope, e.name);
+          if (!res.deleted) remaining++;
+        } catch (err) {
+          if (!(err instanceof StatusError && err.code === 404)) throw err;
+        }
+      }
+    }
+    if (remaining > 0) return { requeueAfterMs: 1000 };
+    const next = { ...ns, spec: { ...(ns.spec as object), finalizers: finalizers.filter((f) => f !== 'kubernetes') } };
+    try {
+      await deps.namespaces.update(deps.scope(cluster), name, next, 'finalize');
+    } catch (err) {
+      if (err instanceof StatusError && err.code === 404) return;
+      throw err;
+    }
+  };
+}

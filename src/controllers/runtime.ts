@@ -1,0 +1,86 @@
+/**
+ * The controller runtime on BullMQ (DESIGN.md "Controllers on BullMQ"): one queue per
+ * controller; informers enqueue object keys, never objects; reconcilers are level-triggered
+ * and read current state. Job options: deduplication by key (at most one job per key in flight,
+ * a new event while it runs keeps one follow-up), requeue-after as `delay`, failures retried with
+ * exponential backoff. Any number of processes may run workers on the same Redis.
+ *
+ * The contract a controller author learns is controller-runtime's:
+ * `reconcile(key) → { requeueAfterMs? }`, throwing means "retry with backoff".
+ */
+import { Queue, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+
+/** Outcome of one reconcile. */
+export interface ReconcileResult {
+  /** Reconcile the key again after this many milliseconds. */
+  requeueAfterMs?: number;
+}
+
+/** A reconciler: level-triggered, idempotent. */
+export type Reconcile = (key: string) => Promise<ReconcileResult | void>;
+
+/** Options of a controller. */
+export interface ControllerOptions {
+  name: string;
+  /** BullMQ key prefix; use the shard's hash tag so a shard's keys share a slot. */
+  prefix: string;
+  /** Connection for the queue (commands). */
+  connection: Redis;
+  /** Parallel reconciles in this process (default 4). */
+  concurrency?: number;
+  /** First retry delay after a failure, doubled per attempt (default 100 ms). */
+  backoffMs?: number;
+  reconcile: Reconcile;
+  onError?: (key: string, err: unknown) => void;
+}
+
+/** One controller: a BullMQ queue and this process's worker on it. */
+export class Controller {
+  private readonly queue: Queue;
+  private readonly worker: Worker;
+  private readonly backoffMs: number;
+
+  constructor(private readonly opts: ControllerOptions) {
+    this.backoffMs = opts.backoffMs ?? 100;
+    const connection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
+    connection.on('error', () => undefined);
+    this.queue = new Queue(opts.name, { connection, prefix: opts.prefix });
+    this.queue.on('error', () => undefined);
+    const workerConnection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
+    workerConnection.on('error', () => undefined);
+    this.worker = new Worker(opts.name, async (job: Job<{ key: string }>) => {
+      const res = await opts.reconcile(job.data.key);
+      if (res?.requeueAfterMs !== undefined) await this.enqueue(job.data.key, res.requeueAfterMs);
+    }, { connection: workerConnection, prefix: opts.prefix, concurrency: opts.concurrency ?? 4, autorun: true });
+    this.worker.on('error', () => undefined);
+    this.worker.on('failed', (job, err) => { if (job) opts.onError?.(job.data.key, err); });
+  }
+
+  /**
+   * Enqueues a key (optionally after `delayMs`). Deduplicated: while a job for the key waits,
+   * further enqueues are folded into it; while one runs, one follow-up is kept.
+   */
+  async enqueue(key: string, delayMs = 0): Promise<void> {
+    await this.queue.add('reconcile', { key }, {
+      deduplication: { id: key, keepLastIfActive: true, replace: true },
+      delay: delayMs,
+      attempts: 25,
+      backoff: { type: 'exponential', delay: this.backoffMs },
+      removeOnComplete: true,
+      removeOnFail: true,
+    });
+  }
+
+  /** Jobs waiting or delayed (queue depth). */
+  async depth(): Promise<number> {
+    const c = await this.queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
+    return (c.waiting ?? 0) + (c.delayed ?? 0) + (c.active ?? 0) + (c.prioritized ?? 0);
+  }
+
+  /** Stops the worker (finishing running reconciles) and closes the queue. */
+  async close(): Promise<void> {
+    await this.worker.close();
+    await this.queue.close();
+  }
+}

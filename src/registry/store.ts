@@ -1,0 +1,527 @@
+/**
+ * The one generic REST store (modelled on kube-apiserver's
+ * k8s.io/apiserver/pkg/registry/generic/registry/store.go): create, get, list, update, patch,
+ * delete and deletecollection implemented once; each resource contributes a strategy
+ * (apis/types.ts `ResourceStrategy`). Watch lives in ./watch.ts on the same cache.
+ *
+ * Reads of one object go to Redis (read-your-writes without waiting); lists are served from the
+ * watch cache at a consistent revision (a list without resourceVersion first waits until the
+ * cache has applied the shard's current revision, as kube's consistent reads from cache).
+ */
+import { randomUUID } from 'node:crypto';
+import * as jsonPatch from 'rfc6902';
+import jsonMergePatch from 'json-merge-patch';
+import {
+  StatusError, alreadyExists, badRequest, conflict, invalid, notFound, type StatusCause,
+} from '../apimachinery/errors.js';
+import { apiVersionOf, nowRFC3339, type KubeObject, type ObjectMeta } from '../apimachinery/meta.js';
+import { validateObjectMeta } from '../apimachinery/validation.js';
+import { parseLabelSelector, matchesLabels, type LabelSelector } from '../apimachinery/labels.js';
+import { parseFieldSelector, matchesFields, type FieldSelector } from '../apimachinery/fields.js';
+import { strategicMergePatch, BUILTIN_PATCH_META, OBJECT_META_PATCH_META } from '../apimachinery/strategicmerge.js';
+import type { ResourceDescriptor } from '../apis/types.js';
+import { ShardKeys } from '../storage/keys.js';
+import type { RedisStorage } from '../storage/redis.js';
+import type { CacheEntry, WatchCache } from '../storage/watchcache.js';
+
+/** The authenticated caller (`user.Info`). */
+export interface UserInfo {
+  name: string;
+  uid?: string;
+  groups: string[];
+  extra?: Record<string, string[]>;
+}
+
+/** Where and as whom a request runs. */
+export interface RequestScope {
+  /** Logical cluster name, or `*` for wildcard list/watch. */
+  cluster: string;
+  /** Namespace from the URL (namespaced resources), if any. */
+  namespace?: string;
+  user: UserInfo;
+  /** `dryRun=All`: run admission and validation, persist nothing. */
+  dryRun?: boolean;
+}
+
+/** Query options of list (and watch), as `metav1.ListOptions`. */
+export interface ListOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+  resourceVersionMatch?: string;
+}
+
+/** Body of a delete (`metav1.DeleteOptions`), the parts this server honours. */
+export interface DeleteOptions {
+  preconditions?: { uid?: string; resourceVersion?: string };
+  propagationPolicy?: string;
+  gracePeriodSeconds?: number;
+}
+
+/** A list result: entries at one revision. */
+export interface ListResult {
+  items: CacheEntry[];
+  resourceVersion: string;
+  continue?: string;
+  remainingItemCount?: number;
+}
+
+/** Result of a delete: the object removed now, or its state while finalizers run. */
+export interface DeleteResult {
+  deleted: boolean;
+  json: string;
+}
+
+/** Patch content types (`types.PatchType`). */
+export const PATCH_TYPES = {
+  json: 'application/json-patch+json',
+  merge: 'application/merge-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+  apply: 'application/apply-patch+yaml',
+} as const;
+
+const GENERATE_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+function generateSuffix(): string {
+  let s = '';
+  for (let i = 0; i < 5; i++) s += GENERATE_CHARS[Math.floor(Math.random() * GENERATE_CHARS.length)];
+  return s;
+}
+
+interface ContinueToken { rv: number; start: string }
+
+function encodeContinue(t: ContinueToken): string {
+  return Buffer.from(JSON.stringify(t)).toString('base64url');
+}
+
+function decodeContinue(s: string): ContinueToken {
+  try {
+    const t = JSON.parse(Buffer.from(s, 'base64url').toString()) as ContinueToken;
+    if (typeof t.rv !== 'number' || typeof t.start !== 'string') throw new Error('shape');
+    return t;
+  } catch {
+    throw badRequest('invalid continue token');
+  }
+}
+
+function parseRevision(rv: string, what = 'resourceVersion'): number {
+  if (!/^\d+$/.test(rv)) throw badRequest(`invalid ${what}: "${rv}"`);
+  return Number(rv);
+}
+
+/** The stored revision of a JSON object, read without a full parse. */
+export function revisionOf(json: string): string {
+  const at = json.indexOf('"resourceVersion":"');
+  const start = at + '"resourceVersion":"'.length;
+  return json.slice(start, json.indexOf('"', start));
+}
+
+function deepClone<T>(v: T): T { return structuredClone(v); }
+
+/** Shared backend of all stores of a shard. */
+export interface StoreBackend {
+  storage: RedisStorage;
+  cache: WatchCache;
+  /** Checks a namespace can take new objects (exists, not terminating); throws a Status otherwise. */
+  checkNamespace(cluster: string, namespace: string): Promise<void>;
+}
+
+/** Maximum optimistic-concurrency retries of a patch or internal update. */
+const MAX_RETRIES = 10;
+
+/** Generic REST store of one resource. */
+export class Store {
+  readonly groupResource: string;
+  private readonly gr: { group: string; resource: string };
+  private readonly patchMeta;
+
+  constructor(readonly desc: ResourceDescriptor, private readonly backend: StoreBackend) {
+    this.groupResource = `${desc.group || 'core'}/${desc.plural}`;
+    this.gr = { group: desc.group, resource: desc.plural };
+    this.patchMeta = desc.patchMeta ?? BUILTIN_PATCH_META[`${desc.group}/${desc.kind}`] ?? OBJECT_META_PATCH_META;
+  }
+
+  /** Storage key of a name in a scope. */
+  objectKey(scope: RequestScope, name: string): string {
+    return ShardKeys.objectKey(this.gr, scope.cluster, this.desc.namespaced ? scope.namespace : undefined, name);
+  }
+
+  private get apiVersion(): string { return apiVersionOf(this.desc.group, this.desc.version); }
+
+  /** Throws 400 unless the body is an object of this kind (apiVersion/kind may be omitted). */
+  checkBody(body: unknown, scope: RequestScope): KubeObject {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the body of the request must be a JSON or YAML object');
+    const obj = body as KubeObject;
+    if (obj.kind !== undefined && obj.kind !== this.desc.kind) {
+      throw badRequest(`the kind of the provided object "${String(obj.kind)}" does not match the expected kind "${this.desc.kind}"`);
+    }
+    if (obj.apiVersion !== undefined && obj.apiVersion !== this.apiVersion) {
+      throw badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${this.apiVersion})`);
+    }
+    if (obj.metadata === undefined) obj.metadata = {};
+    if (typeof obj.metadata !== 'object' || obj.metadata === null || Array.isArray(obj.metadata)) throw badRequest('metadata must be an object');
+    obj.apiVersion = this.apiVersion;
+    obj.kind = this.desc.kind;
+    if (this.desc.namespaced) {
+      if (obj.metadata.namespace && scope.namespace && obj.metadata.namespace !== scope.namespace) {
+        throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
+      }
+      if (scope.namespace) obj.metadata.namespace = scope.namespace;
+    }
+    return obj;
+  }
+
+  private validate(obj: KubeObject, old?: KubeObject): void {
+    const causes: StatusCause[] = validateObjectMeta(obj.metadata, this.desc.namespaced, this.desc.strategy?.nameRule ?? 'dns1123Subdomain');
+    const s = this.desc.strategy;
+    if (s) causes.push(...(old ? (s.validateUpdate?.(obj, old) ?? s.validate?.(obj) ?? []) : (s.validate?.(obj) ?? [])));
+    if (old) {
+      if (obj.metadata.name !== old.metadata.name) causes.push({ reason: 'FieldValueInvalid', field: 'metadata.name', message: 'field is immutable' });
+    }
+    if (causes.length) throw invalid(this.desc.kind, this.desc.group, obj.metadata.name ?? obj.metadata.generateName ?? '', causes);
+  }
+
+  /** Create (POST). Returns the stored JSON (or, with dryRun, the object that would be stored). */
+  async create(scope: RequestScope, body: unknown): Promise<string> {
+    const obj = this.checkBody(body, scope);
+    const meta = obj.metadata;
+    if (!meta.name && !meta.generateName) {
+      throw invalid(this.desc.kind, this.desc.group, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
+    }
+    const generated = !meta.name;
+    if (generated) meta.name = meta.generateName + generateSuffix();
+    this.prepareMetaForCreate(meta);
+    if (this.desc.strategy?.tracksGeneration) meta.generation = 1;
+    this.desc.strategy?.prepareForCreate?.(obj);
+    this.validate(obj);
+    if (this.desc.namespaced) await this.backend.checkNamespace(scope.cluster, meta.namespace!);
+    if (scope.dryRun) return JSON.stringify(obj);
+    for (let attempt = 0; ; attempt++) {
+      const res = await this.backend.storage.write('create', this.objectKey(scope, meta.name!), obj);
+      if (res.ok) return res.json;
+      if (generated && attempt < 5) { meta.name = meta.generateName + generateSuffix(); continue; }
+      throw alreadyExists(this.gr, meta.name!);
+    }
+  }
+
+  private prepareMetaForCreate(meta: ObjectMeta): void {
+    meta.uid = randomUUID();
+    meta.creationTimestamp = nowRFC3339();
+    delete meta.generation;
+    delete meta.resourceVersion;
+    delete meta.deletionTimestamp;
+    delete meta.deletionGracePeriodSeconds;
+    if (meta.finalizers && meta.finalizers.length === 0) delete meta.finalizers;
+  }
+
+  /** Get by name: the stored JSON. Throws 404. */
+  async get(scope: RequestScope, name: string): Promise<string> {
+    const json = await this.backend.storage.get(this.objectKey(scope, name));
+    if (json === null) throw notFound(this.gr, name);
+    return json;
+  }
+
+  /** Parses a selector pair once for list/watch/deletecollection. */
+  compileFilter(opts: ListOptions): (e: CacheEntry) => boolean {
+    const labels: LabelSelector | undefined = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : undefined;
+    const selectable = this.desc.strategy?.selectableFields;
+    const allowed = new Set(['metadata.name', 'metadata.namespace', ...Object.keys(selectable ?? {})]);
+    const fields: FieldSelector | undefined = opts.fieldSelector ? parseFieldSelector(opts.fieldSelector, allowed) : undefined;
+    if (!labels && !fields) return () => true;
+    return (e) => {
+      if (labels && !matchesLabels(labels, e.labels)) return false;
+      if (fields) {
+        const values: Record<string, string> = { 'metadata.name': e.name, 'metadata.namespace': e.namespace };
+        if (selectable) {
+          const obj = JSON.parse(e.json) as KubeObject;
+          for (const [f, get] of Object.entries(selectable)) values[f] = get(obj);
+        }
+        if (!matchesFields(fields, values)) return false;
+      }
+      return true;
+    };
+  }
+
+  /**
+   * List from the watch cache with kube's resourceVersion semantics
+   * (https://kubernetes.io/docs/reference/using-api/api-concepts/#semantics-for-get-and-list):
+   * unset → consistent (most recent), `0` → any, `N` → not older than N (or exactly N with
+   * `resourceVersionMatch=Exact`); `limit`/`continue` page at the first page's revision.
+   */
+  async list(scope: RequestScope, opts: ListOptions): Promise<ListResult> {
+    const cache = this.backend.cache;
+    const filter = this.compileFilter(opts);
+    const ns = this.desc.namespaced ? scope.namespace : undefined;
+    let atRv: number | undefined;
+    let start = '';
+    if (opts.continue) {
+      if (opts.resourceVersion) throw badRequest('specifying resource version is not allowed when using continue');
+      const t = decodeContinue(opts.continue);
+      atRv = t.rv; start = t.start;
+    } else if (opts.resourceVersion === undefined || opts.resourceVersion === '') {
+      if (opts.resourceVersionMatch) throw badRequest('resourceVersionMatch is forbidden unless resourceVersion is provided');
+      await cache.waitForRevision(await this.backend.storage.currentRevision());
+    } else {
+      const rv = parseRevision(opts.resourceVersion);
+      const match = opts.resourceVersionMatch ?? '';
+      if (match === 'Exact') {
+        if (rv === 0) throw badRequest('resourceVersionMatch "Exact" is forbidden for resourceVersion "0"');
+        await cache.waitForRevision(rv);
+        atRv = rv;
+      } else if (match === '' || match === 'NotOlderThan') {
+        if (rv > 0) await cache.waitForRevision(rv);
+      } else {
+        throw badRequest(`unsupported resourceVersionMatch "${match}"`);
+      }
+    }
+    const revision = atRv ?? cache.currentRevision;
+    const all = atRv !== undefined ? cache.listAt(this.groupResource, scope.cluster, ns, atRv) : cache.list(this.groupResource, scope.cluster, ns);
+    let i = 0;
+    if (start) {
+      // Entries are sorted by key order; resume after the last key served.
+      while (i < all.length && sortKey(all[i]!) <= start) i++;
+    }
+    const limit = opts.limit && opts.limit > 0 ? opts.limit : 0;
+    const items: CacheEntry[] = [];
+    for (; i < all.length; i++) {
+      const e = all[i]!;
+      if (!filter(e)) continue;
+      if (limit && items.length === limit) break;
+      items.push(e);
+    }
+    const result: ListResult = { items, resourceVersion: String(revision) };
+    if (limit && i < all.length) {
+      result.continue = encodeContinue({ rv: revision, start: sortKey(items[items.length - 1]!) });
+      if (!opts.labelSelector && !opts.fieldSelector) result.remainingItemCount = all.length - i;
+    }
+    return result;
+  }
+
+  /**
+   * Update (PUT) of the object or a subresource (`status`, or `finalize` for namespaces).
+   * A resourceVersion in the body is a precondition (409 on mismatch).
+   */
+  async update(scope: RequestScope, name: string, body: unknown, subresource?: string): Promise<string> {
+    const obj = this.checkBody(body, scope);
+    if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
+      throw badRequest(`the name of the object (${String(obj.metadata.name)}) does not match the name on the URL (${name})`);
+    }
+    obj.metadata.name = name;
+    const key = this.objectKey(scope, name);
+    const current = await this.backend.storage.get(key);
+    if (current === null) {
+      if (!subresource && this.desc.strategy?.allowCreateOnUpdate) return this.create(scope, obj);
+      throw notFound(this.gr, name);
+    }
+    const precondition = obj.metadata.resourceVersion;
+    return this.applyUpdate(scope, key, JSON.parse(current) as KubeObject, obj, subresource, precondition);
+  }
+
+  /**
+   * Computes and writes an update of `old` to `next`: keeps system metadata, applies the
+   * subresource rules, bumps generation on spec change, validates, writes with a revision CAS,
+   * and completes a pending deletion when the last finalizer is gone.
+   */
+  private async applyUpdate(scope: RequestScope, key: string, old: KubeObject, next: KubeObject, subresource: string | undefined, precondition: string | undefined): Promise<string> {
+    const oldRv = old.metadata.resourceVersion!;
+    if (precondition && precondition !== oldRv) {
+      throw conflict(this.gr, old.metadata.name!, 'the object has been modified; please apply your changes to the latest version and try again');
+    }
+    let merged: KubeObject;
+    if (subresource === 'status') {
+      merged = deepClone(old);
+      merged.status = next.status;
+    } else if (subresource === 'finalize') {
+      merged = deepClone(old);
+      merged.spec = { ...(old.spec as object | undefined), finalizers: (next.spec as { finalizers?: string[] } | undefined)?.finalizers ?? [] };
+    } else {
+      merged = next;
+      if (this.desc.hasStatus) {
+        if (old.status === undefined) delete merged.status; else merged.status = old.status;
+      }
+      this.desc.strategy?.prepareForUpdate?.(merged, old);
+    }
+    const m = merged.metadata;
+    const o = old.metadata;
+    m.name = o.name; m.uid = o.uid; m.creationTimestamp = o.creationTimestamp;
+    if (this.desc.namespaced) m.namespace = o.namespace;
+    if (o.generation === undefined) delete m.generation; else m.generation = o.generation;
+    if (o.deletionTimestamp) { m.deletionTimestamp = o.deletionTimestamp; m.deletionGracePeriodSeconds = o.deletionGracePeriodSeconds; }
+    else { delete m.deletionTimestamp; delete m.deletionGracePeriodSeconds; }
+    if (m.finalizers && m.finalizers.length === 0) delete m.finalizers;
+    if (o.deletionTimestamp && m.finalizers) {
+      const added = m.finalizers.filter((f) => !(o.finalizers ?? []).includes(f));
+      if (added.length) {
+        throw invalid(this.desc.kind, this.desc.group, o.name!, [{ reason: 'FieldValueForbidden', field: 'metadata.finalizers', message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}` }]);
+      }
+    }
+    if (this.desc.strategy?.tracksGeneration && !subresource && specChanged(old, merged)) m.generation = (o.generation ?? 1) + 1;
+    this.validate(merged, old);
+    m.resourceVersion = oldRv;
+    if (sameContent(old, merged)) return JSON.stringify(old);
+    if (scope.dryRun) return JSON.stringify(merged);
+    if (m.deletionTimestamp && !m.finalizers?.length && !this.desc.strategy?.deletionPending?.(merged)) {
+      const res = await this.backend.storage.write('delete', key, merged, oldRv);
+      if (res.ok) return res.json;
+      throw this.writeFailure(res.reason, o.name!);
+    }
+    const res = await this.backend.storage.write('update', key, merged, oldRv);
+    if (res.ok) return res.json;
+    throw this.writeFailure(res.reason, o.name!);
+  }
+
+  private writeFailure(reason: 'exists' | 'conflict' | 'notfound', name: string): StatusError {
+    if (reason === 'notfound') return notFound(this.gr, name);
+    return conflict(this.gr, name, 'the object has been modified; please apply your changes to the latest version and try again');
+  }
+
+  /**
+   * Patch (PATCH) with JSON patch (RFC 6902, applied to a copy, all-or-nothing), JSON merge
+   * patch (RFC 7386) or strategic merge patch. Retries on write conflicts unless the patch
+   * itself carries a resourceVersion.
+   */
+  async patch(scope: RequestScope, name: string, contentType: string, patchBody: Buffer, subresource?: string): Promise<string> {
+    let patch: unknown;
+    try { patch = JSON.parse(patchBody.toString('utf8')); } catch (e) {
+      throw badRequest(`error decoding patch: ${(e as Error).message}`);
+    }
+    const key = this.objectKey(scope, name);
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.backend.storage.get(key);
+      if (current === null) throw notFound(this.gr, name);
+      const old = JSON.parse(current) as KubeObject;
+      const patched = this.applyPatch(old, contentType, patch);
+      if (typeof patched !== 'object' || patched === null || Array.isArray(patched)) throw badRequest('the patch produced a value that is not an object');
+      const next = this.checkBody(patched, scope);
+      const precondition = next.metadata.resourceVersion !== old.metadata.resourceVersion ? next.metadata.resourceVersion : undefined;
+      try {
+        return await this.applyUpdate(scope, key, old, next, subresource, precondition);
+      } catch (err) {
+        if (err instanceof StatusError && err.code === 409 && err.reason === 'Conflict' && !precondition && attempt < MAX_RETRIES) continue;
+        throw err;
+      }
+    }
+  }
+
+  private applyPatch(old: KubeObject, contentType: string, patch: unknown): unknown {
+    switch (contentType) {
+      case PATCH_TYPES.json: {
+        if (!Array.isArray(patch)) throw badRequest('a JSON patch must be an array of operations');
+        const target = deepClone(old);
+        let results: ReturnType<typeof jsonPatch.applyPatch>;
+        try { results = jsonPatch.applyPatch(target, patch as jsonPatch.Operation[]); } catch (e) {
+          throw badRequest(`the JSON patch is invalid: ${(e as Error).message}`);
+        }
+        const failed = results.findIndex((r) => r !== null);
+        if (failed >= 0) {
+          const err = results[failed] as Error;
+          const op = (patch as jsonPatch.Operation[])[failed];
+          if (err.name === 'TestError') throw new StatusError(422, 'Invalid', `the JSON patch test operation failed: ${err.message}`);
+          throw new StatusError(422, 'Invalid', `the server rejected our request due to an error in our request: operation ${failed} (${op?.op} ${(op as { path?: string })?.path}): ${err.message}`);
+        }
+        return target;
+      }
+      case PATCH_TYPES.merge:
+        if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw badRequest('a merge patch must be a JSON object');
+        return jsonMergePatch.apply(deepClone(old), patch);
+      case PATCH_TYPES.strategic:
+        if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw badRequest('a strategic merge patch must be a JSON object');
+        if (!this.desc.patchMeta && !BUILTIN_PATCH_META[`${this.desc.group}/${this.desc.kind}`]) {
+          throw new StatusError(415, 'UnsupportedMediaType', `strategic merge patch is not supported for ${this.desc.kind}; use a JSON merge patch or JSON patch`);
+        }
+        return strategicMergePatch(old, patch, this.patchMeta);
+      default:
+        throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${[PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.strategic].join(', ')}`);
+    }
+  }
+
+  /**
+   * Delete: preconditions (uid, resourceVersion) → 409; with finalizers (or a strategy that
+   * holds deletion) the object gets `deletionTimestamp` and stays until they are removed.
+   */
+  async delete(scope: RequestScope, name: string, opts: DeleteOptions = {}): Promise<DeleteResult> {
+    const key = this.objectKey(scope, name);
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.backend.storage.get(key);
+      if (current === null) throw notFound(this.gr, name);
+      const obj = JSON.parse(current) as KubeObject;
+      const m = obj.metadata;
+      const pre = opts.preconditions;
+      if (pre?.uid && pre.uid !== m.uid) {
+        throw conflict(this.gr, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${m.uid}`);
+      }
+      if (pre?.resourceVersion && pre.resourceVersion !== m.resourceVersion) {
+        throw conflict(this.gr, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${m.resourceVersion}`);
+      }
+      const pending = Boolean(m.finalizers?.length) || Boolean(this.desc.strategy?.deletionPending?.(obj));
+      let op: 'update' | 'delete' = 'delete';
+      if (pending) {
+        if (m.deletionTimestamp) return { deleted: false, json: current };
+        m.deletionTimestamp = nowRFC3339();
+        m.deletionGracePeriodSeconds = 0;
+        this.desc.strategy?.prepareForDeletion?.(obj);
+        op = 'update';
+      }
+      if (scope.dryRun) return { deleted: !pending, json: JSON.stringify(obj) };
+      const res = await this.backend.storage.write(op, key, obj, m.resourceVersion);
+      if (res.ok) return { deleted: !pending, json: res.json };
+      if (res.reason === 'notfound') throw notFound(this.gr, name);
+      if (pre?.resourceVersion || attempt >= MAX_RETRIES) throw this.writeFailure(res.reason, name);
+    }
+  }
+
+  /** DELETE on the collection: deletes every object the list options select. */
+  async deleteCollection(scope: RequestScope, listOpts: ListOptions, opts: DeleteOptions = {}): Promise<CacheEntry[]> {
+    const { items } = await this.list(scope, { ...listOpts, limit: undefined, continue: undefined });
+    const removed: CacheEntry[] = [];
+    for (const e of items) {
+      try {
+        await this.delete({ ...scope, namespace: e.namespace || scope.namespace }, e.name, opts);
+        removed.push(e);
+      } catch (err) {
+        if (!(err instanceof StatusError && err.code === 404)) throw err;
+      }
+    }
+    return removed;
+  }
+}
+
+/** Sort key matching WatchCache order (cluster, namespace, name). */
+function sortKey(e: CacheEntry): string {
+  return `${e.cluster}\u0000${e.namespace}\u0000${e.name}`;
+}
+
+const NON_SPEC = new Set(['apiVersion', 'kind', 'metadata', 'status']);
+
+/** Whether anything but metadata and status differs (bumps generation, as kube strategies do). */
+function specChanged(a: KubeObject, b: KubeObject): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const k of keys) {
+    if (NON_SPEC.has(k)) continue;
+    if (!jsonEqual(a[k], b[k])) return true;
+  }
+  return false;
+}
+
+function sameContent(a: KubeObject, b: KubeObject): boolean {
+  return jsonEqual(a, b);
+}
+
+/** Structural equality of JSON values (key order insensitive). */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const ao = a as Record<string, unknown>; const bo = b as Record<string, unknown>;
+  const ak = Object.keys(ao).filter((k) => ao[k] !== undefined);
+  const bk = Object.keys(bo).filter((k) => bo[k] !== undefined);
+  if (ak.length !== bk.length) return false;
+  for (const k of ak) if (!jsonEqual(ao[k], bo[k])) return false;
+  return true;
+}

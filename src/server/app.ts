@@ -1,0 +1,447 @@
+/**
+ * The Fastify application of a shard: `/clusters/<cluster>/…` routing, authentication,
+ * authorization, discovery, OpenAPI and the generic resource handlers over the REST stores.
+ */
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { TLSSocket } from 'node:tls';
+import { stringify as toYaml } from 'yaml';
+import { StatusError, badRequest, forbidden, methodNotAllowed, notFound } from '../apimachinery/errors.js';
+import { CLUSTER_ANNOTATION, type KubeObject } from '../apimachinery/meta.js';
+import type { ResourceDescriptor } from '../apis/types.js';
+import type { Authenticator } from '../auth/authn.js';
+import type { Authorizer, AuthzAttributes } from '../auth/authorizer.js';
+import { PATCH_TYPES, Store, type DeleteOptions, type ListOptions, type RequestScope, type UserInfo } from '../registry/store.js';
+import type { CacheEntry } from '../storage/watchcache.js';
+import { parseRequestInfo, type RequestInfo } from './requestinfo.js';
+import { decodeBody, negotiateOutput, type OutputFormat } from './negotiation.js';
+import { parseIncludeObject, partialObjectMetadata, toTable } from './table.js';
+import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
+import type { WatchHub } from './watch.js';
+import type { Metrics } from './metrics.js';
+import { buildOpenAPIV2, buildOpenAPIV3GroupVersion, buildOpenAPIV3Root, acceptsOpenAPIV2Json } from '../apis/openapi.js';
+
+/** Maximum request body: 3 MiB, as kube-apiserver's default `MaxRequestBodyBytes`. */
+export const MAX_BODY_BYTES = 3 * 1024 * 1024;
+
+/** Version reported by `/version`. */
+export const VERSION_INFO = {
+  major: '1', minor: '32', gitVersion: 'v1.32.0+kcp-ts-0.1.0', gitCommit: '', gitTreeState: 'clean',
+  buildDate: '2026-11-22T00:00:00Z', goVersion: 'node', compiler: 'tsc', platform: `${process.platform}/${process.arch}`,
+};
+
+/** Everything the handlers need from the running shard. */
+export interface AppContext {
+  descriptors: ResourceDescriptor[];
+  stores: Map<string, Store>;
+  authn: Authenticator;
+  authz: Authorizer;
+  hub: WatchHub;
+  metrics: Metrics;
+  /** Whether a logical cluster exists (LogicalCluster `cluster` stored in it). */
+  clusterExists(cluster: string): Promise<boolean>;
+  /** Whether the shard is ready to serve (`/readyz`). */
+  isReady(): boolean;
+  /** Address clients use (`host:port`), for `/api` serverAddressByClientCIDRs. */
+  externalAddress: string;
+  /** Create handler of virtual resources (access reviews). */
+  createVirtual(desc: ResourceDescriptor, body: KubeObject, user: UserInfo, cluster: string): KubeObject;
+  logger?: boolean | object;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    kcpInfo?: RequestInfo;
+    kcpUser?: UserInfo;
+  }
+}
+
+const PUBLIC_PATHS = new Set(['/healthz', '/livez', '/readyz', '/version']);
+
+/** Key of a store: `<group>/<version>/<plural>`. */
+export function storeKey(group: string, version: string, plural: string): string {
+  return `${group}/${version}/${plural}`;
+}
+
+/** Builds the Fastify app (not listening). `https` holds the TLS options. */
+export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca: string }): FastifyInstance {
+  const app = Fastify({
+    https: { key: https.key, cert: https.cert, ca: https.ca, requestCert: true, rejectUnauthorized: false },
+    logger: ctx.logger ?? false,
+    bodyLimit: MAX_BODY_BYTES,
+    forceCloseConnections: true,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
+  });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err, req, reply) => {
+    const status = toStatusError(err);
+    if (status.code >= 500 && status.code !== 503 && status.code !== 504) req.log.error({ err }, 'request failed');
+    sendStatus(reply, status);
+  });
+  app.setNotFoundHandler((_req, reply) => sendStatus(reply, new StatusError(404, 'NotFound', 'the server could not find the requested resource')));
+
+  app.addHook('onResponse', (req, reply, done) => {
+    const info = req.kcpInfo;
+    ctx.metrics.observeRequest(info?.verb ?? req.method.toLowerCase(), info?.resource ?? '', reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
+
+  // Authentication for everything but the public health and version endpoints.
+  app.addHook('onRequest', (req, reply, done) => {
+    const path = req.url.split('?')[0]!;
+    const result = ctx.authn.authenticate(req.raw.socket as TLSSocket, req.headers.authorization);
+    if (result && 'user' in result) { req.kcpUser = result.user; done(); return; }
+    if (PUBLIC_PATHS.has(path) || path.startsWith('/readyz/') || path.startsWith('/livez/') || path.startsWith('/healthz/')) { done(); return; }
+    sendStatus(reply, new StatusError(401, 'Unauthorized', 'Unauthorized'));
+  });
+
+  const health = (check: () => boolean) => async (_req: FastifyRequest, reply: FastifyReply) => {
+    if (!check()) { reply.code(500).type('text/plain').send('[-]shard-ready failed: reason withheld\nhealthz check failed\n'); return; }
+    reply.type('text/plain').send('ok');
+  };
+  app.get('/healthz', health(() => true));
+  app.get('/livez', health(() => true));
+  app.get('/readyz', health(ctx.isReady));
+  app.get('/version', async () => VERSION_INFO);
+  app.get('/metrics', async (req, reply) => {
+    await authorizeNonResource(ctx, req, '/metrics', '');
+    reply.type(ctx.metrics.contentType).send(await ctx.metrics.render());
+  });
+
+  const resourceHandler = async (req: FastifyRequest, reply: FastifyReply) => handle(ctx, req, reply);
+  app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'], url: '/clusters/*', handler: resourceHandler });
+  app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'], url: '/api', handler: resourceHandler });
+  app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'], url: '/api/*', handler: resourceHandler });
+  app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'], url: '/apis', handler: resourceHandler });
+  app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'], url: '/apis/*', handler: resourceHandler });
+  app.route({ method: ['GET'], url: '/openapi/*', handler: resourceHandler });
+  return app;
+}
+
+/** Maps any thrown value to a StatusError (client mistakes keep their 4xx code). */
+export function toStatusError(err: unknown): StatusError {
+  if (err instanceof StatusError) return err;
+  const e = err as { code?: string; statusCode?: number; message?: string };
+  if (e?.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || e?.statusCode === 413) {
+    return new StatusError(413, 'RequestEntityTooLarge', `the request body is too large: limit is ${MAX_BODY_BYTES} bytes`);
+  }
+  if (e?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || e?.statusCode === 415) return new StatusError(415, 'UnsupportedMediaType', e.message ?? 'unsupported media type');
+  if (e?.statusCode && e.statusCode >= 400 && e.statusCode < 500) return new StatusError(400, 'BadRequest', e.message ?? 'bad request');
+  return new StatusError(500, 'InternalError', `Internal error occurred: ${e?.message ?? String(err)}`);
+}
+
+function sendStatus(reply: FastifyReply, err: StatusError): void {
+  if (reply.sent || reply.raw.headersSent) return;
+  if (err.details?.retryAfterSeconds && (err.code === 503 || err.code === 429 || err.code === 504)) reply.header('Retry-After', String(err.details.retryAfterSeconds));
+  reply.code(err.code).type('application/json').send(JSON.stringify(err.toStatus()));
+}
+
+async function authorizeNonResource(ctx: AppContext, req: FastifyRequest, path: string, cluster: string): Promise<void> {
+  const user = req.kcpUser!;
+  const verb = req.method === 'GET' || req.method === 'HEAD' ? 'get' : req.method.toLowerCase();
+  const d = ctx.authz.authorize({ user, verb, cluster, isResourceRequest: false, namespace: '', apiGroup: '', resource: '', subresource: '', name: '', path }, cluster ? await ctx.clusterExists(cluster) : true);
+  if (!d.allowed) throw new StatusError(403, 'Forbidden', `forbidden: User "${user.name}" cannot ${verb} path "${path}"${d.reason ? `: ${d.reason}` : ''}`);
+}
+
+function send(reply: FastifyReply, code: number, body: string | object, out: OutputFormat): void {
+  if (out.yaml) {
+    const obj = typeof body === 'string' ? JSON.parse(body) : body;
+    reply.code(code).type('application/yaml').send(toYaml(obj));
+    return;
+  }
+  reply.code(code).type('application/json').send(typeof body === 'string' ? body : JSON.stringify(body));
+}
+
+function queryOf(req: FastifyRequest): URLSearchParams {
+  const q = req.url.indexOf('?');
+  return new URLSearchParams(q < 0 ? '' : req.url.slice(q + 1));
+}
+
+/** Resolves a URL resource to its descriptor and store, or throws 404. */
+function resolveStore(ctx: AppContext, info: RequestInfo): Store {
+  const store = ctx.stores.get(storeKey(info.apiGroup, info.apiVersion, info.resource));
+  if (!store) throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
+  return store;
+}
+
+async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const q = req.url.indexOf('?');
+  const rawPath = q < 0 ? req.url : req.url.slice(0, q);
+  const query = queryOf(req);
+  const info = parseRequestInfo(req.method, rawPath, query);
+  req.kcpInfo = info;
+  const user = req.kcpUser!;
+  if (info.path.startsWith('/openapi/') || info.path === '/openapi') {
+    await authorizeNonResource(ctx, req, info.path, info.cluster);
+    return serveOpenAPI(ctx, req, reply, info);
+  }
+  if (!info.cluster && info.isResourceRequest) {
+    throw new StatusError(404, 'NotFound', `the server could not find the requested resource: use /clusters/<logical cluster>${rawPath}`);
+  }
+  if (!info.isResourceRequest) {
+    await authorizeNonResource(ctx, req, info.path, info.cluster === '*' ? '' : info.cluster);
+    return serveDiscovery(ctx, req, reply, info);
+  }
+  const store = resolveStore(ctx, info);
+  const desc = store.desc;
+  // Subresources
+  if (info.subresource) {
+    const ok = (info.subresource === 'status' && desc.hasStatus) || (info.subresource === 'finalize' && desc.group === '' && desc.plural === 'namespaces' && info.verb === 'update');
+    if (!ok) throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
+    if (!['get', 'update', 'patch'].includes(info.verb)) throw methodNotAllowed(`the server does not allow this method on the requested resource`);
+  }
+  if (!desc.verbs.includes(info.verb) && !info.subresource) {
+    throw methodNotAllowed(`the server does not allow this method on the requested resource`);
+  }
+  if (info.cluster === '*' && info.verb !== 'list' && info.verb !== 'watch') {
+    throw methodNotAllowed(`the wildcard logical cluster "*" supports only list and watch`);
+  }
+  let namespace = desc.namespaced ? info.namespace : '';
+  if (!desc.namespaced && info.namespace && info.resource !== 'namespaces') {
+    throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
+  }
+  if (desc.namespaced && !namespace && !['list', 'watch'].includes(info.verb)) {
+    throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
+  }
+  const attrs: AuthzAttributes = {
+    user, verb: info.verb, cluster: info.cluster, isResourceRequest: true, namespace,
+    apiGroup: info.apiGroup, resource: info.resource, subresource: info.subresource, name: info.name, path: info.path,
+  };
+  const exists = info.cluster === '*' || await ctx.clusterExists(info.cluster);
+  const decision = ctx.authz.authorize(attrs, exists);
+  if (!decision.allowed) {
+    const scope = namespace ? `in the namespace "${namespace}"` : 'at the cluster scope';
+    throw forbidden(user.name, info.verb, { group: info.apiGroup, resource: info.subresource ? `${info.resource}/${info.subresource}` : info.resource }, info.name || undefined, decision.reason, scope);
+  }
+  const dryRunParam = query.getAll('dryRun');
+  for (const d of dryRunParam) if (d !== 'All') throw badRequest(`dryRun: Unsupported value: "${d}": supported values: "All"`);
+  const scope: RequestScope = { cluster: info.cluster, namespace: namespace || undefined, user, dryRun: dryRunParam.length > 0 };
+  const accept = req.headers.accept;
+  const body = req.body as Buffer | undefined;
+
+  switch (info.verb) {
+    case 'get': {
+      const out = negotiateOutput(accept, false);
+      const json = await store.get(scope, info.name);
+      return sendObject(reply, 200, json, store.desc, out, query);
+    }
+    case 'list': {
+      const out = negotiateOutput(accept, true);
+      const opts = listOptions(query);
+      const res = await store.list(scope, opts);
+      return sendList(reply, res.items, { resourceVersion: res.resourceVersion, continue: res.continue, remainingItemCount: res.remainingItemCount }, desc, out, query, info.cluster === '*');
+    }
+    case 'watch': {
+      const out = negotiateOutput(accept, true);
+      const opts = listOptions(query);
+      const filter = store.compileFilter(opts);
+      const include = parseIncludeObject(query.get('includeObject'));
+      const wildcard = info.cluster === '*';
+      const encode = (e: CacheEntry): string => {
+        if (!out.as && !wildcard) return e.json;
+        let obj = JSON.parse(e.json) as KubeObject;
+        if (wildcard) obj = annotateCluster(obj, e.cluster);
+        if (out.as === 'Table') return JSON.stringify(toTable(desc, [obj], { resourceVersion: String(e.rv) }, out.asVersion, include));
+        if (out.as) return JSON.stringify(partialObjectMetadata(obj, out.asVersion));
+        return JSON.stringify(obj);
+      };
+      const bookmark = (rv: number, end: boolean): string => {
+        const meta: Record<string, unknown> = { resourceVersion: String(rv) };
+        if (end) meta.annotations = { 'k8s.io/initial-events-end': 'true' };
+        if (out.as === 'Table') return JSON.stringify({ kind: 'Table', apiVersion: `meta.k8s.io/${out.asVersion}`, metadata: meta, columnDefinitions: [], rows: [] });
+        return JSON.stringify({ kind: desc.kind, apiVersion: desc.group ? `${desc.group}/${desc.version}` : desc.version, metadata: meta });
+      };
+      const timeout = query.get('timeoutSeconds');
+      if (timeout !== null && !/^\d+$/.test(timeout)) throw badRequest(`invalid timeoutSeconds: "${timeout}"`);
+      const sie = query.get('sendInitialEvents');
+      reply.hijack();
+      try {
+        await ctx.hub.start({
+          groupResource: store.groupResource, cluster: info.cluster, namespace: namespace || undefined, filter,
+          resourceVersion: opts.resourceVersion, sendInitialEvents: sie === null ? undefined : sie === 'true',
+          allowBookmarks: query.get('allowWatchBookmarks') === 'true', timeoutSeconds: timeout === null ? 1800 : Number(timeout),
+          encode, bookmark,
+        }, reply.raw, 'application/json');
+      } catch (err) {
+        const status = toStatusError(err);
+        if (!reply.raw.headersSent) {
+          reply.raw.writeHead(status.code, { 'Content-Type': 'application/json' });
+          reply.raw.end(JSON.stringify(status.toStatus()));
+        } else reply.raw.end();
+      }
+      return;
+    }
+    case 'create': {
+      const out = negotiateOutput(accept, false);
+      const obj = decodeBody(req.headers['content-type'], body);
+      if (desc.virtual) {
+        const checked = store.checkBody(obj, scope);
+        return sendObject(reply, 201, JSON.stringify(ctx.createVirtual(desc, checked, user, info.cluster)), desc, out, query);
+      }
+      const json = await store.create(scope, obj);
+      return sendObject(reply, 201, json, desc, out, query);
+    }
+    case 'update': {
+      const out = negotiateOutput(accept, false);
+      const obj = decodeBody(req.headers['content-type'], body);
+      const existed = true;
+      const json = await store.update(scope, info.name, obj, info.subresource || undefined);
+      return sendObject(reply, existed ? 200 : 201, json, desc, out, query);
+    }
+    case 'patch': {
+      const out = negotiateOutput(accept, false);
+      const ct = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      if (!Object.values(PATCH_TYPES).includes(ct as never) || ct === PATCH_TYPES.apply) {
+        throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.json}, ${PATCH_TYPES.merge}, ${PATCH_TYPES.strategic}`);
+      }
+      if (!body?.length) throw badRequest('the patch body is empty');
+      const json = await store.patch(scope, info.name, ct, body, info.subresource || undefined);
+      return sendObject(reply, 200, json, desc, out, query);
+    }
+    case 'delete': {
+      const out = negotiateOutput(accept, false);
+      const opts = deleteOptions(req, query);
+      const res = await store.delete(scope, info.name, opts);
+      if (!res.deleted) return sendObject(reply, 200, res.json, desc, out, query);
+      const obj = JSON.parse(res.json) as KubeObject;
+      return send(reply, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name: info.name, group: desc.group, kind: desc.plural, uid: obj.metadata.uid } }, out);
+    }
+    case 'deletecollection': {
+      const out = negotiateOutput(accept, true);
+      const removed = await store.deleteCollection(scope, listOptions(query), deleteOptions(req, query));
+      return sendList(reply, removed, {}, desc, out, query, false);
+    }
+    default:
+      throw methodNotAllowed(`the server does not allow this method on the requested resource`);
+  }
+}
+
+function annotateCluster(obj: KubeObject, cluster: string): KubeObject {
+  obj.metadata.annotations = { ...obj.metadata.annotations, [CLUSTER_ANNOTATION]: cluster };
+  return obj;
+}
+
+function listOptions(query: URLSearchParams): ListOptions {
+  const limit = query.get('limit');
+  if (limit !== null && !/^\d+$/.test(limit)) throw badRequest(`invalid limit: "${limit}"`);
+  return {
+    labelSelector: query.get('labelSelector') ?? undefined,
+    fieldSelector: query.get('fieldSelector') ?? undefined,
+    limit: limit === null ? undefined : Number(limit),
+    continue: query.get('continue') ?? undefined,
+    resourceVersion: query.get('resourceVersion') ?? undefined,
+    resourceVersionMatch: query.get('resourceVersionMatch') ?? undefined,
+  };
+}
+
+function deleteOptions(req: FastifyRequest, query: URLSearchParams): DeleteOptions {
+  const body = req.body as Buffer | undefined;
+  let opts: DeleteOptions = {};
+  if (body && body.length) {
+    const parsed = decodeBody(req.headers['content-type'], body);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw badRequest('DeleteOptions must be an object');
+    const kind = (parsed as { kind?: string }).kind;
+    if (kind !== undefined && kind !== 'DeleteOptions') throw badRequest(`the body must be a DeleteOptions object, got kind "${kind}"`);
+    opts = parsed as DeleteOptions;
+  }
+  const pp = query.get('propagationPolicy');
+  if (pp) opts.propagationPolicy = pp;
+  if (opts.propagationPolicy && !['Orphan', 'Background', 'Foreground'].includes(opts.propagationPolicy)) {
+    throw badRequest(`propagationPolicy: Unsupported value: "${opts.propagationPolicy}": supported values: "Foreground", "Background", "Orphan"`);
+  }
+  return opts;
+}
+
+function sendObject(reply: FastifyReply, code: number, json: string, desc: ResourceDescriptor, out: OutputFormat, query: URLSearchParams): void {
+  if (!out.as) {
+    if (!out.yaml) { reply.code(code).type('application/json').send(json); return; }
+    send(reply, code, json, out);
+    return;
+  }
+  const obj = JSON.parse(json) as KubeObject;
+  if (out.as === 'Table') {
+    send(reply, code, toTable(desc, [obj], { resourceVersion: obj.metadata.resourceVersion }, out.asVersion, parseIncludeObject(query.get('includeObject'))), out);
+    return;
+  }
+  send(reply, code, partialObjectMetadata(obj, out.asVersion), out);
+}
+
+function sendList(reply: FastifyReply, items: CacheEntry[], listMeta: Record<string, unknown>, desc: ResourceDescriptor, out: OutputFormat, query: URLSearchParams, wildcard: boolean): void {
+  const meta: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(listMeta)) if (v !== undefined) meta[k] = v;
+  if (!out.as && !wildcard && !out.yaml) {
+    // Fast path: the stored JSON of each item is the list item as is.
+    const apiVersion = desc.group ? `${desc.group}/${desc.version}` : desc.version;
+    let s = `{"kind":"${desc.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[`;
+    for (let i = 0; i < items.length; i++) s += (i ? ',' : '') + items[i]!.json;
+    reply.code(200).type('application/json').send(`${s}]}`);
+    return;
+  }
+  const objs = items.map((e) => {
+    const o = JSON.parse(e.json) as KubeObject;
+    return wildcard ? annotateCluster(o, e.cluster) : o;
+  });
+  if (out.as === 'Table') {
+    send(reply, 200, toTable(desc, objs, meta, out.asVersion, parseIncludeObject(query.get('includeObject'))), out);
+    return;
+  }
+  if (out.as === 'PartialObjectMetadataList') {
+    send(reply, 200, { kind: 'PartialObjectMetadataList', apiVersion: `meta.k8s.io/${out.asVersion}`, metadata: meta, items: objs.map((o) => partialObjectMetadata(o, out.asVersion)) }, out);
+    return;
+  }
+  send(reply, 200, { kind: desc.listKind, apiVersion: desc.group ? `${desc.group}/${desc.version}` : desc.version, metadata: meta, items: objs }, out);
+}
+
+function serveDiscovery(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, info: RequestInfo): void {
+  if (info.verb !== 'get') throw methodNotAllowed('the server does not allow this method on the requested resource');
+  const descs = ctx.descriptors;
+  const parts = info.path.split('/').filter(Boolean);
+  const out = negotiateOutput(req.headers.accept, false, parts.length === 1);
+  if (parts.length === 1 && out.discovery) {
+    const doc = aggregatedDiscovery(descs, parts[0] === 'api', out.discovery);
+    reply.code(200).header('Vary', 'Accept').type(`application/json;g=apidiscovery.k8s.io;v=${out.discovery};as=APIGroupDiscoveryList`).send(JSON.stringify(doc));
+    return;
+  }
+  let doc: object | undefined;
+  if (parts[0] === 'api') {
+    if (parts.length === 1) doc = apiVersions(ctx.externalAddress);
+    else if (parts.length === 2) doc = apiResourceList(descs, '', parts[1]!);
+  } else if (parts[0] === 'apis') {
+    if (parts.length === 1) doc = apiGroupList(descs);
+    else if (parts.length === 2) doc = apiGroupDoc(descs, parts[1]!);
+    else if (parts.length === 3) doc = apiResourceList(descs, parts[1]!, parts[2]!);
+  }
+  if (!doc) throw notFound({ group: '', resource: '' }, info.path);
+  send(reply, 200, doc, out);
+}
+
+function serveOpenAPI(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, info: RequestInfo): void {
+  const descs = ctx.descriptors;
+  if (info.path === '/openapi/v2') {
+    if (!acceptsOpenAPIV2Json(req.headers.accept)) throw new StatusError(406, 'NotAcceptable', 'only application/json is served for /openapi/v2');
+    reply.type('application/json').send(JSON.stringify(buildOpenAPIV2(descs)));
+    return;
+  }
+  if (info.path === '/openapi/v3') {
+    const root = buildOpenAPIV3Root(descs) as { paths: Record<string, { serverRelativeURL: string }> };
+    if (info.cluster) {
+      // Clients follow serverRelativeURL: keep them inside the logical cluster.
+      for (const v of Object.values(root.paths)) v.serverRelativeURL = `/clusters/${info.cluster}${v.serverRelativeURL}`;
+    }
+    reply.type('application/json').send(JSON.stringify(root));
+    return;
+  }
+  const m = /^\/openapi\/v3\/(api\/v1|apis\/[^/]+\/[^/]+)$/.exec(info.path);
+  if (m) {
+    const seg = m[1]!.split('/');
+    const [group, version] = seg[0] === 'api' ? ['', 'v1'] : [seg[1]!, seg[2]!];
+    const doc = buildOpenAPIV3GroupVersion(descs, group, version);
+    if (doc) {
+      reply.header('Cache-Control', 'public, immutable').type('application/json').send(JSON.stringify(doc));
+      return;
+    }
+  }
+  throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
+}

@@ -1,0 +1,81 @@
+/**
+ * Content negotiation and body decoding, as kube-apiserver's
+ * k8s.io/apiserver/pkg/endpoints/handlers/negotiation: JSON and YAML in and out, `as=Table` and
+ * `as=PartialObjectMetadata[List]` transformations (meta.k8s.io v1/v1beta1), 406 for what cannot
+ * be produced, 415 for bodies in an unsupported format.
+ */
+import { parseAllDocuments } from 'yaml';
+import { StatusError, badRequest } from '../apimachinery/errors.js';
+
+/** One parsed media range of an Accept header. */
+interface MediaRange { type: string; subtype: string; params: Record<string, string> }
+
+function parseMediaRanges(header: string): MediaRange[] {
+  return header.split(',').map((part) => {
+    const [mt, ...ps] = part.split(';').map((s) => s.trim());
+    const [type = '', subtype = ''] = (mt ?? '').toLowerCase().split('/');
+    const params: Record<string, string> = {};
+    for (const p of ps) { const i = p.indexOf('='); if (i > 0) params[p.slice(0, i).trim()] = p.slice(i + 1).trim(); }
+    return { type, subtype, params };
+  }).filter((m) => m.type);
+}
+
+/** The chosen output: serialization and optional transformation. */
+export interface OutputFormat {
+  yaml: boolean;
+  /** `Table`, `PartialObjectMetadata`, `PartialObjectMetadataList`, or undefined for the object itself. */
+  as?: 'Table' | 'PartialObjectMetadata' | 'PartialObjectMetadataList';
+  /** meta.k8s.io version asked for the transformation (`v1` or `v1beta1`). */
+  asVersion: string;
+  /** Aggregated discovery (`as=APIGroupDiscoveryList`) version, e.g. `v2`, `v2beta1`. */
+  discovery?: string;
+}
+
+/**
+ * Picks the first acceptable media range. `list` says whether the target is a list (which
+ * decides PartialObjectMetadata vs PartialObjectMetadataList). Throws 406 NotAcceptable.
+ */
+export function negotiateOutput(accept: string | undefined, list: boolean, allowDiscovery = false): OutputFormat {
+  if (!accept) return { yaml: false, asVersion: 'v1' };
+  for (const m of parseMediaRanges(accept)) {
+    const json = m.subtype === 'json' && m.type === 'application';
+    const yaml = m.type === 'application' && m.subtype === 'yaml';
+    const any = (m.type === '*' && m.subtype === '*') || (m.type === 'application' && m.subtype === '*');
+    if (!json && !yaml && !any) continue;
+    const as = m.params.as;
+    if (!as) return { yaml, asVersion: 'v1' };
+    const g = m.params.g; const v = m.params.v;
+    if (as === 'APIGroupDiscoveryList' && g === 'apidiscovery.k8s.io' && allowDiscovery && (v === 'v2' || v === 'v2beta1')) {
+      return { yaml, asVersion: 'v1', discovery: v };
+    }
+    if (g !== 'meta.k8s.io' || (v !== 'v1' && v !== 'v1beta1')) continue;
+    if (as === 'Table') return { yaml, as, asVersion: v };
+    if (as === 'PartialObjectMetadata' && !list) return { yaml, as, asVersion: v };
+    if (as === 'PartialObjectMetadataList' && list) return { yaml, as, asVersion: v };
+  }
+  throw new StatusError(406, 'NotAcceptable', `only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io`);
+}
+
+/** Decodes a JSON or YAML request body into a value. Throws 400 (malformed) or 415 (format). */
+export function decodeBody(contentType: string | undefined, body: Buffer | undefined): unknown {
+  if (!body || body.length === 0) throw badRequest('the request body is empty');
+  const ct = (contentType ?? 'application/json').split(';')[0]!.trim().toLowerCase();
+  const text = body.toString('utf8');
+  if (ct === 'application/json' || ct === '' || ct === '*/*') {
+    try { return JSON.parse(text); } catch (e) {
+      throw badRequest(`error decoding JSON body: ${(e as Error).message}`);
+    }
+  }
+  if (ct === 'application/yaml' || ct === 'application/x-yaml' || ct === 'text/yaml') return decodeYaml(text);
+  throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`);
+}
+
+/** Parses one YAML document; multiple documents or syntax errors are 400. */
+export function decodeYaml(text: string): unknown {
+  const docs = parseAllDocuments(text);
+  if (!Array.isArray(docs)) throw badRequest('error decoding YAML body: empty document');
+  if (docs.length !== 1) throw badRequest(`error decoding YAML body: expected one document, found ${docs.length}`);
+  const doc = docs[0]!;
+  if (doc.errors.length) throw badRequest(`error decoding YAML body: ${doc.errors[0]!.message}`);
+  return doc.toJSON();
+}

@@ -1,0 +1,215 @@
+/**
+ * Starts one shard in-process: PKI, (embedded) Redis, storage, watch cache, stores, bootstrap,
+ * controllers and the HTTPS server. `kcp-ts start` and the tests both use `startServer`.
+ */
+import { mkdirSync, writeFileSync, renameSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join, resolve } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { ensurePki } from '../pki/store.js';
+import { buildKubeconfig } from '../pki/kubeconfig.js';
+import { startEmbeddedRedis, type EmbeddedRedis } from '../storage/embedded.js';
+import { RedisStorage } from '../storage/redis.js';
+import { WatchCache } from '../storage/watchcache.js';
+import { ShardKeys } from '../storage/keys.js';
+import { Store, type RequestScope, type StoreBackend } from '../registry/store.js';
+import { BUILTIN_RESOURCES } from '../apis/builtin.js';
+import { Authenticator, loadTokenFile } from '../auth/authn.js';
+import { Authorizer, SYSTEM_MASTERS } from '../auth/authorizer.js';
+import { evaluateAccessReview } from '../auth/reviews.js';
+import { StatusError, notFound } from '../apimachinery/errors.js';
+import type { KubeObject } from '../apimachinery/meta.js';
+import { buildApp, storeKey } from './app.js';
+import { WatchHub } from './watch.js';
+import { Metrics } from './metrics.js';
+import { bootstrapShard } from './bootstrap.js';
+import { Controller } from '../controllers/runtime.js';
+import { NAMESPACES_GR, namespaceReconciler } from '../controllers/namespace/controller.js';
+
+/** Options of `startServer` (flag names of `kcp-ts start`, as kcp's). */
+export interface ServerOptions {
+  /** Directory for PKI, kubeconfig and embedded Redis data (default `.kcp`). */
+  rootDirectory?: string;
+  /** HTTPS port (default 6443; 0 picks a free port). */
+  securePort?: number;
+  /** Address to listen on (default 127.0.0.1). */
+  bindAddress?: string;
+  /** Host name clients use; added to the serving certificate and written into kubeconfigs. */
+  externalHostname?: string;
+  /** Shard name (default `root`); also the Redis hash tag of the shard's keys. */
+  shardName?: string;
+  /** External Redis (`redis://…` or `unix://…`); without it an embedded redis-server is started. */
+  redisUrl?: string;
+  /** Static token file (kube-apiserver CSV format). */
+  tokenAuthFile?: string;
+  /** Watch events kept in memory for resuming watches. */
+  watchHistorySize?: number;
+  /** Events kept in the Redis stream (approximate). */
+  streamMaxLen?: number;
+  /** Bookmark interval of watches, ms (default 15,000). */
+  bookmarkIntervalMs?: number;
+  /** Fastify/pino logger options or true for info logs. */
+  logger?: boolean | object;
+  /** Run the controllers in this process (default true). */
+  controllers?: boolean;
+}
+
+/** A running server. */
+export interface RunningServer {
+  /** `https://HOST:PORT` (bare host). */
+  url: string;
+  port: number;
+  /** Path of `admin.kubeconfig`. */
+  kubeconfigPath: string;
+  /** PEM of the CA. */
+  caPem: string;
+  /** Redis URL in use (embedded or external). */
+  redisUrl: string;
+  app: FastifyInstance;
+  /** Stops serving: ends watches, closes controllers, storage and the embedded Redis. */
+  stop(): Promise<void>;
+}
+
+/** Key of the logical cluster marker object in the watch cache. */
+const LOGICAL_CLUSTERS_GR = 'core.kcp.io/logicalclusters';
+
+function writeAtomic(path: string, content: string): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, content, { mode: 0o600 });
+  renameSync(tmp, path);
+}
+
+/** Starts a shard and resolves once it serves and is ready. */
+export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
+  const root = resolve(options.rootDirectory ?? '.kcp');
+  mkdirSync(root, { recursive: true, mode: 0o700 });
+  const bindAddress = options.bindAddress ?? '127.0.0.1';
+  const shard = options.shardName ?? 'root';
+  const external = options.externalHostname;
+  const pki = await ensurePki(root, {
+    hostnames: external && !isIP(external) ? [external] : [],
+    ipAddresses: [...(external && isIP(external) ? [external] : []), ...(bindAddress !== '0.0.0.0' && bindAddress !== '::' && isIP(bindAddress) ? [bindAddress] : [])],
+  });
+  let embedded: EmbeddedRedis | undefined;
+  const redisUrl = options.redisUrl ?? (embedded = await startEmbeddedRedis(root)).url;
+  const cleanups: (() => Promise<void>)[] = [];
+  try {
+    const storage = new RedisStorage({ url: redisUrl, shard, streamMaxLen: options.streamMaxLen });
+    cleanups.push(() => storage.close());
+    await storage.ready();
+    const cache = new WatchCache(storage.client, new ShardKeys(shard), { historySize: options.watchHistorySize });
+    cleanups.push(() => cache.stop());
+    await cache.start();
+
+    const clusterKnown = async (cluster: string): Promise<boolean> => {
+      if (cache.getEntry(LOGICAL_CLUSTERS_GR, cluster, '', 'cluster')) return true;
+      // The cache may trail a just-created logical cluster by a moment: ask Redis.
+      return (await storage.get(ShardKeys.objectKey({ group: 'core.kcp.io', resource: 'logicalclusters' }, cluster, undefined, 'cluster'))) !== null;
+    };
+    const backend: StoreBackend = {
+      storage, cache,
+      async checkNamespace(cluster, namespace) {
+        let json = cache.getEntry(NAMESPACES_GR, cluster, '', namespace)?.json;
+        if (!json) json = (await storage.get(ShardKeys.objectKey({ group: '', resource: 'namespaces' }, cluster, undefined, namespace))) ?? undefined;
+        if (!json) throw notFound({ group: '', resource: 'namespaces' }, namespace);
+        const ns = JSON.parse(json) as KubeObject;
+        if (ns.metadata.deletionTimestamp) {
+          throw new StatusError(403, 'Forbidden', `unable to create new content in namespace ${namespace} because it is being terminated`,
+            { name: namespace, kind: 'namespaces', causes: [{ reason: 'NamespaceTerminating', message: `namespace ${namespace} is being terminated`, field: 'metadata.namespace' }] });
+        }
+      },
+    };
+    const stores = new Map<string, Store>();
+    for (const d of BUILTIN_RESOURCES) stores.set(storeKey(d.group, d.version, d.plural), new Store(d, backend));
+    const storeOf = (plural: string, group: string): Store => {
+      for (const s of stores.values()) if (s.desc.plural === plural && s.desc.group === group) return s;
+      throw new Error(`no store for ${plural}.${group}`);
+    };
+    const masters = (cluster: string, namespace?: string): RequestScope => ({ cluster, namespace, user: { name: 'system:kcp:controller', groups: [SYSTEM_MASTERS] } });
+
+    const authz = new Authorizer(cache);
+    const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map());
+    const hub = new WatchHub(cache, () => storage.currentRevision(), options.bookmarkIntervalMs);
+    cleanups.push(async () => hub.closeAll());
+    const metrics = new Metrics(() => hub.size, () => cache.size);
+    let ready = false;
+    let externalAddress = '';
+
+    const app = buildApp({
+      descriptors: BUILTIN_RESOURCES, stores, authn, authz, hub, metrics,
+      clusterExists: clusterKnown,
+      isReady: () => ready && cache.isReady && storage.client.status === 'ready',
+      get externalAddress() { return externalAddress; },
+      createVirtual: (_desc, body, user, cluster) => evaluateAccessReview(authz, body, user, cluster, cache.getEntry(LOGICAL_CLUSTERS_GR, cluster, '', 'cluster') !== undefined),
+      logger: options.logger,
+    }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: pki.ca.certPem });
+    cleanups.unshift(() => app.close());
+
+    await app.listen({ port: options.securePort ?? 6443, host: bindAddress });
+    const addr = app.server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : (options.securePort ?? 6443);
+    const host = external ?? (bindAddress === '0.0.0.0' || bindAddress === '::' ? 'localhost' : bindAddress);
+    const hostPort = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+    externalAddress = hostPort;
+    const url = `https://${hostPort}`;
+
+    await bootstrapShard(storeOf, masters, url);
+
+    if (options.controllers ?? true) {
+      const prefix = `{${shard}}:ctrl`;
+      const nsStore = storeOf('namespaces', '');
+      const namespaced = () => [...stores.values()].filter((s) => s.desc.namespaced && !s.desc.virtual);
+      const nsController = new Controller({
+        name: 'namespace', prefix, connection: storage.client,
+        reconcile: namespaceReconciler({ namespaces: nsStore, namespacedStores: namespaced, cache, scope: masters }),
+        onError: (key, err) => app.log.warn({ key, err }, 'namespace reconcile failed'),
+      });
+      cleanups.unshift(() => nsController.close());
+      const enqueue = (cluster: string, name: string) => { nsController.enqueue(`${cluster}|${name}`).catch(() => undefined); };
+      cache.subscribe((ev) => {
+        if (!ev) { for (const e of cache.list(NAMESPACES_GR, '*')) enqueue(e.cluster, e.name); return; }
+        if (ev.entry.groupResource === NAMESPACES_GR && ev.type !== 'DELETED' && ev.entry.json.includes('"deletionTimestamp"')) enqueue(ev.entry.cluster, ev.entry.name);
+      });
+      // Level-triggered start: look at every terminating namespace once.
+      for (const e of cache.list(NAMESPACES_GR, '*')) if (e.json.includes('"deletionTimestamp"')) enqueue(e.cluster, e.name);
+    }
+
+    const kubeconfigPath = join(root, 'admin.kubeconfig');
+    writeAtomic(kubeconfigPath, buildKubeconfig({
+      clusters: [
+        { name: 'root', server: `${url}/clusters/root`, caPem: pki.ca.certPem },
+        { name: 'base', server: url, caPem: pki.ca.certPem },
+        { name: 'system:admin', server: `${url}/clusters/system:admin`, caPem: pki.ca.certPem },
+      ],
+      users: [
+        { name: 'kcp-admin', certPem: pki.admin.certPem, keyPem: pki.admin.keyPem },
+        { name: 'shard-admin', certPem: pki.systemAdmin.certPem, keyPem: pki.systemAdmin.keyPem },
+      ],
+      contexts: [
+        { name: 'root', cluster: 'root', user: 'kcp-admin' },
+        { name: 'base', cluster: 'base', user: 'kcp-admin' },
+        { name: 'system:admin', cluster: 'system:admin', user: 'shard-admin' },
+      ],
+      currentContext: 'root',
+    }));
+    ready = true;
+
+    let stopping: Promise<void> | undefined;
+    return {
+      url, port, kubeconfigPath, caPem: pki.ca.certPem, redisUrl, app,
+      stop() {
+        stopping ??= (async () => {
+          ready = false;
+          hub.closeAll();
+          for (const c of cleanups) await c().catch(() => undefined);
+          await embedded?.stop();
+        })();
+        return stopping;
+      },
+    };
+  } catch (err) {
+    for (const c of cleanups) await c().catch(() => undefined);
+    await embedded?.stop();
+    throw err;
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * Watch over the watch cache: replay from a resourceVersion or initial events, then live events,
+ * with selector transitions (an object that stops matching is seen as DELETED), bookmarks,
+ * `sendInitialEvents` (KEP-3157: initial ADDED events, then a BOOKMARK annotated
+ * `k8s.io/initial-events-end: "true"`), `timeoutSeconds`, and termination of slow consumers.
+ */
+import type { ServerResponse } from 'node:http';
+import { badRequest } from '../apimachinery/errors.js';
+import type { CacheEntry, CacheEvent, CacheWatcher, WatchCache } from '../storage/watchcache.js';
+
+/** Per-event encoder: turns a cache entry into the JSON of the event object. */
+export type ObjectEncoder = (e: CacheEntry) => string;
+
+/** What one watch asks for. */
+export interface WatchRequest {
+  groupResource: string;
+  cluster: string;
+  namespace?: string;
+  filter: (e: CacheEntry) => boolean;
+  resourceVersion?: string;
+  sendInitialEvents?: boolean;
+  allowBookmarks: boolean;
+  timeoutSeconds?: number;
+  encode: ObjectEncoder;
+  /** JSON of a bookmark object for a revision (`{kind, apiVersion, metadata: {resourceVersion}}`). */
+  bookmark: (rv: number, initialEventsEnd: boolean) => string;
+}
+
+/** Bytes buffered for one watch before it is ended as too slow (kube ends slow watchers too). */
+const MAX_BUFFERED = 32 * 1024 * 1024;
+
+/** Keeps the open watches of a server; one timer for all bookmarks. */
+export class WatchHub {
+  private readonly open = new Set<ActiveWatch>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly cache: WatchCache, private readonly latestRevision: () => Promise<number>, bookmarkIntervalMs = 15_000) {
+    this.timer = setInterval(() => { for (const w of this.open) w.sendBookmark(); }, bookmarkIntervalMs);
+    this.timer.unref();
+  }
+
+  /** Number of open watches. */
+  get size(): number { return this.open.size; }
+
+  /**
+   * Starts a watch on an HTTP response the caller has taken over. Validation errors (400, 410)
+   * are thrown before anything is written.
+   */
+  async start(req: WatchRequest, res: ServerResponse, contentType: string): Promise<void> {
+    const cache = this.cache;
+    const rvParam = req.resourceVersion ?? '';
+    if (rvParam !== '' && !/^\d+$/.test(rvParam)) throw badRequest(`invalid resourceVersion: "${rvParam}"`);
+    const fromRv = rvParam === '' ? undefined : Number(rvParam);
+    const initial = req.sendInitialEvents ?? (fromRv === undefined || fromRv === 0);
+    if (req.sendInitialEvents && !req.allowBookmarks) throw badRequest('sendInitialEvents requires allowWatchBookmarks=true');
+    if (fromRv === undefined && initial) {
+      // Consistent start: wait for the cache to reach the shard's current revision.
+      await cache.waitForRevision(await this.latestRevision());
+    }
+    const w = new ActiveWatch(req, res, this);
+    const replay = cache.addWatcher(w, initial ? undefined : fromRv);
+    res.writeHead(200, { 'Content-Type': contentType, 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
+    this.open.add(w);
+    if (initial) {
+      for (const e of cache.list(req.groupResource, req.cluster, req.namespace)) {
+        if (req.filter(e)) w.write('ADDED', req.encode(e));
+      }
+      w.lastRv = cache.currentRevision;
+      if (req.sendInitialEvents) w.write('BOOKMARK', req.bookmark(cache.currentRevision, true));
+    } else {
+      w.lastRv = fromRv ?? cache.currentRevision;
+      for (const ev of replay) w.onEvent(ev);
+    }
+  }
+
+  /** Ends every watch (server shutdown). */
+  closeAll(): void {
+    clearInterval(this.timer);
+    for (const w of [...this.open]) w.end();
+  }
+
+  /** @internal */
+  removed(w: ActiveWatch): void {
+    this.open.delete(w);
+    this.cache.removeWatcher(w);
+  }
+}
+
+class ActiveWatch implements CacheWatcher {
+  readonly groupResource: string;
+  readonly cluster: string;
+  lastRv = 0;
+  private ended = false;
+  private timeout: NodeJS.Timeout | undefined;
+
+  constructor(private readonly req: WatchRequest, private readonly res: ServerResponse, private readonly hub: WatchHub) {
+    this.groupResource = req.groupResource;
+    this.cluster = req.cluster;
+    res.on('close', () => this.end());
+    if (req.timeoutSeconds && req.timeoutSeconds > 0) {
+      this.timeout = setTimeout(() => this.end(), req.timeoutSeconds * 1000);
+    }
+  }
+
+  onEvent(ev: CacheEvent): void {
+    if (this.ended || ev.rv <= this.lastRv) return;
+    const { entry, prev } = ev;
+    const ns = this.req.namespace;
+    if (ns && entry.namespace !== ns) return;
+    this.lastRv = ev.rv;
+    const now = this.req.filter(entry);
+    if (ev.type === 'ADDED') { if (now) this.write('ADDED', this.req.encode(entry)); return; }
+    const before = prev ? this.req.filter(prev) : false;
+    if (ev.type === 'DELETED') { if (before || now) this.write('DELETED', this.req.encode(entry)); return; }
+    if (now && before) this.write('MODIFIED', this.req.encode(entry));
+    else if (now) this.write('ADDED', this.req.encode(entry));
+    else if (before) this.write('DELETED', this.req.encode(entry));
+  }
+
+  sendBookmark(): void {
+    if (!this.req.allowBookmarks || this.ended) return;
+    this.write('BOOKMARK', this.req.bookmark(this.lastRv, false));
+  }
+
+  write(type: string, objectJson: string): void {
+    if (this.ended) return;
+    this.res.write(`{"type":"${type}","object":${objectJson}}\n`);
+    if (this.res.writableLength > MAX_BUFFERED) this.end();
+  }
+
+  onTerminate(): void { this.end(); }
+
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.timeout) clearTimeout(this.timeout);
+    this.hub.removed(this);
+    if (!this.res.writableEnded) this.res.end();
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * Object storage of one shard on Redis: atomic writes through the write script, direct reads.
+ * Lists and watches do not come here: they are served by the watch cache (./watchcache.ts).
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+import { ShardKeys } from './keys.js';
+import { WRITE_SCRIPT } from './scripts.js';
+import { unavailable } from '../apimachinery/errors.js';
+import type { KubeObject } from '../apimachinery/meta.js';
+
+/** Placeholder written where the revision goes; cannot occur in validated metadata before it. */
+const RV_SLOT = '\u0000rv\u0000';
+const RV_SLOT_JSON = JSON.stringify(RV_SLOT).slice(1, -1);
+
+/**
+ * Serialises an object with `metadata.resourceVersion` as the first user-visible revision field,
+ * returning the JSON split around the revision. Metadata keys are ordered name, generateName,
+ * namespace, uid, resourceVersion, then the rest, so nothing a client controls precedes the slot
+ * (names are validated DNS/path-segment names).
+ */
+export function splitAroundRevision(obj: KubeObject): [string, string] {
+  const { name, generateName, namespace, uid, resourceVersion: _old, ...restMeta } = obj.metadata;
+  const { apiVersion, kind, metadata: _m, ...rest } = obj;
+  const ordered = {
+    apiVersion, kind,
+    metadata: { name, generateName, namespace, uid, resourceVersion: RV_SLOT, ...restMeta },
+    ...rest,
+  };
+  const json = JSON.stringify(ordered);
+  const at = json.indexOf(RV_SLOT_JSON);
+  return [json.slice(0, at), json.slice(at + RV_SLOT_JSON.length)];
+}
+
+/** Outcome of a write. */
+export type WriteResult =
+  | { ok: true; rv: string; json: string }
+  | { ok: false; reason: 'exists' | 'conflict'; current: string }
+  | { ok: false; reason: 'notfound' };
+
+/** Options of the Redis connection used by a shard. */
+export interface RedisStorageOptions {
+  /** `redis://host:port/db` or `unix:///path/to/socket`. */
+  url: string;
+  shard: string;
+  /** Approximate number of watch events kept in the stream (default 100,000). */
+  streamMaxLen?: number;
+}
+
+/** Opens an ioredis client for a `redis://` or `unix://` URL; commands fail fast while disconnected. */
+export function connectRedis(url: string, extra: RedisOptions = {}): Redis {
+  const base: RedisOptions = {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    retryStrategy: (times) => Math.min(50 * times, 1000),
+    lazyConnect: false,
+    ...extra,
+  };
+  if (url.startsWith('unix://')) return new Redis({ ...base, path: url.slice('unix://'.length) });
+  return new Redis(url, base);
+}
+
+function isRedisDown(err: unknown): boolean {
+  const msg = err instanceof Error ? err.message : String(err);
+  return /Stream isn't writeable|Connection is closed|ECONNREFUSED|ECONNRESET|EPIPE|ENOENT|MaxRetriesPerRequest|LOADING|max retries|connect ETIMEDOUT/i.test(msg);
+}
+
+/** Converts a Redis connectivity failure into a 503 Status; other errors pass through. */
+export function mapRedisError(err: unknown): never {
+  if (isRedisDown(err)) throw unavailable('storage is unavailable: cannot reach Redis; retry later');
+  throw err;
+}
+
+/** The Redis side of one shard's storage. */
+export class RedisStorage {
+  readonly keys: ShardKeys;
+  readonly client: Redis;
+  private readonly maxLen: string;
+
+  constructor(readonly options: RedisStorageOptions) {
+    this.keys = new ShardKeys(options.shard);
+    this.client = connectRedis(options.url);
+    this.client.on('error', () => { /* reconnects by itself; requests answer 503 meanwhile */ });
+    this.client.defineCommand('kcpWrite', { numberOfKeys: 3, lua: WRITE_SCRIPT });
+    this.maxLen = String(options.streamMaxLen ?? 100_000);
+  }
+
+  /** Resolves once connected (rejects after `timeoutMs`). */
+  async ready(timeoutMs = 10_000): Promise<void> {
+    if (this.client.status === 'ready') return;
+    await new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => { cleanup(); reject(new Error(`cannot connect to Redis at ${this.options.url}`)); }, timeoutMs);
+      const onReady = () => { cleanup(); resolve(); };
+      const cleanup = () => { clearTimeout(t); this.client.off('ready', onReady); };
+      this.client.on('ready', onReady);
+    });
+  }
+
+  /** Current stored JSON of an object, or null. */
+  async get(objectKey: string): Promise<string | null> {
+    try {
+      return await this.client.get(this.keys.redisKey(objectKey));
+    } catch (err) { return mapRedisError(err); }
+  }
+
+  /** The shard's latest resourceVersion (0 when nothing was written). */
+  async currentRevision(): Promise<number> {
+    try {
+      return Number((await this.client.get(this.keys.rv)) ?? '0');
+    } catch (err) { return mapRedisError(err); }
+  }
+
+  /**
+   * Writes atomically: `create` fails if the key exists; `update`/`delete` fail if the key is
+   * missing or (with `expectedRv`) stored at another revision. `obj` is the full new object
+   * (for delete: the object's final state, which the DELETED event carries).
+   */
+  async write(op: 'create' | 'update' | 'delete', objectKey: string, obj: KubeObject, expectedRv = ''): Promise<WriteResult> {
+    const [prefix, suffix] = splitAroundRevision(obj);
+    let res: [string, string?];
+    try {
+      res = await (this.client as unknown as { kcpWrite: (...a: string[]) => Promise<[string, string?]> }).kcpWrite(
+        this.keys.rv, this.keys.redisKey(objectKey), this.keys.events,
+        op[0]!, expectedRv, prefix, suffix, this.maxLen, objectKey);
+    } catch (err) { return mapRedisError(err); }
+    const [status, value] = res;
+    if (status === 'ok') return { ok: true, rv: value!, json: prefix + value + suffix };
+    if (status === 'notfound') return { ok: false, reason: 'notfound' };
+    return { ok: false, reason: status as 'exists' | 'conflict', current: value! };
+  }
+
+  /** Closes the connection. */
+  async close(): Promise<void> {
+    try { await this.client.quit(); } catch { this.client.disconnect(); }
+  }
+}

@@ -1,0 +1,395 @@
+/**
+ * The in-process watch cache of one shard, fed by one stream tailer (DESIGN.md; modelled on
+ * kube-apiserver's cacher, k8s.io/apiserver/pkg/storage/cacher).
+ *
+ * Start-up: read the revision counter R, load every object (SCAN + MGET), load the last events up
+ * to R into the history window, then tail the stream from `R-0` with XREAD BLOCK. Objects read
+ * during the scan may be newer than R; an event never overwrites a newer entry, so the cache
+ * converges to the stream's order. Revisions are dense, so a gap (trimmed stream after a long
+ * disconnect) is detected exactly and answered by a full resynchronisation.
+ *
+ * Memory: one entry per object holding its stored JSON string and labels (no parsed copy).
+ */
+import type { Redis } from 'ioredis';
+import { ShardKeys, parseObjectKey } from './keys.js';
+import { StatusError } from '../apimachinery/errors.js';
+
+/** A cached object. */
+export interface CacheEntry {
+  /** Object key (`<group>/<resource>/<cluster>/[<ns>/]<name>`). */
+  key: string;
+  groupResource: string;
+  cluster: string;
+  /** '' for cluster-scoped objects. */
+  namespace: string;
+  name: string;
+  /** Revision that wrote this state. */
+  rv: number;
+  /** Stored JSON (metadata.resourceVersion = rv). */
+  json: string;
+  labels: Record<string, string> | undefined;
+}
+
+/** Watch event type, as in `metav1.WatchEvent`. */
+export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** One applied change; `prev` is the state it replaced (absent for ADDED). */
+export interface CacheEvent {
+  rv: number;
+  type: EventType;
+  entry: CacheEntry;
+  prev?: CacheEntry;
+}
+
+/** A subscriber of live events of one resource (optionally one cluster). */
+export interface CacheWatcher {
+  groupResource: string;
+  /** A logical cluster, or `*` for all. */
+  cluster: string;
+  onEvent(ev: CacheEvent): void;
+  /** Called when the cache can no longer guarantee continuity (resync): the watch must end. */
+  onTerminate(): void;
+}
+
+/** Options of the cache. */
+export interface WatchCacheOptions {
+  /** Events kept in memory for watches that resume from a revision (default 20,000). */
+  historySize?: number;
+}
+
+type ClusterMap = Map<string, Map<string, CacheEntry>>;
+
+function labelsOf(json: string): Record<string, string> | undefined {
+  // Parse once per stored state; labels are needed for selector matching.
+  const meta = (JSON.parse(json) as { metadata?: { labels?: Record<string, string> } }).metadata;
+  return meta?.labels;
+}
+
+function makeEntry(key: string, json: string, rv: number): CacheEntry {
+  const p = parseObjectKey(key);
+  return { key, groupResource: p.groupResource, cluster: p.cluster, namespace: p.namespace, name: p.name, rv, json, labels: labelsOf(json) };
+}
+
+function revisionOfJson(json: string): number {
+  const at = json.indexOf('"resourceVersion":"');
+  if (at < 0) return 0;
+  const start = at + '"resourceVersion":"'.length;
+  return Number(json.slice(start, json.indexOf('"', start)));
+}
+
+/** The shard's watch cache. */
+export class WatchCache {
+  private readonly resources = new Map<string, ClusterMap>();
+  private readonly watchers = new Map<string, Map<string, Set<CacheWatcher>>>();
+  private readonly listeners = new Set<(ev: CacheEvent | undefined) => void>();
+  private history: CacheEvent[] = [];
+  private readonly historySize: number;
+  private revision = 0;
+  private waiters: { rv: number; resolve: () => void }[] = [];
+  private stopped = false;
+  private tailer: Redis | undefined;
+  private tailDone: Promise<void> | undefined;
+  private ready = false;
+  /** Number of objects cached. */
+  size = 0;
+
+  constructor(private readonly client: Redis, private readonly keys: ShardKeys, opts: WatchCacheOptions = {}) {
+    this.historySize = opts.historySize ?? 20_000;
+  }
+
+  /** Latest revision applied to the cache. */
+  get currentRevision(): number { return this.revision; }
+
+  /** Whether the initial load finished. */
+  get isReady(): boolean { return this.ready; }
+
+  /** Oldest revision a watch can resume from (events after it are in the history window). */
+  get oldestResumableRevision(): number {
+    return this.history.length ? this.history[0]!.rv - 1 : this.revision;
+  }
+
+  /** Loads the shard and starts tailing. Resolves when the cache is consistent. */
+  async start(): Promise<void> {
+    await this.load();
+    this.tailer = this.client.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+    this.tailer.on('error', () => { /* reconnects by itself */ });
+    this.tailDone = this.tail();
+    this.ready = true;
+  }
+
+  private async load(): Promise<void> {
+    const rv0 = Number((await this.client.get(this.keys.rv)) ?? '0');
+    this.resources.clear();
+    this.size = 0;
+    let cursor = '0';
+    const prefixLen = this.keys.objectPrefix.length;
+    do {
+      const [next, batch] = await this.client.scan(cursor, 'MATCH', `${this.keys.objectPrefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (batch.length) {
+        const values = await this.client.mget(...batch);
+        for (let i = 0; i < batch.length; i++) {
+          const json = values[i];
+          if (json == null) continue;
+          const entry = makeEntry(batch[i]!.slice(prefixLen), json, revisionOfJson(json));
+          this.put(entry);
+        }
+      }
+    } while (cursor !== '0');
+    // History: the retained events up to rv0, so watches resume across restarts.
+    this.history = [];
+    if (rv0 > 0) {
+      const raw = await this.client.xrevrange(this.keys.events, `${rv0}-0`, '-', 'COUNT', this.historySize);
+      const events = raw.reverse();
+      // Only a contiguous run ending at rv0 is usable.
+      let start = events.length;
+      for (let i = events.length - 1, expect = rv0; i >= 0; i--, expect--) {
+        if (Number(events[i]![0].split('-')[0]) !== expect) break;
+        start = i;
+      }
+      for (const [id, fields] of events.slice(start)) {
+        const ev = this.decode(id, fields);
+        if (ev) this.history.push(ev);
+      }
+    }
+    this.revision = rv0;
+  }
+
+  private decode(id: string, fields: string[]): CacheEvent | undefined {
+    let type: EventType | undefined; let key = ''; let json = '';
+    for (let i = 0; i < fields.length; i += 2) {
+      const f = fields[i]; const v = fields[i + 1]!;
+      if (f === 't') type = v as EventType; else if (f === 'k') key = v; else if (f === 'o') json = v;
+    }
+    if (!type || !key) return undefined;
+    const rv = Number(id.slice(0, id.indexOf('-')));
+    return { rv, type, entry: makeEntry(key, json, rv) };
+  }
+
+  private put(entry: CacheEntry): CacheEntry | undefined {
+    let clusters = this.resources.get(entry.groupResource);
+    if (!clusters) { clusters = new Map(); this.resources.set(entry.groupResource, clusters); }
+    let objs = clusters.get(entry.cluster);
+    if (!objs) { objs = new Map(); clusters.set(entry.cluster, objs); }
+    const id = entry.namespace ? `${entry.namespace}/${entry.name}` : entry.name;
+    const prev = objs.get(id);
+    if (!prev) this.size++;
+    objs.set(id, entry);
+    return prev;
+  }
+
+  private remove(entry: CacheEntry): CacheEntry | undefined {
+    const objs = this.resources.get(entry.groupResource)?.get(entry.cluster);
+    if (!objs) return undefined;
+    const id = entry.namespace ? `${entry.namespace}/${entry.name}` : entry.name;
+    const prev = objs.get(id);
+    if (prev) {
+      objs.delete(id);
+      this.size--;
+      // An empty logical cluster costs nothing: drop its empty maps.
+      if (objs.size === 0) this.resources.get(entry.groupResource)!.delete(entry.cluster);
+    }
+    return prev;
+  }
+
+  private current(entry: CacheEntry): CacheEntry | undefined {
+    const id = entry.namespace ? `${entry.namespace}/${entry.name}` : entry.name;
+    return this.resources.get(entry.groupResource)?.get(entry.cluster)?.get(id);
+  }
+
+  private async tail(): Promise<void> {
+    const tailer = this.tailer!;
+    let backoff = 50;
+    while (!this.stopped) {
+      try {
+        const res = await tailer.xread('COUNT', 2000, 'BLOCK', 2000, 'STREAMS', this.keys.events, `${this.revision}-0`);
+        backoff = 50;
+        if (!res || this.stopped) continue;
+        for (const [, entries] of res) {
+          for (const [id, fields] of entries) {
+            const ev = this.decode(id, fields);
+            if (!ev) continue;
+            if (ev.rv !== this.revision + 1) { await this.resync(); break; }
+            this.apply(ev);
+          }
+        }
+      } catch {
+        if (this.stopped) break;
+        await new Promise((r) => setTimeout(r, backoff));
+        backoff = Math.min(backoff * 2, 1000);
+      }
+    }
+  }
+
+  /** Applies one event in revision order and notifies watchers. */
+  private apply(ev: CacheEvent): void {
+    const existing = this.current(ev.entry);
+    if (existing && existing.rv >= ev.rv) {
+      // Already loaded a newer state during start-up; keep it, record nothing for it.
+      this.revision = ev.rv;
+      this.resolveWaiters();
+      return;
+    }
+    ev.prev = ev.type === 'DELETED' ? this.remove(ev.entry) : this.put(ev.entry);
+    if (ev.type === 'DELETED' && !ev.prev) { this.revision = ev.rv; this.resolveWaiters(); return; }
+    this.revision = ev.rv;
+    this.history.push(ev);
+    if (this.history.length > this.historySize * 1.25) this.history = this.history.slice(this.history.length - this.historySize);
+    for (const l of this.listeners) l(ev);
+    const byCluster = this.watchers.get(ev.entry.groupResource);
+    if (byCluster) {
+      const a = byCluster.get(ev.entry.cluster);
+      if (a) for (const w of a) w.onEvent(ev);
+      const all = byCluster.get('*');
+      if (all) for (const w of all) w.onEvent(ev);
+    }
+    this.resolveWaiters();
+  }
+
+  private resolveWaiters(): void {
+    if (!this.waiters.length) return;
+    const still: typeof this.waiters = [];
+    for (const w of this.waiters) (w.rv <= this.revision ? w.resolve() : still.push(w));
+    this.waiters = still;
+  }
+
+  private async resync(): Promise<void> {
+    for (const byCluster of this.watchers.values()) for (const set of byCluster.values()) for (const w of set) w.onTerminate();
+    this.watchers.clear();
+    await this.load();
+    for (const l of this.listeners) l(undefined);
+    this.resolveWaiters();
+  }
+
+  /**
+   * Waits until the cache has applied `rv`. Throws 504 Timeout (`Too large resource version`,
+   * as kube-apiserver's cacher) after `timeoutMs`.
+   */
+  async waitForRevision(rv: number, timeoutMs = 3000): Promise<void> {
+    if (rv <= this.revision) return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w.resolve !== done);
+        reject(new StatusError(504, 'Timeout', `Too large resource version: ${rv}, current: ${this.revision}`,
+          { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 }));
+      }, timeoutMs);
+      const done = () => { clearTimeout(timer); resolve(); };
+      this.waiters.push({ rv, resolve: done });
+    });
+  }
+
+  /**
+   * Current entries of a resource in one logical cluster (or `*` for all), optionally one
+   * namespace, sorted by (cluster, namespace, name) as etcd key order.
+   */
+  list(groupResource: string, cluster: string, namespace?: string): CacheEntry[] {
+    const clusters = this.resources.get(groupResource);
+    if (!clusters) return [];
+    const out: CacheEntry[] = [];
+    const collect = (objs: Map<string, CacheEntry>) => {
+      for (const e of objs.values()) if (!namespace || e.namespace === namespace) out.push(e);
+    };
+    if (cluster === '*') for (const objs of clusters.values()) collect(objs);
+    else { const objs = clusters.get(cluster); if (objs) collect(objs); }
+    out.sort(compareEntries);
+    return out;
+  }
+
+  /** One cached object, or undefined. */
+  getEntry(groupResource: string, cluster: string, namespace: string, name: string): CacheEntry | undefined {
+    return this.resources.get(groupResource)?.get(cluster)?.get(namespace ? `${namespace}/${name}` : name);
+  }
+
+  /** Logical clusters that hold at least one object of the resource. */
+  clustersOf(groupResource: string): string[] {
+    return [...(this.resources.get(groupResource)?.keys() ?? [])];
+  }
+
+  /**
+   * The list as it was at revision `rv` (for `continue` tokens and `resourceVersionMatch=Exact`):
+   * the current list with the history's later events undone. Throws 410 Expired when the
+   * history no longer reaches back to `rv`.
+   */
+  listAt(groupResource: string, cluster: string, namespace: string | undefined, rv: number): CacheEntry[] {
+    const now = this.list(groupResource, cluster, namespace);
+    if (rv >= this.revision) return now;
+    if (rv < this.oldestResumableRevision) {
+      throw new StatusError(410, 'Expired', `The resourceVersion for the provided list is too old.`);
+    }
+    const view = new Map(now.map((e) => [e.key, e] as const));
+    let changed = false;
+    for (let i = this.history.length - 1; i >= 0; i--) {
+      const ev = this.history[i]!;
+      if (ev.rv <= rv) break;
+      const e = ev.entry;
+      if (e.groupResource !== groupResource || (cluster !== '*' && e.cluster !== cluster) || (namespace && e.namespace !== namespace)) continue;
+      changed = true;
+      if (ev.prev) view.set(e.key, ev.prev); else view.delete(e.key);
+    }
+    if (!changed) return now;
+    return [...view.values()].sort(compareEntries);
+  }
+
+  /**
+   * Registers a live watcher and returns the history events after `fromRv` for it (to replay
+   * before live ones). Throws 410 Expired when `fromRv` is older than the history window.
+   */
+  addWatcher(w: CacheWatcher, fromRv?: number): CacheEvent[] {
+    let replay: CacheEvent[] = [];
+    if (fromRv !== undefined && fromRv < this.revision) {
+      if (fromRv < this.oldestResumableRevision) {
+        throw new StatusError(410, 'Expired', `too old resource version: ${fromRv} (${this.oldestResumableRevision})`);
+      }
+      let i = this.history.length;
+      while (i > 0 && this.history[i - 1]!.rv > fromRv) i--;
+      replay = this.history.slice(i).filter((ev) => ev.entry.groupResource === w.groupResource && (w.cluster === '*' || ev.entry.cluster === w.cluster));
+    }
+    let byCluster = this.watchers.get(w.groupResource);
+    if (!byCluster) { byCluster = new Map(); this.watchers.set(w.groupResource, byCluster); }
+    let set = byCluster.get(w.cluster);
+    if (!set) { set = new Set(); byCluster.set(w.cluster, set); }
+    set.add(w);
+    return replay;
+  }
+
+  /**
+   * Subscribes to every applied event of the shard (informers of controllers, derived indexes).
+   * The listener gets `undefined` after a resynchronisation: derived state must be rebuilt.
+   * Returns the unsubscribe function.
+   */
+  subscribe(listener: (ev: CacheEvent | undefined) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Removes a watcher. */
+  removeWatcher(w: CacheWatcher): void {
+    const byCluster = this.watchers.get(w.groupResource);
+    const set = byCluster?.get(w.cluster);
+    if (!set) return;
+    set.delete(w);
+    if (set.size === 0) byCluster!.delete(w.cluster);
+  }
+
+  /** Number of registered watchers. */
+  get watcherCount(): number {
+    let n = 0;
+    for (const byCluster of this.watchers.values()) for (const s of byCluster.values()) n += s.size;
+    return n;
+  }
+
+  /** Stops tailing and ends all watchers. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const byCluster of this.watchers.values()) for (const set of byCluster.values()) for (const w of set) w.onTerminate();
+    this.watchers.clear();
+    this.tailer?.disconnect();
+    await this.tailDone?.catch(() => undefined);
+  }
+}
+
+function compareEntries(a: CacheEntry, b: CacheEntry): number {
+  if (a.cluster !== b.cluster) return a.cluster < b.cluster ? -1 : 1;
+  if (a.namespace !== b.namespace) return a.namespace < b.namespace ? -1 : 1;
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
