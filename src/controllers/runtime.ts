@@ -40,15 +40,18 @@ export class Controller {
   private readonly queue: Queue;
   private readonly worker: Worker;
   private readonly backoffMs: number;
+  private readonly connections: Redis[] = [];
 
   constructor(private readonly opts: ControllerOptions) {
     this.backoffMs = opts.backoffMs ?? 100;
     const connection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
     connection.on('error', () => undefined);
+    this.connections.push(connection);
     this.queue = new Queue(opts.name, { connection, prefix: opts.prefix });
     this.queue.on('error', () => undefined);
     const workerConnection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
     workerConnection.on('error', () => undefined);
+    this.connections.push(workerConnection);
     this.worker = new Worker(opts.name, async (job: Job<{ key: string }>) => {
       const res = await opts.reconcile(job.data.key);
       if (res?.requeueAfterMs !== undefined) await this.enqueue(job.data.key, res.requeueAfterMs);
@@ -82,5 +85,7 @@ export class Controller {
   async close(): Promise<void> {
     await this.worker.close();
     await this.queue.close();
+    // BullMQ leaves connections it was given open: they are ours to close.
+    for (const c of this.connections) c.disconnect();
   }
 }

@@ -6,6 +6,7 @@
  */
 import { parseAllDocuments } from 'yaml';
 import { StatusError, badRequest } from '../apimachinery/errors.js';
+import { decodeKubernetesProtobuf, isKubernetesProtobuf } from '../apimachinery/protobuf.js';
 
 /** One parsed media range of an Accept header. */
 interface MediaRange { type: string; subtype: string; params: Record<string, string> }
@@ -60,14 +61,16 @@ export function negotiateOutput(accept: string | undefined, list: boolean, allow
 export function decodeBody(contentType: string | undefined, body: Buffer | undefined): unknown {
   if (!body || body.length === 0) throw badRequest('the request body is empty');
   const ct = (contentType ?? 'application/json').split(';')[0]!.trim().toLowerCase();
-  const text = body.toString('utf8');
+  const text = ct.includes('protobuf') ? '' : body.toString('utf8');
   if (ct === 'application/json' || ct === '' || ct === '*/*') {
     try { return JSON.parse(text); } catch (e) {
       throw badRequest(`error decoding JSON body: ${(e as Error).message}`);
     }
   }
   if (ct === 'application/yaml' || ct === 'application/x-yaml' || ct === 'text/yaml') return decodeYaml(text);
-  throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`);
+  // kubectl >= 1.32 sends typed-client bodies (create configmap, auth can-i, …) as protobuf.
+  if (isKubernetesProtobuf(ct)) return decodeKubernetesProtobuf(body);
+  throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf`);
 }
 
 /** Parses one YAML document; multiple documents or syntax errors are 400. */

@@ -60,6 +60,7 @@ export class WatchHub {
     const w = new ActiveWatch(req, res, this);
     const replay = cache.addWatcher(w, initial ? undefined : fromRv);
     res.writeHead(200, { 'Content-Type': contentType, 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
+    res.flushHeaders();
     this.open.add(w);
     if (initial) {
       for (const e of cache.list(req.groupResource, req.cluster, req.namespace)) {

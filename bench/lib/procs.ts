@@ -1,0 +1,200 @@
+/**
+ * Process plumbing of the benchmark: the server child (bench/server-child.ts), its embedded
+ * redis-server, CPU accounting from /proc and cleanup that never leaves a child behind.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { Creds } from './client.js';
+
+const BENCH_DIR = fileURLToPath(new URL('..', import.meta.url));
+const REPO_DIR = join(BENCH_DIR, '..');
+
+const CLK_TCK = (() => {
+  const r = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
+  return Number(r.stdout?.trim()) || 100;
+})();
+
+/** CPU time (user+system) of a process in seconds, from /proc/<pid>/stat; NaN if unavailable. */
+export function cpuSecondsOf(pid: number): number {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    // Fields after the command: state(0) … utime(11) stime(12).
+    return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  } catch { return NaN; }
+}
+
+/** Busy CPU time of the whole machine (all cores) in seconds, from /proc/stat. */
+export function machineBusySeconds(): number {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal …: busy = all but idle and iowait.
+    const busy = f.reduce((a, b) => a + b, 0) - f[3]! - f[4]!;
+    return busy / CLK_TCK;
+  } catch { return NaN; }
+}
+
+/**
+ * CPU use over a period, in % of one core: the load generator (this process), the server
+ * child, its Redis, and everything else on the machine (`other`: concurrent jobs disturb the
+ * figures when this is high).
+ */
+export interface CpuReport { loadgen: number; server: number; redis: number; other: number }
+
+/** Samples the CPU time of the load generator (this process), the server and Redis. */
+export class CpuSampler {
+  constructor(private readonly serverPid: number, private readonly redisPid: number | undefined) {}
+
+  snapshot(): { t: number; self: number; server: number; redis: number; machine: number } {
+    const u = process.cpuUsage();
+    return {
+      t: performance.now(),
+      machine: machineBusySeconds(),
+      self: (u.user + u.system) / 1e6,
+      server: cpuSecondsOf(this.serverPid),
+      redis: this.redisPid ? cpuSecondsOf(this.redisPid) : NaN,
+    };
+  }
+
+  report(from: ReturnType<CpuSampler['snapshot']>): CpuReport {
+    const to = this.snapshot();
+    const secs = (to.t - from.t) / 1000;
+    const pct = (a: number, b: number) => Math.round(((b - a) / secs) * 1000) / 10;
+    const loadgen = pct(from.self, to.self); const server = pct(from.server, to.server); const redis = pct(from.redis, to.redis);
+    const machine = pct(from.machine, to.machine);
+    return { loadgen, server, redis, other: Math.max(0, Math.round((machine - loadgen - server - (Number.isNaN(redis) ? 0 : redis)) * 10) / 10) };
+  }
+}
+
+/** A running server child. */
+export interface ServerProc {
+  root: string;
+  url: string;
+  redisUrl: string;
+  /** Time `startServer` took inside the child, ms. */
+  startMs: number;
+  /** Time from spawning the child to its ready line, ms (includes Node start-up and tsx). */
+  spawnToReadyMs: number;
+  pid: number;
+  redisPid: number | undefined;
+  creds: Creds;
+  cpu: CpuSampler;
+  /** Asks the child for its memory after a full GC. */
+  mem(): Promise<{ rss: number; heapUsed: number; heapTotal: number; external: number; gc: boolean }>;
+  stop(): Promise<void>;
+}
+
+const live = new Set<ServerProc>();
+const liveRoots = new Set<string>();
+
+/** Kills every server child still running and its Redis (synchronous; for exit handlers). */
+export function killAllSync(): void {
+  for (const s of live) {
+    try { process.kill(s.pid, 'SIGKILL'); } catch { /* gone */ }
+    if (s.redisPid) { try { process.kill(s.redisPid, 'SIGKILL'); } catch { /* gone */ } }
+  }
+  live.clear();
+  for (const r of liveRoots) { try { rmSync(r, { recursive: true, force: true }); } catch { /* ignore */ } }
+  liveRoots.clear();
+}
+
+/** A fresh, short root directory (the Redis unix socket path must stay below 100 bytes). */
+export function freshRoot(): string {
+  const r = mkdtempSync(join(tmpdir(), 'kcpb-'));
+  liveRoots.add(r);
+  return r;
+}
+
+export function removeRoot(r: string): void {
+  rmSync(r, { recursive: true, force: true });
+  liveRoots.delete(r);
+}
+
+/**
+ * Spawns `node --expose-gc --import tsx bench/server-child.ts <root>` and waits for it to be ready.
+ * `BENCH_CPU_PROF=<dir>` adds `--cpu-prof --cpu-prof-dir=<dir>/<label>` (written when it stops).
+ */
+export async function startServerProc(root = freshRoot(), opts: { label?: string } = {}): Promise<ServerProc> {
+  const args = ['--expose-gc'];
+  const profDir = process.env.BENCH_CPU_PROF;
+  // One directory per scenario; the main thread's profile is the largest file (tsx's loader
+  // thread writes a small one too).
+  if (profDir) args.push('--cpu-prof', `--cpu-prof-dir=${join(profDir, opts.label ?? 'server')}`);
+  args.push('--import', 'tsx', join(BENCH_DIR, 'server-child.ts'), root);
+  const t0 = performance.now();
+  const child: ChildProcess = spawn(process.execPath, args, { cwd: REPO_DIR, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d) => { stderr += String(d); if (stderr.length > 20_000) stderr = stderr.slice(-10_000); });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const lines = createInterface({ input: child.stdout! });
+  const waiting: ((msg: Record<string, unknown>) => boolean)[] = [];
+  lines.on('line', (line) => {
+    let msg: Record<string, unknown>;
+    try { msg = JSON.parse(line) as Record<string, unknown>; } catch { return; }
+    const i = waiting.findIndex((w) => w(msg));
+    if (i >= 0) waiting.splice(i, 1);
+  });
+  const waitFor = (event: string, timeoutMs: number) => new Promise<Record<string, unknown>>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`server child: no "${event}" within ${timeoutMs} ms; stderr: ${stderr.slice(-2000)}`)), timeoutMs);
+    void exited.then((code) => { clearTimeout(t); reject(new Error(`server child exited (${code}) while waiting for "${event}"; stderr: ${stderr.slice(-2000)}`)); });
+    waiting.push((msg) => {
+      if (msg.event === 'error') { clearTimeout(t); reject(new Error(`server child failed: ${String(msg.message)}`)); return true; }
+      if (msg.event !== event) return false;
+      clearTimeout(t); resolve(msg); return true;
+    });
+  });
+  let ready: Record<string, unknown>;
+  try {
+    ready = await waitFor('ready', 30_000);
+  } catch (err) {
+    child.kill('SIGKILL');
+    const pidFile = join(root, 'redis', 'redis.pid');
+    if (existsSync(pidFile)) { try { process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGKILL'); } catch { /* gone */ } }
+    throw err;
+  }
+  const spawnToReadyMs = performance.now() - t0;
+  const pidFile = join(root, 'redis', 'redis.pid');
+  const redisPid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) || undefined : undefined;
+  const creds: Creds = {
+    ca: readFileSync(join(root, 'ca.crt'), 'utf8'),
+    cert: readFileSync(join(root, 'admin.crt'), 'utf8'),
+    key: readFileSync(join(root, 'admin.key'), 'utf8'),
+  };
+  let stopped: Promise<void> | undefined;
+  const proc: ServerProc = {
+    root, url: String(ready.url), redisUrl: String(ready.redisUrl), startMs: Number(ready.startMs), spawnToReadyMs,
+    pid: child.pid!, redisPid, creds, cpu: new CpuSampler(child.pid!, redisPid),
+    async mem() {
+      const p = waitFor('mem', 30_000);
+      child.stdin!.write('mem\n');
+      return (await p) as never;
+    },
+    stop() {
+      stopped ??= (async () => {
+        if (child.exitCode === null && child.signalCode === null) {
+          child.stdin!.write('stop\n');
+          const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
+          await exited;
+          clearTimeout(t);
+        }
+        // The child stops its redis-server; make sure of it.
+        if (redisPid) {
+          for (let i = 0; i < 100; i++) {
+            try { process.kill(redisPid, 0); } catch { break; }
+            if (i === 99) { try { process.kill(redisPid, 'SIGKILL'); } catch { /* gone */ } }
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        }
+        live.delete(proc);
+      })();
+      return stopped;
+    },
+  };
+  live.add(proc);
+  return proc;
+}

@@ -1,0 +1,96 @@
+/**
+ * Many concurrent watches, each on its own HTTPS connection (node:https, one agent with enough
+ * sockets), recording the delivery latency of every event whose object carries a write timestamp
+ * in `data.t` (ms, `performance.timeOrigin + performance.now()` of the writer).
+ */
+import { Agent, request } from 'node:https';
+import { performance } from 'node:perf_hooks';
+import type { Creds } from './client.js';
+import { Samples } from './load.js';
+
+export interface WatchSet {
+  /** Events whose write timestamp is before this (ms, `nowMs()` clock) count as warm-up only. */
+  measureFrom: number;
+  /** Delivery latencies (receive − write timestamp) of measured events, ms. */
+  latencies: Samples;
+  /** Write timestamps of the measured events, parallel to `latencies`. */
+  writeTimes: Samples;
+  /** Events received during the warm-up. */
+  warmupEvents: number;
+  /** Delivery latencies of the warm-up events (first event on each watch connection among them). */
+  warmupLatencies: Samples;
+  /** Events received, by type. */
+  events: Record<string, number>;
+  /** Watches that ended or failed before close(). */
+  ended: number;
+  errors: string[];
+  close(): void;
+}
+
+const T_FIELD = /"t":"([0-9.]+)"/;
+
+/** Wall-clock-like milliseconds shared by writer and watchers (same process). */
+export function nowMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/**
+ * Opens `paths.length` watches (path i on its own socket), `batch` at a time, and resolves once
+ * every request is written. Whether the server registered them is checked by the caller.
+ */
+export async function openWatches(url: string, creds: Creds, paths: string[], batch = 100): Promise<WatchSet> {
+  const u = new URL(url);
+  const agent = new Agent({ keepAlive: true, maxSockets: paths.length + 10, maxFreeSockets: 0, ca: creds.ca, cert: creds.cert, key: creds.key, servername: 'localhost' });
+  const latencies = new Samples();
+  const writeTimes = new Samples();
+  const events: Record<string, number> = {};
+  const errors: string[] = [];
+  let closing = false;
+  const set: WatchSet = {
+    measureFrom: Infinity, latencies, writeTimes, warmupEvents: 0, warmupLatencies: new Samples(), events, ended: 0, errors,
+    close() { closing = true; agent.destroy(); },
+  };
+  // Resolves once the request is written on an established TLS connection. The response headers
+  // may come only with the first event: kcp-ts does not flush them for a watch that starts at a
+  // resourceVersion (see docs/benchmarks.md), so the caller confirms registration via /metrics.
+  const open = (path: string) => new Promise<void>((resolve) => {
+    const req = request({ host: u.hostname, port: Number(u.port), path, method: 'GET', agent, headers: { accept: 'application/json' } }, (res) => {
+      if (res.statusCode !== 200) {
+        let b = '';
+        res.on('data', (d) => { b += String(d); });
+        res.on('end', () => { if (errors.length < 5) errors.push(`${res.statusCode} ${path}: ${b.slice(0, 200)}`); set.ended++; });
+        return;
+      }
+      res.setEncoding('utf8');
+      let rest = '';
+      res.on('data', (chunk: string) => {
+        const recv = nowMs();
+        const text = rest + chunk;
+        let from = 0;
+        let nl = text.indexOf('\n');
+        while (nl >= 0) {
+          const line = text.slice(from, nl);
+          from = nl + 1;
+          nl = text.indexOf('\n', from);
+          const tq = line.indexOf('"type":"');
+          const type = tq >= 0 ? line.slice(tq + 8, line.indexOf('"', tq + 8)) : '?';
+          events[type] = (events[type] ?? 0) + 1;
+          const m = T_FIELD.exec(line);
+          if (m) {
+            const t = Number(m[1]);
+            if (t < set.measureFrom) { set.warmupEvents++; set.warmupLatencies.push(recv - t); }
+            else { latencies.push(recv - t); writeTimes.push(t); }
+          }
+        }
+        rest = text.slice(from);
+      });
+      res.on('end', () => { if (!closing) set.ended++; });
+      res.on('error', () => undefined);
+    });
+    req.on('finish', () => resolve());
+    req.on('error', (e) => { if (!closing) { set.ended++; if (errors.length < 5) errors.push(`${path}: ${e.message}`); } resolve(); });
+    req.end();
+  });
+  for (let i = 0; i < paths.length; i += batch) await Promise.all(paths.slice(i, i + batch).map(open));
+  return set;
+}

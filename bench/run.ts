@@ -1,0 +1,461 @@
+/**
+ * kcp-ts benchmarks: `npm run bench [-- <scenario>...]` (docs/benchmarks.md).
+ *
+ * Scenarios: startup, create, get, list, watch, memory (the issue's figures) and the extra
+ * watch-fanout, list-10k and redis-ceiling. Without arguments all run in that order.
+ * Each scenario starts its own server child (bench/server-child.ts, embedded Redis with AOF
+ * appendfsync always, fresh root directory) so the load generator (this process) and the server
+ * each have their own core; results go to stdout and bench/results.json (merged per scenario).
+ *
+ * Environment: BENCH_CLIENT=raw|https (load-generator HTTP client, default raw),
+ * BENCH_DURATION_MS (measured period of closed-loop scenarios, default 10000),
+ * BENCH_CONCURRENCY (default 50), BENCH_CPU_PROF=<dir> (CPU profiles of the server children).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { closeClients, clientKind, makeClients, type Client } from './lib/client.js';
+import { runCount, runLoad, summarize, type LoadResult, type Req } from './lib/load.js';
+import { cpuSecondsOf, freshRoot, killAllSync, removeRoot, startServerProc, type ServerProc } from './lib/procs.js';
+import { nowMs, openWatches } from './lib/watchers.js';
+
+const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
+const RESULTS = join(BENCH_DIR, 'results.json');
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
+const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 10_000);
+const WARMUP_MS = 2_000;
+const CM_PATH = (ns: string) => `/clusters/root/api/v1/namespaces/${ns}/configmaps`;
+
+type Json = Record<string, unknown>;
+
+/** One line of the summary table. */
+interface Row { scenario: string; figure: string; value: string; target: string; met: string; detail: string }
+const rows: Row[] = [];
+/** Children started here directly (redis-ceiling), killed on exit. */
+const extraChildren = new Set<ChildProcess>();
+const results: Record<string, Json> = {};
+
+const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
+const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
+
+function median(a: number[]): number {
+  const s = [...a].sort((x, y) => x - y);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+function cm(name: string, data: Record<string, string>): string {
+  return JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data });
+}
+
+async function mustOk(c: Client, method: string, path: string, body?: string): Promise<Json> {
+  const r = await c.request(method, path, body);
+  if (r.status < 200 || r.status > 299) throw new Error(`${method} ${path} → ${r.status}: ${r.body.toString().slice(0, 300)}`);
+  return JSON.parse(r.body.toString()) as Json;
+}
+
+async function createNamespace(c: Client, name: string): Promise<void> {
+  await mustOk(c, 'POST', '/clusters/root/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }));
+}
+
+/** Creates `count` ConfigMaps `${prefix}${k}` in `ns` with `concurrency` connections. */
+async function fill(s: ServerProc, ns: string, count: number, prefix: string, data: () => Record<string, string>, concurrency = CONCURRENCY): Promise<number> {
+  const clients = makeClients(s.url, s.creds, concurrency);
+  try {
+    const r = await runCount(clients, count, (k) => ({ method: 'POST', path: CM_PATH(ns), body: cm(`${prefix}${k}`, data()) }));
+    if (r.errors) throw new Error(`fill ${ns}: ${r.errors} errors, e.g. ${r.errorSamples.join(' | ')}`);
+    return count / r.seconds;
+  } finally { closeClients(clients); }
+}
+
+function loadDetail(r: LoadResult): string {
+  return `p50 ${round(r.latencyMs.p50)} ms, p99 ${round(r.latencyMs.p99)} ms; CPU % of a core: loadgen ${r.cpu.loadgen}, server ${r.cpu.server}, redis ${r.cpu.redis}, other ${r.cpu.other}${r.errors ? `; ${r.errors} errors` : ''}`;
+}
+
+function loadJson(r: LoadResult): Json {
+  return {
+    opsPerSec: round(r.opsPerSec, 1), ops: r.ops, errors: r.errors, errorSamples: r.errorSamples, seconds: r.seconds,
+    latencyMs: Object.fromEntries(Object.entries(r.latencyMs).map(([k, v]) => [k, round(v, 3)])),
+    cpuPercentOfOneCore: r.cpu, concurrency: CONCURRENCY, client: clientKind(),
+  };
+}
+
+/** Runs `body` with a fresh server child and always stops it. */
+async function withServer<T>(label: string, body: (s: ServerProc) => Promise<T>): Promise<T> {
+  const s = await startServerProc(undefined, { label });
+  try { return await body(s); } finally { await s.stop(); removeRoot(s.root); }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function startup(): Promise<void> {
+  const runs: { startMs: number; spawnToReadyMs: number }[] = [];
+  for (let i = 0; i < 5; i++) {
+    const s = await startServerProc(undefined, { label: 'startup' });
+    runs.push({ startMs: s.startMs, spawnToReadyMs: s.spawnToReadyMs });
+    await s.stop();
+    removeRoot(s.root);
+  }
+  // Restart on an existing root directory (PKI and Redis data reused).
+  const root = freshRoot();
+  const restarts: number[] = [];
+  try {
+    for (let i = 0; i < 4; i++) {
+      const s = await startServerProc(root, { label: 'startup' });
+      if (i > 0) restarts.push(s.startMs);
+      await s.stop();
+    }
+  } finally { removeRoot(root); }
+  const med = median(runs.map((r) => r.startMs));
+  const medSpawn = median(runs.map((r) => r.spawnToReadyMs));
+  results.startup = {
+    medianStartMs: round(med, 1), runsStartMs: runs.map((r) => round(r.startMs, 1)),
+    medianSpawnToReadyMs: round(medSpawn, 1), runsSpawnToReadyMs: runs.map((r) => round(r.spawnToReadyMs, 1)),
+    medianRestartStartMs: round(median(restarts), 1), runsRestartStartMs: restarts.map((r) => round(r, 1)),
+    note: 'startMs: startServer() call → resolved, fresh root dir (PKI generation + embedded redis-server + bootstrap), in a fresh node process. spawnToReady adds node + tsx start-up and module loading. restart: existing root dir.',
+  };
+  rows.push({
+    scenario: 'startup', figure: 'startServer → ready (median of 5, fresh root)', value: `${round(med, 0)} ms`, target: '< 1,000 ms', met: med < 1000 ? 'yes' : 'NO',
+    detail: `runs ${runs.map((r) => round(r.startMs, 0)).join('/')} ms; restart on existing root ${round(median(restarts), 0)} ms; process spawn → ready ${round(medSpawn, 0)} ms`,
+  });
+}
+
+async function create(): Promise<void> {
+  await withServer('create', async (s) => {
+    const admin = makeClients(s.url, s.creds, 1)[0]!;
+    await createNamespace(admin, 'bench');
+    admin.close();
+    const clients = makeClients(s.url, s.creds, CONCURRENCY);
+    try {
+      const r = await runLoad({
+        clients, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cpu: s.cpu,
+        next: (c, i): Req => ({ method: 'POST', path: CM_PATH('bench'), body: cm(`cm-${c}-${i}`, { a: 'value-a', b: 'value-b' }) }),
+        ok: (st) => st === 201,
+      });
+      results.create = loadJson(r);
+      rows.push({ scenario: 'create', figure: `ConfigMap creates/s, ${CONCURRENCY} clients`, value: fmtInt(r.opsPerSec), target: '≥ 5,000/s', met: r.opsPerSec >= 5000 ? 'yes' : 'NO', detail: loadDetail(r) });
+    } finally { closeClients(clients); }
+  });
+}
+
+async function get(): Promise<void> {
+  await withServer('get', async (s) => {
+    const admin = makeClients(s.url, s.creds, 1)[0]!;
+    await createNamespace(admin, 'bench');
+    admin.close();
+    await fill(s, 'bench', 1000, 'cm-', () => ({ a: 'value-a', b: 'value-b' }));
+    const clients = makeClients(s.url, s.creds, CONCURRENCY);
+    try {
+      const r = await runLoad({
+        clients, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cpu: s.cpu,
+        next: (): Req => ({ method: 'GET', path: `${CM_PATH('bench')}/cm-${Math.floor(Math.random() * 1000)}` }),
+        ok: (st) => st === 200,
+      });
+      results.get = { ...loadJson(r), objects: 1000 };
+      rows.push({ scenario: 'get', figure: `GET by name/s, ${CONCURRENCY} clients, 1,000 objects`, value: fmtInt(r.opsPerSec), target: '≥ 15,000/s', met: r.opsPerSec >= 15000 ? 'yes' : 'NO', detail: loadDetail(r) });
+    } finally { closeClients(clients); }
+  });
+}
+
+/** Lists of a 100-object namespace; `others` more ConfigMaps live in another namespace. */
+async function listScenario(key: 'list' | 'list-10k', others: number): Promise<void> {
+  await withServer(key, async (s) => {
+    const admin = makeClients(s.url, s.creds, 1)[0]!;
+    await createNamespace(admin, 'list100');
+    if (others) await createNamespace(admin, 'bulk');
+    await fill(s, 'list100', 100, 'cm-', () => ({ a: 'value-a', b: 'value-b' }));
+    if (others) await fill(s, 'bulk', others, 'cm-', () => ({ a: 'value-a', b: 'value-b' }));
+    const check = await mustOk(admin, 'GET', CM_PATH('list100'));
+    const n = (check.items as unknown[]).length;
+    if (n !== 100) throw new Error(`list100 holds ${n} items, expected 100`);
+    const bytes = JSON.stringify(check).length;
+    admin.close();
+    const clients = makeClients(s.url, s.creds, CONCURRENCY);
+    try {
+      const r = await runLoad({
+        clients, warmupMs: WARMUP_MS, durationMs: others ? Math.min(DURATION_MS, 8000) : DURATION_MS, cpu: s.cpu,
+        next: (): Req => ({ method: 'GET', path: CM_PATH('list100') }),
+        ok: (st) => st === 200,
+      });
+      results[key] = { ...loadJson(r), itemsPerList: 100, otherConfigMapsInCluster: others, responseBytes: bytes };
+      rows.push({
+        scenario: key, figure: others ? `list of 100/s, cluster holds ${fmtInt(others + 100)} ConfigMaps` : `list of 100/s, ${CONCURRENCY} clients`,
+        value: fmtInt(r.opsPerSec), target: others ? '(none)' : '≥ 2,000/s', met: others ? '-' : r.opsPerSec >= 2000 ? 'yes' : 'NO', detail: loadDetail(r),
+      });
+    } finally { closeClients(clients); }
+  });
+}
+
+/**
+ * 1,000 watches over `namespaces` namespaces (watch i on namespace i mod n), then `rate` merge
+ * patches/s (1 s warm-up, then 5 s measured) round-robin over one ConfigMap per namespace, each
+ * carrying its write time in `data.t`.
+ */
+async function watchScenario(key: 'watch' | 'watch-fanout', namespaces: number, rate: number, watches = 1000): Promise<void> {
+  await withServer(key, async (s) => {
+    const admin = makeClients(s.url, s.creds, 1)[0]!;
+    for (let n = 0; n < namespaces; n++) {
+      await createNamespace(admin, `w-${n}`);
+      await mustOk(admin, 'POST', CM_PATH(`w-${n}`), cm('target', { t: '0' }));
+    }
+    const list = await mustOk(admin, 'GET', CM_PATH('w-0'));
+    const rv = String((list.metadata as Json).resourceVersion);
+    admin.close();
+    const paths = Array.from({ length: watches }, (_, i) => `${CM_PATH(`w-${i % namespaces}`)}?watch=true&resourceVersion=${rv}`);
+    const t0 = performance.now();
+    const ws = await openWatches(s.url, s.creds, paths);
+    // Registered watches as the server counts them (apiserver_longrunning_requests).
+    const metricsClient = makeClients(s.url, s.creds, 1)[0]!;
+    let registered = 0;
+    for (const deadline = performance.now() + 30_000; performance.now() < deadline;) {
+      const m = await metricsClient.request('GET', '/metrics');
+      registered = Number(/^apiserver_longrunning_requests (\d+)/m.exec(m.body.toString())?.[1] ?? 0);
+      if (registered >= watches - ws.ended) break;
+      await sleep(100);
+    }
+    metricsClient.close();
+    const openSec = (performance.now() - t0) / 1000;
+    const openOk = registered;
+    log(`${key}: ${openOk}/${watches} watches open in ${round(openSec)} s${ws.errors.length ? `; errors: ${ws.errors.join(' | ')}` : ''}`);
+    const writers = makeClients(s.url, s.creds, 20);
+    const free = [...writers];
+    const writeLat: number[] = [];
+    let writeErrors = 0; let writes = 0; let skipped = 0;
+    // 1 s of warm-up writes (first event on each connection, JIT), then 5 s measured.
+    const warmupSeconds = 1;
+    const writeSeconds = 5;
+    const total = rate * (warmupSeconds + writeSeconds);
+    let cpuFrom = s.cpu.snapshot();
+    const inflight: Promise<void>[] = [];
+    const start = performance.now();
+    for (let k = 0; k < total; k++) {
+      const due = start + (k * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 0) await sleep(wait);
+      const measured = k >= rate * warmupSeconds;
+      if (k === rate * warmupSeconds) { ws.measureFrom = nowMs(); cpuFrom = s.cpu.snapshot(); }
+      const c = free.pop();
+      if (!c) { if (measured) skipped++; continue; }
+      const ns = `w-${k % namespaces}`;
+      inflight.push((async () => {
+        const t = nowMs();
+        const a = performance.now();
+        const r = await c.request('PATCH', `${CM_PATH(ns)}/target`, JSON.stringify({ data: { t: t.toFixed(3) } }), 'application/merge-patch+json').catch(() => ({ status: 0 }));
+        if (measured) {
+          writeLat.push(performance.now() - a);
+          if (r.status === 200) writes++; else writeErrors++;
+        }
+        free.push(c);
+      })());
+    }
+    await Promise.all(inflight);
+    const expected = writes * (watches / namespaces);
+    // Drain: wait until every expected event arrived or 5 s passed.
+    const drainStart = performance.now();
+    while (ws.latencies.n < expected && performance.now() - drainStart < 5000) await sleep(20);
+    const cpu = s.cpu.report(cpuFrom);
+    const writeMs = summarize(writeLat);
+    // p99 per second of writes (is the tail steady or one stall?).
+    const bySecond: number[][] = [];
+    const lv = ws.latencies.values(); const tv = ws.writeTimes.values();
+    for (let i = 0; i < lv.length; i++) {
+      const sec = Math.floor((tv[i]! - ws.measureFrom) / 1000);
+      (bySecond[sec] ??= []).push(lv[i]!);
+    }
+    const p99BySecond = bySecond.map((a) => round(summarize(a).p99, 2));
+    const maxBySecond = bySecond.map((a) => round(summarize(a).max, 2));
+    const lat = summarize(ws.latencies.values());
+    ws.close();
+    closeClients(writers);
+    results[key] = {
+      watches, watchesOpen: openOk, namespaces, watchersPerNamespace: watches / namespaces, openSeconds: round(openSec),
+      writesPerSec: rate, warmupSeconds, writeSeconds, writes, writeErrors, writesSkipped: skipped, warmupEvents: ws.warmupEvents,
+      warmupDeliveryLatencyMs: (({ p50, p99, max }) => ({ p50: round(p50, 3), p99: round(p99, 3), max: round(max, 3) }))(summarize(ws.warmupLatencies.values())),
+      writeLatencyMs: { p50: round(writeMs.p50, 3), p99: round(writeMs.p99, 3), max: round(writeMs.max, 3) },
+      eventsExpected: expected, eventsDelivered: ws.latencies.n, eventsByType: ws.events,
+      deliveryLatencyMs: Object.fromEntries(Object.entries(lat).map(([k, v]) => [k, round(v, 3)])), p99BySecond, maxBySecond,
+      cpuPercentOfOneCore: cpu, watchErrors: ws.errors, watchesEndedEarly: ws.ended,
+      fdLimit: spawnSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).stdout.trim(),
+    };
+    rows.push({
+      scenario: key, figure: `watch delivery p99, ${watches} watches (${watches / namespaces}/namespace), ${rate} writes/s`,
+      value: `${round(lat.p99)} ms`, target: key === 'watch' ? '< 20 ms' : '(none)', met: key === 'watch' ? (lat.p99 < 20 && ws.latencies.n === expected ? 'yes' : 'NO') : '-',
+      detail: `p50 ${round(lat.p50)} ms, max ${round(lat.max)} ms; delivered ${fmtInt(ws.latencies.n)}/${fmtInt(expected)} events; write p50 ${round(writeMs.p50)} ms; CPU loadgen ${cpu.loadgen}, server ${cpu.server}, redis ${cpu.redis}, other ${cpu.other}`,
+    });
+  });
+}
+
+function redisOf(url: string): Redis {
+  return url.startsWith('unix://') ? new Redis({ path: url.slice('unix://'.length) }) : new Redis(url);
+}
+
+async function redisMemory(r: Redis): Promise<number> {
+  const info = await r.info('memory');
+  return Number(/used_memory:(\d+)/.exec(info)![1]);
+}
+
+async function memory(): Promise<void> {
+  const N = 10_000;
+  await withServer('memory', async (s) => {
+    const admin = makeClients(s.url, s.creds, 1)[0]!;
+    await createNamespace(admin, 'warm');
+    await createNamespace(admin, 'mem');
+    // ~300 bytes of data: three keys of 100 characters.
+    const payload = () => ({ 'app.properties': 'k'.repeat(86) + Math.random().toString(36).slice(2, 16), 'log.level': 'l'.repeat(100), 'extra.yaml': 'e'.repeat(100) });
+    // Warm-up (JIT, connection and allocation pools), then the baseline.
+    await fill(s, 'warm', 500, 'cm-', payload);
+    await sleep(500);
+    const redis = redisOf(s.redisUrl);
+    try {
+      const before = await s.mem();
+      const redisBefore = await redisMemory(redis);
+      const rate = await fill(s, 'mem', N, 'cm-', payload);
+      await sleep(1000); // the watch cache has applied everything
+      const after = await s.mem();
+      const redisAfter = await redisMemory(redis);
+      const sample = await admin.request('GET', `${CM_PATH('mem')}/cm-1`);
+      const storedBytes = sample.body.length;
+      const xlen = await redis.xlen('{root}:events');
+      const per = (a: number, b: number) => Math.round((b - a) / N);
+      results.memory = {
+        configMaps: N, storedJsonBytes: storedBytes, dataBytes: 300, createRatePerSec: round(rate, 1), gcExposed: after.gc,
+        serverRssBefore: before.rss, serverRssAfter: after.rss, serverRssBytesPerConfigMap: per(before.rss, after.rss),
+        serverHeapUsedBefore: before.heapUsed, serverHeapUsedAfter: after.heapUsed, serverHeapBytesPerConfigMap: per(before.heapUsed, after.heapUsed),
+        redisUsedMemoryBefore: redisBefore, redisUsedMemoryAfter: redisAfter, redisBytesPerConfigMap: per(redisBefore, redisAfter),
+        redisEventStreamLength: xlen,
+        note: 'Redis holds each object twice: the object key and its ADDED event in the {root}:events stream (trimmed at ~100,000 entries). The server heap holds the watch-cache entry (JSON string + parsed labels) and the in-memory event history (20,000 events) referencing the same entries.',
+      };
+      rows.push({
+        scenario: 'memory', figure: `bytes per ConfigMap (${fmtInt(N)} × ${storedBytes} B JSON)`,
+        value: `RSS ${fmtInt(per(before.rss, after.rss))} / Redis ${fmtInt(per(redisBefore, redisAfter))}`, target: '(none)', met: '-',
+        detail: `server heapUsed ${fmtInt(per(before.heapUsed, after.heapUsed))} B/object; RSS ${round(before.rss / 2 ** 20, 1)} → ${round(after.rss / 2 ** 20, 1)} MiB; Redis used_memory ${round(redisBefore / 2 ** 20, 1)} → ${round(redisAfter / 2 ** 20, 1)} MiB (object + stream entry)`,
+      });
+    } finally { redis.disconnect(); admin.close(); }
+  });
+}
+
+/**
+ * The raw Redis ceiling of the write path: redis-benchmark running the shard's write script
+ * (EVALSHA, 3 keys, random object keys) against a redis-server started like the embedded one
+ * (unix socket, AOF appendfsync always), 50 connections, no pipelining; plus GET.
+ */
+async function redisCeiling(): Promise<void> {
+  const has = spawnSync('redis-benchmark', ['--version'], { encoding: 'utf8' });
+  if (has.error || has.status !== 0) { log('redis-ceiling: redis-benchmark not installed, skipped'); return; }
+  const { WRITE_SCRIPT } = await import('../src/storage/scripts.js');
+  const root = freshRoot();
+  const dir = join(root, 'redis');
+  mkdirSync(dir, { recursive: true });
+  const sock = join(dir, 'redis.sock');
+  const child: ChildProcess = spawn('redis-server', ['--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--port', '0', '--unixsocket', sock, '--unixsocketperm', '700', '--logfile', ''], { stdio: 'ignore' });
+  extraChildren.add(child);
+  const exited = new Promise((r) => child.once('exit', r));
+  try {
+    for (let i = 0; i < 200 && !existsSync(sock); i++) await sleep(25);
+    const r = redisOf(`unix://${sock}`);
+    const sha = await r.script('LOAD', WRITE_SCRIPT) as string;
+    r.disconnect();
+    const prefix = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"bench","uid":"6f1c7c1e-8d5e-4b43-9a55-1c1b1f0f5e2a","resourceVersion":"';
+    const suffix = '","creationTimestamp":"2026-01-01T00:00:00Z"},"data":{"a":"value-a","b":"value-b"}}';
+    // redis-benchmark prints its figure only on completion: run a fixed count sized for a few seconds.
+    const runN = (n: number, args: string[]): Promise<{ rps: number; seconds: number }> => new Promise((resolve) => {
+      const t0 = performance.now();
+      const p = spawn('redis-benchmark', ['-s', sock, '-c', '50', '-n', String(n), '-r', '100000000', ...args], { stdio: ['ignore', 'ignore', 'ignore'] });
+      const kill = setTimeout(() => p.kill('SIGKILL'), 20_000);
+      p.once('exit', () => { clearTimeout(kill); const seconds = (performance.now() - t0) / 1000; resolve({ rps: n / seconds, seconds }); });
+    });
+    const c0 = cpuSecondsOf(child.pid!);
+    const w = await runN(60_000, ['EVALSHA', sha, '3', '{root}:rv', '{root}:o:core/configmaps/root/bench/__rand_int__', '{root}:events', 'c', '', prefix, suffix, '100000', 'core/configmaps/root/bench/__rand_int__']);
+    const writeCpu = ((cpuSecondsOf(child.pid!) - c0) / w.seconds) * 100;
+    const g = await runN(200_000, ['GET', '{root}:o:core/configmaps/root/bench/__rand_int__']);
+    results['redis-ceiling'] = {
+      writeScriptPerSec: round(w.rps, 1), writeScriptRedisCpuPercent: round(writeCpu, 1), getPerSec: round(g.rps, 1),
+      note: 'redis-benchmark -c 50 without pipelining over the unix socket, AOF appendfsync always; includes redis-benchmark start-up; the write script is the shard\'s (INCR + SET + XADD).',
+    };
+    rows.push({ scenario: 'redis-ceiling', figure: 'raw Redis: write script (EVALSHA) /s, 50 conns', value: fmtInt(w.rps), target: '(reference)', met: '-', detail: `GET ${fmtInt(g.rps)}/s; redis CPU during writes ${round(writeCpu, 0)} %` });
+  } finally {
+    child.kill('SIGTERM');
+    const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(t);
+    extraChildren.delete(child);
+    removeRoot(root);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const SCENARIOS: Record<string, () => Promise<void>> = {
+  startup,
+  create,
+  get,
+  list: () => listScenario('list', 0),
+  watch: () => watchScenario('watch', 10, 100),
+  memory,
+  'watch-fanout': () => watchScenario('watch-fanout', 1, Number(process.env.BENCH_FANOUT_RATE ?? 20)),
+  'list-10k': () => listScenario('list-10k', 10_000),
+  'redis-ceiling': redisCeiling,
+};
+
+function printTable(): void {
+  const head: Row = { scenario: 'scenario', figure: 'figure', value: 'result', target: 'target', met: 'met', detail: 'detail' };
+  const cols: (keyof Row)[] = ['scenario', 'figure', 'value', 'target', 'met'];
+  const width = Object.fromEntries(cols.map((c) => [c, Math.max(...[head, ...rows].map((r) => r[c].length))])) as Record<keyof Row, number>;
+  const line = (r: Row) => cols.map((c) => r[c].padEnd(width[c])).join(' | ');
+  const out = [line(head), cols.map((c) => '-'.repeat(width[c])).join('-|-'), ...rows.map(line), '', ...rows.map((r) => `${r.scenario}: ${r.detail}`)];
+  process.stdout.write(`\n${out.join('\n')}\n`);
+}
+
+function machine(): Json {
+  const rv = spawnSync('redis-server', ['--version'], { encoding: 'utf8' }).stdout?.trim();
+  return { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: round(totalmem() / 2 ** 30, 1), node: process.version, redis: rv, platform: `${process.platform}/${process.arch}`, client: clientKind(), concurrency: CONCURRENCY, durationMs: DURATION_MS };
+}
+
+async function main(): Promise<void> {
+  const asked = process.argv.slice(2).filter((a) => a !== '--');
+  const names = asked.length ? asked : Object.keys(SCENARIOS);
+  for (const n of names) if (!SCENARIOS[n]) { log(`unknown scenario "${n}"; known: ${Object.keys(SCENARIOS).join(', ')}`); process.exitCode = 2; return; }
+  let failed = false;
+  for (const n of names) {
+    log(`running ${n}…`);
+    const t0 = performance.now();
+    try {
+      await SCENARIOS[n]!();
+    } catch (err) {
+      failed = true;
+      log(`${n} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+      results[n] = { error: String(err) };
+      rows.push({ scenario: n, figure: 'FAILED', value: '-', target: '-', met: 'NO', detail: String(err).slice(0, 300) });
+    }
+    log(`${n} took ${round((performance.now() - t0) / 1000, 1)} s`);
+  }
+  printTable();
+  let previous: Json = {};
+  try { previous = JSON.parse(readFileSync(RESULTS, 'utf8')) as Json; } catch { /* first run */ }
+  const merged = { ...previous, machine: machine(), updatedAt: new Date().toISOString(), scenarios: { ...(previous.scenarios as Json | undefined), ...results } };
+  writeFileSync(RESULTS, `${JSON.stringify(merged, null, 2)}\n`);
+  log(`results written to ${RESULTS}`);
+  if (failed) process.exitCode = 1;
+}
+
+function cleanupSync(): void {
+  for (const c of extraChildren) { try { c.kill('SIGKILL'); } catch { /* gone */ } }
+  extraChildren.clear();
+  killAllSync();
+}
+const onSignal = (sig: NodeJS.Signals) => { cleanupSync(); process.exit(sig === 'SIGINT' ? 130 : 143); };
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
+process.on('exit', cleanupSync);
+
+try {
+  await main();
+} finally {
+  cleanupSync();
+}

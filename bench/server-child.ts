@@ -1,0 +1,75 @@
+/**
+ * Benchmark server process: `node --expose-gc --import tsx bench/server-child.ts <rootDir> [redisUrl]`.
+ *
+ * Starts one shard with `startServer` and prints one JSON line on stdout when ready:
+ * `{"event":"ready","url":…,"port":…,"redisUrl":…,"startMs":…,"pid":…}` where `startMs` is the time
+ * from calling `startServer` to its promise resolving (measured in this process).
+ *
+ * Commands, one per line on stdin (answers are JSON lines on stdout):
+ * - `mem`  → runs `global.gc()` (when exposed) and answers `{"event":"mem","rss":…,"heapUsed":…,…}`
+ * - `stop` → stops the server (ends watches, closes Redis, stops the embedded redis-server) and exits
+ *
+ * `BENCH_IOREDIS_AUTOPIPELINE=1` (experiment) enables ioredis auto-pipelining by default.
+ *
+ * The child also stops when stdin closes (the benchmark died) or on SIGTERM/SIGINT, so no
+ * redis-server is left behind.
+ */
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { Redis } from 'ioredis';
+import { startServer, type RunningServer } from '../src/index.js';
+
+const root = process.argv[2];
+const redisUrl = process.argv[3] || undefined;
+if (!root) {
+  process.stderr.write('usage: server-child.ts <rootDir> [redisUrl]\n');
+  process.exit(2);
+}
+
+// Experiment knob (no server change): BENCH_IOREDIS_AUTOPIPELINE=1 turns on ioredis
+// auto-pipelining for every connection the server opens, to measure what it would gain.
+if (process.env.BENCH_IOREDIS_AUTOPIPELINE === '1') {
+  (Redis as unknown as { defaultOptions: { enableAutoPipelining: boolean } }).defaultOptions.enableAutoPipelining = true;
+}
+
+let server: RunningServer | undefined;
+let stopping: Promise<void> | undefined;
+
+function send(msg: object): void {
+  process.stdout.write(`${JSON.stringify(msg)}\n`);
+}
+
+function stop(code = 0): Promise<void> {
+  stopping ??= (async () => {
+    const t = setTimeout(() => process.exit(code || 1), 10_000);
+    try { await server?.stop(); } catch (err) { process.stderr.write(`stop failed: ${String(err)}\n`); }
+    clearTimeout(t);
+    process.exit(code);
+  })();
+  return stopping;
+}
+
+process.on('SIGTERM', () => void stop(0));
+process.on('SIGINT', () => void stop(0));
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const cmd = line.trim();
+  if (cmd === 'stop') void stop(0);
+  else if (cmd === 'mem') {
+    if (gc) { gc(); gc(); }
+    const m = process.memoryUsage();
+    send({ event: 'mem', gc: Boolean(gc), rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers });
+  }
+}).on('close', () => void stop(0));
+
+try {
+  const t0 = performance.now();
+  server = await startServer({ rootDirectory: root, securePort: 0, redisUrl });
+  const startMs = performance.now() - t0;
+  send({ event: 'ready', url: server.url, port: server.port, redisUrl: server.redisUrl, startMs, pid: process.pid });
+} catch (err) {
+  send({ event: 'error', message: err instanceof Error ? err.stack ?? err.message : String(err) });
+  await stop(1);
+}

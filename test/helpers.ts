@@ -1,0 +1,147 @@
+/**
+ * Test harness: a real redis-server per test file, servers started in-process with
+ * `startServer`, an HTTPS client with the admin credentials, and real kubectl.
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request, Agent } from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { startServer, type RunningServer, type ServerOptions } from '../src/index.js';
+
+const execFileP = promisify(execFile);
+
+/** A free loopback TCP port. */
+export async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => { const a = s.address(); s.close(() => res(typeof a === 'object' && a ? a.port : 0)); });
+  });
+}
+
+/** A redis-server child on a free port with its own data directory. */
+export interface TestRedis { url: string; port: number; dir: string; proc: ChildProcess; stop(): Promise<void>; kill9(): void; restart(): Promise<void> }
+
+export async function startRedis(dir = mkdtempSync(join(tmpdir(), 'kcp-redis-'))): Promise<TestRedis> {
+  const port = await freePort();
+  const launch = async (): Promise<ChildProcess> => {
+    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''], { stdio: 'ignore' });
+    for (let i = 0; i < 200; i++) {
+      const r = new Redis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      r.on('error', () => undefined);
+      try { await r.connect(); await r.ping(); r.disconnect(); return proc; } catch { r.disconnect(); await sleep(25); }
+    }
+    throw new Error('redis-server did not start');
+  };
+  const t: TestRedis = {
+    url: `redis://127.0.0.1:${port}`, port, dir, proc: await launch(),
+    async stop() { if (t.proc.exitCode === null) { t.proc.kill('SIGTERM'); await new Promise((r) => t.proc.once('exit', r)); } },
+    kill9() { t.proc.kill('SIGKILL'); },
+    async restart() { t.proc = await launch(); },
+  };
+  return t;
+}
+
+export function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
+
+/** Credentials read from the server's PKI directory. */
+export interface Creds { ca: string; cert: string; key: string }
+
+export function adminCreds(root: string, which: 'admin' | 'system-admin' = 'admin'): Creds {
+  return { ca: readFileSync(join(root, 'ca.crt'), 'utf8'), cert: readFileSync(join(root, `${which}.crt`), 'utf8'), key: readFileSync(join(root, `${which}.key`), 'utf8') };
+}
+
+/** A started server with its root directory and helpers. */
+export interface TestServer extends RunningServer { root: string; creds: Creds; masters: Creds }
+
+export async function startTestServer(redis: TestRedis, opts: ServerOptions = {}, root = mkdtempSync(join(tmpdir(), 'kcp-root-'))): Promise<TestServer> {
+  const s = await startServer({ rootDirectory: root, securePort: 0, redisUrl: redis.url, bookmarkIntervalMs: 500, ...opts });
+  return Object.assign(s, { root, creds: adminCreds(root), masters: adminCreds(root, 'system-admin') });
+}
+
+export interface Res { status: number; headers: Record<string, string | string[] | undefined>; body: string; json: any }
+
+/** One HTTPS request. `body` objects are sent as JSON unless contentType says otherwise. */
+export function call(server: { url: string }, creds: Partial<Creds> & { ca: string }, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res> {
+  const u = new URL(server.url + path);
+  const data = body === undefined ? undefined : Buffer.isBuffer(body) ? body : typeof body === 'string' ? Buffer.from(body) : Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: u.hostname, port: u.port, path: u.pathname + u.search, method, ca: creds.ca, cert: creds.cert, key: creds.key, agent: false,
+      headers: { ...(data ? { 'content-type': 'application/json', 'content-length': String(data.length) } : {}), ...headers },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        let json: unknown;
+        try { json = JSON.parse(text); } catch { json = undefined; }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json });
+      });
+    });
+    req.on('error', reject);
+    if (data) req.write(data);
+    req.end();
+  });
+}
+
+/** Streams a watch; returns collected events and a close function. */
+export function watch(server: { url: string }, creds: Creds, path: string): { events: any[]; status: Promise<number>; close(): void; waitFor(n: number, ms?: number): Promise<any[]> } {
+  const u = new URL(server.url + path);
+  const events: any[] = [];
+  let buf = '';
+  let statusResolve!: (n: number) => void;
+  const status = new Promise<number>((r) => { statusResolve = r; });
+  const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'GET', ca: creds.ca, cert: creds.cert, key: creds.key, agent: new Agent({ keepAlive: false }) }, (res) => {
+    statusResolve(res.statusCode ?? 0);
+    res.on('data', (c) => {
+      buf += c.toString();
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) { const line = buf.slice(0, i); buf = buf.slice(i + 1); if (line.trim()) events.push(JSON.parse(line)); }
+    });
+    res.on('error', () => undefined);
+  });
+  req.on('error', () => undefined);
+  req.end();
+  return {
+    events, status,
+    close() { req.destroy(); },
+    async waitFor(n: number, ms = 5000) {
+      const end = Date.now() + ms;
+      while (events.length < n && Date.now() < end) await sleep(10);
+      return events;
+    },
+  };
+}
+
+/** Runs kubectl (default: the one on PATH) with a kubeconfig and a private cache dir. */
+export async function kubectl(kubeconfig: string, args: string[], opts: { bin?: string; input?: string; allowFail?: boolean } = {}): Promise<{ stdout: string; stderr: string; code: number }> {
+  const cache = mkdtempSync(join(tmpdir(), 'kubectl-cache-'));
+  try {
+    const child = execFileP(opts.bin ?? 'kubectl', ['--kubeconfig', kubeconfig, '--cache-dir', cache, ...args], { env: { ...process.env, HOME: cache }, timeout: 60_000 });
+    if (opts.input !== undefined) { child.child.stdin!.write(opts.input); child.child.stdin!.end(); }
+    const r = await child;
+    return { stdout: r.stdout, stderr: r.stderr, code: 0 };
+  } catch (e) {
+    const err = e as { stdout?: string; stderr?: string; code?: number };
+    if (!opts.allowFail) throw new Error(`kubectl ${args.join(' ')} failed: ${err.stderr ?? e}`);
+    return { stdout: err.stdout ?? '', stderr: err.stderr ?? '', code: typeof err.code === 'number' ? err.code : 1 };
+  } finally {
+    rmSync(cache, { recursive: true, force: true });
+  }
+}
+
+/** Path of a versioned kubectl (`kubectl.1.27`, …) if installed. */
+export function versionedKubectl(v: string): string {
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    try { readFileSync(join(dir, `kubectl.${v}`)); return join(dir, `kubectl.${v}`); } catch { /* next */ }
+  }
+  const sdk = `/usr/lib/google-cloud-sdk/bin/kubectl.${v}`;
+  try { readFileSync(sdk); return sdk; } catch { throw new Error(`kubectl.${v} is not installed (expected on PATH)`); }
+}
+
+export const CM = (name: string, data: Record<string, string> = { a: '1' }, labels?: Record<string, string>) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(labels ? { labels } : {}) }, data });

@@ -1,0 +1,330 @@
+/**
+ * REST semantics against a real server on a real Redis, over HTTPS with client certificates.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CM, call, startRedis, startTestServer, watch, sleep, type TestRedis, type TestServer } from '../helpers.js';
+
+let redis: TestRedis;
+let srv: TestServer;
+const NS = '/clusters/root/api/v1/namespaces/default';
+
+before(async () => {
+  redis = await startRedis();
+  srv = await startTestServer(redis);
+});
+after(async () => {
+  await srv?.stop();
+  await redis?.stop();
+});
+
+const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => call(srv, srv.creds, method, path, body, headers);
+
+describe('create, get, list', () => {
+  test('create sets server fields; get returns the stored object', async () => {
+    const r = await api('POST', `${NS}/configmaps`, CM('c1', { k: 'v' }));
+    assert.equal(r.status, 201);
+    const m = r.json.metadata;
+    assert.match(m.uid, /^[0-9a-f-]{36}$/);
+    assert.match(m.resourceVersion, /^\d+$/);
+    assert.match(m.creationTimestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.equal(m.namespace, 'default');
+    const g = await api('GET', `${NS}/configmaps/c1`);
+    assert.equal(g.status, 200);
+    assert.deepEqual(g.json, r.json);
+  });
+
+  test('generateName produces a unique name', async () => {
+    const r = await api('POST', `${NS}/configmaps`, { metadata: { generateName: 'gen-' }, data: {} });
+    assert.equal(r.status, 201);
+    assert.match(r.json.metadata.name, /^gen-[a-z0-9]{5}$/);
+  });
+
+  test('duplicate create is 409 AlreadyExists', async () => {
+    const r = await api('POST', `${NS}/configmaps`, CM('c1'));
+    assert.equal(r.status, 409);
+    assert.equal(r.json.reason, 'AlreadyExists');
+    assert.equal(r.json.kind, 'Status');
+  });
+
+  test('list paging with limit/continue is consistent at one resourceVersion', async () => {
+    await api('POST', '/clusters/root/api/v1/namespaces', { metadata: { name: 'paging' } });
+    for (let i = 0; i < 7; i++) assert.equal((await api('POST', '/clusters/root/api/v1/namespaces/paging/configmaps', CM(`p${i}`))).status, 201);
+    const first = await api('GET', '/clusters/root/api/v1/namespaces/paging/configmaps?limit=3');
+    assert.equal(first.json.items.length, 3);
+    assert.equal(first.json.metadata.remainingItemCount, 4);
+    const rv = first.json.metadata.resourceVersion;
+    // A write between pages must not show up in later pages of the same list.
+    await api('POST', '/clusters/root/api/v1/namespaces/paging/configmaps', CM('p3a'));
+    await api('DELETE', '/clusters/root/api/v1/namespaces/paging/configmaps/p5');
+    const names: string[] = first.json.items.map((i: any) => i.metadata.name);
+    let cont = first.json.metadata.continue;
+    while (cont) {
+      const page = await api('GET', `/clusters/root/api/v1/namespaces/paging/configmaps?limit=3&continue=${encodeURIComponent(cont)}`);
+      assert.equal(page.status, 200);
+      assert.equal(page.json.metadata.resourceVersion, rv);
+      names.push(...page.json.items.map((i: any) => i.metadata.name));
+      cont = page.json.metadata.continue;
+    }
+    assert.deepEqual(names, ['p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6']);
+  });
+
+  test('label selectors (equality and set-based) and field selectors', async () => {
+    await api('POST', `${NS}/configmaps`, CM('l1', {}, { app: 'web', tier: 'front' }));
+    await api('POST', `${NS}/configmaps`, CM('l2', {}, { app: 'web', tier: 'back' }));
+    await api('POST', `${NS}/configmaps`, CM('l3', {}, { app: 'db' }));
+    const names = async (q: string) => (await api('GET', `${NS}/configmaps?${q}`)).json.items.map((i: any) => i.metadata.name).sort();
+    assert.deepEqual(await names('labelSelector=app%3Dweb'), ['l1', 'l2']);
+    assert.deepEqual(await names(`labelSelector=${encodeURIComponent('app in (web,db),tier notin (back)')}`), ['l1', 'l3']);
+    assert.deepEqual(await names(`labelSelector=${encodeURIComponent('!tier,app')}`), ['l3']);
+    assert.deepEqual(await names('fieldSelector=metadata.name%3Dl2'), ['l2']);
+    const bad = await api('GET', `${NS}/configmaps?labelSelector=${encodeURIComponent('app in (')}`);
+    assert.equal(bad.status, 400);
+    const badField = await api('GET', `${NS}/configmaps?fieldSelector=spec.foo%3D1`);
+    assert.equal(badField.status, 400);
+    assert.match(badField.json.message, /field label not supported/);
+  });
+
+  test('Table and PartialObjectMetadata output', async () => {
+    const t = await api('GET', `${NS}/configmaps`, undefined, { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' });
+    assert.equal(t.json.kind, 'Table');
+    assert.deepEqual(t.json.columnDefinitions.map((c: any) => c.name), ['Name', 'Data', 'Age']);
+    const row = t.json.rows.find((r: any) => r.cells[0] === 'c1');
+    assert.equal(row.cells[1], 1);
+    assert.equal(row.object.kind, 'PartialObjectMetadata');
+    const p = await api('GET', `${NS}/configmaps/c1`, undefined, { accept: 'application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io' });
+    assert.equal(p.json.kind, 'PartialObjectMetadata');
+    assert.equal(p.json.metadata.name, 'c1');
+    assert.equal(p.json.data, undefined);
+    const yaml = await api('GET', `${NS}/configmaps/c1`, undefined, { accept: 'application/yaml' });
+    assert.match(yaml.body, /^apiVersion: v1\n/);
+  });
+});
+
+describe('update, patch, delete', () => {
+  test('update with a stale resourceVersion is 409 Conflict; current one succeeds', async () => {
+    const c = (await api('POST', `${NS}/configmaps`, CM('u1'))).json;
+    const ok = await api('PUT', `${NS}/configmaps/u1`, { ...c, data: { a: '2' } });
+    assert.equal(ok.status, 200);
+    assert.notEqual(ok.json.metadata.resourceVersion, c.metadata.resourceVersion);
+    const stale = await api('PUT', `${NS}/configmaps/u1`, { ...c, data: { a: '3' } });
+    assert.equal(stale.status, 409);
+    assert.equal(stale.json.reason, 'Conflict');
+    assert.equal((await api('GET', `${NS}/configmaps/u1`)).json.data.a, '2');
+  });
+
+  test('JSON patch, merge patch and strategic merge patch', async () => {
+    await api('POST', `${NS}/configmaps`, { ...CM('p1', { a: '1', b: '2' }), metadata: { name: 'p1', finalizers: ['x.io/a'] } });
+    const merge = await api('PATCH', `${NS}/configmaps/p1`, { data: { b: null, c: '3' } }, { 'content-type': 'application/merge-patch+json' });
+    assert.deepEqual(merge.json.data, { a: '1', c: '3' });
+    const smp = await api('PATCH', `${NS}/configmaps/p1`, { metadata: { finalizers: ['x.io/b'] } }, { 'content-type': 'application/strategic-merge-patch+json' });
+    assert.deepEqual([...smp.json.metadata.finalizers].sort(), ['x.io/a', 'x.io/b'], 'finalizers merge as a set');
+    const jp = await api('PATCH', `${NS}/configmaps/p1`, [{ op: 'replace', path: '/data/a', value: 'z' }, { op: 'remove', path: '/metadata/finalizers' }], { 'content-type': 'application/json-patch+json' });
+    assert.equal(jp.status, 200);
+    assert.equal(jp.json.data.a, 'z');
+    assert.equal(jp.json.metadata.finalizers, undefined);
+    // A failing op leaves the object untouched (all or nothing).
+    const before = (await api('GET', `${NS}/configmaps/p1`)).json;
+    const bad = await api('PATCH', `${NS}/configmaps/p1`, [{ op: 'replace', path: '/data/a', value: 'q' }, { op: 'remove', path: '/nope/x' }], { 'content-type': 'application/json-patch+json' });
+    assert.equal(bad.status, 422);
+    assert.deepEqual((await api('GET', `${NS}/configmaps/p1`)).json, before);
+    const unsupported = await api('PATCH', `${NS}/configmaps/p1`, '{}', { 'content-type': 'text/plain' });
+    assert.equal(unsupported.status, 415);
+  });
+
+  test('delete with finalizers sets deletionTimestamp; removing the last finalizer removes it', async () => {
+    await api('POST', `${NS}/configmaps`, { ...CM('f1'), metadata: { name: 'f1', finalizers: ['example.com/hold'] } });
+    const d = await api('DELETE', `${NS}/configmaps/f1`);
+    assert.equal(d.status, 200);
+    assert.ok(d.json.metadata.deletionTimestamp);
+    assert.equal((await api('GET', `${NS}/configmaps/f1`)).status, 200);
+    const cur = (await api('GET', `${NS}/configmaps/f1`)).json;
+    const add = await api('PUT', `${NS}/configmaps/f1`, { ...cur, metadata: { ...cur.metadata, finalizers: ['example.com/hold', 'example.com/new'] } });
+    assert.equal(add.status, 422, 'no new finalizers on a deleting object');
+    const rm = await api('PATCH', `${NS}/configmaps/f1`, { metadata: { finalizers: null } }, { 'content-type': 'application/merge-patch+json' });
+    assert.equal(rm.status, 200);
+    assert.equal((await api('GET', `${NS}/configmaps/f1`)).status, 404);
+  });
+
+  test('delete preconditions', async () => {
+    const c = (await api('POST', `${NS}/configmaps`, CM('d1'))).json;
+    const wrongUid = await api('DELETE', `${NS}/configmaps/d1`, { kind: 'DeleteOptions', apiVersion: 'v1', preconditions: { uid: 'nope' } });
+    assert.equal(wrongUid.status, 409);
+    const wrongRv = await api('DELETE', `${NS}/configmaps/d1`, { preconditions: { resourceVersion: '1' } });
+    assert.equal(wrongRv.status, 409);
+    const ok = await api('DELETE', `${NS}/configmaps/d1`, { preconditions: { uid: c.metadata.uid, resourceVersion: c.metadata.resourceVersion } });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.json.status, 'Success');
+    assert.equal((await api('DELETE', `${NS}/configmaps/d1`)).status, 404);
+  });
+
+  test('dryRun=All persists nothing', async () => {
+    const r = await api('POST', `${NS}/configmaps?dryRun=All`, CM('dry'));
+    assert.equal(r.status, 201);
+    assert.equal((await api('GET', `${NS}/configmaps/dry`)).status, 404);
+    assert.equal((await api('POST', `${NS}/configmaps?dryRun=Some`, CM('dry'))).status, 400);
+  });
+
+  test('deletecollection with a label selector', async () => {
+    await api('POST', '/clusters/root/api/v1/namespaces', { metadata: { name: 'dc' } });
+    for (const n of ['a', 'b', 'c']) await api('POST', '/clusters/root/api/v1/namespaces/dc/configmaps', CM(n, {}, { del: n === 'c' ? 'no' : 'yes' }));
+    const r = await api('DELETE', '/clusters/root/api/v1/namespaces/dc/configmaps?labelSelector=del%3Dyes');
+    assert.equal(r.status, 200);
+    const left = (await api('GET', '/clusters/root/api/v1/namespaces/dc/configmaps')).json.items.map((i: any) => i.metadata.name);
+    assert.deepEqual(left, ['c']);
+  });
+
+  test('status subresource: main update keeps status, /status changes only status', async () => {
+    const q = await api('POST', `${NS}/resourcequotas`, { metadata: { name: 'q' }, spec: { hard: { pods: '3' } }, status: { used: { pods: '9' } } });
+    assert.equal(q.status, 201);
+    const s = await api('PUT', `${NS}/resourcequotas/q/status`, { ...q.json, spec: { hard: { pods: '100' } }, status: { used: { pods: '1' } } });
+    assert.equal(s.status, 200);
+    assert.deepEqual(s.json.status, { used: { pods: '1' } });
+    assert.deepEqual(s.json.spec, { hard: { pods: '3' } });
+    const m = await api('PUT', `${NS}/resourcequotas/q`, { ...s.json, spec: { hard: { pods: '5' } }, status: { used: { pods: '7' } } });
+    assert.deepEqual(m.json.status, { used: { pods: '1' } });
+    assert.deepEqual(m.json.spec, { hard: { pods: '5' } });
+  });
+});
+
+describe('bad input gets a Status', () => {
+  test('malformed JSON and YAML → 400', async () => {
+    const r = await api('POST', `${NS}/configmaps`, '{"metadata": ');
+    assert.equal(r.status, 400);
+    assert.equal(r.json.kind, 'Status');
+    const y = await api('POST', `${NS}/configmaps`, 'metadata: [unclosed', { 'content-type': 'application/yaml' });
+    assert.equal(y.status, 400);
+    const ok = await api('POST', `${NS}/configmaps`, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fromyaml\n', { 'content-type': 'application/yaml' });
+    assert.equal(ok.status, 201);
+  });
+
+  test('kind or apiVersion not matching the URL → 400', async () => {
+    assert.equal((await api('POST', `${NS}/configmaps`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'x' } })).status, 400);
+    assert.equal((await api('POST', `${NS}/configmaps`, { apiVersion: 'apps/v1', kind: 'ConfigMap', metadata: { name: 'x' } })).status, 400);
+    assert.equal((await api('POST', `${NS}/configmaps`, { metadata: { name: 'x', namespace: 'other' } })).status, 400);
+  });
+
+  test('invalid name and fields → 422 with causes naming the field', async () => {
+    const r = await api('POST', `${NS}/configmaps`, { metadata: { name: 'Bad_Name', labels: { 'bad key!': 'v' } }, data: { 'bad key': 'v' } });
+    assert.equal(r.status, 422);
+    assert.equal(r.json.reason, 'Invalid');
+    const fields = r.json.details.causes.map((c: any) => c.field);
+    assert.ok(fields.includes('metadata.name'));
+    assert.ok(fields.includes('metadata.labels'));
+    assert.ok(fields.includes('data[bad key]'));
+  });
+
+  test('unknown resource, object or cluster', async () => {
+    assert.equal((await api('GET', '/clusters/root/api/v1/widgets')).status, 404);
+    assert.equal((await api('GET', `${NS}/configmaps/absent`)).status, 404);
+    assert.equal((await api('GET', '/clusters/root/apis/nope.io/v1/things')).status, 404);
+    const missing = await api('GET', '/clusters/doesnotexist/api/v1/namespaces');
+    assert.equal(missing.status, 403);
+    assert.match(missing.json.message, /workspace access not permitted/);
+    assert.equal((await api('POST', `/clusters/root/api/v1/namespaces/absent/configmaps`, CM('x'))).status, 404);
+  });
+
+  test('body over 3 MiB → 413; unsupported content type → 415', async () => {
+    const big = JSON.stringify(CM('big', { a: 'x'.repeat(3 * 1024 * 1024 + 10) }));
+    const r = await api('POST', `${NS}/configmaps`, big);
+    assert.equal(r.status, 413);
+    assert.equal(r.json.reason, 'RequestEntityTooLarge');
+    const t = await api('POST', `${NS}/configmaps`, 'x', { 'content-type': 'text/plain' });
+    assert.equal(t.status, 415);
+  });
+
+  test('no credentials → 401; bad client CA → 401', async () => {
+    const r = await call(srv, { ca: srv.creds.ca }, 'GET', '/clusters/root/api/v1/namespaces');
+    assert.equal(r.status, 401);
+    assert.equal(r.json.reason, 'Unauthorized');
+    assert.equal((await call(srv, { ca: srv.creds.ca }, 'GET', '/readyz')).status, 200);
+  });
+
+  test('unsupported Accept → 406', async () => {
+    assert.equal((await api('GET', `${NS}/configmaps`, undefined, { accept: 'application/vnd.kubernetes.protobuf' })).status, 406);
+  });
+});
+
+describe('logical clusters', () => {
+  test('same-named objects in two logical clusters are independent; wildcard lists both', async () => {
+    for (const c of ['team-a', 'team-b']) {
+      const lc = await call(srv, srv.masters, 'POST', `/clusters/${c}/apis/core.kcp.io/v1alpha1/logicalclusters`, { metadata: { name: 'cluster' } });
+      assert.equal(lc.status, 201, lc.body);
+      assert.equal((await api('POST', `/clusters/${c}/api/v1/namespaces`, { metadata: { name: 'shared' } })).status, 201);
+      assert.equal((await api('POST', `/clusters/${c}/api/v1/namespaces/shared/configmaps`, CM('same', { owner: c }))).status, 201);
+    }
+    const a = await api('GET', '/clusters/team-a/api/v1/namespaces/shared/configmaps/same');
+    const b = await api('GET', '/clusters/team-b/api/v1/namespaces/shared/configmaps/same');
+    assert.equal(a.json.data.owner, 'team-a');
+    assert.equal(b.json.data.owner, 'team-b');
+    assert.notEqual(a.json.metadata.uid, b.json.metadata.uid);
+    await api('DELETE', '/clusters/team-a/api/v1/namespaces/shared/configmaps/same');
+    assert.equal((await api('GET', '/clusters/team-b/api/v1/namespaces/shared/configmaps/same')).status, 200);
+    assert.equal((await api('GET', '/clusters/team-a/api/v1/namespaces/shared/configmaps')).json.items.length, 0);
+
+    // Wildcard: system:masters only, list and watch only, annotated with the cluster.
+    const w = await call(srv, srv.masters, 'GET', '/clusters/*/api/v1/configmaps');
+    assert.equal(w.status, 200);
+    const same = w.json.items.filter((i: any) => i.metadata.name === 'same');
+    assert.deepEqual(same.map((i: any) => i.metadata.annotations['kcp.io/cluster']), ['team-b']);
+    const rvs = w.json.items.map((i: any) => Number(i.metadata.resourceVersion));
+    assert.ok(rvs.every((rv: number) => rv <= Number(w.json.metadata.resourceVersion)));
+    assert.equal((await api('GET', '/clusters/*/api/v1/configmaps')).status, 403);
+    assert.equal((await call(srv, srv.masters, 'POST', '/clusters/*/api/v1/namespaces/x/configmaps', CM('x'))).status, 405);
+  });
+});
+
+describe('watch', () => {
+  test('watch from a resourceVersion sees every change in order, selectors transition', async () => {
+    const start = (await api('GET', `${NS}/configmaps`)).json.metadata.resourceVersion;
+    const w = watch(srv, srv.creds, `${NS}/configmaps?watch=true&resourceVersion=${start}&labelSelector=w%3Dyes`);
+    assert.equal(await w.status, 200);
+    await api('POST', `${NS}/configmaps`, CM('w1', {}, { w: 'yes' }));
+    await api('PATCH', `${NS}/configmaps/w1`, { data: { x: '1' } }, { 'content-type': 'application/merge-patch+json' });
+    await api('PATCH', `${NS}/configmaps/w1`, { metadata: { labels: { w: 'no' } } }, { 'content-type': 'application/merge-patch+json' });
+    await api('POST', `${NS}/configmaps`, CM('w2', {}, { w: 'no' }));
+    await api('DELETE', `${NS}/configmaps/w2`);
+    const ev = await w.waitFor(3);
+    w.close();
+    assert.deepEqual(ev.map((e) => `${e.type} ${e.object.metadata.name}`), ['ADDED w1', 'MODIFIED w1', 'DELETED w1']);
+    const rvs = ev.map((e) => Number(e.object.metadata.resourceVersion));
+    assert.deepEqual([...rvs].sort((a, b) => a - b), rvs);
+  });
+
+  test('sendInitialEvents ends with an annotated bookmark; a too old resourceVersion is 410', async () => {
+    await api('POST', '/clusters/root/api/v1/namespaces', { metadata: { name: 'wi' } });
+    await api('POST', '/clusters/root/api/v1/namespaces/wi/configmaps', CM('i1'));
+    await api('POST', '/clusters/root/api/v1/namespaces/wi/configmaps', CM('i2'));
+    const w = watch(srv, srv.creds, '/clusters/root/api/v1/namespaces/wi/configmaps?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan');
+    const ev = await w.waitFor(3);
+    w.close();
+    assert.deepEqual(ev.slice(0, 3).map((e) => e.type), ['ADDED', 'ADDED', 'BOOKMARK']);
+    assert.equal(ev[2].object.metadata.annotations['k8s.io/initial-events-end'], 'true');
+  });
+
+  test('watch with timeoutSeconds ends by itself', async () => {
+    const w = watch(srv, srv.creds, `${NS}/configmaps?watch=true&timeoutSeconds=1`);
+    assert.equal(await w.status, 200);
+    const t0 = Date.now();
+    while (Date.now() - t0 < 4000 && !(w as any).ended) await sleep(50);
+    w.close();
+  });
+});
+
+describe('access reviews and RBAC', () => {
+  test('SelfSubjectAccessReview and RBAC of the target logical cluster', async () => {
+    const ssar = await api('POST', '/clusters/root/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { spec: { resourceAttributes: { verb: 'create', resource: 'configmaps', namespace: 'default' } } });
+    assert.equal(ssar.status, 201);
+    assert.equal(ssar.json.status.allowed, true);
+    const sar = await api('POST', '/clusters/root/apis/authorization.k8s.io/v1/subjectaccessreviews', { spec: { user: 'alice', resourceAttributes: { verb: 'get', resource: 'configmaps', namespace: 'default' } } });
+    assert.equal(sar.json.status.allowed, false);
+    const RB = '/clusters/root/apis/rbac.authorization.k8s.io/v1/namespaces/default';
+    assert.equal((await api('POST', `${RB}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'cm-reader' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }] })).status, 201);
+    assert.equal((await api('POST', `${RB}/rolebindings`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'alice-reads' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'cm-reader' }, subjects: [{ kind: 'User', name: 'alice' }] })).status, 201);
+    await sleep(50);
+    const sar2 = await api('POST', '/clusters/root/apis/authorization.k8s.io/v1/subjectaccessreviews', { spec: { user: 'alice', resourceAttributes: { verb: 'get', resource: 'configmaps', namespace: 'default' } } });
+    assert.equal(sar2.json.status.allowed, true);
+    const sar3 = await api('POST', '/clusters/root/apis/authorization.k8s.io/v1/subjectaccessreviews', { spec: { user: 'alice', resourceAttributes: { verb: 'delete', resource: 'configmaps', namespace: 'default' } } });
+    assert.equal(sar3.json.status.allowed, false);
+  });
+});
