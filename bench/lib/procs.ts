@@ -71,6 +71,21 @@ export class CpuSampler {
   }
 }
 
+/**
+ * Waits until the rest of the machine is quiet: busy CPU (all processes, in % of one core) below
+ * `thresholdPct` over a 500 ms window, at most `maxWaitMs`. Call while the benchmark's own
+ * processes are idle. Returns the last window's busy %.
+ */
+export async function waitForQuiet(thresholdPct = 25, maxWaitMs = 15_000): Promise<number> {
+  const deadline = performance.now() + maxWaitMs;
+  for (;;) {
+    const a = machineBusySeconds(); const t = performance.now();
+    await new Promise((r) => setTimeout(r, 500));
+    const pct = ((machineBusySeconds() - a) / ((performance.now() - t) / 1000)) * 100;
+    if (!(pct >= thresholdPct) || performance.now() > deadline) return Math.round(pct);
+  }
+}
+
 /** A running server child. */
 export interface ServerProc {
   root: string;

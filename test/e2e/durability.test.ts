@@ -1,0 +1,105 @@
+/**
+ * `kcp-ts start` as a user runs it (embedded redis-server, AOF appendfsync always): data survives
+ * restarts, kill -9 of the server during writes loses no acknowledged write, and while Redis is
+ * unreachable requests get 503 and the server recovers without a restart.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { adminCreds, call, CM, freePort, sleep, startRedis, startTestServer } from '../helpers.js';
+
+function startCli(root: string, port: number): Promise<{ proc: ChildProcess; url: string }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'start', '--root-directory', root, '--secure-port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout!.on('data', (d) => { out += String(d); });
+  proc.stderr!.on('data', (d) => { out += String(d); });
+  return new Promise((resolve, reject) => {
+    const t = setInterval(() => {
+      const m = /ready in \d+ ms at (https:\/\/\S+)/.exec(out);
+      if (m) { clearInterval(t); resolve({ proc, url: m[1]! }); }
+      if (proc.exitCode !== null) { clearInterval(t); reject(new Error(`kcp-ts start exited: ${out}`)); }
+    }, 20);
+  });
+}
+
+async function stopCli(proc: ChildProcess): Promise<number | null> {
+  if (proc.exitCode !== null) return proc.exitCode;
+  proc.kill('SIGTERM');
+  return new Promise((r) => proc.once('exit', (code) => r(code)));
+}
+
+test('kill -9 during writes loses no acknowledged write; data survives restarts', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'kcp-durable-'));
+  const port = await freePort();
+  let { proc, url } = await startCli(root, port);
+  const creds = adminCreds(root);
+  const srv = { url };
+  const NS = '/clusters/root/api/v1/namespaces/default/configmaps';
+  const acked: string[] = [];
+  let stop = false;
+  const writer = async (w: number) => {
+    for (let i = 0; !stop; i++) {
+      try {
+        const r = await call(srv, creds, 'POST', NS, CM(`w${w}-${i}`, { i: String(i) }));
+        if (r.status === 201) acked.push(r.json.metadata.name);
+      } catch { /* connection killed */ }
+    }
+  };
+  const writers = Array.from({ length: 8 }, (_, w) => writer(w));
+  while (acked.length < 200) await sleep(5);
+  proc.kill('SIGKILL');
+  await new Promise((r) => proc.once('exit', r));
+  stop = true;
+  await Promise.all(writers);
+  assert.ok(acked.length >= 200);
+
+  ({ proc, url } = await startCli(root, port));
+  const list = await call({ url }, creds, 'GET', NS);
+  assert.equal(list.status, 200);
+  const stored = new Set(list.json.items.map((i: any) => i.metadata.name));
+  const lost = acked.filter((n) => !stored.has(n));
+  assert.deepEqual(lost, [], `acknowledged writes lost after kill -9: ${lost.length}`);
+  // Clean shutdown, then a third start still has everything.
+  assert.equal(await stopCli(proc), 0);
+  ({ proc, url } = await startCli(root, port));
+  const again = await call({ url }, creds, 'GET', NS);
+  assert.equal(again.json.items.length, list.json.items.length);
+  assert.equal(await stopCli(proc), 0);
+});
+
+test('missing redis-server gives one clear line and a non-zero exit', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'kcp-noredis-'));
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'start', '--root-directory', root, '--secure-port', '0'], { env: { ...process.env, PATH: '/nonexistent' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  proc.stderr!.on('data', (d) => { err += String(d); });
+  const code = await new Promise((r) => proc.once('exit', r));
+  assert.notEqual(code, 0);
+  assert.match(err, /redis-server was not found on PATH: install it .*apt-get install redis-server.* or pass --redis-url/);
+});
+
+test('Redis unreachable → 503, then recovery without restart', async () => {
+  const redis = await startRedis();
+  const srv = await startTestServer(redis);
+  try {
+    const NS = '/clusters/root/api/v1/namespaces/default/configmaps';
+    assert.equal((await call(srv, srv.creds, 'POST', NS, CM('before'))).status, 201);
+    redis.kill9();
+    await sleep(200);
+    const down = await call(srv, srv.creds, 'POST', NS, CM('during'));
+    assert.equal(down.status, 503, down.body);
+    assert.equal(down.json.reason, 'ServiceUnavailable');
+    assert.equal((await call(srv, srv.creds, 'GET', `${NS}/before`)).status, 503);
+    await redis.restart();
+    let r = { status: 0 } as Awaited<ReturnType<typeof call>>;
+    for (let i = 0; i < 100 && r.status !== 201; i++) { r = await call(srv, srv.creds, 'POST', NS, CM('after')); if (r.status !== 201) await sleep(100); }
+    assert.equal(r.status, 201);
+    const list = await call(srv, srv.creds, 'GET', NS);
+    assert.deepEqual(list.json.items.map((i: any) => i.metadata.name).sort(), ['after', 'before']);
+  } finally {
+    await srv.stop();
+    await redis.stop();
+  }
+});
