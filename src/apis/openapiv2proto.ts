@@ -40,6 +40,15 @@ class ProtoWriter {
   }
 
   private varint(n: number | bigint): void {
+    if (typeof n === 'number' && n >= 0 && n <= 0x7fffffff) {
+      let x = n;
+      while (x >= 0x80) {
+        this.small.push((x & 0x7f) | 0x80);
+        x >>>= 7;
+      }
+      this.small.push(x);
+      return;
+    }
     let v = BigInt.asUintN(64, BigInt(n));
     if (v < 0x80n) {
       this.small.push(Number(v));

@@ -18,7 +18,8 @@ import { parseIncludeObject, partialObjectMetadata, toTable } from './table.js';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
 import type { WatchHub } from './watch.js';
 import type { Metrics } from './metrics.js';
-import { buildOpenAPIV2, buildOpenAPIV3GroupVersion, buildOpenAPIV3Root, acceptsOpenAPIV2Json } from '../apis/openapi.js';
+import { buildOpenAPIV2, buildOpenAPIV3GroupVersion, buildOpenAPIV3Root } from '../apis/openapi.js';
+import { encodeOpenAPIV2Protobuf } from '../apis/openapiv2proto.js';
 
 /** Maximum request body: 3 MiB, as kube-apiserver's default `MaxRequestBodyBytes`. */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -417,15 +418,33 @@ function serveDiscovery(ctx: AppContext, req: FastifyRequest, reply: FastifyRepl
   send(reply, 200, doc, out);
 }
 
+/** OpenAPI documents rendered once per descriptor set. */
+interface OpenAPICache { v2json?: string; v2proto?: Buffer; v3root?: string; gv: Map<string, string | null> }
+const openapiCache = new WeakMap<ResourceDescriptor[], OpenAPICache>();
+
+/**
+ * `/openapi/v2` (JSON, or gnostic protobuf when asked: kubectl 1.27/1.28 accept only that),
+ * `/openapi/v3` and its per-group-version documents.
+ */
 function serveOpenAPI(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, info: RequestInfo): void {
   const descs = ctx.descriptors;
+  let cache = openapiCache.get(descs);
+  if (!cache) { cache = { gv: new Map() }; openapiCache.set(descs, cache); }
   if (info.path === '/openapi/v2') {
-    if (!acceptsOpenAPIV2Json(req.headers.accept)) throw new StatusError(406, 'NotAcceptable', 'only application/json is served for /openapi/v2');
-    reply.type('application/json').send(JSON.stringify(buildOpenAPIV2(descs)));
+    const accept = req.headers.accept ?? '';
+    if (accept.includes('proto-openapi.spec.v2')) {
+      cache.v2proto ??= encodeOpenAPIV2Protobuf(buildOpenAPIV2(descs) as Record<string, unknown>);
+      // Go's media-type parser rejects '@': answer with the dotted form, as kube-openapi does.
+      reply.type('application/com.github.proto-openapi.spec.v2.v1.0+protobuf').send(cache.v2proto);
+      return;
+    }
+    cache.v2json ??= JSON.stringify(buildOpenAPIV2(descs));
+    reply.type('application/json').send(cache.v2json);
     return;
   }
   if (info.path === '/openapi/v3') {
-    const root = buildOpenAPIV3Root(descs) as { paths: Record<string, { serverRelativeURL: string }> };
+    cache.v3root ??= JSON.stringify(buildOpenAPIV3Root(descs));
+    const root = JSON.parse(cache.v3root) as { paths: Record<string, { serverRelativeURL: string }> };
     if (info.cluster) {
       // Clients follow serverRelativeURL: keep them inside the logical cluster.
       for (const v of Object.values(root.paths)) v.serverRelativeURL = `/clusters/${info.cluster}${v.serverRelativeURL}`;
@@ -435,11 +454,16 @@ function serveOpenAPI(ctx: AppContext, req: FastifyRequest, reply: FastifyReply,
   }
   const m = /^\/openapi\/v3\/(api\/v1|apis\/[^/]+\/[^/]+)$/.exec(info.path);
   if (m) {
-    const seg = m[1]!.split('/');
-    const [group, version] = seg[0] === 'api' ? ['', 'v1'] : [seg[1]!, seg[2]!];
-    const doc = buildOpenAPIV3GroupVersion(descs, group, version);
+    let doc = cache.gv.get(m[1]!);
+    if (doc === undefined) {
+      const seg = m[1]!.split('/');
+      const [group, version] = seg[0] === 'api' ? ['', 'v1'] : [seg[1]!, seg[2]!];
+      const built = buildOpenAPIV3GroupVersion(descs, group, version);
+      doc = built ? JSON.stringify(built) : null;
+      cache.gv.set(m[1]!, doc);
+    }
     if (doc) {
-      reply.header('Cache-Control', 'public, immutable').type('application/json').send(JSON.stringify(doc));
+      reply.header('Cache-Control', 'public, immutable').type('application/json').send(doc);
       return;
     }
   }

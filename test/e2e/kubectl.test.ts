@@ -146,9 +146,7 @@ describe('other kubectl versions', () => {
       const ns = `v${v.replace('.', '-')}`;
       await kc(['create', 'namespace', ns], { bin });
       await kc(['-n', ns, 'create', 'configmap', 'c', '--from-literal=a=1'], { bin });
-      // kubectl 1.27 validates client-side against /openapi/v2 in protobuf, which is not served yet.
-      const validate = v === '1.27' ? ['--validate=false'] : [];
-      await kc(['-n', ns, 'apply', ...validate, '-f', '-'], { bin, input: CM_YAML('ap', 'v') });
+      await kc(['-n', ns, 'apply', '-f', '-'], { bin, input: CM_YAML('ap', 'v') });
       const names = (await kc(['-n', ns, 'get', 'cm', '-o', 'name'], { bin })).stdout.trim().split('\n').sort();
       assert.deepEqual(names, ['configmap/ap', 'configmap/c']);
       await kc(['-n', ns, 'delete', 'cm', 'c'], { bin });
