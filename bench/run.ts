@@ -216,7 +216,7 @@ async function listScenario(key: 'list' | 'list-10k', others: number): Promise<v
 
 /**
  * 1,000 watches over `namespaces` namespaces (watch i on namespace i mod n), then `rate` merge
- * patches/s (1 s warm-up, then 5 s measured) round-robin over one ConfigMap per namespace, each
+ * patches/s (2 s warm-up, then 5 s measured) round-robin over one ConfigMap per namespace, each
  * carrying its write time in `data.t`.
  */
 async function watchScenario(key: 'watch' | 'watch-fanout', namespaces: number, rate: number, watches = 1000): Promise<void> {
@@ -250,8 +250,9 @@ async function watchScenario(key: 'watch' | 'watch-fanout', namespaces: number, 
     const free = [...writers];
     const writeLat: number[] = [];
     let writeErrors = 0; let writes = 0; let skipped = 0;
-    // 1 s of warm-up writes (first event on each connection, JIT), then 5 s measured.
-    const warmupSeconds = 1;
+    // 2 s of warm-up writes (first event on each connection, JIT, GC of the watch set-up), then
+    // 5 s measured.
+    const warmupSeconds = 2;
     const writeSeconds = 5;
     const total = rate * (warmupSeconds + writeSeconds);
     let cpuFrom = s.cpu.snapshot();
