@@ -104,14 +104,29 @@ export interface ServerProc {
   stop(): Promise<void>;
 }
 
-const live = new Set<ServerProc>();
+/** Server children not yet stopped (including ones still starting), with their root directory. */
+const live = new Map<ChildProcess, string>();
 const liveRoots = new Set<string>();
 
-/** Kills every server child still running and its Redis (synchronous; for exit handlers). */
+/** Pid of the running redis-server of a root directory (checked against /proc, pids get reused). */
+function redisPidOf(root: string): number | undefined {
+  const pidFile = join(root, 'redis', 'redis.pid');
+  try {
+    const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : 0;
+    if (!pid || !readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('redis-server')) return undefined;
+    return pid;
+  } catch { return undefined; }
+}
+
+/**
+ * Kills every server child still running (SIGKILL) and the redis-server of its root directory,
+ * then removes the root directories (synchronous; for exit and signal handlers).
+ */
 export function killAllSync(): void {
-  for (const s of live) {
-    try { process.kill(s.pid, 'SIGKILL'); } catch { /* gone */ }
-    if (s.redisPid) { try { process.kill(s.redisPid, 'SIGKILL'); } catch { /* gone */ } }
+  for (const [child, root] of live) {
+    try { child.kill('SIGKILL'); } catch { /* gone */ }
+    const redisPid = redisPidOf(root);
+    if (redisPid) { try { process.kill(redisPid, 'SIGKILL'); } catch { /* gone */ } }
   }
   live.clear();
   for (const r of liveRoots) { try { rmSync(r, { recursive: true, force: true }); } catch { /* ignore */ } }
@@ -143,6 +158,7 @@ export async function startServerProc(root = freshRoot(), opts: { label?: string
   args.push('--import', 'tsx', join(BENCH_DIR, 'server-child.ts'), root);
   const t0 = performance.now();
   const child: ChildProcess = spawn(process.execPath, args, { cwd: REPO_DIR, stdio: ['pipe', 'pipe', 'pipe'] });
+  live.set(child, root);
   let stderr = '';
   child.stderr!.on('data', (d) => { stderr += String(d); if (stderr.length > 20_000) stderr = stderr.slice(-10_000); });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -168,13 +184,13 @@ export async function startServerProc(root = freshRoot(), opts: { label?: string
     ready = await waitFor('ready', 30_000);
   } catch (err) {
     child.kill('SIGKILL');
-    const pidFile = join(root, 'redis', 'redis.pid');
-    if (existsSync(pidFile)) { try { process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGKILL'); } catch { /* gone */ } }
+    const pid = redisPidOf(root);
+    if (pid) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+    live.delete(child);
     throw err;
   }
   const spawnToReadyMs = performance.now() - t0;
-  const pidFile = join(root, 'redis', 'redis.pid');
-  const redisPid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) || undefined : undefined;
+  const redisPid = redisPidOf(root);
   const creds: Creds = {
     ca: readFileSync(join(root, 'ca.crt'), 'utf8'),
     cert: readFileSync(join(root, 'admin.crt'), 'utf8'),
@@ -205,11 +221,10 @@ export async function startServerProc(root = freshRoot(), opts: { label?: string
             await new Promise((r) => setTimeout(r, 50));
           }
         }
-        live.delete(proc);
+        live.delete(child);
       })();
       return stopped;
     },
   };
-  live.add(proc);
   return proc;
 }
