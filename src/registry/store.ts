@@ -215,11 +215,17 @@ export class Store {
     if (meta.finalizers && meta.finalizers.length === 0) delete meta.finalizers;
   }
 
-  /** Get by name: the stored JSON. Throws 404. */
+  /**
+   * Get by name: the stored JSON. Throws 404. Served from the watch cache once it has applied
+   * the shard's current revision (a consistent read, as a quorum read from etcd; concurrent
+   * gets share the revision round trip).
+   */
   async get(scope: RequestScope, name: string): Promise<string> {
-    const json = await this.backend.storage.get(this.objectKey(scope, name));
-    if (json === null) throw notFound(this.gr, name);
-    return json;
+    const cache = this.backend.cache;
+    await cache.waitForRevision(await this.backend.storage.currentRevision());
+    const e = cache.getEntry(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace ?? '' : '', name);
+    if (!e) throw notFound(this.gr, name);
+    return e.json;
   }
 
   /** Parses a selector pair once for list/watch/deletecollection. */

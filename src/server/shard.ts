@@ -112,8 +112,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         let json = cache.getEntry(NAMESPACES_GR, cluster, '', namespace)?.json;
         if (!json) json = (await storage.get(ShardKeys.objectKey({ group: '', resource: 'namespaces' }, cluster, undefined, namespace))) ?? undefined;
         if (!json) throw notFound({ group: '', resource: 'namespaces' }, namespace);
-        const ns = JSON.parse(json) as KubeObject;
-        if (ns.metadata.deletionTimestamp) {
+        // Cheap test first: only a terminating namespace has a deletionTimestamp anywhere in it.
+        if (json.includes('"deletionTimestamp"') && (JSON.parse(json) as KubeObject).metadata.deletionTimestamp) {
           throw new StatusError(403, 'Forbidden', `unable to create new content in namespace ${namespace} because it is being terminated`,
             { name: namespace, kind: 'namespaces', causes: [{ reason: 'NamespaceTerminating', message: `namespace ${namespace} is being terminated`, field: 'metadata.namespace' }] });
         }

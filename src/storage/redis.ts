@@ -102,11 +102,29 @@ export class RedisStorage {
     } catch (err) { return mapRedisError(err); }
   }
 
-  /** The shard's latest resourceVersion (0 when nothing was written). */
-  async currentRevision(): Promise<number> {
-    try {
-      return Number((await this.client.get(this.keys.rv)) ?? '0');
-    } catch (err) { return mapRedisError(err); }
+  private revisionInFlight: Promise<number> | undefined;
+  private revisionQueued: Promise<number> | undefined;
+
+  /**
+   * The shard's latest resourceVersion (0 when nothing was written). Concurrent callers share
+   * round trips: a caller gets the answer of a GET sent after it called (so it sees every write
+   * acknowledged before), but all callers arriving while one GET is in flight share the next.
+   */
+  currentRevision(): Promise<number> {
+    if (!this.revisionInFlight) return this.fetchRevision();
+    this.revisionQueued ??= this.revisionInFlight.catch(() => 0).then(() => {
+      this.revisionQueued = undefined;
+      return this.fetchRevision();
+    });
+    return this.revisionQueued;
+  }
+
+  private fetchRevision(): Promise<number> {
+    const p = this.client.get(this.keys.rv).then((v) => Number(v ?? '0'), (err: unknown) => mapRedisError(err));
+    this.revisionInFlight = p;
+    const clear = () => { if (this.revisionInFlight === p) this.revisionInFlight = undefined; };
+    p.then(clear, clear);
+    return p;
   }
 
   /**

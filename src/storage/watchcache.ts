@@ -57,7 +57,47 @@ export interface WatchCacheOptions {
   historySize?: number;
 }
 
-type ClusterMap = Map<string, Map<string, CacheEntry>>;
+/** Objects of one namespace ('' for cluster-scoped) with a lazily rebuilt sorted view. */
+class NamespaceIndex {
+  readonly byName = new Map<string, CacheEntry>();
+  private sorted: CacheEntry[] | undefined;
+
+  set(e: CacheEntry): CacheEntry | undefined {
+    const prev = this.byName.get(e.name);
+    this.byName.set(e.name, e);
+    // Same key replaced in place keeps the order; a new key needs a re-sort.
+    if (prev && this.sorted) {
+      // Binary search by name: the sorted view stays valid when only the value changes.
+      let lo = 0; let hi = this.sorted.length - 1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1; const n = this.sorted[mid]!.name;
+        if (n === e.name) { this.sorted[mid] = e; return prev; }
+        if (n < e.name) lo = mid + 1; else hi = mid - 1;
+      }
+      this.sorted = undefined;
+    } else this.sorted = undefined;
+    return prev;
+  }
+
+  delete(name: string): CacheEntry | undefined {
+    const prev = this.byName.get(name);
+    if (prev) { this.byName.delete(name); this.sorted = undefined; }
+    return prev;
+  }
+
+  /**
+   * Entries sorted by name. The array is shared: callers must not mutate it and must finish
+   * iterating before they yield to the event loop (it changes as events apply).
+   */
+  entries(): readonly CacheEntry[] {
+    this.sorted ??= [...this.byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return this.sorted;
+  }
+}
+
+/** Objects of one resource in one logical cluster, by namespace. */
+type ClusterIndex = Map<string, NamespaceIndex>;
+type ClusterMap = Map<string, ClusterIndex>;
 
 function labelsOf(json: string): Record<string, string> | undefined {
   // Parse once per stored state; labels are needed for selector matching.
@@ -169,32 +209,33 @@ export class WatchCache {
   private put(entry: CacheEntry): CacheEntry | undefined {
     let clusters = this.resources.get(entry.groupResource);
     if (!clusters) { clusters = new Map(); this.resources.set(entry.groupResource, clusters); }
-    let objs = clusters.get(entry.cluster);
-    if (!objs) { objs = new Map(); clusters.set(entry.cluster, objs); }
-    const id = entry.namespace ? `${entry.namespace}/${entry.name}` : entry.name;
-    const prev = objs.get(id);
+    let namespaces = clusters.get(entry.cluster);
+    if (!namespaces) { namespaces = new Map(); clusters.set(entry.cluster, namespaces); }
+    let ns = namespaces.get(entry.namespace);
+    if (!ns) { ns = new NamespaceIndex(); namespaces.set(entry.namespace, ns); }
+    const prev = ns.set(entry);
     if (!prev) this.size++;
-    objs.set(id, entry);
     return prev;
   }
 
   private remove(entry: CacheEntry): CacheEntry | undefined {
-    const objs = this.resources.get(entry.groupResource)?.get(entry.cluster);
-    if (!objs) return undefined;
-    const id = entry.namespace ? `${entry.namespace}/${entry.name}` : entry.name;
-    const prev = objs.get(id);
+    const clusters = this.resources.get(entry.groupResource);
+    const namespaces = clusters?.get(entry.cluster);
+    const ns = namespaces?.get(entry.namespace);
+    const prev = ns?.delete(entry.name);
     if (prev) {
-      objs.delete(id);
       this.size--;
       // An empty logical cluster costs nothing: drop its empty maps.
-      if (objs.size === 0) this.resources.get(entry.groupResource)!.delete(entry.cluster);
+      if (ns!.byName.size === 0) {
+        namespaces!.delete(entry.namespace);
+        if (namespaces!.size === 0) clusters!.delete(entry.cluster);
+      }
     }
     return prev;
   }
 
   private current(entry: CacheEntry): CacheEntry | undefined {
-    const id = entry.namespace ? `${entry.namespace}/${entry.name}` : entry.name;
-    return this.resources.get(entry.groupResource)?.get(entry.cluster)?.get(id);
+    return this.getEntry(entry.groupResource, entry.cluster, entry.namespace, entry.name);
   }
 
   private async tail(): Promise<void> {
@@ -280,24 +321,30 @@ export class WatchCache {
 
   /**
    * Current entries of a resource in one logical cluster (or `*` for all), optionally one
-   * namespace, sorted by (cluster, namespace, name) as etcd key order.
+   * namespace, sorted by (cluster, namespace, name) as etcd key order. Costs O(entries returned)
+   * when the sorted views are current. The result must not be mutated and is valid until the
+   * caller yields to the event loop.
    */
-  list(groupResource: string, cluster: string, namespace?: string): CacheEntry[] {
+  list(groupResource: string, cluster: string, namespace?: string): readonly CacheEntry[] {
     const clusters = this.resources.get(groupResource);
     if (!clusters) return [];
-    const out: CacheEntry[] = [];
-    const collect = (objs: Map<string, CacheEntry>) => {
-      for (const e of objs.values()) if (!namespace || e.namespace === namespace) out.push(e);
+    const ofCluster = (namespaces: ClusterIndex | undefined): readonly CacheEntry[] => {
+      if (!namespaces) return [];
+      if (namespace !== undefined) return namespaces.get(namespace)?.entries() ?? [];
+      if (namespaces.size === 1) return namespaces.values().next().value!.entries();
+      const out: CacheEntry[] = [];
+      for (const ns of [...namespaces.keys()].sort()) out.push(...namespaces.get(ns)!.entries());
+      return out;
     };
-    if (cluster === '*') for (const objs of clusters.values()) collect(objs);
-    else { const objs = clusters.get(cluster); if (objs) collect(objs); }
-    out.sort(compareEntries);
+    if (cluster !== '*') return ofCluster(clusters.get(cluster));
+    const out: CacheEntry[] = [];
+    for (const c of [...clusters.keys()].sort()) out.push(...ofCluster(clusters.get(c)));
     return out;
   }
 
   /** One cached object, or undefined. */
   getEntry(groupResource: string, cluster: string, namespace: string, name: string): CacheEntry | undefined {
-    return this.resources.get(groupResource)?.get(cluster)?.get(namespace ? `${namespace}/${name}` : name);
+    return this.resources.get(groupResource)?.get(cluster)?.get(namespace)?.byName.get(name);
   }
 
   /** Logical clusters that hold at least one object of the resource. */
@@ -310,7 +357,7 @@ export class WatchCache {
    * the current list with the history's later events undone. Throws 410 Expired when the
    * history no longer reaches back to `rv`.
    */
-  listAt(groupResource: string, cluster: string, namespace: string | undefined, rv: number): CacheEntry[] {
+  listAt(groupResource: string, cluster: string, namespace: string | undefined, rv: number): readonly CacheEntry[] {
     const now = this.list(groupResource, cluster, namespace);
     if (rv >= this.revision) return now;
     if (rv < this.oldestResumableRevision) {
