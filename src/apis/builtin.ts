@@ -310,6 +310,10 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     plural: 'selfsubjectaccessreviews', singular: 'selfsubjectaccessreview', namespaced: false, verbs: ['create'], virtual: true,
   },
   {
+    group: 'authorization.k8s.io', version: 'v1', kind: 'SelfSubjectRulesReview', listKind: 'SelfSubjectRulesReviewList',
+    plural: 'selfsubjectrulesreviews', singular: 'selfsubjectrulesreview', namespaced: false, verbs: ['create'], virtual: true,
+  },
+  {
     group: 'authorization.k8s.io', version: 'v1', kind: 'SubjectAccessReview', listKind: 'SubjectAccessReviewList',
     plural: 'subjectaccessreviews', singular: 'subjectaccessreview', namespaced: false, verbs: ['create'], virtual: true,
   },

@@ -117,21 +117,56 @@ export class Authorizer {
     return this.snapshot(cluster).clusterRoles.get(name) ?? this.snapshot(SYSTEM_ADMIN_CLUSTER).clusterRoles.get(name);
   }
 
-  /** Evaluates the RBAC bindings of one logical cluster. */
-  private rbacAllows(cluster: string, a: AuthzAttributes, clusterBindingsOnly: boolean): string | undefined {
+  /**
+   * The rule sets granted to a user in one logical cluster: cluster-wide bindings, and with a
+   * namespace also that namespace's RoleBindings. `via` names the binding for decisions.
+   */
+  private *grants(cluster: string, user: UserInfo, namespace: string, clusterBindingsOnly: boolean): Generator<{ rules: PolicyRule[]; via: string }> {
     const s = this.snapshot(cluster);
     for (const b of s.clusterRoleBindings) {
-      if (!b.subjects.some((sub) => appliesTo(sub, a.user, ''))) continue;
+      if (!b.subjects.some((sub) => appliesTo(sub, user, ''))) continue;
       const rules = this.clusterRoleRules(cluster, b.roleRef.name);
-      if (rules?.some((r) => ruleAllows(r, a))) return `RBAC: allowed by ClusterRoleBinding to ClusterRole "${b.roleRef.name}"`;
+      if (rules) yield { rules, via: `RBAC: allowed by ClusterRoleBinding to ClusterRole "${b.roleRef.name}"` };
     }
-    if (clusterBindingsOnly || !a.namespace || !a.isResourceRequest) return undefined;
-    for (const b of s.roleBindings.get(a.namespace) ?? []) {
-      if (!b.subjects.some((sub) => appliesTo(sub, a.user, b.namespace))) continue;
+    if (clusterBindingsOnly || !namespace) return;
+    for (const b of s.roleBindings.get(namespace) ?? []) {
+      if (!b.subjects.some((sub) => appliesTo(sub, user, b.namespace))) continue;
       const rules = b.roleRef.kind === 'Role' ? s.roles.get(`${b.namespace}/${b.roleRef.name}`) : this.clusterRoleRules(cluster, b.roleRef.name);
-      if (rules?.some((r) => ruleAllows(r, a))) return `RBAC: allowed by RoleBinding to ${b.roleRef.kind} "${b.roleRef.name}" in namespace "${b.namespace}"`;
+      if (rules) yield { rules, via: `RBAC: allowed by RoleBinding to ${b.roleRef.kind} "${b.roleRef.name}" in namespace "${b.namespace}"` };
+    }
+  }
+
+  /** Evaluates the RBAC bindings of one logical cluster; returns the reason when allowed. */
+  private rbacAllows(cluster: string, a: AuthzAttributes, clusterBindingsOnly: boolean): string | undefined {
+    const namespace = a.isResourceRequest ? a.namespace : '';
+    for (const g of this.grants(cluster, a.user, namespace, clusterBindingsOnly)) {
+      if (g.rules.some((r) => ruleAllows(r, a))) return g.via;
     }
     return undefined;
+  }
+
+  /**
+   * Every rule that applies to a user in a namespace of a logical cluster: the bootstrap policy
+   * and local RBAC (SelfSubjectRulesReview, kube's `RulesFor`). `system:masters` gets `*`.
+   */
+  rulesFor(user: UserInfo, cluster: string, namespace: string, clusterExists: boolean): { resourceRules: PolicyRule[]; nonResourceRules: PolicyRule[] } {
+    if (user.groups.includes(SYSTEM_MASTERS)) {
+      return { resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'] }], nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }] };
+    }
+    const resourceRules: PolicyRule[] = []; const nonResourceRules: PolicyRule[] = [];
+    if (!clusterExists) return { resourceRules, nonResourceRules };
+    const sources = [...this.grants(SYSTEM_ADMIN_CLUSTER, user, '', true), ...this.grants(cluster, user, namespace, false)];
+    for (const { rules } of sources) {
+      for (const r of rules) {
+        if (r.nonResourceURLs?.length) nonResourceRules.push({ verbs: r.verbs, nonResourceURLs: r.nonResourceURLs });
+        if (r.resources?.length) {
+          const rr: PolicyRule = { verbs: r.verbs, apiGroups: r.apiGroups ?? [], resources: r.resources };
+          if (r.resourceNames?.length) rr.resourceNames = r.resourceNames;
+          resourceRules.push(rr);
+        }
+      }
+    }
+    return { resourceRules, nonResourceRules };
   }
 
   /**

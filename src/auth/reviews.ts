@@ -38,3 +38,16 @@ export function evaluateAccessReview(authz: Authorizer, review: KubeObject, user
   if (d.reason) status.reason = d.reason;
   return { ...review, metadata: { ...review.metadata, creationTimestamp: null as unknown as string }, status };
 }
+
+/**
+ * SelfSubjectRulesReview: the rules the caller has in `spec.namespace` of the logical cluster
+ * (what `kubectl auth can-i --list` prints). Throws 422 without a namespace, as kube-apiserver.
+ */
+export function evaluateRulesReview(authz: Authorizer, review: KubeObject, user: UserInfo, cluster: string, clusterExists: boolean): KubeObject {
+  const namespace = (review.spec as { namespace?: string } | undefined)?.namespace ?? '';
+  if (!namespace) {
+    throw invalid('SelfSubjectRulesReview', 'authorization.k8s.io', '', [{ reason: 'FieldValueRequired', field: 'spec.namespace', message: 'Required value: no namespace on request' }]);
+  }
+  const { resourceRules, nonResourceRules } = authz.rulesFor(user, cluster, namespace, clusterExists);
+  return { ...review, metadata: { ...review.metadata, creationTimestamp: null as unknown as string }, status: { resourceRules, nonResourceRules, incomplete: false } };
+}

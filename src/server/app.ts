@@ -10,6 +10,7 @@ import { CLUSTER_ANNOTATION, type KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import type { Authenticator } from '../auth/authn.js';
 import type { Authorizer, AuthzAttributes } from '../auth/authorizer.js';
+import { impersonate } from '../auth/impersonation.js';
 import { PATCH_TYPES, Store, type DeleteOptions, type ListOptions, type RequestScope, type UserInfo } from '../registry/store.js';
 import type { CacheEntry } from '../storage/watchcache.js';
 import { parseRequestInfo, type RequestInfo } from './requestinfo.js';
@@ -173,6 +174,11 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   const query = queryOf(req);
   const info = parseRequestInfo(req.method, rawPath, query);
   req.kcpInfo = info;
+  const h = req.headers;
+  if (h['impersonate-user'] !== undefined || h['impersonate-group'] !== undefined || h['impersonate-uid'] !== undefined) {
+    const cluster = info.cluster === '*' ? '' : info.cluster;
+    req.kcpUser = impersonate(ctx.authz, req.kcpUser!, h, cluster, cluster ? await ctx.clusterExists(cluster) : true);
+  }
   const user = req.kcpUser!;
   if (info.path.startsWith('/openapi/') || info.path === '/openapi') {
     await authorizeNonResource(ctx, req, info.path, info.cluster);

@@ -16,7 +16,7 @@ import { Store, type RequestScope, type StoreBackend } from '../registry/store.j
 import { BUILTIN_RESOURCES } from '../apis/builtin.js';
 import { Authenticator, loadTokenFile } from '../auth/authn.js';
 import { Authorizer, SYSTEM_MASTERS } from '../auth/authorizer.js';
-import { evaluateAccessReview } from '../auth/reviews.js';
+import { evaluateAccessReview, evaluateRulesReview } from '../auth/reviews.js';
 import { StatusError, notFound } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import { buildApp, storeKey } from './app.js';
@@ -140,7 +140,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       clusterExists: clusterKnown,
       isReady: () => ready && cache.isReady && storage.client.status === 'ready',
       get externalAddress() { return externalAddress; },
-      createVirtual: (_desc, body, user, cluster) => evaluateAccessReview(authz, body, user, cluster, cache.getEntry(LOGICAL_CLUSTERS_GR, cluster, '', 'cluster') !== undefined),
+      createVirtual: (desc, body, user, cluster) => {
+        const exists = cache.getEntry(LOGICAL_CLUSTERS_GR, cluster, '', 'cluster') !== undefined;
+        return desc.kind === 'SelfSubjectRulesReview' ? evaluateRulesReview(authz, body, user, cluster, exists) : evaluateAccessReview(authz, body, user, cluster, exists);
+      },
       logger: options.logger,
     }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: pki.ca.certPem });
     cleanups.unshift(() => app.close());
