@@ -247,6 +247,7 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
   {
     group: 'events.k8s.io', version: 'v1', kind: 'Event', listKind: 'EventList', plural: 'events', singular: 'event',
     namespaced: true, shortNames: ['ev'], verbs: ALL_VERBS,
+    storage: { group: '', plural: 'events', toStorage: eventsV1ToCore, fromStorage: coreToEventsV1 },
     columns: [
       { name: 'Type', type: 'string', priority: 0, cell: (o) => o.type },
       { name: 'Reason', type: 'string', priority: 0, cell: (o) => o.reason },
@@ -332,6 +333,32 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     },
   },
 ];
+
+/**
+ * Field renames between events.k8s.io/v1 and core v1 Events, which share storage
+ * (k8s.io/api/events/v1 type documentation: `regarding` is core's `involvedObject`, `note` is
+ * `message`, `deprecated*` are core's source and timestamps, `reportingController` is
+ * `reportingComponent`). Other fields have the same name in both.
+ */
+const EVENTS_V1_TO_CORE: Record<string, string> = {
+  regarding: 'involvedObject', note: 'message', deprecatedSource: 'source', deprecatedFirstTimestamp: 'firstTimestamp',
+  deprecatedLastTimestamp: 'lastTimestamp', deprecatedCount: 'count', reportingController: 'reportingComponent',
+};
+const CORE_TO_EVENTS_V1 = Object.fromEntries(Object.entries(EVENTS_V1_TO_CORE).map(([a, b]) => [b, a]));
+
+function renameFields(obj: KubeObject, names: Record<string, string>, apiVersion: string): KubeObject {
+  const out: KubeObject = { apiVersion, kind: 'Event', metadata: obj.metadata };
+  for (const [k, v] of Object.entries(obj)) {
+    if (k === 'apiVersion' || k === 'kind' || k === 'metadata') continue;
+    out[names[k] ?? k] = v;
+  }
+  return out;
+}
+
+/** events.k8s.io/v1 Event → core v1 Event (the storage version). */
+export function eventsV1ToCore(obj: KubeObject): KubeObject { return renameFields(obj, EVENTS_V1_TO_CORE, 'v1'); }
+/** Core v1 Event → events.k8s.io/v1 Event. */
+export function coreToEventsV1(obj: KubeObject): KubeObject { return renameFields(obj, CORE_TO_EVENTS_V1, 'events.k8s.io/v1'); }
 
 function normalizeSecret(obj: KubeObject): void {
   if (obj.type === undefined || obj.type === '') obj.type = 'Opaque';

@@ -78,6 +78,17 @@ export interface ResourceDescriptor {
    * `/openapi/v2` and `kubectl explain`.
    */
   schema?: Record<string, unknown>;
+  /**
+   * Shared storage: objects live under another resource (its group and plural) in that
+   * resource's version, converted on every read and write (as events.k8s.io/v1 Events are core
+   * v1 Events in kube-apiserver). Conversions must be lossless in both directions.
+   */
+  storage?: {
+    group: string;
+    plural: string;
+    toStorage(obj: KubeObject): KubeObject;
+    fromStorage(obj: KubeObject): KubeObject;
+  };
   /** Extra Table columns after NAME (AGE is appended unless a column named Age exists). */
   columns?: TableColumn[];
   strategy?: ResourceStrategy;

@@ -21,7 +21,7 @@ import { parseFieldSelector, matchesFields, type FieldSelector } from '../apimac
 import { strategicMergePatch, BUILTIN_PATCH_META, OBJECT_META_PATCH_META } from '../apimachinery/strategicmerge.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import { ShardKeys } from '../storage/keys.js';
-import type { RedisStorage } from '../storage/redis.js';
+import type { RedisStorage, WriteResult } from '../storage/redis.js';
 import type { CacheEntry, WatchCache } from '../storage/watchcache.js';
 
 /** The authenticated caller (`user.Info`). */
@@ -134,20 +134,50 @@ const MAX_RETRIES = 10;
 export class Store {
   readonly groupResource: string;
   private readonly gr: { group: string; resource: string };
+  /** Where objects are stored: the resource itself, or the one it shares storage with. */
+  private readonly storageKey: { group: string; resource: string };
   private readonly patchMeta;
 
   constructor(readonly desc: ResourceDescriptor, private readonly backend: StoreBackend) {
-    this.groupResource = `${desc.group || 'core'}/${desc.plural}`;
+    const stored = desc.storage ?? { group: desc.group, plural: desc.plural };
+    this.groupResource = `${stored.group || 'core'}/${stored.plural}`;
+    this.storageKey = { group: stored.group, resource: stored.plural };
     this.gr = { group: desc.group, resource: desc.plural };
     this.patchMeta = desc.patchMeta ?? BUILTIN_PATCH_META[`${desc.group}/${desc.kind}`] ?? OBJECT_META_PATCH_META;
   }
 
   /** Storage key of a name in a scope. */
   objectKey(scope: RequestScope, name: string): string {
-    return ShardKeys.objectKey(this.gr, scope.cluster, this.desc.namespaced ? scope.namespace : undefined, name);
+    return ShardKeys.objectKey(this.storageKey, scope.cluster, this.desc.namespaced ? scope.namespace : undefined, name);
   }
 
   private get apiVersion(): string { return apiVersionOf(this.desc.group, this.desc.version); }
+
+  /**
+   * Stored JSON as this resource serves it: unchanged, or converted from the storage version
+   * when the resource shares storage with another (events.k8s.io Events are core Events).
+   */
+  render(json: string): string {
+    const conv = this.desc.storage;
+    return conv ? JSON.stringify(conv.fromStorage(JSON.parse(json) as KubeObject)) : json;
+  }
+
+  /** A cached entry as this resource serves it, parsed. */
+  decode(json: string): KubeObject {
+    const obj = JSON.parse(json) as KubeObject;
+    return this.desc.storage ? this.desc.storage.fromStorage(obj) : obj;
+  }
+
+  private async readCurrent(key: string): Promise<KubeObject | null> {
+    const json = await this.backend.storage.get(key);
+    return json === null ? null : this.decode(json);
+  }
+
+  private async persist(op: 'create' | 'update' | 'delete', key: string, obj: KubeObject, expectedRv?: string): Promise<WriteResult> {
+    const conv = this.desc.storage;
+    const res = await this.backend.storage.write(op, key, conv ? conv.toStorage(obj) : obj, expectedRv);
+    return res.ok && conv ? { ...res, json: this.render(res.json) } : res;
+  }
 
   /** Throws 400 unless the body is an object of this kind (apiVersion/kind may be omitted). */
   checkBody(body: unknown, scope: RequestScope): KubeObject {
@@ -198,7 +228,7 @@ export class Store {
     if (this.desc.namespaced) await this.backend.checkNamespace(scope.cluster, meta.namespace!);
     if (scope.dryRun) return JSON.stringify(obj);
     for (let attempt = 0; ; attempt++) {
-      const res = await this.backend.storage.write('create', this.objectKey(scope, meta.name!), obj);
+      const res = await this.persist('create', this.objectKey(scope, meta.name!), obj);
       if (res.ok) return res.json;
       if (generated && attempt < 5) { meta.name = meta.generateName + generateSuffix(); continue; }
       throw alreadyExists(this.gr, meta.name!);
@@ -225,7 +255,7 @@ export class Store {
     await cache.waitForRevision(await this.backend.storage.currentRevision());
     const e = cache.getEntry(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace ?? '' : '', name);
     if (!e) throw notFound(this.gr, name);
-    return e.json;
+    return this.render(e.json);
   }
 
   /** Parses a selector pair once for list/watch/deletecollection. */
@@ -240,7 +270,7 @@ export class Store {
       if (fields) {
         const values: Record<string, string> = { 'metadata.name': e.name, 'metadata.namespace': e.namespace };
         if (selectable) {
-          const obj = JSON.parse(e.json) as KubeObject;
+          const obj = this.decode(e.json);
           for (const [f, get] of Object.entries(selectable)) values[f] = get(obj);
         }
         if (!matchesFields(fields, values)) return false;
@@ -315,13 +345,13 @@ export class Store {
     }
     obj.metadata.name = name;
     const key = this.objectKey(scope, name);
-    const current = await this.backend.storage.get(key);
+    const current = await this.readCurrent(key);
     if (current === null) {
       if (!subresource && this.desc.strategy?.allowCreateOnUpdate) return this.create(scope, obj);
       throw notFound(this.gr, name);
     }
     const precondition = obj.metadata.resourceVersion;
-    return this.applyUpdate(scope, key, JSON.parse(current) as KubeObject, obj, subresource, precondition);
+    return this.applyUpdate(scope, key, current, obj, subresource, precondition);
   }
 
   /**
@@ -368,11 +398,11 @@ export class Store {
     if (sameContent(old, merged)) return JSON.stringify(old);
     if (scope.dryRun) return JSON.stringify(merged);
     if (m.deletionTimestamp && !m.finalizers?.length && !this.desc.strategy?.deletionPending?.(merged)) {
-      const res = await this.backend.storage.write('delete', key, merged, oldRv);
+      const res = await this.persist('delete', key, merged, oldRv);
       if (res.ok) return res.json;
       throw this.writeFailure(res.reason, o.name!);
     }
-    const res = await this.backend.storage.write('update', key, merged, oldRv);
+    const res = await this.persist('update', key, merged, oldRv);
     if (res.ok) return res.json;
     throw this.writeFailure(res.reason, o.name!);
   }
@@ -394,9 +424,8 @@ export class Store {
     }
     const key = this.objectKey(scope, name);
     for (let attempt = 0; ; attempt++) {
-      const current = await this.backend.storage.get(key);
-      if (current === null) throw notFound(this.gr, name);
-      const old = JSON.parse(current) as KubeObject;
+      const old = await this.readCurrent(key);
+      if (old === null) throw notFound(this.gr, name);
       const patched = this.applyPatch(old, contentType, patch);
       if (typeof patched !== 'object' || patched === null || Array.isArray(patched)) throw badRequest('the patch produced a value that is not an object');
       const next = this.checkBody(patched, scope);
@@ -449,9 +478,8 @@ export class Store {
   async delete(scope: RequestScope, name: string, opts: DeleteOptions = {}): Promise<DeleteResult> {
     const key = this.objectKey(scope, name);
     for (let attempt = 0; ; attempt++) {
-      const current = await this.backend.storage.get(key);
-      if (current === null) throw notFound(this.gr, name);
-      const obj = JSON.parse(current) as KubeObject;
+      const obj = await this.readCurrent(key);
+      if (obj === null) throw notFound(this.gr, name);
       const m = obj.metadata;
       const pre = opts.preconditions;
       if (pre?.uid && pre.uid !== m.uid) {
@@ -463,14 +491,14 @@ export class Store {
       const pending = Boolean(m.finalizers?.length) || Boolean(this.desc.strategy?.deletionPending?.(obj));
       let op: 'update' | 'delete' = 'delete';
       if (pending) {
-        if (m.deletionTimestamp) return { deleted: false, json: current };
+        if (m.deletionTimestamp) return { deleted: false, json: JSON.stringify(obj) };
         m.deletionTimestamp = nowRFC3339();
         m.deletionGracePeriodSeconds = 0;
         this.desc.strategy?.prepareForDeletion?.(obj);
         op = 'update';
       }
       if (scope.dryRun) return { deleted: !pending, json: JSON.stringify(obj) };
-      const res = await this.backend.storage.write(op, key, obj, m.resourceVersion);
+      const res = await this.persist(op, key, obj, m.resourceVersion);
       if (res.ok) return { deleted: !pending, json: res.json };
       if (res.reason === 'notfound') throw notFound(this.gr, name);
       if (pre?.resourceVersion || attempt >= MAX_RETRIES) throw this.writeFailure(res.reason, name);

@@ -238,7 +238,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
       const out = negotiateOutput(accept, true);
       const opts = listOptions(query);
       const res = await store.list(scope, opts);
-      return sendList(reply, res.items, { resourceVersion: res.resourceVersion, continue: res.continue, remainingItemCount: res.remainingItemCount }, desc, out, query, info.cluster === '*');
+      return sendList(reply, res.items, { resourceVersion: res.resourceVersion, continue: res.continue, remainingItemCount: res.remainingItemCount }, store, out, query, info.cluster === '*');
     }
     case 'watch': {
       const out = negotiateOutput(accept, true);
@@ -247,8 +247,8 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
       const include = parseIncludeObject(query.get('includeObject'));
       const wildcard = info.cluster === '*';
       const encode = (e: CacheEntry): string => {
-        if (!out.as && !wildcard) return e.json;
-        let obj = JSON.parse(e.json) as KubeObject;
+        if (!out.as && !wildcard) return store.render(e.json);
+        let obj = store.decode(e.json);
         if (wildcard) obj = annotateCluster(obj, e.cluster);
         if (out.as === 'Table') return JSON.stringify(toTable(desc, [obj], { resourceVersion: String(e.rv) }, out.asVersion, include));
         if (out.as) return JSON.stringify(partialObjectMetadata(obj, out.asVersion));
@@ -318,7 +318,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     case 'deletecollection': {
       const out = negotiateOutput(accept, true);
       const removed = await store.deleteCollection(scope, listOptions(query), deleteOptions(req, query));
-      return sendList(reply, removed, {}, desc, out, query, false);
+      return sendList(reply, removed, {}, store, out, query, false);
     }
     default:
       throw methodNotAllowed(`the server does not allow this method on the requested resource`);
@@ -375,10 +375,11 @@ function sendObject(reply: FastifyReply, code: number, json: string, desc: Resou
   send(reply, code, partialObjectMetadata(obj, out.asVersion), out);
 }
 
-function sendList(reply: FastifyReply, items: CacheEntry[], listMeta: Record<string, unknown>, desc: ResourceDescriptor, out: OutputFormat, query: URLSearchParams, wildcard: boolean): void {
+function sendList(reply: FastifyReply, items: CacheEntry[], listMeta: Record<string, unknown>, store: Store, out: OutputFormat, query: URLSearchParams, wildcard: boolean): void {
+  const desc = store.desc;
   const meta: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(listMeta)) if (v !== undefined) meta[k] = v;
-  if (!out.as && !wildcard && !out.yaml) {
+  if (!out.as && !wildcard && !out.yaml && !desc.storage) {
     // Fast path: the stored JSON of each item is the list item as is.
     const apiVersion = desc.group ? `${desc.group}/${desc.version}` : desc.version;
     let s = `{"kind":"${desc.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[`;
@@ -387,7 +388,7 @@ function sendList(reply: FastifyReply, items: CacheEntry[], listMeta: Record<str
     return;
   }
   const objs = items.map((e) => {
-    const o = JSON.parse(e.json) as KubeObject;
+    const o = store.decode(e.json);
     return wildcard ? annotateCluster(o, e.cluster) : o;
   });
   if (out.as === 'Table') {

@@ -161,7 +161,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     if (options.controllers ?? true) {
       const prefix = `{${shard}}:ctrl`;
       const nsStore = storeOf('namespaces', '');
-      const namespaced = () => [...stores.values()].filter((s) => s.desc.namespaced && !s.desc.virtual);
+      const namespaced = () => [...stores.values()].filter((s) => s.desc.namespaced && !s.desc.virtual && !s.desc.storage);
       const nsController = new Controller({
         name: 'namespace', prefix, connection: storage.client,
         reconcile: namespaceReconciler({ namespaces: nsStore, namespacedStores: namespaced, cache, scope: masters }),

@@ -187,6 +187,35 @@ describe('update, patch, delete', () => {
   });
 });
 
+describe('events: core v1 and events.k8s.io/v1 share storage', () => {
+  test('an event written through one API is read, listed and patched through the other', async () => {
+    const EV1 = '/clusters/root/apis/events.k8s.io/v1/namespaces/default/events';
+    const created = await api('POST', EV1, {
+      metadata: { name: 'ev1' }, eventTime: '2026-11-22T05:00:00.000000Z', reportingController: 'example.com/ctl', reportingInstance: 'ctl-1',
+      action: 'Sync', reason: 'Synced', type: 'Normal', note: 'all good', regarding: { kind: 'ConfigMap', name: 'c1', namespace: 'default' },
+    });
+    assert.equal(created.status, 201, created.body);
+    assert.equal(created.json.apiVersion, 'events.k8s.io/v1');
+    assert.equal(created.json.note, 'all good');
+    const core = await api('GET', `${NS}/events/ev1`);
+    assert.equal(core.json.apiVersion, 'v1');
+    assert.equal(core.json.message, 'all good');
+    assert.equal(core.json.reportingComponent, 'example.com/ctl');
+    assert.deepEqual(core.json.involvedObject, { kind: 'ConfigMap', name: 'c1', namespace: 'default' });
+    assert.equal(core.json.metadata.resourceVersion, created.json.metadata.resourceVersion);
+    const patched = await api('PATCH', `${NS}/events/ev1`, { message: 'changed' }, { 'content-type': 'application/merge-patch+json' });
+    assert.equal(patched.status, 200);
+    const again = await api('GET', `${EV1}/ev1`);
+    assert.equal(again.json.note, 'changed');
+    const list = await api('GET', EV1);
+    assert.deepEqual(list.json.items.map((i: any) => [i.apiVersion, i.note]), [['events.k8s.io/v1', 'changed']]);
+    const invalid = await api('POST', EV1, { metadata: { name: 'ev2' }, type: 'Odd' });
+    assert.equal(invalid.status, 422);
+    const fields = invalid.json.details.causes.map((c: any) => c.field);
+    assert.ok(fields.includes('eventTime') && fields.includes('type'));
+  });
+});
+
 describe('bad input gets a Status', () => {
   test('malformed JSON and YAML → 400', async () => {
     const r = await api('POST', `${NS}/configmaps`, '{"metadata": ');
