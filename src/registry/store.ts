@@ -336,9 +336,10 @@ export class Store {
 
   /**
    * Update (PUT) of the object or a subresource (`status`, or `finalize` for namespaces).
-   * A resourceVersion in the body is a precondition (409 on mismatch).
+   * A resourceVersion in the body is a precondition (409 on mismatch). `created` is true when
+   * the strategy allows create-on-update and the object did not exist.
    */
-  async update(scope: RequestScope, name: string, body: unknown, subresource?: string): Promise<string> {
+  async update(scope: RequestScope, name: string, body: unknown, subresource?: string): Promise<{ json: string; created: boolean }> {
     const obj = this.checkBody(body, scope);
     if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
       throw badRequest(`the name of the object (${String(obj.metadata.name)}) does not match the name on the URL (${name})`);
@@ -347,11 +348,11 @@ export class Store {
     const key = this.objectKey(scope, name);
     const current = await this.readCurrent(key);
     if (current === null) {
-      if (!subresource && this.desc.strategy?.allowCreateOnUpdate) return this.create(scope, obj);
+      if (!subresource && this.desc.strategy?.allowCreateOnUpdate) return { json: await this.create(scope, obj), created: true };
       throw notFound(this.gr, name);
     }
     const precondition = obj.metadata.resourceVersion;
-    return this.applyUpdate(scope, key, current, obj, subresource, precondition);
+    return { json: await this.applyUpdate(scope, key, current, obj, subresource, precondition), created: false };
   }
 
   /**

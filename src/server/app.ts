@@ -293,9 +293,8 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     case 'update': {
       const out = negotiateOutput(accept, false);
       const obj = decodeBody(req.headers['content-type'], body);
-      const existed = true;
-      const json = await store.update(scope, info.name, obj, info.subresource || undefined);
-      return sendObject(reply, existed ? 200 : 201, json, desc, out, query);
+      const res = await store.update(scope, info.name, obj, info.subresource || undefined);
+      return sendObject(reply, res.created ? 201 : 200, res.json, desc, out, query);
     }
     case 'patch': {
       const out = negotiateOutput(accept, false);

@@ -42,6 +42,9 @@ export class WatchHub {
   /** Number of open watches. */
   get size(): number { return this.open.size; }
 
+  /** The cache's revision: every event up to it has been dispatched to every watcher. */
+  get revision(): number { return this.cache.currentRevision; }
+
   /**
    * Starts a watch on an HTTP response the caller has taken over. Validation errors (400, 410)
    * are thrown before anything is written.
@@ -120,7 +123,10 @@ class ActiveWatch implements CacheWatcher {
 
   sendBookmark(): void {
     if (!this.req.allowBookmarks || this.ended) return;
-    this.write('BOOKMARK', this.req.bookmark(this.lastRv, false));
+    // Events are dispatched synchronously as the cache applies them, so this watch has seen
+    // everything up to the cache's revision: a client resuming from it misses nothing, and a
+    // quiet watch does not fall behind the history window.
+    this.write('BOOKMARK', this.req.bookmark(Math.max(this.lastRv, this.hub.revision), false));
   }
 
   write(type: string, objectJson: string): void {

@@ -113,6 +113,15 @@ describe('update, patch, delete', () => {
     assert.equal((await api('GET', `${NS}/configmaps/u1`)).json.data.a, '2');
   });
 
+  test('PUT creates only where the strategy allows it (RBAC yes, ConfigMap no)', async () => {
+    const role = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'put-created' }, rules: [] };
+    const r = await api('PUT', '/clusters/root/apis/rbac.authorization.k8s.io/v1/clusterroles/put-created', role);
+    assert.equal(r.status, 201);
+    const again = await api('PUT', '/clusters/root/apis/rbac.authorization.k8s.io/v1/clusterroles/put-created', { ...role, rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }] });
+    assert.equal(again.status, 200);
+    assert.equal((await api('PUT', `${NS}/configmaps/never-created`, CM('never-created'))).status, 404);
+  });
+
   test('JSON patch, merge patch and strategic merge patch', async () => {
     await api('POST', `${NS}/configmaps`, { ...CM('p1', { a: '1', b: '2' }), metadata: { name: 'p1', finalizers: ['x.io/a'] } });
     const merge = await api('PATCH', `${NS}/configmaps/p1`, { data: { b: null, c: '3' } }, { 'content-type': 'application/merge-patch+json' });
