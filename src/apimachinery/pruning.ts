@@ -259,6 +259,20 @@ function pruneObject(obj: Record<string, unknown>, node: Compiled, w: Walk): voi
   }
 }
 
+/** Root variants of compiled nodes (always embedded-resource), per compiled node. */
+const rootCache = new WeakMap<Compiled, Compiled>();
+
+function compileRoot(schema: object, definitions: Record<string, object>, cache: WeakMap<object, Compiled>): Compiled {
+  const node = compile(schema, definitions, cache);
+  if (node.embedded) return node;
+  let root = rootCache.get(node);
+  if (!root) {
+    root = { ...node, embedded: true, leaf: false };
+    rootCache.set(node, root);
+  }
+  return root;
+}
+
 /**
  * Removes, in place, every field of `obj` that `rootSchema` does not allow, and returns the
  * removed fields' paths in document order (`spec.rules[0].bogus`, `metadata.foo`, `bogus`).
@@ -299,8 +313,7 @@ export function pruneUnknownFields(obj: unknown, rootSchema: object, definitions
     path: [],
     removed,
   };
-  const root = compile(rootSchema, definitions, cache);
-  pruneObject(obj, root.embedded ? root : { ...root, embedded: true, leaf: false }, w);
+  pruneObject(obj, compileRoot(rootSchema, definitions, cache), w);
   return removed;
 }
 
@@ -310,6 +323,9 @@ export function pruneUnknownFields(obj: unknown, rootSchema: object, definitions
 
 /** Values accepted for `fieldValidation`, sorted as kube lists them (sets.NewString(...).List()). */
 const ALLOWED_FIELD_VALIDATION = ['', 'Ignore', 'Strict', 'Warn'];
+
+/** Go's `unicode.IsPrint` beyond ASCII: letters, marks, numbers, punctuation and symbols. */
+const GO_PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u;
 
 /**
  * Go's `strconv.Quote`: a double-quoted string with Go escapes (`\n`, `\t`, `\x00`, `\u2028`…)
@@ -330,10 +346,11 @@ export function goQuote(s: string): string {
       case '\t': out += '\\t'; continue;
       case '\v': out += '\\v'; continue;
     }
-    if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, '0')}`;
-    else if ((c >= 0x80 && c < 0xa0) || c === 0xad || c === 0x2028 || c === 0x2029 || c === 0xfeff || (c >= 0xd800 && c < 0xe000)) {
-      out += c >= 0xd800 && c < 0xe000 ? '\\ufffd' : `\\u${c.toString(16).padStart(4, '0')}`;
-    } else out += ch;
+    if (c < 0x80) out += c < 0x20 || c === 0x7f ? `\\x${c.toString(16).padStart(2, '0')}` : ch;
+    else if (GO_PRINTABLE.test(ch)) out += ch;
+    else if (c >= 0xd800 && c < 0xe000) out += '\ufffd'; // lone surrogate: Go's JSON decoder makes it U+FFFD
+    else if (c > 0xffff) out += `\\U${c.toString(16).padStart(8, '0')}`;
+    else out += `\\u${c.toString(16).padStart(4, '0')}`;
   }
   return out + '"';
 }
@@ -373,12 +390,8 @@ export function fieldValidationMode(param: string | null | undefined, optionsKin
   if (param === 'Strict' || param === 'Warn' || param === 'Ignore') return param;
   const causes = fieldValidationCauses(param);
   const c = causes[0]!;
-  return throwInvalid(`${optionsKind}.meta.k8s.io "" is invalid: ${c.field}: ${c.message}`,
+  throw new StatusError(422, 'Invalid', `${optionsKind}.meta.k8s.io "" is invalid: ${c.field}: ${c.message}`,
     { group: 'meta.k8s.io', kind: optionsKind, causes });
-}
-
-function throwInvalid(message: string, details: StatusError['details']): never {
-  throw new StatusError(422, 'Invalid', message, details);
 }
 
 /** `unknown field "<path>"` per path, capped at MAX_STRICT_ERRORS (sigs.k8s.io/json strictError). */
@@ -473,11 +486,8 @@ export function unknownFieldsPatchError(
 ): StatusError {
   const rendered = patchType === 'strategic' ? goSprint(value) : goJSON(value);
   const body = `Invalid value: ${goQuote(rendered)}: ${strictDecodingMessage(paths)}`;
-  return throwless(` "" is invalid: patch: ${body}`, { causes: [{ reason: 'FieldValueInvalid', message: body, field: 'patch' }] });
-}
-
-function throwless(message: string, details: StatusError['details']): StatusError {
-  return new StatusError(422, 'Invalid', message, details);
+  return new StatusError(422, 'Invalid', ` "" is invalid: patch: ${body}`,
+    { causes: [{ reason: 'FieldValueInvalid', message: body, field: 'patch' }] });
 }
 
 /**

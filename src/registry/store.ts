@@ -20,6 +20,8 @@ import { parseLabelSelector, matchesLabels, type LabelSelector } from '../apimac
 import { parseFieldSelector, matchesFields, type FieldSelector } from '../apimachinery/fields.js';
 import { strategicMergePatch, BUILTIN_PATCH_META, OBJECT_META_PATCH_META } from '../apimachinery/strategicmerge.js';
 import type { ResourceDescriptor } from '../apis/types.js';
+import { BUILTIN_SCHEMAS, definitionName } from '../apis/schemas/index.js';
+import { pruneUnknownFields, unknownFieldWarnings, unknownFieldsError, unknownFieldsPatchError, type FieldValidationMode } from '../apimachinery/pruning.js';
 import { ShardKeys } from '../storage/keys.js';
 import type { RedisStorage, WriteResult } from '../storage/redis.js';
 import type { CacheEntry, WatchCache } from '../storage/watchcache.js';
@@ -41,6 +43,10 @@ export interface RequestScope {
   user: UserInfo;
   /** `dryRun=All`: run admission and validation, persist nothing. */
   dryRun?: boolean;
+  /** What to do with fields the schema does not know (default Warn, kube's server default). */
+  fieldValidation?: FieldValidationMode;
+  /** Collects `Warning` header texts for the response. */
+  warnings?: string[];
 }
 
 /** Query options of list (and watch), as `metav1.ListOptions`. */
@@ -136,6 +142,8 @@ export class Store {
   private readonly gr: { group: string; resource: string };
   /** Where objects are stored: the resource itself, or the one it shares storage with. */
   private readonly storageKey: { group: string; resource: string };
+  /** OpenAPI schema of the kind, for pruning unknown fields. */
+  private readonly schema: object | undefined;
   private readonly patchMeta;
 
   constructor(readonly desc: ResourceDescriptor, private readonly backend: StoreBackend) {
@@ -143,6 +151,7 @@ export class Store {
     this.groupResource = `${stored.group || 'core'}/${stored.plural}`;
     this.storageKey = { group: stored.group, resource: stored.plural };
     this.gr = { group: desc.group, resource: desc.plural };
+    this.schema = desc.schema ?? BUILTIN_SCHEMAS[definitionName(desc.group, desc.version, desc.kind)];
     this.patchMeta = desc.patchMeta ?? BUILTIN_PATCH_META[`${desc.group}/${desc.kind}`] ?? OBJECT_META_PATCH_META;
   }
 
@@ -202,6 +211,20 @@ export class Store {
     return obj;
   }
 
+  /**
+   * Drops fields the schema does not know, as kube-apiserver's typed decoding does, and applies
+   * `fieldValidation`: Strict fails with `strictError`, Warn adds `Warning` texts, Ignore is silent
+   * (https://kubernetes.io/docs/reference/using-api/api-concepts/#field-validation).
+   */
+  private prune(obj: KubeObject, scope: RequestScope, strictError: (paths: string[]) => StatusError): void {
+    if (!this.schema) return;
+    const paths = pruneUnknownFields(obj, this.schema, BUILTIN_SCHEMAS);
+    if (!paths.length) return;
+    const mode = scope.fieldValidation ?? 'Warn';
+    if (mode === 'Strict') throw strictError(paths);
+    if (mode === 'Warn') scope.warnings?.push(...unknownFieldWarnings(paths));
+  }
+
   private validate(obj: KubeObject, old?: KubeObject): void {
     const causes: StatusCause[] = validateObjectMeta(obj.metadata, this.desc.namespaced, this.desc.strategy?.nameRule ?? 'dns1123Subdomain');
     const s = this.desc.strategy;
@@ -215,6 +238,7 @@ export class Store {
   /** Create (POST). Returns the stored JSON (or, with dryRun, the object that would be stored). */
   async create(scope: RequestScope, body: unknown): Promise<string> {
     const obj = this.checkBody(body, scope);
+    this.prune(obj, scope, (paths) => unknownFieldsError(paths, this.desc.kind, this.desc.version));
     const meta = obj.metadata;
     if (!meta.name && !meta.generateName) {
       throw invalid(this.desc.kind, this.desc.group, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
@@ -341,6 +365,7 @@ export class Store {
    */
   async update(scope: RequestScope, name: string, body: unknown, subresource?: string): Promise<{ json: string; created: boolean }> {
     const obj = this.checkBody(body, scope);
+    this.prune(obj, scope, (paths) => unknownFieldsError(paths, this.desc.kind, this.desc.version));
     if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
       throw badRequest(`the name of the object (${String(obj.metadata.name)}) does not match the name on the URL (${name})`);
     }
@@ -430,6 +455,8 @@ export class Store {
       const patched = this.applyPatch(old, contentType, patch);
       if (typeof patched !== 'object' || patched === null || Array.isArray(patched)) throw badRequest('the patch produced a value that is not an object');
       const next = this.checkBody(patched, scope);
+      const kind = contentType === PATCH_TYPES.strategic ? 'strategic' : contentType === PATCH_TYPES.merge ? 'merge' : 'json';
+      this.prune(next, scope, (paths) => unknownFieldsPatchError(paths, kind, kind === 'strategic' ? patch : patched));
       const precondition = next.metadata.resourceVersion !== old.metadata.resourceVersion ? next.metadata.resourceVersion : undefined;
       try {
         return await this.applyUpdate(scope, key, old, next, subresource, precondition);

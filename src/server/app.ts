@@ -11,6 +11,7 @@ import type { ResourceDescriptor } from '../apis/types.js';
 import type { Authenticator } from '../auth/authn.js';
 import type { Authorizer, AuthzAttributes } from '../auth/authorizer.js';
 import { impersonate } from '../auth/impersonation.js';
+import { fieldValidationMode } from '../apimachinery/pruning.js';
 import { PATCH_TYPES, Store, type DeleteOptions, type ListOptions, type RequestScope, type UserInfo } from '../registry/store.js';
 import type { CacheEntry } from '../storage/watchcache.js';
 import { parseRequestInfo, type RequestInfo } from './requestinfo.js';
@@ -224,7 +225,14 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   }
   const dryRunParam = query.getAll('dryRun');
   for (const d of dryRunParam) if (d !== 'All') throw badRequest(`dryRun: Unsupported value: "${d}": supported values: "All"`);
-  const scope: RequestScope = { cluster: info.cluster, namespace: namespace || undefined, user, dryRun: dryRunParam.length > 0 };
+  const optionsKind = info.verb === 'create' ? 'CreateOptions' : info.verb === 'update' ? 'UpdateOptions' : 'PatchOptions';
+  const fieldValidation = ['create', 'update', 'patch'].includes(info.verb) ? fieldValidationMode(query.get('fieldValidation'), optionsKind) : undefined;
+  const warnings: string[] = [];
+  const scope: RequestScope = { cluster: info.cluster, namespace: namespace || undefined, user, dryRun: dryRunParam.length > 0, fieldValidation, warnings };
+  const addWarnings = () => {
+    // RFC 7234 warn-code 299 "Miscellaneous persistent warning", as kube-apiserver sends them.
+    if (warnings.length) reply.header('Warning', [...new Set(warnings)].map((w) => `299 - ${JSON.stringify(w)}`));
+  };
   const accept = req.headers.accept;
   const body = req.body as Buffer | undefined;
 
@@ -288,12 +296,14 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
         return sendObject(reply, 201, JSON.stringify(ctx.createVirtual(desc, checked, user, info.cluster)), desc, out, query);
       }
       const json = await store.create(scope, obj);
+      addWarnings();
       return sendObject(reply, 201, json, desc, out, query);
     }
     case 'update': {
       const out = negotiateOutput(accept, false);
       const obj = decodeBody(req.headers['content-type'], body);
       const res = await store.update(scope, info.name, obj, info.subresource || undefined);
+      addWarnings();
       return sendObject(reply, res.created ? 201 : 200, res.json, desc, out, query);
     }
     case 'patch': {
@@ -304,6 +314,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
       }
       if (!body?.length) throw badRequest('the patch body is empty');
       const json = await store.patch(scope, info.name, ct, body, info.subresource || undefined);
+      addWarnings();
       return sendObject(reply, 200, json, desc, out, query);
     }
     case 'delete': {

@@ -74,6 +74,11 @@ describe('kubectl 1.32', () => {
     const r = await kc(['-n', 'e2e', 'create', '-f', '-'], { input: CM_YAML('Bad_Name', 'x'), allowFail: true });
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /is invalid: metadata.name/);
+    // kubectl asks for fieldValidation=Strict: an unknown field is an error, nothing is created.
+    const typo = await kc(['-n', 'e2e', 'create', '-f', '-'], { input: `${CM_YAML('typo', 'x')}dataa:\n  k: v\n`, allowFail: true });
+    assert.notEqual(typo.code, 0);
+    assert.match(typo.stderr, /strict decoding error: unknown field "dataa"/);
+    assert.match((await kc(['-n', 'e2e', 'get', 'cm', 'typo'], { allowFail: true })).stderr, /NotFound/);
   });
 
   test('patch: strategic, merge, json; label; annotate', async () => {

@@ -236,6 +236,26 @@ describe('bad input gets a Status', () => {
     assert.equal(ok.status, 201);
   });
 
+  test('unknown fields: Strict rejects, Warn prunes with a Warning header, Ignore prunes silently', async () => {
+    const body = { ...CM('fv'), bogus: 1, metadata: { name: 'fv', colour: 'red' } };
+    const strict = await api('POST', `${NS}/configmaps?fieldValidation=Strict`, body);
+    assert.equal(strict.status, 400);
+    assert.equal(strict.json.message, 'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "metadata.colour", unknown field "bogus"', 'in document order');
+    assert.equal((await api('GET', `${NS}/configmaps/fv`)).status, 404, 'nothing written');
+    const warn = await api('POST', `${NS}/configmaps?fieldValidation=Warn`, body);
+    assert.equal(warn.status, 201);
+    assert.equal(warn.json.bogus, undefined);
+    assert.equal(warn.json.metadata.colour, undefined);
+    assert.match(String(warn.headers.warning), /299 - "unknown field \\"bogus\\""/);
+    const ignore = await api('POST', `${NS}/configmaps?fieldValidation=Ignore`, { ...body, metadata: { name: 'fv2' } });
+    assert.equal(ignore.status, 201);
+    assert.equal(ignore.headers.warning, undefined);
+    const patch = await api('PATCH', `${NS}/configmaps/fv?fieldValidation=Strict`, { spec: { x: 1 } }, { 'content-type': 'application/merge-patch+json' });
+    assert.equal(patch.status, 422);
+    assert.match(patch.json.message, /strict decoding error: unknown field "spec"/);
+    assert.equal((await api('POST', `${NS}/configmaps?fieldValidation=strict`, CM('fv3'))).status, 422);
+  });
+
   test('kind or apiVersion not matching the URL → 400', async () => {
     assert.equal((await api('POST', `${NS}/configmaps`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'x' } })).status, 400);
     assert.equal((await api('POST', `${NS}/configmaps`, { apiVersion: 'apps/v1', kind: 'ConfigMap', metadata: { name: 'x' } })).status, 400);
