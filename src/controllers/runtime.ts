@@ -44,12 +44,12 @@ export class Controller {
 
   constructor(private readonly opts: ControllerOptions) {
     this.backoffMs = opts.backoffMs ?? 100;
-    const connection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
+    const connection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
     connection.on('error', () => undefined);
     this.connections.push(connection);
     this.queue = new Queue(opts.name, { connection, prefix: opts.prefix });
     this.queue.on('error', () => undefined);
-    const workerConnection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
+    const workerConnection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
     workerConnection.on('error', () => undefined);
     this.connections.push(workerConnection);
     this.worker = new Worker(opts.name, async (job: Job<{ key: string }>) => {

@@ -51,6 +51,9 @@ export function connectRedis(url: string, extra: RedisOptions = {}): Redis {
   const base: RedisOptions = {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
+    // A write whose reply was lost may have been applied: resending it after a reconnect would
+    // answer 409 for the client's own write. Fail it (503) instead; the client retries.
+    autoResendUnfulfilledCommands: false,
     retryStrategy: (times) => Math.min(50 * times, 1000),
     lazyConnect: false,
     ...extra,

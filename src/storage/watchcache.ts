@@ -151,7 +151,7 @@ export class WatchCache {
   /** Loads the shard and starts tailing. Resolves when the cache is consistent. */
   async start(): Promise<void> {
     await this.load();
-    this.tailer = this.client.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+    this.tailer = this.client.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, autoResendUnfulfilledCommands: true });
     this.tailer.on('error', () => { /* reconnects by itself */ });
     this.tailDone = this.tail();
     this.ready = true;
@@ -266,13 +266,15 @@ export class WatchCache {
   private apply(ev: CacheEvent): void {
     const existing = this.current(ev.entry);
     if (existing && existing.rv >= ev.rv) {
-      // Already loaded a newer state during start-up; keep it, record nothing for it.
+      // The start-up scan already read a newer state of this object. Keep it; the history can no
+      // longer replay this stretch exactly, so drop it: watches from before now get 410 and
+      // relist, instead of missing this event.
       this.revision = ev.rv;
+      this.history = [];
       this.resolveWaiters();
       return;
     }
     ev.prev = ev.type === 'DELETED' ? this.remove(ev.entry) : this.put(ev.entry);
-    if (ev.type === 'DELETED' && !ev.prev) { this.revision = ev.rv; this.resolveWaiters(); return; }
     this.revision = ev.rv;
     this.history.push(ev);
     if (this.history.length > this.historySize * 1.25) this.history = this.history.slice(this.history.length - this.historySize);
@@ -371,7 +373,9 @@ export class WatchCache {
       const e = ev.entry;
       if (e.groupResource !== groupResource || (cluster !== '*' && e.cluster !== cluster) || (namespace && e.namespace !== namespace)) continue;
       changed = true;
-      if (ev.prev) view.set(e.key, ev.prev); else view.delete(e.key);
+      // Undo: an ADDED object was not there; otherwise the state before the event was `prev`
+      // (a DELETED event of an object the cache never held carries only its final state).
+      if (ev.type === 'ADDED') view.delete(e.key); else view.set(e.key, ev.prev ?? e);
     }
     if (!changed) return now;
     return [...view.values()].sort(compareEntries);

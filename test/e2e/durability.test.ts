@@ -103,3 +103,39 @@ test('Redis unreachable → 503, then recovery without restart', async () => {
     await redis.stop();
   }
 });
+
+test('kill -9 of Redis during writes loses no acknowledged write (AOF appendfsync always)', async () => {
+  const redis = await startRedis();
+  const srv = await startTestServer(redis);
+  try {
+    const NS = '/clusters/root/api/v1/namespaces/default/configmaps';
+    const acked: string[] = [];
+    let stop = false;
+    let failures = 0;
+    const writer = async (w: number) => {
+      for (let i = 0; !stop; i++) {
+        const r = await call(srv, srv.creds, 'POST', NS, CM(`r${w}-${i}`));
+        if (r.status === 201) acked.push(r.json.metadata.name);
+        else if (r.status === 503) { failures++; await sleep(20); }
+        else throw new Error(`unexpected ${r.status}: ${r.body}`);
+      }
+    };
+    const writers = Array.from({ length: 8 }, (_, w) => writer(w));
+    while (acked.length < 300) await sleep(5);
+    redis.kill9();
+    await sleep(300);
+    await redis.restart();
+    const before = acked.length;
+    while (acked.length < before + 100) await sleep(10);
+    stop = true;
+    await Promise.all(writers);
+    assert.ok(failures > 0, 'writes failed with 503 while Redis was down');
+    const list = await call(srv, srv.creds, 'GET', NS);
+    const stored = new Set(list.json.items.map((i: any) => i.metadata.name));
+    const lost = acked.filter((n) => !stored.has(n));
+    assert.deepEqual(lost, [], `acknowledged writes lost: ${lost.length} of ${acked.length}`);
+  } finally {
+    await srv.stop();
+    await redis.stop();
+  }
+});
