@@ -3,11 +3,11 @@
  * `startServer`, an HTTPS client with the admin credentials, and real kubectl.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { request, Agent } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { startServer, type RunningServer, type ServerOptions } from '../src/index.js';
@@ -135,13 +135,22 @@ export async function kubectl(kubeconfig: string, args: string[], opts: { bin?: 
   }
 }
 
-/** Path of a versioned kubectl (`kubectl.1.27`, …) if installed. */
+/**
+ * Path of a versioned kubectl (`kubectl.1.27`, …): on PATH, else beside the real binary of the
+ * `kubectl` on PATH (SDK installs ship the versioned ones there). Throws when absent: tests that
+ * need it fail rather than skip.
+ */
 export function versionedKubectl(v: string): string {
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    try { readFileSync(join(dir, `kubectl.${v}`)); return join(dir, `kubectl.${v}`); } catch { /* next */ }
+  const name = `kubectl.${v}`;
+  const dirs = (process.env.PATH ?? '').split(delimiter).filter(Boolean);
+  for (const dir of dirs) if (existsSync(join(dir, name))) return join(dir, name);
+  for (const dir of dirs) {
+    const k = join(dir, 'kubectl');
+    if (!existsSync(k)) continue;
+    const beside = join(dirname(realpathSync(k)), name);
+    if (existsSync(beside)) return beside;
   }
-  const sdk = `/usr/lib/google-cloud-sdk/bin/kubectl.${v}`;
-  try { readFileSync(sdk); return sdk; } catch { throw new Error(`kubectl.${v} is not installed (expected on PATH)`); }
+  throw new Error(`${name} is not installed (looked on PATH and beside kubectl)`);
 }
 
 export const CM = (name: string, data: Record<string, string> = { a: '1' }, labels?: Record<string, string>) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(labels ? { labels } : {}) }, data });

@@ -38,6 +38,13 @@ export const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
 export function validateObjectMeta(meta: ObjectMeta, namespaced: boolean, nameRule: NameRule): StatusCause[] {
   const causes: StatusCause[] = [];
   const add = (field: string, message: string, reason = 'FieldValueInvalid') => causes.push({ reason, message, field });
+  // JSON decoding into Go types rejects these in kube-apiserver; here they must be checked.
+  for (const f of ['name', 'generateName', 'namespace', 'uid', 'resourceVersion'] as const) {
+    if (meta[f] !== undefined && typeof meta[f] !== 'string') {
+      causes.push({ reason: 'FieldValueInvalid', field: `metadata.${f}`, message: `Invalid value: ${JSON.stringify(meta[f])}: must be a string` });
+      return causes;
+    }
+  }
   if (!meta.name) {
     add('metadata.name', 'name or generateName is required', 'FieldValueRequired');
   } else {

@@ -339,8 +339,9 @@ export class Store {
     const all = atRv !== undefined ? cache.listAt(this.groupResource, scope.cluster, ns, atRv) : cache.list(this.groupResource, scope.cluster, ns);
     let i = 0;
     if (start) {
-      // Entries are sorted by key order; resume after the last key served.
-      while (i < all.length && sortKey(all[i]!) <= start) i++;
+      // Entries are sorted by key order: binary search for the first key after the last served.
+      let hi = all.length;
+      while (i < hi) { const mid = (i + hi) >> 1; if (sortKey(all[mid]!) <= start) i = mid + 1; else hi = mid; }
     }
     const limit = opts.limit && opts.limit > 0 ? opts.limit : 0;
     const items: CacheEntry[] = [];

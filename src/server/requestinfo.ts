@@ -33,6 +33,13 @@ export function isValidClusterPath(s: string): boolean {
   return s.length <= 253 && CLUSTER_PATH.test(s);
 }
 
+/** Decodes one path segment; malformed percent-encoding is the client's mistake (400). */
+function decodeSegment(segment: string): string {
+  try { return decodeURIComponent(segment); } catch {
+    throw badRequest(`malformed URL path segment "${segment}"`);
+  }
+}
+
 const NAMESPACE_SUBRESOURCES = new Set(['status', 'finalize']);
 
 const methodVerbs: Record<string, string> = { POST: 'create', GET: 'get', HEAD: 'get', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
@@ -47,7 +54,7 @@ export function parseRequestInfo(method: string, rawPath: string, query: URLSear
   if (path.startsWith('/clusters/')) {
     const rest = path.slice('/clusters/'.length);
     const slash = rest.indexOf('/');
-    cluster = decodeURIComponent(slash < 0 ? rest : rest.slice(0, slash));
+    cluster = decodeSegment(slash < 0 ? rest : rest.slice(0, slash));
     path = slash < 0 ? '/' : rest.slice(slash);
     if (cluster !== '*' && !isValidClusterPath(cluster)) throw badRequest(`invalid logical cluster name or path "${cluster}"`);
   }
@@ -55,7 +62,7 @@ export function parseRequestInfo(method: string, rawPath: string, query: URLSear
     cluster, path, isResourceRequest: false, verb: (method === 'GET' || method === 'HEAD') ? 'get' : method.toLowerCase(),
     apiPrefix: '', apiGroup: '', apiVersion: '', namespace: '', resource: '', subresource: '', name: '',
   };
-  const parts = path.split('/').filter((p) => p !== '').map((p) => decodeURIComponent(p));
+  const parts = path.split('/').filter((p) => p !== '').map(decodeSegment);
   if (parts.length < 1 || (parts[0] !== 'api' && parts[0] !== 'apis')) return info;
   info.apiPrefix = parts[0]!;
   let i = 1;

@@ -256,6 +256,15 @@ describe('bad input gets a Status', () => {
     assert.equal((await api('POST', `${NS}/configmaps?fieldValidation=strict`, CM('fv3'))).status, 422);
   });
 
+  test('wrongly typed metadata and malformed URLs are client errors', async () => {
+    const r = await api('POST', `${NS}/configmaps`, { metadata: { name: 123 } });
+    assert.equal(r.status, 422);
+    assert.equal(r.json.details.causes[0].field, 'metadata.name');
+    assert.equal((await api('POST', `${NS}/configmaps`, { metadata: { name: 'x', labels: 'nope' } })).status, 422);
+    assert.equal((await api('GET', `${NS}/configmaps/%ZZ`)).status, 400);
+    assert.equal((await api('GET', '/clusters/Root/api/v1/namespaces')).status, 400);
+  });
+
   test('kind or apiVersion not matching the URL → 400', async () => {
     assert.equal((await api('POST', `${NS}/configmaps`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'x' } })).status, 400);
     assert.equal((await api('POST', `${NS}/configmaps`, { apiVersion: 'apps/v1', kind: 'ConfigMap', metadata: { name: 'x' } })).status, 400);

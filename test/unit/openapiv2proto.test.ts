@@ -1,14 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { buildOpenAPIV2 } from '../../src/apis/openapi.js';
 import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
 import { encodeOpenAPIV2Protobuf, jsonToYaml } from '../../src/apis/openapiv2proto.js';
+import { versionedKubectl } from '../helpers.js';
 
 type Json = Record<string, any>;
 
@@ -185,12 +186,7 @@ test('jsonToYaml quotes ambiguous scalars and nests block collections', () => {
 // The real check: kubectl 1.27 downloads /openapi/v2 only as protobuf.
 
 function findKubectl127(): string | undefined {
-  const fixed = '/usr/lib/google-cloud-sdk/bin/kubectl.1.27';
-  if (existsSync(fixed)) return fixed;
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (dir && existsSync(join(dir, 'kubectl.1.27'))) return join(dir, 'kubectl.1.27');
-  }
-  return undefined;
+  try { return versionedKubectl('1.27'); } catch { return undefined; }
 }
 
 interface Recorded {
@@ -306,7 +302,7 @@ dataa:
 
 test('kubectl 1.27 validates against the protobuf /openapi/v2 (client-side)', { timeout: 120_000 }, async () => {
   const kubectl = findKubectl127();
-  assert.ok(kubectl, 'kubectl.1.27 not found (expected /usr/lib/google-cloud-sdk/bin/kubectl.1.27 or on PATH)');
+  assert.ok(kubectl, 'kubectl.1.27 not found (looked on PATH and beside kubectl)');
   const doc = withoutFieldValidation(buildOpenAPIV2([configMapDesc]));
   const srv = await startFakeServer(encodeOpenAPIV2Protobuf(doc));
   const tmp = mkdtempSync(join(tmpdir(), 'kcp-openapiv2proto-'));
@@ -339,7 +335,7 @@ test('kubectl 1.27 validates against the protobuf /openapi/v2 (client-side)', { 
 
 test('kubectl 1.27 detects server-side field validation from the protobuf operations', { timeout: 120_000 }, async () => {
   const kubectl = findKubectl127();
-  assert.ok(kubectl, 'kubectl.1.27 not found (expected /usr/lib/google-cloud-sdk/bin/kubectl.1.27 or on PATH)');
+  assert.ok(kubectl, 'kubectl.1.27 not found (looked on PATH and beside kubectl)');
   const srv = await startFakeServer(encodeOpenAPIV2Protobuf(buildOpenAPIV2([configMapDesc])));
   const tmp = mkdtempSync(join(tmpdir(), 'kcp-openapiv2proto-'));
   try {
