@@ -7,6 +7,7 @@
 import type { StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor, TableColumn } from './types.js';
+import { applyCRDDefaults, validateCRD } from '../apiextensions/crdvalidation.js';
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
@@ -304,7 +305,19 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition', listKind: 'CustomResourceDefinitionList',
     plural: 'customresourcedefinitions', singular: 'customresourcedefinition', namespaced: false, shortNames: ['crd', 'crds'],
     categories: ['api-extensions'], verbs: ALL_VERBS, hasStatus: true, columns: [createdAt],
-    strategy: { validate: validateCRD, tracksGeneration: true },
+    strategy: {
+      tracksGeneration: true,
+      prepareForCreate(obj) {
+        // Held until its custom resources are deleted (apiextensions' finalizing controller).
+        const f = obj.metadata.finalizers ?? [];
+        if (!f.includes('customresourcecleanup.apiextensions.k8s.io')) obj.metadata.finalizers = [...f, 'customresourcecleanup.apiextensions.k8s.io'];
+        obj.status = { conditions: [], acceptedNames: { kind: '', plural: '' }, storedVersions: [] };
+        applyCRDDefaults(obj as Record<string, unknown>);
+      },
+      prepareForUpdate(obj) { applyCRDDefaults(obj as Record<string, unknown>); },
+      validate: (obj) => validateCRD(obj as Record<string, unknown>),
+      validateUpdate: (obj, old) => validateCRD(obj as Record<string, unknown>, old as Record<string, unknown>),
+    },
   },
   {
     group: 'authorization.k8s.io', version: 'v1', kind: 'SelfSubjectAccessReview', listKind: 'SelfSubjectAccessReviewList',
@@ -369,23 +382,6 @@ function normalizeSecret(obj: KubeObject): void {
     obj.data = data;
   }
   delete obj.stringData;
-}
-
-function validateCRD(obj: KubeObject): StatusCause[] {
-  const spec = asObj(obj.spec);
-  const names = asObj(spec.names);
-  const causes: StatusCause[] = [];
-  if (!spec.group) causes.push(field('spec.group', 'Required value', 'FieldValueRequired'));
-  if (!names.plural) causes.push(field('spec.names.plural', 'Required value', 'FieldValueRequired'));
-  if (!names.kind) causes.push(field('spec.names.kind', 'Required value', 'FieldValueRequired'));
-  if (spec.group && names.plural && obj.metadata.name !== `${names.plural}.${spec.group}`) {
-    causes.push(field('metadata.name', `Invalid value: "${obj.metadata.name}": must be spec.names.plural+"."+spec.group`));
-  }
-  if (spec.scope !== 'Namespaced' && spec.scope !== 'Cluster') causes.push(field('spec.scope', `Unsupported value: ${JSON.stringify(spec.scope ?? '')}: supported values: "Cluster", "Namespaced"`, 'FieldValueNotSupported'));
-  const versions = Array.isArray(spec.versions) ? spec.versions as Obj[] : [];
-  if (!versions.length) causes.push(field('spec.versions', 'Invalid value: must have exactly one version marked as storage version', 'FieldValueInvalid'));
-  else if (versions.filter((v) => v.storage === true).length !== 1) causes.push(field('spec.versions', 'Invalid value: must have exactly one version marked as storage version'));
-  return causes;
 }
 
 /** Human-readable age of an RFC 3339 timestamp, as kubectl prints (`5s`, `3m`, `2d`). */

@@ -48,6 +48,12 @@ export interface ResourceStrategy {
   deletionPending?(obj: KubeObject): boolean;
   /** Mutates an object whose deletion was just requested (e.g. Namespace phase `Terminating`). */
   prepareForDeletion?(obj: KubeObject): void;
+  /**
+   * Replaces the schema-based pruning of built-in kinds: prunes unknown fields and applies
+   * defaults in place (custom resources: structural pruning and defaulting of their CRD schema);
+   * returns the pruned paths for `fieldValidation`.
+   */
+  normalize?(obj: KubeObject): string[];
   /** Extra field-selector fields beyond metadata.name/metadata.namespace: name → value getter. */
   selectableFields?: Record<string, (obj: KubeObject) => string>;
 }
@@ -91,6 +97,8 @@ export interface ResourceDescriptor {
   };
   /** Extra Table columns after NAME (AGE is appended unless a column named Age exists). */
   columns?: TableColumn[];
+  /** `columns` is the whole list (no Age column appended), as for CRD printer columns. */
+  columnsComplete?: boolean;
   strategy?: ResourceStrategy;
   /**
    * Strategic-merge-patch metadata: field path (dot-joined, list items as their field name) →

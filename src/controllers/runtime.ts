@@ -10,6 +10,7 @@
  */
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { CacheEntry, EventType, WatchCache } from '../storage/watchcache.js';
 
 /** Outcome of one reconcile. */
 export interface ReconcileResult {
@@ -88,4 +89,22 @@ export class Controller {
     // BullMQ leaves connections it was given open: they are ours to close.
     for (const c of this.connections) c.disconnect();
   }
+}
+
+/**
+ * Feeds a controller from the watch cache: every applied event of `groupResource` whose object
+ * passes `predicate` enqueues `<cluster>|<name>` (namespaced objects: `<cluster>|<ns>/<name>`);
+ * at start and after a cache resynchronisation every current object is enqueued once
+ * (level-triggered). Returns the unsubscribe function.
+ */
+export function informer(cache: WatchCache, groupResource: string, controller: Pick<Controller, 'enqueue'>, predicate: (e: CacheEntry, type: EventType | 'SYNC') => boolean = () => true): () => void {
+  const keyOf = (e: CacheEntry) => `${e.cluster}|${e.namespace ? `${e.namespace}/` : ''}${e.name}`;
+  const enqueue = (e: CacheEntry) => { controller.enqueue(keyOf(e)).catch(() => undefined); };
+  const syncAll = () => { for (const e of cache.list(groupResource, '*')) if (predicate(e, 'SYNC')) enqueue(e); };
+  const unsubscribe = cache.subscribe((ev) => {
+    if (!ev) { syncAll(); return; }
+    if (ev.entry.groupResource === groupResource && predicate(ev.entry, ev.type)) enqueue(ev.entry);
+  });
+  syncAll();
+  return unsubscribe;
 }

@@ -88,6 +88,8 @@ export const PATCH_TYPES = {
   apply: 'application/apply-patch+yaml',
 } as const;
 
+const OBJECT_META_SCHEMA = BUILTIN_SCHEMAS['io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta']!;
+
 const GENERATE_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
 function generateSuffix(): string {
   let s = '';
@@ -217,8 +219,15 @@ export class Store {
    * (https://kubernetes.io/docs/reference/using-api/api-concepts/#field-validation).
    */
   private prune(obj: KubeObject, scope: RequestScope, strictError: (paths: string[]) => StatusError): void {
-    if (!this.schema) return;
-    const paths = pruneUnknownFields(obj, this.schema, BUILTIN_SCHEMAS);
+    let paths: string[];
+    const normalize = this.desc.strategy?.normalize;
+    if (normalize) {
+      // Custom resources: metadata is pruned as for every kind, the rest by the CRD schema.
+      const meta = pruneUnknownFields(obj.metadata, OBJECT_META_SCHEMA, BUILTIN_SCHEMAS).map((p) => `metadata.${p}`);
+      paths = [...meta, ...normalize(obj)];
+    } else if (this.schema) {
+      paths = pruneUnknownFields(obj, this.schema, BUILTIN_SCHEMAS);
+    } else return;
     if (!paths.length) return;
     const mode = scope.fieldValidation ?? 'Warn';
     if (mode === 'Strict') throw strictError(paths);

@@ -19,6 +19,7 @@ import { decodeBody, negotiateOutput, type OutputFormat } from './negotiation.js
 import { parseIncludeObject, partialObjectMetadata, toTable } from './table.js';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
 import type { WatchHub } from './watch.js';
+import type { ClusterAPIs } from '../apiextensions/registry.js';
 import type { Metrics } from './metrics.js';
 import { buildOpenAPIV2, buildOpenAPIV3GroupVersion, buildOpenAPIV3Root } from '../apis/openapi.js';
 import { encodeOpenAPIV2Protobuf } from '../apis/openapiv2proto.js';
@@ -34,8 +35,8 @@ export const VERSION_INFO = {
 
 /** Everything the handlers need from the running shard. */
 export interface AppContext {
-  descriptors: ResourceDescriptor[];
-  stores: Map<string, Store>;
+  /** The resources each logical cluster serves (built-ins and its custom resources). */
+  apis(cluster: string): ClusterAPIs;
   authn: Authenticator;
   authz: Authorizer;
   hub: WatchHub;
@@ -59,11 +60,6 @@ declare module 'fastify' {
 }
 
 const PUBLIC_PATHS = new Set(['/healthz', '/livez', '/readyz', '/version']);
-
-/** Key of a store: `<group>/<version>/<plural>`. */
-export function storeKey(group: string, version: string, plural: string): string {
-  return `${group}/${version}/${plural}`;
-}
 
 /** Builds the Fastify app (not listening). `https` holds the TLS options. */
 export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca: string }): FastifyInstance {
@@ -164,7 +160,7 @@ function queryOf(req: FastifyRequest): URLSearchParams {
 
 /** Resolves a URL resource to its descriptor and store, or throws 404. */
 function resolveStore(ctx: AppContext, info: RequestInfo): Store {
-  const store = ctx.stores.get(storeKey(info.apiGroup, info.apiVersion, info.resource));
+  const store = ctx.apis(info.cluster).store(info.apiGroup, info.apiVersion, info.resource);
   if (!store) throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
   return store;
 }
@@ -414,7 +410,7 @@ function sendList(reply: FastifyReply, items: CacheEntry[], listMeta: Record<str
 
 function serveDiscovery(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, info: RequestInfo): void {
   if (info.verb !== 'get') throw methodNotAllowed('the server does not allow this method on the requested resource');
-  const descs = ctx.descriptors;
+  const descs = ctx.apis(info.cluster).descriptors;
   const parts = info.path.split('/').filter(Boolean);
   const out = negotiateOutput(req.headers.accept, false, parts.length === 1);
   if (parts.length === 1 && out.discovery) {
@@ -444,7 +440,7 @@ const openapiCache = new WeakMap<ResourceDescriptor[], OpenAPICache>();
  * `/openapi/v3` and its per-group-version documents.
  */
 function serveOpenAPI(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, info: RequestInfo): void {
-  const descs = ctx.descriptors;
+  const descs = ctx.apis(info.cluster).descriptors;
   let cache = openapiCache.get(descs);
   if (!cache) { cache = { gv: new Map() }; openapiCache.set(descs, cache); }
   if (info.path === '/openapi/v2') {

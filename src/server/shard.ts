@@ -19,11 +19,14 @@ import { Authorizer, SYSTEM_MASTERS } from '../auth/authorizer.js';
 import { evaluateAccessReview, evaluateRulesReview } from '../auth/reviews.js';
 import { StatusError, notFound } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
-import { buildApp, storeKey } from './app.js';
+import { buildApp } from './app.js';
+import { APIRegistry } from '../apiextensions/registry.js';
 import { WatchHub } from './watch.js';
 import { Metrics } from './metrics.js';
 import { bootstrapShard } from './bootstrap.js';
-import { Controller } from '../controllers/runtime.js';
+import { Controller, informer } from '../controllers/runtime.js';
+import { crdReconciler } from '../controllers/crd/controller.js';
+import { CRD_GR, descriptorsForCRD } from '../apiextensions/customresources.js';
 import { NAMESPACES_GR, namespaceReconciler } from '../controllers/namespace/controller.js';
 
 /** Options of `startServer` (flag names of `kcp-ts start`, as kcp's). */
@@ -119,11 +122,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         }
       },
     };
-    const stores = new Map<string, Store>();
-    for (const d of BUILTIN_RESOURCES) stores.set(storeKey(d.group, d.version, d.plural), new Store(d, backend));
+    const registry = new APIRegistry(cache, backend, BUILTIN_RESOURCES);
     const storeOf = (plural: string, group: string): Store => {
-      for (const s of stores.values()) if (s.desc.plural === plural && s.desc.group === group) return s;
-      throw new Error(`no store for ${plural}.${group}`);
+      const d = BUILTIN_RESOURCES.find((x) => x.plural === plural && x.group === group);
+      const s = d && registry.builtins.store(d.group, d.version, d.plural);
+      if (!s) throw new Error(`no store for ${plural}.${group}`);
+      return s;
     };
     const masters = (cluster: string, namespace?: string): RequestScope => ({ cluster, namespace, user: { name: 'system:kcp:controller', groups: [SYSTEM_MASTERS] } });
 
@@ -136,7 +140,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     let externalAddress = '';
 
     const app = buildApp({
-      descriptors: BUILTIN_RESOURCES, stores, authn, authz, hub, metrics,
+      apis: (cluster) => registry.forCluster(cluster), authn, authz, hub, metrics,
       clusterExists: clusterKnown,
       isReady: () => ready && cache.isReady && storage.client.status === 'ready',
       get externalAddress() { return externalAddress; },
@@ -161,20 +165,32 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     if (options.controllers ?? true) {
       const prefix = `{${shard}}:ctrl`;
       const nsStore = storeOf('namespaces', '');
-      const namespaced = () => [...stores.values()].filter((s) => s.desc.namespaced && !s.desc.virtual && !s.desc.storage);
+      const namespaced = (cluster: string) => registry.forCluster(cluster).namespacedStores();
       const nsController = new Controller({
         name: 'namespace', prefix, connection: storage.client,
         reconcile: namespaceReconciler({ namespaces: nsStore, namespacedStores: namespaced, cache, scope: masters }),
         onError: (key, err) => app.log.warn({ key, err }, 'namespace reconcile failed'),
       });
       cleanups.unshift(() => nsController.close());
-      const enqueue = (cluster: string, name: string) => { nsController.enqueue(`${cluster}|${name}`).catch(() => undefined); };
-      cache.subscribe((ev) => {
-        if (!ev) { for (const e of cache.list(NAMESPACES_GR, '*')) enqueue(e.cluster, e.name); return; }
-        if (ev.entry.groupResource === NAMESPACES_GR && ev.type !== 'DELETED' && ev.entry.json.includes('"deletionTimestamp"')) enqueue(ev.entry.cluster, ev.entry.name);
+      // Only terminating namespaces need work.
+      const unsubscribeNs = informer(cache, NAMESPACES_GR, nsController, (e, type) => type !== 'DELETED' && e.json.includes('"deletionTimestamp"'));
+      cleanups.unshift(async () => unsubscribeNs());
+
+      const crdStore = storeOf('customresourcedefinitions', 'apiextensions.k8s.io');
+      const crdController = new Controller({
+        name: 'crd', prefix, connection: storage.client,
+        reconcile: crdReconciler({
+          crds: crdStore, cache, scope: masters,
+          customResources: (crd) => {
+            const d = descriptorsForCRD(crd, { includeUnserved: true })[0];
+            return d && new Store(d, backend);
+          },
+        }),
+        onError: (key, err) => app.log.warn({ key, err }, 'crd reconcile failed'),
       });
-      // Level-triggered start: look at every terminating namespace once.
-      for (const e of cache.list(NAMESPACES_GR, '*')) if (e.json.includes('"deletionTimestamp"')) enqueue(e.cluster, e.name);
+      cleanups.unshift(() => crdController.close());
+      const unsubscribeCrd = informer(cache, CRD_GR, crdController, (_e, type) => type !== 'DELETED');
+      cleanups.unshift(async () => unsubscribeCrd());
     }
 
     const kubeconfigPath = join(root, 'admin.kubeconfig');

@@ -13,7 +13,7 @@ const ageColumn: TableColumn = { name: 'Age', type: 'string', priority: 0, descr
 /** The columns of a resource: Name, its own columns, then Age (unless it has Age or Created At). */
 export function tableColumns(desc: ResourceDescriptor): TableColumn[] {
   const own = (desc.columns ?? []).map((c) => (c.name === 'Age' ? ageColumn : c));
-  const hasAge = own.some((c) => c.name === 'Age' || c.name === 'Created At');
+  const hasAge = desc.columnsComplete || own.some((c) => c.name === 'Age' || c.name === 'Created At');
   return hasAge ? own : [...own, ageColumn];
 }
 

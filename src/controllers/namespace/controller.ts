@@ -16,8 +16,8 @@ import type { ReconcileResult } from '../runtime.js';
 /** Dependencies of the reconciler, as plain functions and values (tested without mocks). */
 export interface NamespaceReconcilerDeps {
   namespaces: Store;
-  /** Stores of every namespaced, stored resource. */
-  namespacedStores: () => Store[];
+  /** Stores of every namespaced resource of a logical cluster, one per storage location. */
+  namespacedStores: (cluster: string) => Store[];
   cache: WatchCache;
   /** Identity the controller acts as. */
   scope: (cluster: string, namespace?: string) => RequestScope;
@@ -47,7 +47,7 @@ export function namespaceReconciler(deps: NamespaceReconcilerDeps) {
     const finalizers = ((ns.spec as { finalizers?: string[] } | undefined)?.finalizers) ?? [];
     if (!finalizers.includes('kubernetes')) return;
     let remaining = 0;
-    for (const store of deps.namespacedStores()) {
+    for (const store of deps.namespacedStores(cluster)) {
       const scope = deps.scope(cluster, name);
       const { items } = await store.list(scope, {});
       for (const e of items) {

@@ -1,0 +1,115 @@
+/**
+ * Custom resources: the resource descriptors a CustomResourceDefinition contributes to its
+ * logical cluster, one per served version (apiextensions-apiserver's crdHandler serves the same
+ * REST semantics as built-in types; https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/).
+ *
+ * All versions share one storage location (`<group>/<plural>`); objects are stored in the storage
+ * version. Conversion strategy `None` only rewrites `apiVersion`.
+ */
+import type { StatusCause } from '../apimachinery/errors.js';
+import type { KubeObject } from '../apimachinery/meta.js';
+import { age } from '../apis/builtin.js';
+import type { ResourceDescriptor, TableColumn } from '../apis/types.js';
+import { compileSchema, type CompiledSchema } from './schema.js';
+import { evaluateJsonPath, parseJsonPath } from './jsonpath.js';
+
+/** Group/resource of CRDs in the watch cache. */
+export const CRD_GR = 'apiextensions.k8s.io/customresourcedefinitions';
+
+const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+type Obj = Record<string, unknown>;
+const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
+
+/** Whether a CRD has the condition `Established=True` (only then are its resources served). */
+export function isEstablished(crd: KubeObject): boolean {
+  const conds = asObj(crd.status).conditions;
+  return Array.isArray(conds) && conds.some((c) => asObj(c).type === 'Established' && asObj(c).status === 'True');
+}
+
+/** Compiled schemas by CRD uid, resourceVersion and version name: compile once per CRD change. */
+const compiled = new Map<string, CompiledSchema>();
+
+function schemaFor(crd: KubeObject, version: string, schema: Obj): CompiledSchema {
+  const key = `${crd.metadata.uid}/${crd.metadata.resourceVersion}/${version}`;
+  let c = compiled.get(key);
+  if (!c) {
+    if (compiled.size > 2000) compiled.clear();
+    c = compileSchema(schema);
+    compiled.set(key, c);
+  }
+  return c;
+}
+
+/**
+ * A printer column's cell (`additionalPrinterColumns`): the first JSONPath result; `date`
+ * columns are shown as an age, as kube's CRD table convertor does.
+ */
+function printerColumn(col: Obj): TableColumn {
+  const path = parseJsonPath(String(col.jsonPath ?? ''));
+  const type = String(col.type ?? 'string');
+  return {
+    name: String(col.name), type, format: col.format ? String(col.format) : undefined,
+    description: col.description ? String(col.description) : '', priority: Number(col.priority ?? 0),
+    cell: (o) => {
+      const v = evaluateJsonPath(path, o)[0];
+      if (v === undefined || v === null) return undefined;
+      if (type === 'date' && typeof v === 'string') return age(v);
+      return typeof v === 'object' ? JSON.stringify(v) : v;
+    },
+  };
+}
+
+/**
+ * Descriptors of a CRD's served versions (all versions with `includeUnserved`, for cleaning up
+ * the storage of a deleted CRD). Throws nothing: a version whose schema cannot be
+ * compiled is left out (the CRD's own validation rejects such schemas on write).
+ */
+export function descriptorsForCRD(crd: KubeObject, opts: { includeUnserved?: boolean } = {}): ResourceDescriptor[] {
+  const spec = asObj(crd.spec);
+  const names = asObj(spec.names);
+  const group = String(spec.group);
+  const plural = String(names.plural);
+  const versions = Array.isArray(spec.versions) ? spec.versions as Obj[] : [];
+  const storageVersion = String(versions.find((v) => v.storage === true)?.name ?? versions[0]?.name);
+  const out: ResourceDescriptor[] = [];
+  for (const v of versions) {
+    if (v.served !== true && !opts.includeUnserved) continue;
+    const version = String(v.name);
+    const openAPIV3Schema = asObj(asObj(v.schema).openAPIV3Schema);
+    let schema: CompiledSchema;
+    try { schema = schemaFor(crd, version, openAPIV3Schema); } catch { continue; }
+    const subresources = asObj(v.subresources);
+    const hasStatus = subresources.status !== undefined;
+    const columns = Array.isArray(v.additionalPrinterColumns) && v.additionalPrinterColumns.length
+      ? (v.additionalPrinterColumns as Obj[]).map(printerColumn)
+      : [{ name: 'Age', type: 'date', priority: 0, description: '', cell: (o: KubeObject) => age(o.metadata.creationTimestamp) }];
+    const served = `${group}/${version}`;
+    const stored = `${group}/${storageVersion}`;
+    out.push({
+      group, version, kind: String(names.kind), listKind: String(names.listKind ?? `${names.kind}List`), plural,
+      singular: String(names.singular ?? String(names.kind).toLowerCase()),
+      namespaced: spec.scope === 'Namespaced',
+      shortNames: Array.isArray(names.shortNames) ? names.shortNames.map(String) : undefined,
+      categories: Array.isArray(names.categories) ? names.categories.map(String) : undefined,
+      verbs: ALL_VERBS, hasStatus, schema: openAPIV3Schema, columns, columnsComplete: true,
+      storage: {
+        group, plural,
+        toStorage: (o) => (o.apiVersion === stored ? o : { ...o, apiVersion: stored }),
+        fromStorage: (o) => (o.apiVersion === served ? o : { ...o, apiVersion: served }),
+      },
+      strategy: {
+        tracksGeneration: true,
+        prepareForCreate(obj) { if (hasStatus) delete obj.status; },
+        normalize(obj) {
+          const pruned = schema.prune(obj as Obj);
+          schema.applyDefaults(obj as Obj);
+          return pruned;
+        },
+        validate: (obj): StatusCause[] => schema.validate(obj as Obj),
+        validateUpdate: (obj, old): StatusCause[] => schema.validate(obj as Obj, old as Obj),
+      },
+    });
+  }
+  return out;
+}

@@ -1,0 +1,145 @@
+/**
+ * Custom resources per logical cluster with real CRDs (cert-manager, prometheus-operator) and
+ * real kubectl: CRDs become Established, their kinds are served with schema validation, CEL
+ * rules, pruning and defaulting, kubectl explain works, two logical clusters hold different
+ * versions of one CRD, and deleting a CRD deletes its resources.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { call, kubectl, sleep, startRedis, startTestServer, type TestRedis, type TestServer } from '../helpers.js';
+
+const CRDS = join(import.meta.dirname, '..', '..', '..', 'shared', 'testdata', 'crds');
+let redis: TestRedis;
+let srv: TestServer;
+let kc: (args: string[], opts?: Parameters<typeof kubectl>[2]) => ReturnType<typeof kubectl>;
+
+before(async () => {
+  redis = await startRedis();
+  srv = await startTestServer(redis);
+  kc = (args, opts) => kubectl(srv.kubeconfigPath, args, opts);
+});
+after(async () => { await srv?.stop(); await redis?.stop(); });
+
+async function waitEstablished(cluster: string, name: string): Promise<any> {
+  for (let i = 0; i < 100; i++) {
+    const r = await call(srv, srv.creds, 'GET', `/clusters/${cluster}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+    if (r.json?.status?.conditions?.some((c: any) => c.type === 'Established' && c.status === 'True')) return r.json;
+    await sleep(50);
+  }
+  throw new Error(`CRD ${name} not Established`);
+}
+
+const certificate = (name: string, spec: Record<string, unknown>) => `apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata:
+  name: ${name}
+  namespace: default
+spec: ${JSON.stringify(spec)}
+`;
+
+describe('cert-manager CRDs', () => {
+  test('apply (client-side) → Established → served, listed and explained', async () => {
+    await kc(['apply', '-f', join(CRDS, 'cert-manager')]);
+    for (const n of ['certificates', 'issuers', 'clusterissuers', 'certificaterequests']) await waitEstablished('root', `${n}.cert-manager.io`);
+    await waitEstablished('root', 'challenges.acme.cert-manager.io');
+    const res = (await kc(['api-resources', '--api-group', 'cert-manager.io', '-o', 'name'])).stdout.split('\n').filter(Boolean).sort();
+    assert.deepEqual(res, ['certificaterequests.cert-manager.io', 'certificates.cert-manager.io', 'clusterissuers.cert-manager.io', 'issuers.cert-manager.io']);
+    const explain = (await kc(['explain', 'certificate.spec.secretName'])).stdout;
+    assert.match(explain, /FIELD:\s+secretName <string>/);
+  });
+
+  test('valid Certificate accepted, shown with its printer columns; invalid ones rejected with field paths', async () => {
+    const ok = await kc(['apply', '-f', '-'], { input: certificate('good', { secretName: 'good-tls', dnsNames: ['a.example.com'], issuerRef: { name: 'ca' } }) });
+    assert.match(ok.stdout, /certificate.cert-manager.io\/good created/);
+    const table = (await kc(['get', 'certificates'])).stdout;
+    assert.match(table, /^NAME\s+READY\s+SECRET\s+AGE/);
+    assert.match(table, /^good\s+\S*\s*good-tls\s+/m);
+    const missing = await kc(['apply', '-f', '-'], { input: certificate('missing', { dnsNames: ['a.example.com'] }), allowFail: true });
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /spec.secretName: Required value/);
+    assert.match(missing.stderr, /spec.issuerRef: Required value/);
+    const wrongType = await kc(['apply', '-f', '-'], { input: certificate('wrongtype', { secretName: 'x', issuerRef: { name: 'ca' }, dnsNames: 'not-a-list' }), allowFail: true });
+    assert.notEqual(wrongType.code, 0);
+    assert.match(wrongType.stderr, /spec.dnsNames/);
+    const unknown = await kc(['apply', '-f', '-'], { input: certificate('unknown', { secretName: 'x', issuerRef: { name: 'ca' }, bogus: 1 }), allowFail: true });
+    assert.match(unknown.stderr, /unknown field "spec.bogus"/, 'kubectl asks for Strict field validation');
+    const pruned = await call(srv, srv.creds, 'POST', '/clusters/root/apis/cert-manager.io/v1/namespaces/default/certificates?fieldValidation=Ignore',
+      { apiVersion: 'cert-manager.io/v1', kind: 'Certificate', metadata: { name: 'pruned' }, spec: { secretName: 'x', issuerRef: { name: 'ca' }, bogus: 1 } });
+    assert.equal(pruned.status, 201, pruned.body);
+    assert.equal(pruned.json.spec.bogus, undefined);
+    assert.equal(pruned.json.metadata.generation, 1);
+  });
+
+  test('the Issuer CEL rule ("exactly one of …") is enforced', async () => {
+    const issuer = (spec: Record<string, unknown>) => ({ apiVersion: 'cert-manager.io/v1', kind: 'Issuer', metadata: { name: 'i' }, spec });
+    const tpp = { url: 'https://tpp.example.com', credentialsRef: { name: 'creds' } };
+    const cloud = { apiTokenSecretRef: { name: 'token', key: 'k' } };
+    const url = '/clusters/root/apis/cert-manager.io/v1/namespaces/default/issuers';
+    const two = await call(srv, srv.creds, 'POST', url, issuer({ venafi: { zone: 'z', tpp, cloud } }));
+    assert.equal(two.status, 422, two.body);
+    assert.equal(two.json.reason, 'Invalid');
+    assert.deepEqual(two.json.details.causes.map((c: any) => c.field), ['spec.venafi']);
+    assert.match(two.json.message, /exactly one of tpp, cloud, or ngts must be configured/);
+    const none = await call(srv, srv.creds, 'POST', url, issuer({ venafi: { zone: 'z' } }));
+    assert.equal(none.status, 422);
+    const one = await call(srv, srv.creds, 'POST', url, issuer({ venafi: { zone: 'z', tpp } }));
+    assert.equal(one.status, 201, one.body);
+  });
+
+  test('deleting the CRD deletes its custom resources', async () => {
+    await kc(['delete', 'crd', 'certificates.cert-manager.io', '--timeout=30s']);
+    const gone = await call(srv, srv.creds, 'GET', '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions/certificates.cert-manager.io');
+    assert.equal(gone.status, 404);
+    assert.equal((await call(srv, srv.creds, 'GET', '/clusters/root/apis/cert-manager.io/v1/namespaces/default/certificates')).status, 404);
+    // Re-created, it starts empty: the old objects were deleted with it.
+    await kc(['apply', '-f', join(CRDS, 'cert-manager', 'cert-manager.io_certificates.yaml')]);
+    await waitEstablished('root', 'certificates.cert-manager.io');
+    const list = await call(srv, srv.creds, 'GET', '/clusters/root/apis/cert-manager.io/v1/certificates');
+    assert.equal(list.status, 200);
+    assert.deepEqual(list.json.items, []);
+  });
+});
+
+describe('prometheus-operator CRDs', () => {
+  test('prometheuses is over the annotation limit for client-side apply, and creates fine', async () => {
+    const file = join(CRDS, 'prometheus-operator', 'monitoring.coreos.com_prometheuses.yaml');
+    const r = await kc(['apply', '-f', file], { allowFail: true });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /metadata.annotations: Too long: must have at most 262144 bytes/);
+    await kc(['create', '-f', file]);
+    await waitEstablished('root', 'prometheuses.monitoring.coreos.com');
+    const p = await call(srv, srv.creds, 'POST', '/clusters/root/apis/monitoring.coreos.com/v1/namespaces/default/prometheuses', { apiVersion: 'monitoring.coreos.com/v1', kind: 'Prometheus', metadata: { name: 'p' }, spec: { replicas: 1 } });
+    assert.equal(p.status, 201, p.body);
+  });
+});
+
+describe('logical clusters hold their own CRDs', () => {
+  test('same group and kind, different versions and schemas, each enforced', async () => {
+    const crd = (version: string, field: string) => ({
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.example.com' },
+      spec: {
+        group: 'example.com', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+        versions: [{ name: version, served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', required: [field], properties: { [field]: { type: 'string' }, size: { type: 'integer', default: 3 } } } } } } }],
+      },
+    });
+    for (const [c, v, f] of [['wa', 'v1', 'color'], ['wb', 'v2', 'shape']] as const) {
+      assert.equal((await call(srv, srv.masters, 'POST', `/clusters/${c}/apis/core.kcp.io/v1alpha1/logicalclusters`, { metadata: { name: 'cluster' } })).status, 201);
+      await call(srv, srv.creds, 'POST', `/clusters/${c}/api/v1/namespaces`, { metadata: { name: 'default' } });
+      const r = await call(srv, srv.creds, 'POST', `/clusters/${c}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, crd(v, f));
+      assert.equal(r.status, 201, r.body);
+      await waitEstablished(c, 'widgets.example.com');
+    }
+    const w = (v: string, spec: object) => ({ apiVersion: `example.com/${v}`, kind: 'Widget', metadata: { name: 'w' }, spec });
+    const a = await call(srv, srv.creds, 'POST', '/clusters/wa/apis/example.com/v1/namespaces/default/widgets', w('v1', { color: 'red' }));
+    assert.equal(a.status, 201, a.body);
+    assert.equal(a.json.spec.size, 3, 'default applied');
+    assert.equal((await call(srv, srv.creds, 'POST', '/clusters/wa/apis/example.com/v1/namespaces/default/widgets', { ...w('v1', { shape: 'round' }), metadata: { name: 'w2' } })).status, 422);
+    assert.equal((await call(srv, srv.creds, 'GET', '/clusters/wa/apis/example.com/v2/namespaces/default/widgets')).status, 404);
+    const b = await call(srv, srv.creds, 'POST', '/clusters/wb/apis/example.com/v2/namespaces/default/widgets', w('v2', { shape: 'round' }));
+    assert.equal(b.status, 201, b.body);
+    assert.equal((await call(srv, srv.creds, 'POST', '/clusters/wb/apis/example.com/v2/namespaces/default/widgets', { ...w('v2', { color: 'red' }), metadata: { name: 'w2' } })).status, 422);
+    assert.equal((await call(srv, srv.creds, 'GET', '/clusters/root/apis/example.com/v1/namespaces/default/widgets')).status, 404);
+  });
+});
