@@ -81,6 +81,11 @@ export function descriptorsForCRD(crd: KubeObject, opts: { includeUnserved?: boo
     try { schema = schemaFor(crd, version, openAPIV3Schema); } catch { continue; }
     const subresources = asObj(v.subresources);
     const hasStatus = subresources.status !== undefined;
+    const scaleSpec = asObj(subresources.scale);
+    const scale = subresources.scale === undefined ? undefined : {
+      specReplicasPath: String(scaleSpec.specReplicasPath), statusReplicasPath: String(scaleSpec.statusReplicasPath),
+      labelSelectorPath: scaleSpec.labelSelectorPath === undefined ? undefined : String(scaleSpec.labelSelectorPath),
+    };
     const columns = Array.isArray(v.additionalPrinterColumns) && v.additionalPrinterColumns.length
       ? (v.additionalPrinterColumns as Obj[]).map(printerColumn)
       : [{ name: 'Age', type: 'date', priority: 0, description: '', cell: (o: KubeObject) => age(o.metadata.creationTimestamp) }];
@@ -92,7 +97,7 @@ export function descriptorsForCRD(crd: KubeObject, opts: { includeUnserved?: boo
       namespaced: spec.scope === 'Namespaced',
       shortNames: Array.isArray(names.shortNames) ? names.shortNames.map(String) : undefined,
       categories: Array.isArray(names.categories) ? names.categories.map(String) : undefined,
-      verbs: ALL_VERBS, hasStatus, schema: openAPIV3Schema, columns, columnsComplete: true,
+      verbs: ALL_VERBS, hasStatus, scale, schema: openAPIV3Schema, columns, columnsComplete: true,
       storage: {
         group, plural,
         toStorage: (o) => (o.apiVersion === stored ? o : { ...o, apiVersion: stored }),

@@ -74,6 +74,8 @@ export interface ResourceDescriptor {
   verbs: string[];
   /** Whether `/status` is served. */
   hasStatus?: boolean;
+  /** The `/scale` subresource (custom resources): where replicas and the selector live. */
+  scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
   /**
    * Virtual resources (reviews) are create-only and never stored: `create` returns the computed
    * object.

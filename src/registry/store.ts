@@ -428,7 +428,7 @@ export class Store {
         throw invalid(this.desc.kind, this.desc.group, o.name!, [{ reason: 'FieldValueForbidden', field: 'metadata.finalizers', message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}` }]);
       }
     }
-    if (this.desc.strategy?.tracksGeneration && !subresource && specChanged(old, merged)) m.generation = (o.generation ?? 1) + 1;
+    if (this.desc.strategy?.tracksGeneration && (!subresource || subresource === 'scale') && specChanged(old, merged)) m.generation = (o.generation ?? 1) + 1;
     this.validate(merged, old);
     m.resourceVersion = oldRv;
     if (sameContent(old, merged)) return JSON.stringify(old);
@@ -510,6 +510,61 @@ export class Store {
   }
 
   /**
+   * The `scale` subresource of a custom resource: an `autoscaling/v1` Scale whose
+   * `spec.replicas` and `status.replicas`/`status.selector` are read from the CRD's
+   * `specReplicasPath`, `statusReplicasPath` and `labelSelectorPath`.
+   */
+  private toScale(obj: KubeObject): KubeObject {
+    const sc = this.desc.scale!;
+    const m = obj.metadata;
+    const status: Record<string, unknown> = { replicas: Number(readPath(obj, sc.statusReplicasPath) ?? 0) };
+    if (sc.labelSelectorPath) { const sel = readPath(obj, sc.labelSelectorPath); if (typeof sel === 'string') status.selector = sel; }
+    return {
+      kind: 'Scale', apiVersion: 'autoscaling/v1',
+      metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, creationTimestamp: m.creationTimestamp },
+      spec: { replicas: Number(readPath(obj, sc.specReplicasPath) ?? 0) },
+      status,
+    };
+  }
+
+  /** GET of `/scale`. */
+  async getScale(scope: RequestScope, name: string): Promise<string> {
+    return JSON.stringify(this.toScale(this.decode(await this.get(scope, name))));
+  }
+
+  /**
+   * PUT of `/scale`: sets the replicas of the object (422 unless a non-negative integer); the
+   * Scale's resourceVersion is a precondition.
+   */
+  async updateScale(scope: RequestScope, name: string, body: unknown): Promise<string> {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the body of the request must be a Scale object');
+    const scale = body as KubeObject & { spec?: { replicas?: unknown } };
+    if (scale.kind !== undefined && scale.kind !== 'Scale') throw badRequest(`the kind of the provided object "${String(scale.kind)}" does not match the expected kind "Scale"`);
+    const replicas = scale.spec?.replicas;
+    if (!Number.isInteger(replicas) || (replicas as number) < 0) {
+      throw invalid('Scale', 'autoscaling', name, [{ reason: 'FieldValueInvalid', field: 'spec.replicas', message: `Invalid value: ${JSON.stringify(replicas ?? null)}: must be greater than or equal to 0` }]);
+    }
+    const key = this.objectKey(scope, name);
+    const old = await this.readCurrent(key);
+    if (old === null) throw notFound(this.gr, name);
+    const next = deepClone(old);
+    writePath(next, this.desc.scale!.specReplicasPath, replicas);
+    const json = await this.applyUpdate(scope, key, old, next, 'scale', scale.metadata?.resourceVersion);
+    return JSON.stringify(this.toScale(JSON.parse(json) as KubeObject));
+  }
+
+  /** PATCH of `/scale`: the patch applies to the Scale view, then as `updateScale`. */
+  async patchScale(scope: RequestScope, name: string, contentType: string, patchBody: Buffer): Promise<string> {
+    let patch: unknown;
+    try { patch = JSON.parse(patchBody.toString('utf8')); } catch (e) { throw badRequest(`error decoding patch: ${(e as Error).message}`); }
+    const current = this.toScale(this.decode(await this.get(scope, name)));
+    const patched = contentType === PATCH_TYPES.strategic ? strategicMergePatch(current, patch, OBJECT_META_PATCH_META) : this.applyPatch(current, contentType, patch);
+    const result = patched as KubeObject;
+    if (result?.metadata?.resourceVersion === current.metadata.resourceVersion) delete result.metadata.resourceVersion;
+    return this.updateScale(scope, name, result);
+  }
+
+  /**
    * Delete: preconditions (uid, resourceVersion) → 409; with finalizers (or a strategy that
    * holds deletion) the object gets `deletionTimestamp` and stays until they are removed.
    */
@@ -557,6 +612,27 @@ export class Store {
     }
     return removed;
   }
+}
+
+/** Reads a simple `.a.b.c` path (CRD scale paths). */
+function readPath(obj: unknown, path: string): unknown {
+  let cur = obj;
+  for (const p of path.split('.').filter(Boolean)) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<string, unknown>)[p];
+  }
+  return cur;
+}
+
+/** Writes a simple `.a.b.c` path, creating objects on the way. */
+function writePath(obj: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split('.').filter(Boolean);
+  let cur = obj;
+  for (const p of parts.slice(0, -1)) {
+    if (cur[p] === null || typeof cur[p] !== 'object') cur[p] = {};
+    cur = cur[p] as Record<string, unknown>;
+  }
+  cur[parts[parts.length - 1]!] = value;
 }
 
 /** Sort key matching WatchCache order (cluster, namespace, name). */

@@ -192,7 +192,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   const desc = store.desc;
   // Subresources
   if (info.subresource) {
-    const ok = (info.subresource === 'status' && desc.hasStatus) || (info.subresource === 'finalize' && desc.group === '' && desc.plural === 'namespaces' && info.verb === 'update');
+    const ok = (info.subresource === 'status' && desc.hasStatus) || (info.subresource === 'scale' && desc.scale !== undefined) || (info.subresource === 'finalize' && desc.group === '' && desc.plural === 'namespaces' && info.verb === 'update');
     if (!ok) throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
     if (!['get', 'update', 'patch'].includes(info.verb)) throw methodNotAllowed(`the server does not allow this method on the requested resource`);
   }
@@ -235,6 +235,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   switch (info.verb) {
     case 'get': {
       const out = negotiateOutput(accept, false);
+      if (info.subresource === 'scale') return send(reply, 200, await store.getScale(scope, info.name), out);
       const json = await store.get(scope, info.name);
       return sendObject(reply, 200, json, store.desc, out, query);
     }
@@ -298,6 +299,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     case 'update': {
       const out = negotiateOutput(accept, false);
       const obj = decodeBody(req.headers['content-type'], body);
+      if (info.subresource === 'scale') return send(reply, 200, await store.updateScale(scope, info.name, obj), out);
       const res = await store.update(scope, info.name, obj, info.subresource || undefined);
       addWarnings();
       return sendObject(reply, res.created ? 201 : 200, res.json, desc, out, query);
@@ -309,6 +311,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
         throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.json}, ${PATCH_TYPES.merge}, ${PATCH_TYPES.strategic}`);
       }
       if (!body?.length) throw badRequest('the patch body is empty');
+      if (info.subresource === 'scale') return send(reply, 200, await store.patchScale(scope, info.name, ct, body), out);
       const json = await store.patch(scope, info.name, ct, body, info.subresource || undefined);
       addWarnings();
       return sendObject(reply, 200, json, desc, out, query);

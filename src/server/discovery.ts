@@ -39,9 +39,10 @@ export function apiGroupDoc(descs: ResourceDescriptor[], group: string): object 
 }
 
 /** Subresources served for a descriptor, with their verbs. */
-function subresourcesOf(d: ResourceDescriptor): { name: string; verbs: string[] }[] {
-  const subs: { name: string; verbs: string[] }[] = [];
+function subresourcesOf(d: ResourceDescriptor): { name: string; verbs: string[]; kind?: { group: string; version: string; kind: string } }[] {
+  const subs: { name: string; verbs: string[]; kind?: { group: string; version: string; kind: string } }[] = [];
   if (d.hasStatus) subs.push({ name: 'status', verbs: ['get', 'patch', 'update'] });
+  if (d.scale) subs.push({ name: 'scale', verbs: ['get', 'patch', 'update'], kind: { group: 'autoscaling', version: 'v1', kind: 'Scale' } });
   if (d.group === '' && d.plural === 'namespaces') subs.push({ name: 'finalize', verbs: ['update'] });
   return subs;
 }
@@ -56,7 +57,9 @@ export function apiResourceList(descs: ResourceDescriptor[], group: string, vers
     if (d.shortNames?.length) r.shortNames = d.shortNames;
     if (d.categories?.length) r.categories = d.categories;
     resources.push(r);
-    for (const s of subresourcesOf(d)) resources.push({ name: `${d.plural}/${s.name}`, singularName: '', namespaced: d.namespaced, kind: d.kind, verbs: s.verbs });
+    for (const s of subresourcesOf(d)) {
+      resources.push({ name: `${d.plural}/${s.name}`, singularName: '', namespaced: d.namespaced, kind: s.kind?.kind ?? d.kind, verbs: s.verbs, ...(s.kind ? { group: s.kind.group, version: s.kind.version } : {}) });
+    }
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: group ? `${group}/${version}` : version, resources };
 }
@@ -82,7 +85,7 @@ export function aggregatedDiscovery(descs: ResourceDescriptor[], legacy: boolean
         if (d.shortNames?.length) r.shortNames = d.shortNames;
         if (d.categories?.length) r.categories = d.categories;
         const subs = subresourcesOf(d);
-        if (subs.length) r.subresources = subs.map((s) => ({ subresource: s.name, responseKind: { group: d.group, version: d.version, kind: d.kind }, verbs: s.verbs }));
+        if (subs.length) r.subresources = subs.map((s) => ({ subresource: s.name, responseKind: s.kind ?? { group: d.group, version: d.version, kind: d.kind }, verbs: s.verbs }));
         return r;
       }),
     })),

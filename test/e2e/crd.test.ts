@@ -143,3 +143,39 @@ describe('logical clusters hold their own CRDs', () => {
     assert.equal((await call(srv, srv.creds, 'GET', '/clusters/root/apis/example.com/v1/namespaces/default/widgets')).status, 404);
   });
 });
+
+describe('subresources of custom resources', () => {
+  test('status and scale (kubectl scale)', async () => {
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'pools.example.org' },
+      spec: {
+        group: 'example.org', scope: 'Namespaced', names: { plural: 'pools', singular: 'pool', kind: 'Pool', shortNames: ['pl'] },
+        versions: [{
+          name: 'v1', served: true, storage: true,
+          subresources: { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' } },
+          additionalPrinterColumns: [{ name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' }],
+          schema: { openAPIV3Schema: { type: 'object', properties: {
+            spec: { type: 'object', properties: { replicas: { type: 'integer', minimum: 0 } } },
+            status: { type: 'object', properties: { replicas: { type: 'integer' }, selector: { type: 'string' } } },
+          } } },
+        }],
+      },
+    };
+    assert.equal((await call(srv, srv.creds, 'POST', '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status, 201);
+    await waitEstablished('root', 'pools.example.org');
+    const base = '/clusters/root/apis/example.org/v1/namespaces/default/pools';
+    const created = await call(srv, srv.creds, 'POST', base, { apiVersion: 'example.org/v1', kind: 'Pool', metadata: { name: 'p' }, spec: { replicas: 1 }, status: { replicas: 9 } });
+    assert.equal(created.status, 201, created.body);
+    assert.equal(created.json.status, undefined, 'status is not set on create');
+    const st = await call(srv, srv.creds, 'PUT', `${base}/p/status`, { ...created.json, status: { replicas: 1, selector: 'app=p' } });
+    assert.equal(st.status, 200, st.body);
+    await kc(['scale', 'pool', 'p', '--replicas=4']);
+    const scale = await call(srv, srv.creds, 'GET', `${base}/p/scale`);
+    assert.deepEqual([scale.json.kind, scale.json.apiVersion, scale.json.spec.replicas, scale.json.status], ['Scale', 'autoscaling/v1', 4, { replicas: 1, selector: 'app=p' }]);
+    const obj = (await call(srv, srv.creds, 'GET', `${base}/p`)).json;
+    assert.equal(obj.spec.replicas, 4);
+    assert.equal(obj.metadata.generation, 2);
+    assert.equal((await call(srv, srv.creds, 'PUT', `${base}/p/scale`, { ...scale.json, spec: { replicas: -1 } })).status, 422);
+    assert.match((await kc(['get', 'pl'])).stdout, /^p\s+4\s*$/m);
+  });
+});
