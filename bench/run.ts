@@ -2,7 +2,8 @@
  * kcp-ts benchmarks: `npm run bench [-- <scenario>...]` (docs/benchmarks.md).
  *
  * Scenarios: startup, create, get, list, watch, memory (the issue's figures) and the extra
- * watch-fanout, list-10k and redis-ceiling. Without arguments all run in that order.
+ * watch-fanout, list-10k and redis-ceiling; crd-apply and cr-create for custom resources.
+ * Without arguments all run in that order.
  * Each scenario starts its own server child (bench/server-child.ts, embedded Redis with AOF
  * appendfsync always, fresh root directory) so the load generator (this process) and the server
  * each have their own core; results go to stdout and bench/results.json (merged per scenario).
@@ -15,12 +16,13 @@
  * (experiment: ioredis auto-pipelining in the server, see bench/server-child.ts).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { parse as parseYaml } from 'yaml';
 import { closeClients, clientKind, makeClients, type Client } from './lib/client.js';
 import { runCount, runLoad, summarize, type LoadResult, type Req } from './lib/load.js';
 import { cpuSecondsOf, freshRoot, killAllSync, removeRoot, startServerProc, waitForQuiet, type ServerProc } from './lib/procs.js';
@@ -414,6 +416,75 @@ async function redisCeiling(): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Custom resources (issue: custom resources per logical cluster)
+
+const CRD_DIR = join(BENCH_DIR, '..', '..', 'shared', 'testdata', 'crds');
+
+function crdBodies(dir: string): string[] {
+  return readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort().map((f) => JSON.stringify(parseYaml(readFileSync(join(dir, f), 'utf8'))));
+}
+
+async function waitEstablished(c: Client, names: string[]): Promise<void> {
+  for (const n of names) {
+    for (;;) {
+      const r = await c.request('GET', `/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${n}`);
+      const conds = (JSON.parse(r.body.toString()) as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? [];
+      if (conds.some((x) => x.type === 'Established' && x.status === 'True')) break;
+      await sleep(5);
+    }
+  }
+}
+
+/** Creating the five prometheus-operator CRDs (≈ 3.4 MB of YAML) until all are Established. */
+async function crdApply(): Promise<void> {
+  const bodies = crdBodies(join(CRD_DIR, 'prometheus-operator'));
+  const names = bodies.map((b) => (JSON.parse(b) as { metadata: { name: string } }).metadata.name);
+  const bytes = bodies.reduce((n, b) => n + b.length, 0);
+  const runs: number[] = [];
+  for (let r = 0; r < 3; r++) {
+    await withServer('crd-apply', async (s) => {
+      await waitForQuiet();
+      const c = makeClients(s.url, s.creds, 1)[0]!;
+      try {
+        const t0 = performance.now();
+        for (const b of bodies) await mustOk(c, 'POST', '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions?fieldValidation=Strict', b);
+        await waitEstablished(c, names);
+        runs.push(performance.now() - t0);
+      } finally { c.close(); }
+    });
+  }
+  const med = median(runs);
+  results['crd-apply'] = { crds: names.length, jsonBytes: bytes, runsMs: runs.map((x) => round(x, 1)), medianMs: round(med, 1) };
+  rows.push({ scenario: 'crd-apply', figure: `create ${names.length} prometheus-operator CRDs → Established (${(bytes / 1e6).toFixed(1)} MB JSON)`, value: `${round(med, 0)} ms`, target: '< 2,000 ms', met: med < 2000 ? 'yes' : 'NO', detail: `runs ${runs.map((x) => round(x, 0)).join('/')} ms; one client, sequential creates` });
+}
+
+/** Validated custom resources: cert-manager Certificate creates/s. */
+async function crCreate(): Promise<void> {
+  await withServer('cr-create', async (s) => {
+    const admin = makeClients(s.url, s.creds, 1)[0]!;
+    const crd = crdBodies(join(CRD_DIR, 'cert-manager')).find((b) => b.includes('"certificates.cert-manager.io"'))!;
+    await mustOk(admin, 'POST', '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    await waitEstablished(admin, ['certificates.cert-manager.io']);
+    await createNamespace(admin, 'bench');
+    admin.close();
+    const clients = makeClients(s.url, s.creds, CONCURRENCY);
+    const cert = (name: string) => JSON.stringify({
+      apiVersion: 'cert-manager.io/v1', kind: 'Certificate', metadata: { name },
+      spec: { secretName: `${name}-tls`, dnsNames: [`${name}.example.com`], duration: '2160h', issuerRef: { name: 'ca', kind: 'ClusterIssuer' }, privateKey: { algorithm: 'ECDSA', size: 256 } },
+    });
+    try {
+      const { best: r, runs, busyBefore } = await repeated((run) => runLoad({
+        clients, warmupMs: warmup(run), durationMs: DURATION_MS, cpu: s.cpu,
+        next: (c, i): Req => ({ method: 'POST', path: '/clusters/root/apis/cert-manager.io/v1/namespaces/bench/certificates', body: cert(`c-${run}-${c}-${i}`) }),
+        ok: (st) => st === 201,
+      }));
+      results['cr-create'] = { ...loadJson(r), runsOpsPerSec: runs, machineBusyBeforePct: busyBefore };
+      rows.push({ scenario: 'cr-create', figure: `cert-manager Certificate creates/s, ${CONCURRENCY} clients`, value: fmtInt(r.opsPerSec), target: '≥ 3,000/s', met: r.opsPerSec >= 3000 ? 'yes' : 'NO', detail: loadDetail(r) });
+    } finally { closeClients(clients); }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 
 const SCENARIOS: Record<string, () => Promise<void>> = {
   startup,
@@ -425,6 +496,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'watch-fanout': () => watchScenario('watch-fanout', 1, Number(process.env.BENCH_FANOUT_RATE ?? 20)),
   'list-10k': () => listScenario('list-10k', 10_000),
   'redis-ceiling': redisCeiling,
+  'crd-apply': crdApply,
+  'cr-create': crCreate,
 };
 
 function printTable(): void {
