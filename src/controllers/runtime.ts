@@ -11,6 +11,9 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { CacheEntry, EventType, WatchCache } from '../storage/watchcache.js';
+import { StatusError } from '../apimachinery/errors.js';
+import type { KubeObject } from '../apimachinery/meta.js';
+import type { RequestScope, Store } from '../registry/store.js';
 
 /** Outcome of one reconcile. */
 export interface ReconcileResult {
@@ -107,4 +110,32 @@ export function informer(cache: WatchCache, groupResource: string, controller: P
   });
   syncAll();
   return unsubscribe;
+}
+
+/** Reads an object through its store; undefined when it does not exist (404). */
+export async function getIfExists(store: Store, scope: RequestScope, name: string): Promise<KubeObject | undefined> {
+  try {
+    return store.decode(await store.get(scope, name));
+  } catch (err) {
+    if (err instanceof StatusError && err.code === 404) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Deletes every object of a store in a scope (all namespaces when the scope has none); returns
+ * how many are still there, held by finalizers. Objects already gone are skipped.
+ */
+export async function deleteAll(store: Store, scope: RequestScope): Promise<number> {
+  let pending = 0;
+  const { items } = await store.list(scope, {});
+  for (const e of items) {
+    try {
+      const res = await store.delete({ ...scope, namespace: e.namespace || scope.namespace }, e.name);
+      if (!res.deleted) pending++;
+    } catch (err) {
+      if (!(err instanceof StatusError && err.code === 404)) throw err;
+    }
+  }
+  return pending;
 }

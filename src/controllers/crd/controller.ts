@@ -8,13 +8,12 @@
  *
  * Keys are `<cluster>|<crd name>`.
  */
-import { StatusError } from '../../apimachinery/errors.js';
 import { nowRFC3339, type KubeObject } from '../../apimachinery/meta.js';
 import { acceptNames } from '../../apiextensions/crdvalidation.js';
 import { CRD_GR } from '../../apiextensions/customresources.js';
 import type { RequestScope, Store } from '../../registry/store.js';
 import type { WatchCache } from '../../storage/watchcache.js';
-import type { ReconcileResult } from '../runtime.js';
+import { deleteAll, getIfExists, type ReconcileResult } from '../runtime.js';
 import { splitKey } from '../namespace/controller.js';
 
 /** Finalizer that holds a CRD until its custom resources are deleted. */
@@ -44,13 +43,8 @@ function setCondition(conds: Condition[], c: Condition): Condition[] {
 export function crdReconciler(deps: CRDReconcilerDeps) {
   return async (key: string): Promise<ReconcileResult | void> => {
     const [cluster, name] = splitKey(key);
-    let crd: KubeObject;
-    try {
-      crd = JSON.parse(await deps.crds.get(deps.scope(cluster), name)) as KubeObject;
-    } catch (err) {
-      if (err instanceof StatusError && err.code === 404) return;
-      throw err;
-    }
+    const crd = await getIfExists(deps.crds, deps.scope(cluster), name);
+    if (!crd) return;
     if (crd.metadata.deletionTimestamp) return finalize(deps, cluster, crd);
 
     const spec = asObj(crd.spec);
@@ -85,18 +79,7 @@ async function finalize(deps: CRDReconcilerDeps, cluster: string, crd: KubeObjec
   if (!finalizers.includes(CRD_CLEANUP_FINALIZER)) return;
   // The CRD no longer serves its resources while terminating; clean up through its storage.
   const store = deps.customResources(crd);
-  let remaining = 0;
-  if (store) {
-    const { items } = await store.list(deps.scope(cluster), {});
-    for (const e of items) {
-      try {
-        const res = await store.delete(deps.scope(cluster, e.namespace || undefined), e.name);
-        if (!res.deleted) remaining++;
-      } catch (err) {
-        if (!(err instanceof StatusError && err.code === 404)) throw err;
-      }
-    }
-  }
+  const remaining = store ? await deleteAll(store, deps.scope(cluster)) : 0;
   if (remaining > 0) return { requeueAfterMs: 1000 };
   const next = { ...crd, metadata: { ...crd.metadata, finalizers: finalizers.filter((f) => f !== CRD_CLEANUP_FINALIZER) } };
   await deps.crds.update(deps.scope(cluster), String(crd.metadata.name), next);

@@ -7,11 +7,10 @@
  *
  * Keys are `<cluster>|<namespace name>`.
  */
-import type { KubeObject } from '../../apimachinery/meta.js';
 import { StatusError } from '../../apimachinery/errors.js';
 import type { RequestScope, Store } from '../../registry/store.js';
 import type { WatchCache } from '../../storage/watchcache.js';
-import type { ReconcileResult } from '../runtime.js';
+import { deleteAll, getIfExists, type ReconcileResult } from '../runtime.js';
 
 /** Dependencies of the reconciler, as plain functions and values (tested without mocks). */
 export interface NamespaceReconcilerDeps {
@@ -36,29 +35,12 @@ export function splitKey(key: string): [string, string] {
 export function namespaceReconciler(deps: NamespaceReconcilerDeps) {
   return async (key: string): Promise<ReconcileResult | void> => {
     const [cluster, name] = splitKey(key);
-    let ns: KubeObject;
-    try {
-      ns = JSON.parse(await deps.namespaces.get(deps.scope(cluster), name)) as KubeObject;
-    } catch (err) {
-      if (err instanceof StatusError && err.code === 404) return;
-      throw err;
-    }
-    if (!ns.metadata.deletionTimestamp) return;
+    const ns = await getIfExists(deps.namespaces, deps.scope(cluster), name);
+    if (!ns?.metadata.deletionTimestamp) return;
     const finalizers = ((ns.spec as { finalizers?: string[] } | undefined)?.finalizers) ?? [];
     if (!finalizers.includes('kubernetes')) return;
     let remaining = 0;
-    for (const store of deps.namespacedStores(cluster)) {
-      const scope = deps.scope(cluster, name);
-      const { items } = await store.list(scope, {});
-      for (const e of items) {
-        try {
-          const res = await store.delete(scope, e.name);
-          if (!res.deleted) remaining++;
-        } catch (err) {
-          if (!(err instanceof StatusError && err.code === 404)) throw err;
-        }
-      }
-    }
+    for (const store of deps.namespacedStores(cluster)) remaining += await deleteAll(store, deps.scope(cluster, name));
     if (remaining > 0) return { requeueAfterMs: 1000 };
     const next = { ...ns, spec: { ...(ns.spec as object), finalizers: finalizers.filter((f) => f !== 'kubernetes') } };
     try {
