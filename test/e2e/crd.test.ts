@@ -179,3 +179,42 @@ describe('subresources of custom resources', () => {
     assert.match((await kc(['get', 'pl'])).stdout, /^p\s+4\s*$/m);
   });
 });
+
+describe('versions and schema changes', () => {
+  test('two served versions share storage (conversion None); a schema update applies to later writes', async () => {
+    const schema = (required: string[]) => ({ openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', required, properties: { a: { type: 'string' }, b: { type: 'string' } } } } } });
+    const crd = (required: string[], rv?: string) => ({
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'gadgets.example.net', ...(rv ? { resourceVersion: rv } : {}) },
+      spec: {
+        group: 'example.net', scope: 'Cluster', names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' },
+        versions: [
+          { name: 'v1', served: true, storage: true, schema: schema(required) },
+          { name: 'v2beta1', served: true, storage: false, schema: schema(required) },
+        ],
+      },
+    });
+    const CRDS_URL = '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+    assert.equal((await call(srv, srv.creds, 'POST', CRDS_URL, crd(['a']))).status, 201);
+    await waitEstablished('root', 'gadgets.example.net');
+    const made = await call(srv, srv.creds, 'POST', '/clusters/root/apis/example.net/v2beta1/gadgets', { apiVersion: 'example.net/v2beta1', kind: 'Gadget', metadata: { name: 'g' }, spec: { a: 'x' } });
+    assert.equal(made.status, 201, made.body);
+    assert.equal(made.json.apiVersion, 'example.net/v2beta1');
+    const v1 = await call(srv, srv.creds, 'GET', '/clusters/root/apis/example.net/v1/gadgets/g');
+    assert.equal(v1.json.apiVersion, 'example.net/v1');
+    assert.equal(v1.json.metadata.uid, made.json.metadata.uid);
+    const list = await call(srv, srv.creds, 'GET', '/clusters/root/apis/example.net/v2beta1/gadgets');
+    assert.deepEqual(list.json.items.map((i: any) => i.apiVersion), ['example.net/v2beta1']);
+    // Make spec.b required: later writes are checked against the new schema.
+    const current = (await call(srv, srv.creds, 'GET', `${CRDS_URL}/gadgets.example.net`)).json;
+    const upd = await call(srv, srv.creds, 'PUT', `${CRDS_URL}/gadgets.example.net`, { ...crd(['a', 'b'], current.metadata.resourceVersion), status: current.status });
+    assert.equal(upd.status, 200, upd.body);
+    let r = { status: 0 } as Awaited<ReturnType<typeof call>>;
+    for (let i = 0; i < 50; i++) {
+      r = await call(srv, srv.creds, 'POST', '/clusters/root/apis/example.net/v1/gadgets', { apiVersion: 'example.net/v1', kind: 'Gadget', metadata: { name: `h${i}` }, spec: { a: 'x' } });
+      if (r.status === 422) break;
+      await sleep(20);
+    }
+    assert.equal(r.status, 422);
+    assert.match(r.json.message, /spec.b: Required value/);
+  });
+});
