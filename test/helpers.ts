@@ -14,6 +14,12 @@ import { startServer, type RunningServer, type ServerOptions } from '../src/inde
 
 const execFileP = promisify(execFile);
 
+/**
+ * Real input nobody on this project wrote (cert-manager and prometheus-operator CRDs): the
+ * `shared/testdata/crds` folder beside the repository.
+ */
+export const TESTDATA_CRDS = join(import.meta.dirname, '..', '..', 'shared', 'testdata', 'crds');
+
 /** A free loopback TCP port. */
 export async function freePort(): Promise<number> {
   return new Promise((res, rej) => {

@@ -9,8 +9,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, kubectl, sleep, startRedis, startTestServer, type TestRedis, type TestServer } from '../helpers.js';
+import { TESTDATA_CRDS } from '../helpers.js';
 
-const CRDS = join(import.meta.dirname, '..', '..', '..', 'shared', 'testdata', 'crds');
+const CRDS = TESTDATA_CRDS;
 let redis: TestRedis;
 let srv: TestServer;
 let kc: (args: string[], opts?: Parameters<typeof kubectl>[2]) => ReturnType<typeof kubectl>;

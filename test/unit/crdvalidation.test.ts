@@ -5,10 +5,11 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { StatusCause } from '../../src/apimachinery/errors.js';
 import { acceptNames, applyCRDDefaults, validateCRD, WEBHOOK_CONVERSION_UNSUPPORTED } from '../../src/apiextensions/crdvalidation.js';
+import { TESTDATA_CRDS } from '../helpers.js';
 
 type Obj = Record<string, any>;
 
-const TESTDATA = '/work/shared/testdata/crds';
+const TESTDATA = TESTDATA_CRDS;
 
 function loadTestdata(): Array<{ file: string; crd: Obj }> {
   const out: Array<{ file: string; crd: Obj }> = [];

@@ -4,8 +4,9 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import type { StatusCause } from '../../src/apimachinery/errors.js';
 import { compileSchema, compileSchemaEagerly } from '../../src/apiextensions/schema.js';
+import { TESTDATA_CRDS } from '../helpers.js';
 
-const CRDS = '/work/shared/testdata/crds';
+const CRDS = TESTDATA_CRDS;
 
 type Obj = Record<string, any>;
 

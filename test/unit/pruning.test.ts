@@ -15,8 +15,10 @@ import {
   unknownFieldsError,
   unknownFieldsPatchError,
 } from '../../src/apimachinery/pruning.js';
+import { TESTDATA_CRDS } from '../helpers.js';
+import { join } from 'node:path';
 
-const CERTIFICATES_CRD = '/work/shared/testdata/crds/cert-manager/cert-manager.io_certificates.yaml';
+const CERTIFICATES_CRD = join(TESTDATA_CRDS, 'cert-manager', 'cert-manager.io_certificates.yaml');
 
 function schemaOf(group: string, version: string, kind: string): object {
   const s = BUILTIN_SCHEMAS[definitionName(group, version, kind)];

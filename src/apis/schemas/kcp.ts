@@ -1,7 +1,7 @@
 /**
  * OpenAPI v3 schema of core.kcp.io/v1alpha1 LogicalCluster, transcribed from kcp's CRD
  * (kcp-dev/kcp config/crds/core.kcp.io_logicalclusters.yaml, see
- * /work/shared/reference/kcp-api-crds). kcp serves this kind through a CRD, so the definition
+ * shared/reference/kcp-api-crds). kcp serves this kind through a CRD, so the definition
  * name follows kube's CRD naming (reversed group: `io.kcp.core.v1alpha1.LogicalCluster`) and the
  * nested types are inline, as kube publishes CRD schemas. As for every CRD, `metadata` is the
  * standard ObjectMeta (the CRD's `metadata.name: cluster` enum is enforced by the server).
