@@ -178,6 +178,12 @@ describe('subresources of custom resources', () => {
     assert.equal(obj.metadata.generation, 2);
     assert.equal((await call(srv, srv.creds, 'PUT', `${base}/p/scale`, { ...scale.json, spec: { replicas: -1 } })).status, 422);
     assert.match((await kc(['get', 'pl'])).stdout, /^p\s+4\s*$/m);
+    // Deleting a namespace deletes its custom resources too.
+    await kc(['create', 'namespace', 'pools']);
+    await kc(['-n', 'pools', 'apply', '-f', '-'], { input: 'apiVersion: example.org/v1\nkind: Pool\nmetadata: {name: q}\nspec: {replicas: 2}\n' });
+    await kc(['delete', 'namespace', 'pools', '--timeout=30s']);
+    const left = await call(srv, srv.creds, 'GET', '/clusters/root/apis/example.org/v1/pools');
+    assert.deepEqual(left.json.items.map((i: any) => i.metadata.namespace), ['default']);
   });
 });
 
