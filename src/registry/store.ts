@@ -21,6 +21,7 @@ import { parseFieldSelector, matchesFields, type FieldSelector } from '../apimac
 import { strategicMergePatch, BUILTIN_PATCH_META, OBJECT_META_PATCH_META } from '../apimachinery/strategicmerge.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import { BUILTIN_SCHEMAS, definitionName } from '../apis/schemas/index.js';
+import { applyConfiguration, builtinSchemaResolver, crdSchemaResolver, updateManagedFields, type SchemaResolver } from '../apimachinery/fieldmanager/index.js';
 import { pruneUnknownFields, unknownFieldWarnings, unknownFieldsError, unknownFieldsPatchError, type FieldValidationMode } from '../apimachinery/pruning.js';
 import { ShardKeys } from '../storage/keys.js';
 import type { RedisStorage, WriteResult } from '../storage/redis.js';
@@ -47,6 +48,8 @@ export interface RequestScope {
   fieldValidation?: FieldValidationMode;
   /** Collects `Warning` header texts for the response. */
   warnings?: string[];
+  /** Who makes the change, recorded in `metadata.managedFields` (server-side apply). */
+  fieldManager?: string;
 }
 
 /** Query options of list (and watch), as `metav1.ListOptions`. */
@@ -146,6 +149,8 @@ export class Store {
   private readonly storageKey: { group: string; resource: string };
   /** OpenAPI schema of the kind, for pruning unknown fields. */
   private readonly schema: object | undefined;
+  /** Field structure of the kind for managedFields (list types, map types, merge keys). */
+  private readonly fields: SchemaResolver | undefined;
   private readonly patchMeta;
 
   constructor(readonly desc: ResourceDescriptor, private readonly backend: StoreBackend) {
@@ -154,6 +159,7 @@ export class Store {
     this.storageKey = { group: stored.group, resource: stored.plural };
     this.gr = { group: desc.group, resource: desc.plural };
     this.schema = desc.schema ?? BUILTIN_SCHEMAS[definitionName(desc.group, desc.version, desc.kind)];
+    this.fields = desc.virtual ? undefined : desc.schema ? crdSchemaResolver(desc.schema) : builtinSchemaResolver(desc.group, desc.version, desc.kind);
     this.patchMeta = desc.patchMeta ?? BUILTIN_PATCH_META[`${desc.group}/${desc.kind}`] ?? OBJECT_META_PATCH_META;
   }
 
@@ -234,6 +240,50 @@ export class Store {
     if (mode === 'Warn') scope.warnings?.push(...unknownFieldWarnings(paths));
   }
 
+  /**
+   * Records the fields a create/update/patch changed as owned by the request's field manager
+   * (`metadata.managedFields`, operation Update), as kube-apiserver's field manager does.
+   */
+  private trackUpdate(old: KubeObject | undefined, next: KubeObject, scope: RequestScope, subresource = ''): void {
+    if (!this.fields) return;
+    if (old && next.metadata.managedFields === undefined) next.metadata.managedFields = old.metadata.managedFields;
+    next.metadata.managedFields = updateManagedFields(old, next, scope.fieldManager ?? 'unknown', this.fields, subresource);
+    if (!next.metadata.managedFields.length) delete next.metadata.managedFields;
+  }
+
+  /**
+   * Server-side apply (`application/apply-patch+yaml`): merges the applied configuration into
+   * the live object (or creates it) with field ownership; 409 Conflict naming the other managers
+   * unless `force` (https://kubernetes.io/docs/reference/using-api/server-side-apply/).
+   */
+  async apply(scope: RequestScope, name: string, config: unknown, force: boolean): Promise<{ json: string; created: boolean }> {
+    if (!this.fields) throw new StatusError(415, 'UnsupportedMediaType', `server-side apply is not supported for ${this.desc.kind}`);
+    if (typeof config !== 'object' || config === null || Array.isArray(config)) throw badRequest('the applied configuration must be an object');
+    const cfg = config as KubeObject;
+    if (!cfg.apiVersion || !cfg.kind) throw badRequest('apiVersion and kind are required in an applied configuration');
+    const applyCfg = this.checkBody(cfg, scope);
+    if (applyCfg.metadata.name !== undefined && applyCfg.metadata.name !== name) {
+      throw badRequest(`the name of the object (${String(applyCfg.metadata.name)}) does not match the name on the URL (${name})`);
+    }
+    applyCfg.metadata.name = name;
+    // Unknown fields in an applied configuration are always an error (the field manager needs a schema).
+    this.prune(applyCfg, { ...scope, fieldValidation: 'Strict' }, (paths) => unknownFieldsPatchError(paths, 'merge', applyCfg));
+    const key = this.objectKey(scope, name);
+    const manager = scope.fieldManager!;
+    for (let attempt = 0; ; attempt++) {
+      const live = await this.readCurrent(key);
+      const merged = applyConfiguration(live ?? undefined, structuredClone(applyCfg), manager, force, this.fields);
+      try {
+        if (!live) return { json: await this.create(scope, merged, true), created: true };
+        return { json: await this.applyUpdate(scope, key, live, merged, undefined, applyCfg.metadata.resourceVersion, true), created: false };
+      } catch (err) {
+        const retriable = err instanceof StatusError && ((err.code === 409 && err.reason === 'Conflict' && !err.details?.causes?.length) || err.reason === 'AlreadyExists');
+        if (retriable && !applyCfg.metadata.resourceVersion && attempt < MAX_RETRIES) continue;
+        throw err;
+      }
+    }
+  }
+
   private validate(obj: KubeObject, old?: KubeObject): void {
     const causes: StatusCause[] = validateObjectMeta(obj.metadata, this.desc.namespaced, this.desc.strategy?.nameRule ?? 'dns1123Subdomain');
     const s = this.desc.strategy;
@@ -245,7 +295,7 @@ export class Store {
   }
 
   /** Create (POST). Returns the stored JSON (or, with dryRun, the object that would be stored). */
-  async create(scope: RequestScope, body: unknown): Promise<string> {
+  async create(scope: RequestScope, body: unknown, applied = false): Promise<string> {
     const obj = this.checkBody(body, scope);
     this.prune(obj, scope, (paths) => unknownFieldsError(paths, this.desc.kind, this.desc.version));
     const meta = obj.metadata;
@@ -259,6 +309,7 @@ export class Store {
     this.desc.strategy?.prepareForCreate?.(obj);
     this.validate(obj);
     if (this.desc.namespaced) await this.backend.checkNamespace(scope.cluster, meta.namespace!);
+    if (!applied) this.trackUpdate(undefined, obj, scope);
     if (scope.dryRun) return JSON.stringify(obj);
     for (let attempt = 0; ; attempt++) {
       const res = await this.persist('create', this.objectKey(scope, meta.name!), obj);
@@ -395,7 +446,7 @@ export class Store {
    * subresource rules, bumps generation on spec change, validates, writes with a revision CAS,
    * and completes a pending deletion when the last finalizer is gone.
    */
-  private async applyUpdate(scope: RequestScope, key: string, old: KubeObject, next: KubeObject, subresource: string | undefined, precondition: string | undefined): Promise<string> {
+  private async applyUpdate(scope: RequestScope, key: string, old: KubeObject, next: KubeObject, subresource: string | undefined, precondition: string | undefined, applied = false): Promise<string> {
     const oldRv = old.metadata.resourceVersion!;
     if (precondition && precondition !== oldRv) {
       throw conflict(this.gr, old.metadata.name!, 'the object has been modified; please apply your changes to the latest version and try again');
@@ -430,6 +481,7 @@ export class Store {
     }
     if (this.desc.strategy?.tracksGeneration && (!subresource || subresource === 'scale') && specChanged(old, merged)) m.generation = (o.generation ?? 1) + 1;
     this.validate(merged, old);
+    if (!applied) this.trackUpdate(old, merged, scope, subresource);
     m.resourceVersion = oldRv;
     if (sameContent(old, merged)) return JSON.stringify(old);
     if (scope.dryRun) return JSON.stringify(merged);

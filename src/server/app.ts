@@ -5,7 +5,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TLSSocket } from 'node:tls';
 import { stringify as toYaml } from 'yaml';
-import { StatusError, badRequest, forbidden, methodNotAllowed, notFound } from '../apimachinery/errors.js';
+import { StatusError, badRequest, forbidden, invalid, methodNotAllowed, notFound } from '../apimachinery/errors.js';
 import { CLUSTER_ANNOTATION, type KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import type { Authenticator } from '../auth/authn.js';
@@ -15,7 +15,7 @@ import { fieldValidationMode } from '../apimachinery/pruning.js';
 import { PATCH_TYPES, Store, type DeleteOptions, type ListOptions, type RequestScope, type UserInfo } from '../registry/store.js';
 import type { CacheEntry } from '../storage/watchcache.js';
 import { parseRequestInfo, type RequestInfo } from './requestinfo.js';
-import { decodeBody, negotiateOutput, type OutputFormat } from './negotiation.js';
+import { decodeBody, decodeYaml, negotiateOutput, type OutputFormat } from './negotiation.js';
 import { parseIncludeObject, partialObjectMetadata, toTable } from './table.js';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
 import type { WatchHub } from './watch.js';
@@ -224,7 +224,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   const optionsKind = info.verb === 'create' ? 'CreateOptions' : info.verb === 'update' ? 'UpdateOptions' : 'PatchOptions';
   const fieldValidation = ['create', 'update', 'patch'].includes(info.verb) ? fieldValidationMode(query.get('fieldValidation'), optionsKind) : undefined;
   const warnings: string[] = [];
-  const scope: RequestScope = { cluster: info.cluster, namespace: namespace || undefined, user, dryRun: dryRunParam.length > 0, fieldValidation, warnings };
+  const scope: RequestScope = { cluster: info.cluster, namespace: namespace || undefined, user, dryRun: dryRunParam.length > 0, fieldValidation, warnings, fieldManager: fieldManagerOf(query, req.headers['user-agent'], optionsKind) };
   const addWarnings = () => {
     // RFC 7234 warn-code 299 "Miscellaneous persistent warning", as kube-apiserver sends them.
     if (warnings.length) reply.header('Warning', [...new Set(warnings)].map((w) => `299 - ${JSON.stringify(w)}`));
@@ -307,10 +307,21 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     case 'patch': {
       const out = negotiateOutput(accept, false);
       const ct = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      if (!Object.values(PATCH_TYPES).includes(ct as never) || ct === PATCH_TYPES.apply) {
-        throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.json}, ${PATCH_TYPES.merge}, ${PATCH_TYPES.strategic}`);
+      if (!Object.values(PATCH_TYPES).includes(ct as never)) {
+        throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${Object.values(PATCH_TYPES).join(', ')}`);
       }
       if (!body?.length) throw badRequest('the patch body is empty');
+      if (ct === PATCH_TYPES.apply) {
+        if (info.subresource) throw new StatusError(415, 'UnsupportedMediaType', `server-side apply is not supported on the ${info.subresource} subresource yet`);
+        if (!query.get('fieldManager')) {
+          throw invalid('PatchOptions', 'meta.k8s.io', '', [{ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' }]);
+        }
+        const force = query.get('force');
+        if (force !== null && force !== 'true' && force !== 'false') throw badRequest(`invalid force: "${force}"`);
+        const res = await store.apply(scope, info.name, decodeYaml(body.toString('utf8')), force === 'true');
+        addWarnings();
+        return sendObject(reply, res.created ? 201 : 200, res.json, desc, out, query);
+      }
       if (info.subresource === 'scale') return send(reply, 200, await store.patchScale(scope, info.name, ct, body), out);
       const json = await store.patch(scope, info.name, ct, body, info.subresource || undefined);
       addWarnings();
@@ -332,6 +343,22 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     default:
       throw methodNotAllowed(`the server does not allow this method on the requested resource`);
   }
+}
+
+/**
+ * The field manager of a write: `?fieldManager=`, else the User-Agent up to its first `/`
+ * (kube-apiserver's `prefixFromUserAgent`). Throws 422 for a name over 128 characters or with
+ * non-printable characters (kube's ValidateFieldManager).
+ */
+function fieldManagerOf(query: URLSearchParams, userAgent: string | undefined, optionsKind: string): string {
+  const given = query.get('fieldManager');
+  if (given !== null) {
+    if (given.length > 128 || !/^[\x20-\x7e]*$/.test(given)) {
+      throw invalid(optionsKind, 'meta.k8s.io', '', [{ reason: 'FieldValueInvalid', field: 'fieldManager', message: `Invalid value: ${JSON.stringify(given)}: must be at most 128 printable characters` }]);
+    }
+    if (given) return given;
+  }
+  return (userAgent ?? 'unknown').split('/')[0]!.slice(0, 128) || 'unknown';
 }
 
 function annotateCluster(obj: KubeObject, cluster: string): KubeObject {
