@@ -27,7 +27,8 @@ export interface CacheEntry {
   rv: number;
   /** Stored JSON (metadata.resourceVersion = rv). */
   json: string;
-  labels: Record<string, string> | undefined;
+  /** `metadata.labels`, for selector matching. */
+  readonly labels: Record<string, string> | undefined;
 }
 
 /** Watch event type, as in `metav1.WatchEvent`. */
@@ -99,15 +100,29 @@ class NamespaceIndex {
 type ClusterIndex = Map<string, NamespaceIndex>;
 type ClusterMap = Map<string, ClusterIndex>;
 
-function labelsOf(json: string): Record<string, string> | undefined {
-  // Parse once per stored state; labels are needed for selector matching.
-  const meta = (JSON.parse(json) as { metadata?: { labels?: Record<string, string> } }).metadata;
-  return meta?.labels;
+/**
+ * A cached object. Labels are parsed from the JSON on first use: most writes are never matched
+ * against a label selector, so the tailer does not parse every event.
+ */
+class Entry implements CacheEntry {
+  private parsedLabels: Record<string, string> | undefined | null = null;
+
+  constructor(
+    readonly key: string, readonly groupResource: string, readonly cluster: string,
+    readonly namespace: string, readonly name: string, readonly rv: number, readonly json: string,
+  ) {}
+
+  get labels(): Record<string, string> | undefined {
+    if (this.parsedLabels === null) {
+      this.parsedLabels = (JSON.parse(this.json) as { metadata?: { labels?: Record<string, string> } }).metadata?.labels;
+    }
+    return this.parsedLabels;
+  }
 }
 
 function makeEntry(key: string, json: string, rv: number): CacheEntry {
   const p = parseObjectKey(key);
-  return { key, groupResource: p.groupResource, cluster: p.cluster, namespace: p.namespace, name: p.name, rv, json, labels: labelsOf(json) };
+  return new Entry(key, p.groupResource, p.cluster, p.namespace, p.name, rv, json);
 }
 
 function revisionOfJson(json: string): number {

@@ -131,6 +131,14 @@ function clone<T>(v: T): T {
   return v === undefined ? v : (JSON.parse(JSON.stringify(v)) as T);
 }
 
+/** A read-only view of an object without `metadata.managedFields` (shares everything else). */
+function managedFieldsHidden(o: KubeObject | undefined): KubeObject {
+  if (!o) return { metadata: {} };
+  if (!o.metadata || o.metadata.managedFields === undefined) return o;
+  const { managedFields: _omit, ...metadata } = o.metadata;
+  return { ...o, metadata };
+}
+
 /** A deep copy of an object without `metadata.managedFields` (`RemoveObjectManagedFields`). */
 function withoutManagedFields(o: KubeObject | undefined): KubeObject {
   if (!o) return { metadata: {} };
@@ -250,8 +258,10 @@ export function updateManagedFields(
       return [];
     }
   }
-  const oldV = withoutManagedFields(live);
-  const newV = withoutManagedFields(next);
+  // compare() only reads its inputs: views without managedFields suffice (no deep copies on
+  // every write).
+  const oldV = managedFieldsHidden(live);
+  const newV = managedFieldsHidden(next);
   const self = '\u0000current-operation';
   let cmp;
   try {
