@@ -394,34 +394,39 @@ export function fieldValidationMode(param: string | null | undefined, optionsKin
     { group: 'meta.k8s.io', kind: optionsKind, causes });
 }
 
-/** `unknown field "<path>"` per path, capped at MAX_STRICT_ERRORS (sigs.k8s.io/json strictError). */
-function strictErrors(paths: readonly string[]): string[] {
-  const n = Math.min(paths.length, MAX_STRICT_ERRORS);
-  const out = new Array<string>(n);
-  for (let i = 0; i < n; i++) out[i] = `unknown field ${goQuote(paths[i]!)}`;
+/**
+ * The strict decoding errors of a body, as sigs.k8s.io/json reports them: `duplicate field
+ * "<path>"` for each repeated key (found while decoding), then `unknown field "<path>"` for each
+ * pruned field, capped at MAX_STRICT_ERRORS (kubernetes_patch.go `saveStrictError`).
+ */
+export function strictErrors(unknownPaths: readonly string[], duplicatePaths: readonly string[] = []): string[] {
+  const out: string[] = [];
+  for (const p of duplicatePaths) { if (out.length >= MAX_STRICT_ERRORS) return out; out.push(`duplicate field ${goQuote(p)}`); }
+  for (const p of unknownPaths) { if (out.length >= MAX_STRICT_ERRORS) return out; out.push(`unknown field ${goQuote(p)}`); }
   return out;
 }
 
 /**
  * The text of a strict decoding error: `strict decoding error: unknown field "spec.foo", unknown
  * field "bar"` (k8s.io/apimachinery/pkg/runtime/error.go `strictDecodingError.Error`).
+ * `errors` are the texts of `strictErrors`.
  */
-export function strictDecodingMessage(paths: readonly string[]): string {
-  return `strict decoding error: ${strictErrors(paths).join(', ')}`;
+export function strictDecodingMessage(errors: readonly string[]): string {
+  return `strict decoding error: ${errors.join(', ')}`;
 }
 
 /**
  * The `fieldValidation=Strict` failure of a create (POST) or update (PUT) whose body had unknown
- * fields: **400 BadRequest** with
+ * or duplicate fields (`errors` from `strictErrors`): **400 BadRequest** with
  * `<Kind> in version "<version>" cannot be handled as a <Kind>: strict decoding error: unknown
  * field "spec.foo", unknown field "bar"` — k8s.io/apiserver/pkg/endpoints/handlers/rest.go
  * `transformDecodeError` wrapping the decoder's strictDecodingError (create.go / update.go).
  * `kind` and `version` are the body's (`apiVersion` `rbac.authorization.k8s.io/v1` → `v1`).
  * For custom resources kube sorts the paths (structural pruning) — sort before calling if needed.
  */
-export function unknownFieldsError(paths: readonly string[], kind: string, version: string): StatusError {
+export function unknownFieldsError(errors: readonly string[], kind: string, version: string): StatusError {
   return new StatusError(400, 'BadRequest',
-    `${kind} in version ${goQuote(version)} cannot be handled as a ${kind}: ${strictDecodingMessage(paths)}`);
+    `${kind} in version ${goQuote(version)} cannot be handled as a ${kind}: ${strictDecodingMessage(errors)}`);
 }
 
 /** Go `encoding/json` of a JSON value: compact, map keys sorted, `<`, `>`, `&`, U+2028/9 escaped. */
@@ -467,7 +472,8 @@ function goSprint(v: unknown): string {
 }
 
 /**
- * The `fieldValidation=Strict` failure of a PATCH whose result has unknown fields: **422 Invalid**
+ * The `fieldValidation=Strict` failure of a PATCH whose result has unknown fields or whose body
+ * repeats a key (`errors` from `strictErrors`): **422 Invalid**
  * on field `patch`, with empty kind and name (k8s.io/apiserver/pkg/endpoints/handlers/patch.go):
  *
  * `  "" is invalid: patch: Invalid value: "<value>": strict decoding error: unknown field "spec.foo"`
@@ -480,22 +486,12 @@ function goSprint(v: unknown): string {
  * regardless of the directive.
  */
 export function unknownFieldsPatchError(
-  paths: readonly string[],
+  errors: readonly string[],
   patchType: 'json' | 'merge' | 'strategic',
   value: unknown,
 ): StatusError {
   const rendered = patchType === 'strategic' ? goSprint(value) : goJSON(value);
-  const body = `Invalid value: ${goQuote(rendered)}: ${strictDecodingMessage(paths)}`;
+  const body = `Invalid value: ${goQuote(rendered)}: ${strictDecodingMessage(errors)}`;
   return new StatusError(422, 'Invalid', ` "" is invalid: patch: ${body}`,
     { causes: [{ reason: 'FieldValueInvalid', message: body, field: 'patch' }] });
-}
-
-/**
- * The `Warning` header texts for `fieldValidation=Warn`: one `unknown field "<path>"` per pruned
- * field (capped at MAX_STRICT_ERRORS), added by kube with `warning.AddWarning(ctx, "", err.Error())`
- * (k8s.io/apiserver/pkg/endpoints/handlers/rest.go `addStrictDecodingWarnings`), i.e. sent as
- * `Warning: 299 - "unknown field \"spec.foo\""`.
- */
-export function unknownFieldWarnings(paths: readonly string[]): string[] {
-  return strictErrors(paths);
 }

@@ -18,11 +18,12 @@ import { apiVersionOf, nowRFC3339, type KubeObject, type ObjectMeta } from '../a
 import { validateObjectMeta } from '../apimachinery/validation.js';
 import { parseLabelSelector, matchesLabels, type LabelSelector } from '../apimachinery/labels.js';
 import { parseFieldSelector, matchesFields, type FieldSelector } from '../apimachinery/fields.js';
+import { duplicateFields } from '../apimachinery/duplicatefields.js';
 import { strategicMergePatch, BUILTIN_PATCH_META, OBJECT_META_PATCH_META } from '../apimachinery/strategicmerge.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import { BUILTIN_SCHEMAS, definitionName } from '../apis/schemas/index.js';
 import { applyConfiguration, builtinSchemaResolver, crdSchemaResolver, updateManagedFields, type SchemaResolver } from '../apimachinery/fieldmanager/index.js';
-import { pruneUnknownFields, unknownFieldWarnings, unknownFieldsError, unknownFieldsPatchError, type FieldValidationMode } from '../apimachinery/pruning.js';
+import { pruneUnknownFields, strictErrors, unknownFieldsError, unknownFieldsPatchError, type FieldValidationMode } from '../apimachinery/pruning.js';
 import { ShardKeys } from '../storage/keys.js';
 import type { RedisStorage, WriteResult } from '../storage/redis.js';
 import type { CacheEntry, WatchCache } from '../storage/watchcache.js';
@@ -50,6 +51,8 @@ export interface RequestScope {
   warnings?: string[];
   /** Who makes the change, recorded in `metadata.managedFields` (server-side apply). */
   fieldManager?: string;
+  /** Paths of keys the JSON body repeated (strict decoding's "duplicate field"). */
+  duplicateFields?: string[];
 }
 
 /** Query options of list (and watch), as `metav1.ListOptions`. */
@@ -224,8 +227,8 @@ export class Store {
    * `fieldValidation`: Strict fails with `strictError`, Warn adds `Warning` texts, Ignore is silent
    * (https://kubernetes.io/docs/reference/using-api/api-concepts/#field-validation).
    */
-  private prune(obj: KubeObject, scope: RequestScope, strictError: (paths: string[]) => StatusError): void {
-    let paths: string[];
+  private prune(obj: KubeObject, scope: RequestScope, strictError: (errors: string[]) => StatusError): void {
+    let paths: string[] = [];
     const normalize = this.desc.strategy?.normalize;
     if (normalize) {
       // Custom resources: metadata is pruned as for every kind, the rest by the CRD schema.
@@ -233,11 +236,14 @@ export class Store {
       paths = [...meta, ...normalize(obj)];
     } else if (this.schema) {
       paths = pruneUnknownFields(obj, this.schema, BUILTIN_SCHEMAS);
-    } else return;
-    if (!paths.length) return;
+    }
+    const duplicates = scope.duplicateFields ?? [];
+    if (!paths.length && !duplicates.length) return;
     const mode = scope.fieldValidation ?? 'Warn';
-    if (mode === 'Strict') throw strictError(paths);
-    if (mode === 'Warn') scope.warnings?.push(...unknownFieldWarnings(paths));
+    if (mode === 'Ignore') return;
+    const errors = strictErrors(paths, duplicates);
+    if (mode === 'Strict') throw strictError(errors);
+    scope.warnings?.push(...errors);
   }
 
   /**
@@ -267,7 +273,7 @@ export class Store {
     }
     applyCfg.metadata.name = name;
     // Unknown fields in an applied configuration are always an error (the field manager needs a schema).
-    this.prune(applyCfg, { ...scope, fieldValidation: 'Strict' }, (paths) => unknownFieldsPatchError(paths, 'merge', applyCfg));
+    this.prune(applyCfg, { ...scope, fieldValidation: 'Strict' }, (errors) => unknownFieldsPatchError(errors, 'merge', applyCfg));
     const key = this.objectKey(scope, name);
     const manager = scope.fieldManager!;
     for (let attempt = 0; ; attempt++) {
@@ -297,7 +303,7 @@ export class Store {
   /** Create (POST). Returns the stored JSON (or, with dryRun, the object that would be stored). */
   async create(scope: RequestScope, body: unknown, applied = false): Promise<string> {
     const obj = this.checkBody(body, scope);
-    this.prune(obj, scope, (paths) => unknownFieldsError(paths, this.desc.kind, this.desc.version));
+    this.prune(obj, scope, (errors) => unknownFieldsError(errors, this.desc.kind, this.desc.version));
     const meta = obj.metadata;
     if (!meta.name && !meta.generateName) {
       throw invalid(this.desc.kind, this.desc.group, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
@@ -426,7 +432,7 @@ export class Store {
    */
   async update(scope: RequestScope, name: string, body: unknown, subresource?: string): Promise<{ json: string; created: boolean }> {
     const obj = this.checkBody(body, scope);
-    this.prune(obj, scope, (paths) => unknownFieldsError(paths, this.desc.kind, this.desc.version));
+    this.prune(obj, scope, (errors) => unknownFieldsError(errors, this.desc.kind, this.desc.version));
     if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
       throw badRequest(`the name of the object (${String(obj.metadata.name)}) does not match the name on the URL (${name})`);
     }
@@ -507,9 +513,13 @@ export class Store {
    */
   async patch(scope: RequestScope, name: string, contentType: string, patchBody: Buffer, subresource?: string): Promise<string> {
     let patch: unknown;
-    try { patch = JSON.parse(patchBody.toString('utf8')); } catch (e) {
+    const text = patchBody.toString('utf8');
+    try { patch = JSON.parse(text); } catch (e) {
       throw badRequest(`error decoding patch: ${(e as Error).message}`);
     }
+    // A strategic merge patch is strictly decoded as a map (duplicate keys reported); JSON and
+    // merge patches are checked only through their result (k8s.io/apiserver handlers/patch.go).
+    if (contentType === PATCH_TYPES.strategic) scope = { ...scope, duplicateFields: duplicateFields(text) };
     const key = this.objectKey(scope, name);
     for (let attempt = 0; ; attempt++) {
       const old = await this.readCurrent(key);
@@ -518,7 +528,7 @@ export class Store {
       if (typeof patched !== 'object' || patched === null || Array.isArray(patched)) throw badRequest('the patch produced a value that is not an object');
       const next = this.checkBody(patched, scope);
       const kind = contentType === PATCH_TYPES.strategic ? 'strategic' : contentType === PATCH_TYPES.merge ? 'merge' : 'json';
-      this.prune(next, scope, (paths) => unknownFieldsPatchError(paths, kind, kind === 'strategic' ? patch : patched));
+      this.prune(next, scope, (errors) => unknownFieldsPatchError(errors, kind, kind === 'strategic' ? patch : patched));
       const precondition = next.metadata.resourceVersion !== old.metadata.resourceVersion ? next.metadata.resourceVersion : undefined;
       try {
         return await this.applyUpdate(scope, key, old, next, subresource, precondition);

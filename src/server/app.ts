@@ -287,7 +287,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     }
     case 'create': {
       const out = negotiateOutput(accept, false);
-      const obj = decodeBody(req.headers['content-type'], body);
+      const obj = decodeBody(req.headers['content-type'], body, scope.duplicateFields = []);
       if (desc.virtual) {
         const checked = store.checkBody(obj, scope);
         return sendObject(reply, 201, JSON.stringify(ctx.createVirtual(desc, checked, user, info.cluster)), desc, out, query);
@@ -298,7 +298,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     }
     case 'update': {
       const out = negotiateOutput(accept, false);
-      const obj = decodeBody(req.headers['content-type'], body);
+      const obj = decodeBody(req.headers['content-type'], body, scope.duplicateFields = []);
       if (info.subresource === 'scale') return send(reply, 200, await store.updateScale(scope, info.name, obj), out);
       const res = await store.update(scope, info.name, obj, info.subresource || undefined);
       addWarnings();

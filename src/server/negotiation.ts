@@ -4,6 +4,7 @@
  * `as=PartialObjectMetadata[List]` transformations (meta.k8s.io v1/v1beta1), 406 for what cannot
  * be produced, 415 for bodies in an unsupported format.
  */
+import { duplicateFields } from '../apimachinery/duplicatefields.js';
 import { parseAllDocuments } from 'yaml';
 import { StatusError, badRequest } from '../apimachinery/errors.js';
 import { decodeKubernetesProtobuf, isKubernetesProtobuf } from '../apimachinery/protobuf.js';
@@ -57,15 +58,22 @@ export function negotiateOutput(accept: string | undefined, list: boolean, allow
   throw new StatusError(406, 'NotAcceptable', `only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io`);
 }
 
-/** Decodes a JSON or YAML request body into a value. Throws 400 (malformed) or 415 (format). */
-export function decodeBody(contentType: string | undefined, body: Buffer | undefined): unknown {
+/**
+ * Decodes a JSON or YAML request body into a value. Throws 400 (malformed) or 415 (format).
+ * When `duplicates` is given, the paths of keys a JSON body repeats are appended to it (strict
+ * decoding; `JSON.parse` itself keeps the last value).
+ */
+export function decodeBody(contentType: string | undefined, body: Buffer | undefined, duplicates?: string[]): unknown {
   if (!body || body.length === 0) throw badRequest('the request body is empty');
   const ct = (contentType ?? 'application/json').split(';')[0]!.trim().toLowerCase();
   const text = ct.includes('protobuf') ? '' : body.toString('utf8');
   if (ct === 'application/json' || ct === '' || ct === '*/*') {
-    try { return JSON.parse(text); } catch (e) {
+    let value: unknown;
+    try { value = JSON.parse(text); } catch (e) {
       throw badRequest(`error decoding JSON body: ${(e as Error).message}`);
     }
+    if (duplicates) duplicates.push(...duplicateFields(text));
+    return value;
   }
   if (ct === 'application/yaml' || ct === 'application/x-yaml' || ct === 'text/yaml') return decodeYaml(text);
   // kubectl >= 1.32 sends typed-client bodies (create configmap, auth can-i, …) as protobuf.

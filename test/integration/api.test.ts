@@ -256,6 +256,22 @@ describe('bad input gets a Status', () => {
     assert.equal((await api('POST', `${NS}/configmaps?fieldValidation=strict`, CM('fv3'))).status, 422);
   });
 
+  test('duplicate fields: Strict rejects, Warn keeps the last value with a Warning header, SMP bodies are checked', async () => {
+    const body = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup","name":"dup"},"data":{"a":"1","a":"2"},"bogus":1}';
+    const strict = await api('POST', `${NS}/configmaps?fieldValidation=Strict`, body);
+    assert.equal(strict.status, 400);
+    assert.equal(strict.json.message, 'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "metadata.name", duplicate field "data.a", unknown field "bogus"');
+    assert.equal((await api('GET', `${NS}/configmaps/dup`)).status, 404, 'nothing written');
+    const warn = await api('POST', `${NS}/configmaps`, body);
+    assert.equal(warn.status, 201);
+    assert.equal(warn.json.data.a, '2');
+    assert.match(String(warn.headers.warning), /299 - "duplicate field \\"data.a\\""/);
+    const smp = await api('PATCH', `${NS}/configmaps/dup?fieldValidation=Strict`, '{"data":{"b":"1","b":"2"}}', { 'content-type': 'application/strategic-merge-patch+json' });
+    assert.equal(smp.status, 422);
+    assert.match(smp.json.message, /strict decoding error: duplicate field "data.b"/);
+    assert.equal((await api('GET', `${NS}/configmaps/dup`)).json.data.b, undefined, 'patch not applied');
+  });
+
   test('wrongly typed metadata and malformed URLs are client errors', async () => {
     const r = await api('POST', `${NS}/configmaps`, { metadata: { name: 123 } });
     assert.equal(r.status, 422);

@@ -11,7 +11,7 @@ import {
   goQuote,
   pruneUnknownFields,
   strictDecodingMessage,
-  unknownFieldWarnings,
+  strictErrors,
   unknownFieldsError,
   unknownFieldsPatchError,
 } from '../../src/apimachinery/pruning.js';
@@ -340,7 +340,7 @@ test('fieldValidationMode: unsupported values are 422 Invalid on the request opt
 });
 
 test('unknownFieldsError: 400 BadRequest in the create/update handler wording', () => {
-  const err = unknownFieldsError(['spec.foo', 'bar'], 'ConfigMap', 'v1');
+  const err = unknownFieldsError(strictErrors(['spec.foo', 'bar']), 'ConfigMap', 'v1');
   assert.equal(err.code, 400);
   assert.equal(err.reason, 'BadRequest');
   assert.equal(
@@ -348,21 +348,23 @@ test('unknownFieldsError: 400 BadRequest in the create/update handler wording', 
     'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "spec.foo", unknown field "bar"',
   );
   assert.equal(err.details, undefined);
-  const role = unknownFieldsError(['rules[0].bogus'], 'Role', 'v1');
+  const role = unknownFieldsError(strictErrors(['rules[0].bogus']), 'Role', 'v1');
   assert.equal(role.message, 'Role in version "v1" cannot be handled as a Role: strict decoding error: unknown field "rules[0].bogus"');
 });
 
-test('unknownFieldWarnings: one warning per field, quoted as Go does', () => {
-  assert.deepEqual(unknownFieldWarnings(['spec.foo', 'metadata.bar']), ['unknown field "spec.foo"', 'unknown field "metadata.bar"']);
-  assert.deepEqual(unknownFieldWarnings(['data.a"b']), ['unknown field "data.a\\"b"']);
-  assert.deepEqual(unknownFieldWarnings([]), []);
+test('strictErrors: one text per field, duplicates first, quoted as Go does', () => {
+  assert.deepEqual(strictErrors(['spec.foo', 'metadata.bar']), ['unknown field "spec.foo"', 'unknown field "metadata.bar"']);
+  assert.deepEqual(strictErrors(['data.a"b']), ['unknown field "data.a\\"b"']);
+  assert.deepEqual(strictErrors([]), []);
+  assert.deepEqual(strictErrors(['x'], ['data.a']), ['duplicate field "data.a"', 'unknown field "x"']);
 });
 
 test('strict errors are capped at 100 like sigs.k8s.io/json', () => {
   const paths = Array.from({ length: 150 }, (_, i) => `f${i}`);
   assert.equal(MAX_STRICT_ERRORS, 100);
-  assert.equal(unknownFieldWarnings(paths).length, 100);
-  const msg = strictDecodingMessage(paths);
+  assert.equal(strictErrors(paths).length, 100);
+  assert.equal(strictErrors(paths, paths).length, 100);
+  const msg = strictDecodingMessage(strictErrors(paths));
   assert.ok(msg.endsWith('unknown field "f99"'));
   assert.equal(msg.split(', ').length, 100);
   // Pruning itself is not capped.
@@ -373,7 +375,7 @@ test('strict errors are capped at 100 like sigs.k8s.io/json', () => {
 });
 
 test('unknownFieldsPatchError: 422 Invalid on field "patch" with the patched object or patch map', () => {
-  const merge = unknownFieldsPatchError(['spec.foo'], 'merge', { kind: 'ConfigMap', apiVersion: 'v1', data: { a: '<b>' }, spec: { foo: 1 } });
+  const merge = unknownFieldsPatchError(strictErrors(['spec.foo']), 'merge', { kind: 'ConfigMap', apiVersion: 'v1', data: { a: '<b>' }, spec: { foo: 1 } });
   assert.equal(merge.code, 422);
   assert.equal(merge.reason, 'Invalid');
   const body =
@@ -382,7 +384,7 @@ test('unknownFieldsPatchError: 422 Invalid on field "patch" with the patched obj
   assert.equal(merge.message, ` "" is invalid: patch: ${body}`);
   assert.deepEqual(merge.details, { causes: [{ reason: 'FieldValueInvalid', message: body, field: 'patch' }] });
 
-  const smp = unknownFieldsPatchError(['spec.foo', 'x'], 'strategic', { spec: { foo: 1.5, list: ['a', null] }, x: true });
+  const smp = unknownFieldsPatchError(strictErrors(['spec.foo', 'x']), 'strategic', { spec: { foo: 1.5, list: ['a', null] }, x: true });
   assert.equal(
     smp.message,
     ' "" is invalid: patch: Invalid value: "map[spec:map[foo:1.5 list:[a <nil>]] x:true]": ' +
