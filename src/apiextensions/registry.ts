@@ -21,6 +21,8 @@ export interface ClusterAPIs {
   store(group: string, version: string, plural: string): Store | undefined;
   /** Stores of namespaced, stored resources, one per storage location (namespace deletion). */
   namespacedStores(): Store[];
+  /** Stores of every stored resource, one per storage location (logical cluster deletion). */
+  storedStores(): Store[];
 }
 
 class APISet implements ClusterAPIs {
@@ -31,10 +33,14 @@ class APISet implements ClusterAPIs {
   }
 
   namespacedStores(): Store[] {
+    return this.storedStores().filter((s) => s.desc.namespaced);
+  }
+
+  storedStores(): Store[] {
     const seen = new Set<string>();
     const out: Store[] = [];
     for (const s of this.stores.values()) {
-      if (!s.desc.namespaced || s.desc.virtual || seen.has(s.groupResource)) continue;
+      if (s.desc.virtual || seen.has(s.groupResource)) continue;
       seen.add(s.groupResource);
       out.push(s);
     }

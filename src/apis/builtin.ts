@@ -331,20 +331,6 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     group: 'authorization.k8s.io', version: 'v1', kind: 'SubjectAccessReview', listKind: 'SubjectAccessReviewList',
     plural: 'subjectaccessreviews', singular: 'subjectaccessreview', namespaced: false, verbs: ['create'], virtual: true,
   },
-  {
-    group: 'core.kcp.io', version: 'v1alpha1', kind: 'LogicalCluster', listKind: 'LogicalClusterList', plural: 'logicalclusters',
-    singular: 'logicalcluster', namespaced: false, verbs: ALL_VERBS, hasStatus: true, categories: ['kcp'],
-    columns: [
-      { name: 'Phase', type: 'string', priority: 0, cell: (o) => asObj(o.status).phase },
-      { name: 'URL', type: 'string', priority: 0, cell: (o) => asObj(o.status).URL },
-    ],
-    strategy: {
-      tracksGeneration: true,
-      validate(obj) {
-        return obj.metadata.name === 'cluster' ? [] : [field('metadata.name', `Invalid value: "${obj.metadata.name}": must be "cluster"`)];
-      },
-    },
-  },
 ];
 
 /**

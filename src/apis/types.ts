@@ -5,6 +5,19 @@
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { StatusCause } from '../apimachinery/errors.js';
 import type { NameRule } from '../apimachinery/validation.js';
+import type { UserInfo } from '../registry/store.js';
+
+/** What admission sees of a write (kube's `admission.Attributes`, reduced). */
+export interface AdmissionAttributes {
+  operation: 'create' | 'update';
+  /** Logical cluster of the object. */
+  cluster: string;
+  user: UserInfo;
+  /** The stored object, on update. */
+  old?: KubeObject;
+  /** `status`, … when a subresource is written. */
+  subresource?: string;
+}
 
 /** One column of `as=Table` output (`metav1.TableColumnDefinition`) plus how to compute its cell. */
 export interface TableColumn {
@@ -54,6 +67,13 @@ export interface ResourceStrategy {
    * returns the pruned paths for `fieldValidation`.
    */
   normalize?(obj: KubeObject): string[];
+  /**
+   * Admission of this resource (kube's mutating then validating admission plugins): may default
+   * fields from the request's identity and logical cluster, or refuse the write by throwing a
+   * StatusError (usually 403 Forbidden). Runs after prepareForCreate / prepareForUpdate and
+   * before validation; synchronous, so it reads state from in-memory indexes only.
+   */
+  admit?(obj: KubeObject, attrs: AdmissionAttributes): void;
   /** Extra field-selector fields beyond metadata.name/metadata.namespace: name → value getter. */
   selectableFields?: Record<string, (obj: KubeObject) => string>;
 }

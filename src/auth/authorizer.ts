@@ -9,11 +9,25 @@
  */
 import type { UserInfo } from '../registry/store.js';
 import type { WatchCache, CacheEvent } from '../storage/watchcache.js';
+import type { LogicalClusterIndex } from '../tenancy/index.js';
 
 /** The logical cluster that holds kcp's bootstrap policy. */
 export const SYSTEM_ADMIN_CLUSTER = 'system:admin';
 /** Group that bypasses authorization. */
 export const SYSTEM_MASTERS = 'system:masters';
+/** Groups kcp lets past the workspace checks (pkg/authorization/bootstrap/policy.go). */
+const LOGICAL_CLUSTER_ADMIN = 'system:kcp:logical-cluster-admin';
+const KCP_ADMIN = 'system:kcp:admin';
+const WORKSPACE_BOOTSTRAPPER = 'system:kcp:tenancy:workspace-bootstrapper';
+/** User extra holding the logical cluster a service account belongs to (kcp). */
+export const SA_CLUSTER_EXTRA = 'authentication.kubernetes.io/cluster-name';
+/** Phases in which a logical cluster's content may be accessed (kcp workspace content authorizer). */
+const ACCESSIBLE_PHASES = new Set(['Initializing', 'Ready', 'Inactive', 'Terminating', 'Deleting']);
+
+/** Whether the user is a service account of the given logical cluster. */
+export function isServiceAccountOf(user: UserInfo, cluster: string): boolean {
+  return user.name.startsWith('system:serviceaccount:') && (user.extra?.[SA_CLUSTER_EXTRA]?.[0] ?? '') === cluster;
+}
 
 /** What is being authorized (`authorizer.Attributes`). */
 export interface AuthzAttributes {
@@ -84,7 +98,11 @@ function appliesTo(s: Subject, user: UserInfo, bindingNamespace: string): boolea
 export class Authorizer {
   private readonly snapshots = new Map<string, RbacSnapshot>();
 
-  constructor(private readonly cache: WatchCache) {
+  /**
+   * `index` (the shard's LogicalClusters) enables kcp's workspace checks: required groups and
+   * content access; without it only RBAC applies.
+   */
+  constructor(private readonly cache: WatchCache, private readonly index?: LogicalClusterIndex) {
     cache.subscribe((ev: CacheEvent | undefined) => {
       if (!ev) this.snapshots.clear();
       else if (RBAC_RESOURCES.has(ev.entry.groupResource)) this.snapshots.delete(ev.entry.cluster);
@@ -170,6 +188,35 @@ export class Authorizer {
   }
 
   /**
+   * kcp's workspace checks for a request into a (non-system) logical cluster, in the order of its
+   * authorizer chain: the required groups of the LogicalCluster
+   * (`authorization.kcp.io/required-groups`: `;`-separated alternatives of `,`-separated groups),
+   * the phase, then **workspace content access** — verb `access` on the non-resource path `/`
+   * granted by the cluster's RBAC or the bootstrap policy; service accounts of the cluster
+   * itself need no such grant (kcp pkg/authorization/requiredgroups_authorizer.go,
+   * workspace_content_authorizer.go). Returns the denial reason, or undefined to continue.
+   */
+  private workspaceDenial(a: AuthzAttributes): string | undefined {
+    if (!this.index || !a.cluster || a.cluster.startsWith('system:')) return undefined;
+    const groups = a.user.groups;
+    if (groups.includes(LOGICAL_CLUSTER_ADMIN)) return undefined;
+    const info = this.index.get(a.cluster);
+    if (!info) return undefined; // existence is checked by the caller (the cache may trail Redis)
+    const serviceAccount = a.user.name.startsWith('system:serviceaccount:');
+    if (!serviceAccount && info.requiredGroups !== undefined && !groups.includes(KCP_ADMIN)) {
+      const clauses = [...info.requiredGroups.split(';'), KCP_ADMIN, WORKSPACE_BOOTSTRAPPER];
+      if (!clauses.some((c) => c.split(',').every((g) => groups.includes(g)))) {
+        return `user is not a member of required groups: ${info.requiredGroups}`;
+      }
+    }
+    if (!ACCESSIBLE_PHASES.has(info.phase)) return `not permitted due to phase "${info.phase}"`;
+    if (serviceAccount && isServiceAccountOf(a.user, a.cluster)) return undefined;
+    const access: AuthzAttributes = { ...a, verb: 'access', isResourceRequest: false, path: '/', apiGroup: '', resource: '', subresource: '', name: '', namespace: '' };
+    if (this.rbacAllows(SYSTEM_ADMIN_CLUSTER, access, true) || this.rbacAllows(a.cluster, access, true)) return undefined;
+    return 'no verb=access permission on /';
+  }
+
+  /**
    * Authorizes a request. `clusterExists` says whether the target logical cluster exists (the
    * caller resolves it, possibly asynchronously).
    */
@@ -179,6 +226,8 @@ export class Authorizer {
       return { allowed: false, reason: `"${a.cluster}" workspace access not permitted` };
     }
     if (a.cluster === '*') return { allowed: false, reason: 'wildcard requests are only allowed for system:masters' };
+    const denial = this.workspaceDenial(a);
+    if (denial) return { allowed: false, reason: denial };
     const bootstrap = this.rbacAllows(SYSTEM_ADMIN_CLUSTER, a, true);
     if (bootstrap) return { allowed: true, reason: `bootstrap policy: ${bootstrap}` };
     if (a.cluster) {

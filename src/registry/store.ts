@@ -55,6 +55,13 @@ export interface RequestScope {
   duplicateFields?: string[];
 }
 
+/**
+ * Pseudo-subresource for controllers of this server: an update that writes spec and status in
+ * one revision (kube clients need two requests, main resource then `/status`). Never reachable
+ * from a URL — the request router only accepts the subresources a descriptor declares.
+ */
+export const SPEC_AND_STATUS = '<spec+status>';
+
 /** Query options of list (and watch), as `metav1.ListOptions`. */
 export interface ListOptions {
   labelSelector?: string;
@@ -313,6 +320,7 @@ export class Store {
     this.prepareMetaForCreate(meta);
     if (this.desc.strategy?.tracksGeneration) meta.generation = 1;
     this.desc.strategy?.prepareForCreate?.(obj);
+    this.desc.strategy?.admit?.(obj, { operation: 'create', cluster: scope.cluster, user: scope.user });
     this.validate(obj);
     if (this.desc.namespaced) await this.backend.checkNamespace(scope.cluster, meta.namespace!);
     if (!applied) this.trackUpdate(undefined, obj, scope);
@@ -458,7 +466,10 @@ export class Store {
       throw conflict(this.gr, old.metadata.name!, 'the object has been modified; please apply your changes to the latest version and try again');
     }
     let merged: KubeObject;
-    if (subresource === 'status') {
+    if (subresource === SPEC_AND_STATUS) {
+      merged = next;
+      this.desc.strategy?.prepareForUpdate?.(merged, old);
+    } else if (subresource === 'status') {
       merged = deepClone(old);
       merged.status = next.status;
     } else if (subresource === 'finalize') {
@@ -485,9 +496,10 @@ export class Store {
         throw invalid(this.desc.kind, this.desc.group, o.name!, [{ reason: 'FieldValueForbidden', field: 'metadata.finalizers', message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}` }]);
       }
     }
-    if (this.desc.strategy?.tracksGeneration && (!subresource || subresource === 'scale') && specChanged(old, merged)) m.generation = (o.generation ?? 1) + 1;
+    if (this.desc.strategy?.tracksGeneration && (!subresource || subresource === 'scale' || subresource === SPEC_AND_STATUS) && specChanged(old, merged)) m.generation = (o.generation ?? 1) + 1;
+    this.desc.strategy?.admit?.(merged, { operation: 'update', cluster: scope.cluster, user: scope.user, old, subresource });
     this.validate(merged, old);
-    if (!applied) this.trackUpdate(old, merged, scope, subresource);
+    if (!applied) this.trackUpdate(old, merged, scope, subresource === SPEC_AND_STATUS ? undefined : subresource);
     m.resourceVersion = oldRv;
     if (sameContent(old, merged)) return JSON.stringify(old);
     if (scope.dryRun) return JSON.stringify(merged);

@@ -47,6 +47,17 @@ export interface AppContext {
   isReady(): boolean;
   /** Address clients use (`host:port`), for `/api` serverAddressByClientCIDRs. */
   externalAddress: string;
+  /**
+   * Maps the `<x>` of `/clusters/<x>` to a logical cluster name: names pass through, workspace
+   * paths (`root:org:team`, `user:alice`) resolve through the LogicalCluster index; undefined when
+   * a path does not resolve.
+   */
+  resolveCluster(segment: string): string | undefined;
+  /**
+   * `GET /clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~`: creates the caller's home
+   * workspace if needed and returns it (429 with Retry-After while it initializes).
+   */
+  homeWorkspace(user: UserInfo): Promise<KubeObject>;
   /** Create handler of virtual resources (access reviews). */
   createVirtual(desc: ResourceDescriptor, body: KubeObject, user: UserInfo, cluster: string): KubeObject;
   logger?: boolean | object;
@@ -171,6 +182,12 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   const query = queryOf(req);
   const info = parseRequestInfo(req.method, rawPath, query);
   req.kcpInfo = info;
+  if (info.cluster && info.cluster !== '*') {
+    const resolved = ctx.resolveCluster(info.cluster);
+    // An unknown path is refused like a logical cluster one may not access: nothing is revealed.
+    if (resolved === undefined) throw new StatusError(403, 'Forbidden', `"${info.cluster}" workspace access not permitted`);
+    info.cluster = resolved;
+  }
   const h = req.headers;
   if (h['impersonate-user'] !== undefined || h['impersonate-group'] !== undefined || h['impersonate-uid'] !== undefined) {
     const cluster = info.cluster === '*' ? '' : info.cluster;
@@ -187,6 +204,9 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   if (!info.isResourceRequest) {
     await authorizeNonResource(ctx, req, info.path, info.cluster === '*' ? '' : info.cluster);
     return serveDiscovery(ctx, req, reply, info);
+  }
+  if (info.verb === 'get' && info.name === '~' && info.apiGroup === 'tenancy.kcp.io' && info.resource === 'workspaces' && !info.subresource && info.cluster === 'root') {
+    return send(reply, 200, await ctx.homeWorkspace(user), negotiateOutput(req.headers.accept, false));
   }
   const store = resolveStore(ctx, info);
   const desc = store.desc;

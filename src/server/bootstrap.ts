@@ -29,25 +29,63 @@ function groupBinding(name: string, role: string, groups: string[]): KubeObject 
 const readVerbs = ['get', 'list', 'watch'];
 const writeVerbs = ['create', 'delete', 'deletecollection', 'patch', 'update'];
 
-/** The logical cluster object that makes a logical cluster exist. */
-export function logicalClusterObject(url: string): KubeObject {
-  return {
-    apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster', metadata: { name: 'cluster' },
-    spec: { initializers: [] }, status: { phase: 'Ready', URL: url },
-  };
-}
+/** Annotation values of the root logical cluster (kcp config/root-phase0/logicalcluster.yaml). */
+const ROOT_ANNOTATIONS = {
+  'internal.tenancy.kcp.io/type': 'root:root',
+  'experimental.tenancy.kcp.io/owner': '{"username":"system:kcp-bootstrapper"}',
+  'kcp.io/path': ROOT_CLUSTER,
+};
 
-/** Creates what a shard needs, ignoring objects that already exist. */
-export async function bootstrapShard(stores: (plural: string, group: string) => Store, masters: (cluster: string, ns?: string) => RequestScope, baseUrl: string): Promise<void> {
+/** kcp's root WorkspaceTypes (config/root/workspacetype-*.yaml, with the workspace-types battery). */
+const ROOT_WORKSPACE_TYPES: Array<[string, object]> = [
+  ['root', { defaultChildWorkspaceType: { name: 'organization', path: 'root' }, limitAllowedParents: { none: true }, extend: { with: [{ name: 'universal', path: 'root' }] } }],
+  ['universal', { initializer: true }],
+  ['organization', {
+    extend: { with: [{ name: 'universal', path: 'root' }] }, defaultChildWorkspaceType: { name: 'universal', path: 'root' },
+    limitAllowedChildren: { types: [{ name: 'universal', path: 'root' }] }, limitAllowedParents: { types: [{ name: 'root', path: 'root' }] },
+  }],
+  ['team', {
+    extend: { with: [{ name: 'universal', path: 'root' }] }, defaultChildWorkspaceType: { name: 'universal', path: 'root' },
+    limitAllowedParents: { types: [{ name: 'organization', path: 'root' }, { name: 'team', path: 'root' }] },
+  }],
+  ['home', { extend: { with: [{ name: 'universal', path: 'root' }] }, defaultChildWorkspaceType: { name: 'universal', path: 'root' }, limitAllowedParents: { none: true } }],
+];
+
+/** URLs of the running shard, recorded in its `Shard` object. */
+export interface ShardURLs { name: string; baseURL: string; externalURL: string; virtualWorkspaceURL: string }
+
+/**
+ * Creates what a shard needs, ignoring objects that already exist: the `root` and
+ * `system:admin` logical clusters (phase Ready), kcp's bootstrap policy in `system:admin`
+ * (pkg/authorization/bootstrap/policy.go and the kube defaults kcp serves), the root
+ * workspace's content (config/root: namespace `default`, WorkspaceTypes, workspace access for
+ * `system:authenticated`, `use` of the universal/organization/team types, tenancy reader, home
+ * workspace creation) and the `Shard` object of this shard (kept up to date on every start).
+ */
+export async function bootstrapShard(stores: (plural: string, group: string) => Store, masters: (cluster: string, ns?: string) => RequestScope, shard: ShardURLs): Promise<void> {
   const ensure = async (store: Store, scope: RequestScope, obj: KubeObject) => {
     try { await store.create(scope, obj); } catch (err) {
       if (!(err instanceof StatusError && err.code === 409)) throw err;
     }
   };
   const lc = stores('logicalclusters', 'core.kcp.io');
-  await ensure(lc, masters(ROOT_CLUSTER), logicalClusterObject(`${baseUrl}/clusters/${ROOT_CLUSTER}`));
-  await ensure(lc, masters(SYSTEM_ADMIN_CLUSTER), logicalClusterObject(`${baseUrl}/clusters/${SYSTEM_ADMIN_CLUSTER}`));
-  await ensure(stores('namespaces', ''), masters(ROOT_CLUSTER), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+  for (const [cluster, annotations] of [[ROOT_CLUSTER, ROOT_ANNOTATIONS], [SYSTEM_ADMIN_CLUSTER, {}]] as const) {
+    const scope = masters(cluster);
+    await ensure(lc, scope, { apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster', metadata: { name: 'cluster', annotations: { ...annotations } }, spec: {} });
+    const current = lc.decode(await lc.get(scope, 'cluster'));
+    const url = `${shard.externalURL}/clusters/${cluster}`;
+    const status = (current.status ?? {}) as { phase?: string; URL?: string };
+    if (status.phase !== 'Ready' || status.URL !== url) {
+      await lc.update(scope, 'cluster', { ...current, status: { ...status, phase: 'Ready', URL: url } }, 'status');
+    }
+  }
+
+  const root = masters(ROOT_CLUSTER);
+  await ensure(stores('namespaces', ''), root, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+  const types = stores('workspacetypes', 'tenancy.kcp.io');
+  for (const [name, spec] of ROOT_WORKSPACE_TYPES) {
+    await ensure(types, root, { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceType', metadata: { name }, spec });
+  }
 
   const roles = stores('clusterroles', 'rbac.authorization.k8s.io');
   const bindings = stores('clusterrolebindings', 'rbac.authorization.k8s.io');
@@ -60,11 +98,42 @@ export async function bootstrapShard(stores: (plural: string, group: string) => 
     clusterRole('view', [{ ...all, verbs: readVerbs }]),
     clusterRole('system:basic-user', [{ apiGroups: ['authorization.k8s.io'], resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'], verbs: ['create'] }]),
     clusterRole('system:discovery', [{ nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*', '/openapi', '/openapi/*', '/version', '/version/', '/healthz', '/livez', '/readyz'], verbs: ['get'] }]),
+    clusterRole('system:kcp:workspace:access', [{ nonResourceURLs: ['/'], verbs: ['access'] }]),
+    clusterRole('system:kcp:tenancy:reader', [
+      { apiGroups: ['tenancy.kcp.io'], resources: ['workspaces', 'workspacetypes'], verbs: readVerbs },
+      { apiGroups: ['core.kcp.io'], resources: ['logicalclusters'], verbs: readVerbs },
+    ]),
+    clusterRole('system:kcp:logical-cluster-admin', [
+      { apiGroups: ['core.kcp.io'], resources: ['logicalclusters', 'logicalclusters/status'], verbs: ['*'] },
+      { apiGroups: ['tenancy.kcp.io'], resources: ['workspaces'], verbs: ['delete', 'update', 'get'] },
+    ]),
   ]) await ensure(roles, sys, role);
   for (const b of [
     groupBinding('cluster-admin', 'cluster-admin', ['system:masters']),
     groupBinding('system:kcp:admin:cluster-admin', 'cluster-admin', ['system:kcp:admin']),
     groupBinding('system:basic-user', 'system:basic-user', ['system:authenticated']),
     groupBinding('system:discovery', 'system:discovery', ['system:authenticated']),
+    groupBinding('system:kcp:logical-cluster-admin', 'system:kcp:logical-cluster-admin', ['system:kcp:logical-cluster-admin']),
   ]) await ensure(bindings, sys, b);
+
+  // The root workspace's RBAC (kcp config/root).
+  await ensure(roles, root, clusterRole('system:kcp:universal-workspacetype-use', [
+    { apiGroups: ['tenancy.kcp.io'], resources: ['workspacetypes'], resourceNames: ['universal', 'organization', 'team'], verbs: ['use'] },
+  ]));
+  await ensure(roles, root, clusterRole('system:kcp:home-clusterworkspace-create', [
+    { apiGroups: ['tenancy.kcp.io'], resources: ['workspaces'], resourceNames: ['~'], verbs: ['get', 'create'] },
+  ]));
+  for (const b of [
+    groupBinding('system:kcp:tenancy:authenticated:access', 'system:kcp:workspace:access', ['system:authenticated']),
+    groupBinding('system:kcp:authenticated:universal-workspacetype-use', 'system:kcp:universal-workspacetype-use', ['system:authenticated']),
+    groupBinding('system:kcp:authenticated:tenancy:reader', 'system:kcp:tenancy:reader', ['system:authenticated']),
+    groupBinding('system:kcp:configured-group:home-clusterworkspace-create', 'system:kcp:home-clusterworkspace-create', ['system:authenticated']),
+  ]) await ensure(bindings, root, b);
+
+  // This shard, as kcp registers it in root (core.kcp.io/v1alpha1 Shard).
+  const shards = stores('shards', 'core.kcp.io');
+  const shardSpec = { baseURL: shard.baseURL, externalURL: shard.externalURL, virtualWorkspaceURL: shard.virtualWorkspaceURL };
+  await ensure(shards, root, { apiVersion: 'core.kcp.io/v1alpha1', kind: 'Shard', metadata: { name: shard.name }, spec: shardSpec });
+  const current = shards.decode(await shards.get(root, shard.name));
+  if (JSON.stringify(current.spec) !== JSON.stringify(shardSpec)) await shards.update(root, shard.name, { ...current, spec: shardSpec });
 }

@@ -28,6 +28,15 @@ import { Controller, informer } from '../controllers/runtime.js';
 import { crdReconciler } from '../controllers/crd/controller.js';
 import { CRD_GR, descriptorsForCRD } from '../apiextensions/customresources.js';
 import { NAMESPACES_GR, namespaceReconciler } from '../controllers/namespace/controller.js';
+import { kcpResources } from '../apis/kcp/index.js';
+import { LOGICAL_CLUSTERS_GR, LogicalClusterIndex } from '../tenancy/index.js';
+import { WorkspaceTypeResolver } from '../tenancy/workspacetypes.js';
+import { workspaceAdmission } from '../tenancy/admission.js';
+import { logicalClusterAdmission } from '../tenancy/logicalclusters.js';
+import { logicalClusterReconciler } from '../controllers/logicalcluster/controller.js';
+import { workspaceReconciler } from '../controllers/workspace/controller.js';
+import { homeWorkspaces } from '../tenancy/home.js';
+import { classifyClusterSegment } from '../tenancy/paths.js';
 
 /** Options of `startServer` (flag names of `kcp-ts start`, as kcp's). */
 export interface ServerOptions {
@@ -72,9 +81,6 @@ export interface RunningServer {
   /** Stops serving: ends watches, closes controllers, storage and the embedded Redis. */
   stop(): Promise<void>;
 }
-
-/** Key of the logical cluster marker object in the watch cache. */
-const LOGICAL_CLUSTERS_GR = 'core.kcp.io/logicalclusters';
 
 function writeAtomic(path: string, content: string): void {
   const tmp = `${path}.tmp-${process.pid}`;
@@ -122,16 +128,27 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         }
       },
     };
-    const registry = new APIRegistry(cache, backend, BUILTIN_RESOURCES);
+    const index = new LogicalClusterIndex(cache);
+    const authz = new Authorizer(cache, index);
+    const types = new WorkspaceTypeResolver(cache, index);
+    const resources = [...BUILTIN_RESOURCES, ...kcpResources({
+      workspaces: workspaceAdmission({
+        index, types,
+        canUseType: (user, cluster, name) => authz.authorize({
+          user, verb: 'use', cluster, isResourceRequest: true, namespace: '', apiGroup: 'tenancy.kcp.io', resource: 'workspacetypes', subresource: '', name, path: '',
+        }, index.get(cluster) !== undefined).allowed,
+      }),
+      logicalclusters: logicalClusterAdmission,
+    })];
+    const registry = new APIRegistry(cache, backend, resources);
     const storeOf = (plural: string, group: string): Store => {
-      const d = BUILTIN_RESOURCES.find((x) => x.plural === plural && x.group === group);
+      const d = resources.find((x) => x.plural === plural && x.group === group);
       const s = d && registry.builtins.store(d.group, d.version, d.plural);
       if (!s) throw new Error(`no store for ${plural}.${group}`);
       return s;
     };
     const masters = (cluster: string, namespace?: string): RequestScope => ({ cluster, namespace, user: { name: 'system:kcp:controller', groups: [SYSTEM_MASTERS] } });
 
-    const authz = new Authorizer(cache);
     const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map());
     const hub = new WatchHub(cache, () => storage.currentRevision(), options.bookmarkIntervalMs);
     cleanups.push(async () => hub.closeAll());
@@ -142,6 +159,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const app = buildApp({
       apis: (cluster) => registry.forCluster(cluster), authn, authz, hub, metrics,
       clusterExists: clusterKnown,
+      resolveCluster: (segment) => {
+        const kind = classifyClusterSegment(segment);
+        return kind === 'name' ? segment : kind === 'path' ? index.resolvePath(segment) : undefined;
+      },
+      homeWorkspace: homeWorkspaces({
+        logicalClusters: storeOf('logicalclusters', 'core.kcp.io'), index, types, scope: masters,
+        mayCreate: (user) => authz.authorize({
+          user, verb: 'create', cluster: 'root', isResourceRequest: true, namespace: '', apiGroup: 'tenancy.kcp.io', resource: 'workspaces', subresource: '', name: '~', path: '',
+        }, true).allowed,
+      }),
       isReady: () => ready && cache.isReady && storage.client.status === 'ready',
       get externalAddress() { return externalAddress; },
       createVirtual: (desc, body, user, cluster) => {
@@ -160,7 +187,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     externalAddress = hostPort;
     const url = `https://${hostPort}`;
 
-    await bootstrapShard(storeOf, masters, url);
+    await bootstrapShard(storeOf, masters, { name: shard, baseURL: url, externalURL: url, virtualWorkspaceURL: url });
 
     if (options.controllers ?? true) {
       const prefix = `{${shard}}:ctrl`;
@@ -191,6 +218,53 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       cleanups.unshift(() => crdController.close());
       const unsubscribeCrd = informer(cache, CRD_GR, crdController, (_e, type) => type !== 'DELETED');
       cleanups.unshift(async () => unsubscribeCrd());
+
+      // Tenancy: LogicalCluster lifecycle (initialization, deletion of content) and Workspaces.
+      const lcStore = storeOf('logicalclusters', 'core.kcp.io');
+      const wsStore = storeOf('workspaces', 'tenancy.kcp.io');
+      const lcController = new Controller({
+        name: 'logicalcluster', prefix, connection: storage.client, concurrency: 16,
+        reconcile: logicalClusterReconciler({
+          logicalClusters: lcStore, clusterRoleBindings: storeOf('clusterrolebindings', 'rbac.authorization.k8s.io'),
+          storesOf: (cluster) => registry.forCluster(cluster).storedStores(), scope: masters, externalURL: () => url,
+          initializers: {
+            // root:universal (kcp config/universal): the `default` namespace.
+            'root:universal': async (cluster) => {
+              try { await nsStore.create(masters(cluster), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } }); } catch (err) {
+                if (!(err instanceof StatusError && err.code === 409)) throw err;
+              }
+            },
+          },
+        }),
+        onError: (key, err) => app.log.warn({ key, err }, 'logicalcluster reconcile failed'),
+      });
+      cleanups.unshift(() => lcController.close());
+      const wsController = new Controller({
+        name: 'workspace', prefix, connection: storage.client, concurrency: 16,
+        reconcile: workspaceReconciler({
+          workspaces: wsStore, logicalClusters: lcStore, index, types, shardName: shard,
+          externalURL: () => url, scope: masters,
+        }),
+        onError: (key, err) => app.log.warn({ key, err }, 'workspace reconcile failed'),
+      });
+      cleanups.unshift(() => wsController.close());
+      const unfinished = (e: { json: string }) => !e.json.includes('"phase":"Ready"') || e.json.includes('"deletionTimestamp"');
+      const unsubscribeLc = informer(cache, LOGICAL_CLUSTERS_GR, lcController, (e, type) => type !== 'DELETED' && unfinished(e));
+      const unsubscribeWs = informer(cache, 'tenancy.kcp.io/workspaces', wsController, (e, type) => type !== 'DELETED' && unfinished(e));
+      // A LogicalCluster that became Ready or went away moves its Workspace on; anything deleted
+      // in a deleting logical cluster wakes that cluster's deletion.
+      const unsubscribeOwners = cache.subscribe((ev) => {
+        if (!ev) return;
+        const e = ev.entry;
+        if (e.groupResource === LOGICAL_CLUSTERS_GR) {
+          if (ev.type !== 'DELETED' && !e.json.includes('"phase":"Ready"') && !e.json.includes('"deletionTimestamp"')) return;
+          const owner = (JSON.parse(e.json) as KubeObject & { spec?: { owner?: { cluster?: string; name?: string; resource?: string } } }).spec?.owner;
+          if (owner?.resource === 'workspaces' && owner.cluster && owner.name) wsController.enqueue(`${owner.cluster}|${owner.name}`).catch(() => undefined);
+        } else if (ev.type === 'DELETED' && index.get(e.cluster)?.deleting) {
+          lcController.enqueue(`${e.cluster}|cluster`).catch(() => undefined);
+        }
+      });
+      cleanups.unshift(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); });
     }
 
     const kubeconfigPath = join(root, 'admin.kubeconfig');

@@ -13,7 +13,6 @@ import { EVENTS_COORDINATION_SCHEMAS } from './events.js';
 import { RBAC_SCHEMAS } from './rbac.js';
 import { AUTHORIZATION_SCHEMAS } from './authorization.js';
 import { APIEXTENSIONS_SCHEMAS } from './apiextensions.js';
-import { KCP_SCHEMAS } from './kcp.js';
 
 export type { Schema } from './helpers.js';
 export { V3_REF_PREFIX, listSchema } from './helpers.js';
@@ -37,7 +36,6 @@ export const BUILTIN_SCHEMAS: Record<string, object> = sortedMerge(
   RBAC_SCHEMAS,
   AUTHORIZATION_SCHEMAS,
   APIEXTENSIONS_SCHEMAS,
-  KCP_SCHEMAS,
 );
 
 /** Go package prefix of built-in groups whose definition names do not follow the general rule. */

@@ -1,0 +1,129 @@
+/**
+ * LogicalCluster lifecycle (kcp pkg/reconciler/core/logicalcluster, tenancy/logicalcluster,
+ * tenancy/bootstrap and core/logicalclusterdeletion, folded into one level-triggered reconciler):
+ *
+ * - `Scheduling` → the owner (`spec.createdBy`, or the `experimental.tenancy.kcp.io/owner`
+ *   annotation) gets the `workspace-admin` ClusterRoleBinding to `cluster-admin`; the phase
+ *   becomes `Initializing` with `status.initializers` copied from `spec.initializers`;
+ * - `Initializing` → the initializers this server implements run (`root:universal` creates the
+ *   `default` namespace) and remove themselves; other initializers are left to their
+ *   controllers, which remove theirs through `/status`; with none left the phase is `Ready`;
+ * - deletion → every object of the logical cluster is deleted (Workspaces in it cascade to
+ *   their own logical clusters), then the `core.kcp.io/logicalcluster-deletion` finalizer is
+ *   removed and the LogicalCluster is gone.
+ *
+ * Scheduling→Ready happens in one status write when only built-in initializers are present.
+ * Keys are `<logical cluster>|cluster`.
+ */
+import { StatusError } from '../../apimachinery/errors.js';
+import type { KubeObject } from '../../apimachinery/meta.js';
+import type { RequestScope, Store } from '../../registry/store.js';
+import { OWNER_ANNOTATION } from '../../tenancy/admission.js';
+import { DELETION_FINALIZER } from '../../tenancy/logicalclusters.js';
+import { PATH_ANNOTATION } from '../../tenancy/paths.js';
+import { deleteAll, getIfExists, type ReconcileResult } from '../runtime.js';
+import { splitKey } from '../namespace/controller.js';
+
+export { DELETION_FINALIZER };
+/** Name of the owner's ClusterRoleBinding in a new logical cluster (kcp). */
+export const WORKSPACE_ADMIN_BINDING = 'workspace-admin';
+
+/** An initializer implemented in-process: prepares a logical cluster's content. */
+export type Initializer = (cluster: string) => Promise<void>;
+
+/** Dependencies of the reconciler, as plain functions and values. */
+export interface LogicalClusterReconcilerDeps {
+  logicalClusters: Store;
+  clusterRoleBindings: Store;
+  /** Every stored resource of a logical cluster, one store per storage location. */
+  storesOf(cluster: string): Store[];
+  /** Built-in initializers by name (`root:universal`). */
+  initializers: Record<string, Initializer>;
+  /** Identity the controller acts as. */
+  scope(cluster: string, namespace?: string): RequestScope;
+  /** The URL clients reach this shard at (`https://host:port`); `status.URL` is below it. */
+  externalURL(): string;
+}
+
+interface LCStatus { phase?: string; initializers?: string[]; conditions?: unknown[]; URL?: string }
+interface LCSpec { initializers?: string[]; createdBy?: { username?: string } }
+
+function ownerName(lc: KubeObject): string | undefined {
+  const spec = (lc.spec ?? {}) as LCSpec;
+  if (spec.createdBy?.username) return spec.createdBy.username;
+  const raw = lc.metadata.annotations?.[OWNER_ANNOTATION];
+  if (!raw) return undefined;
+  try { return (JSON.parse(raw) as { username?: string }).username || undefined; } catch { return undefined; }
+}
+
+async function ignoreExists(p: Promise<unknown>): Promise<void> {
+  try { await p; } catch (err) {
+    if (!(err instanceof StatusError && err.code === 409)) throw err;
+  }
+}
+
+/** Reconciles one LogicalCluster. */
+export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps) {
+  return async (key: string): Promise<ReconcileResult | void> => {
+    const [cluster] = splitKey(key);
+    const scope = deps.scope(cluster);
+    const lc = await getIfExists(deps.logicalClusters, scope, 'cluster');
+    if (!lc) return;
+    if (lc.metadata.deletionTimestamp) return deleteContent(deps, cluster, lc);
+
+    const status: LCStatus = { ...(lc.status as LCStatus | undefined) };
+    const phase = status.phase ?? 'Scheduling';
+    if (phase !== 'Scheduling' && phase !== 'Initializing') return;
+    if (phase === 'Scheduling') {
+      const owner = ownerName(lc);
+      if (owner) {
+        await ignoreExists(deps.clusterRoleBindings.create(scope, {
+          apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: WORKSPACE_ADMIN_BINDING },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: owner }],
+        }));
+      }
+      status.phase = 'Initializing';
+      status.URL = `${deps.externalURL()}/clusters/${lc.metadata.annotations?.[PATH_ANNOTATION] ?? cluster}`;
+      status.initializers = [...((lc.spec as LCSpec | undefined)?.initializers ?? [])];
+    }
+    const pending: string[] = [];
+    for (const name of status.initializers ?? []) {
+      const run = deps.initializers[name];
+      if (run) await run(cluster); else pending.push(name);
+    }
+    status.initializers = pending;
+    if (!pending.length) status.phase = 'Ready';
+    const before = lc.status as LCStatus | undefined;
+    if (before?.phase === status.phase && JSON.stringify(before?.initializers ?? []) === JSON.stringify(pending)) return;
+    try {
+      await deps.logicalClusters.update(scope, 'cluster', { ...lc, status }, 'status');
+    } catch (err) {
+      // A concurrent change (an external initializer finished): reconcile again from fresh state.
+      if (err instanceof StatusError && err.code === 409) return { requeueAfterMs: 0 };
+      if (err instanceof StatusError && err.code === 404) return;
+      throw err;
+    }
+  };
+}
+
+/** Deletes everything in a deleting logical cluster, then releases its LogicalCluster. */
+async function deleteContent(deps: LogicalClusterReconcilerDeps, cluster: string, lc: KubeObject): Promise<ReconcileResult | void> {
+  const finalizers = lc.metadata.finalizers ?? [];
+  if (!finalizers.includes(DELETION_FINALIZER)) return;
+  const scope = deps.scope(cluster);
+  let remaining = 0;
+  for (const store of deps.storesOf(cluster)) {
+    if (store.groupResource === 'core.kcp.io/logicalclusters') continue;
+    remaining += await deleteAll(store, scope);
+  }
+  // Objects held by finalizers (namespaces, workspaces with logical clusters of their own) go
+  // on their own; their deletion events requeue this key, the delay is a safety net.
+  if (remaining > 0) return { requeueAfterMs: 2000 };
+  try {
+    await deps.logicalClusters.update(scope, 'cluster', { ...lc, metadata: { ...lc.metadata, finalizers: finalizers.filter((f) => f !== DELETION_FINALIZER) } });
+  } catch (err) {
+    if (err instanceof StatusError && err.code === 404) return;
+    throw err;
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * Workspace lifecycle (kcp pkg/reconciler/tenancy/workspace: metadata, deletion, scheduling and
+ * phase reconcilers), level-triggered on the BullMQ runtime. Keys are `<parent cluster>|<name>`.
+ *
+ * - scheduling: a random logical cluster name, a LogicalCluster on this shard (type, path,
+ *   owner, required groups, initializers and terminators of the type and the types it extends,
+ *   `spec.owner` pointing back), then — in one write — the `core.kcp.io/logicalcluster`
+ *   finalizer, the cluster/shard annotations, `spec.cluster`, `spec.URL` (the shard's external
+ *   URL + `/clusters/<path>`) and phase `Initializing`;
+ * - phase: `Initializing` → `Ready` once the LogicalCluster is `Ready` (initializers mirrored);
+ * - deletion: the LogicalCluster is deleted (it deletes its content, including child
+ *   workspaces); when it is gone the finalizer is removed and the Workspace goes.
+ */
+import { StatusError } from '../../apimachinery/errors.js';
+import type { KubeObject } from '../../apimachinery/meta.js';
+import { SPEC_AND_STATUS, type RequestScope, type Store } from '../../registry/store.js';
+import { OWNER_ANNOTATION } from '../../tenancy/admission.js';
+import { REQUIRED_GROUPS_ANNOTATION, TYPE_ANNOTATION, type LogicalClusterIndex } from '../../tenancy/index.js';
+import { PATH_ANNOTATION, joinPath, randomClusterName } from '../../tenancy/paths.js';
+import type { WorkspaceTypeResolver } from '../../tenancy/workspacetypes.js';
+import { DELETION_FINALIZER } from '../logicalcluster/controller.js';
+import { splitKey } from '../namespace/controller.js';
+import { getIfExists, type ReconcileResult } from '../runtime.js';
+
+/** Finalizer of a Workspace until its logical cluster is gone (kcp `LogicalClusterFinalizerName`). */
+export const WORKSPACE_FINALIZER = 'core.kcp.io/logicalcluster';
+/** Annotation with the shard a workspace is scheduled to (kcp `LogicalClusterShardAnnotationKey`). */
+export const SHARD_ANNOTATION = 'core.kcp.io/shard';
+/** Annotation with the logical cluster name chosen for a workspace (kcp). */
+export const CLUSTER_ANNOTATION_KEY = 'internal.tenancy.kcp.io/cluster';
+/** Label mirroring the phase (kcp `WorkspacePhaseLabel`). */
+export const PHASE_LABEL = 'tenancy.kcp.io/phase';
+
+/** Dependencies of the reconciler. */
+export interface WorkspaceReconcilerDeps {
+  workspaces: Store;
+  logicalClusters: Store;
+  index: LogicalClusterIndex;
+  types: WorkspaceTypeResolver;
+  /** This shard's name and the URL clients reach it at (`https://host:port`). */
+  shardName: string;
+  externalURL(): string;
+  scope(cluster: string): RequestScope;
+  /** Draws a logical cluster name (injectable for tests). */
+  newClusterName?: () => string;
+}
+
+interface WSSpec { cluster?: string; URL?: string; type?: { name: string; path?: string }; mount?: unknown }
+interface WSStatus { phase?: string; initializers?: string[]; terminators?: string[]; conditions?: Condition[] }
+interface Condition { type: string; status: string; lastTransitionTime?: string; reason?: string; message?: string; severity?: string }
+
+function setCondition(status: WSStatus, type: string, value: 'True' | 'False', reason?: string, message?: string): void {
+  const conds = (status.conditions ??= []);
+  const i = conds.findIndex((c) => c.type === type);
+  const prev = i >= 0 ? conds[i] : undefined;
+  if (prev && prev.status === value && prev.reason === reason && prev.message === message) return;
+  const c: Condition = { type, status: value, lastTransitionTime: prev?.status === value ? prev.lastTransitionTime : new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+  if (reason) c.reason = reason;
+  if (message) c.message = message;
+  if (value === 'False') c.severity = 'Info';
+  if (i >= 0) conds[i] = c; else conds.push(c);
+}
+
+function withPhase(ws: KubeObject, status: WSStatus): KubeObject {
+  const labels = { ...ws.metadata.labels };
+  if (status.phase) labels[PHASE_LABEL] = status.phase;
+  return { ...ws, metadata: { ...ws.metadata, labels }, status };
+}
+
+async function write(store: Store, scope: RequestScope, obj: KubeObject): Promise<ReconcileResult | void> {
+  try {
+    await store.update(scope, obj.metadata.name!, obj, SPEC_AND_STATUS);
+  } catch (err) {
+    if (err instanceof StatusError && err.code === 409) return { requeueAfterMs: 0 };
+    if (err instanceof StatusError && err.code === 404) return;
+    throw err;
+  }
+}
+
+/** Reconciles one Workspace. */
+export function workspaceReconciler(deps: WorkspaceReconcilerDeps) {
+  const newName = deps.newClusterName ?? randomClusterName;
+  return async (key: string): Promise<ReconcileResult | void> => {
+    const [cluster, name] = splitKey(key);
+    const scope = deps.scope(cluster);
+    const ws = await getIfExists(deps.workspaces, scope, name);
+    if (!ws) return;
+    const spec = (ws.spec ?? {}) as WSSpec;
+    const status: WSStatus = { ...(ws.status as WSStatus | undefined) };
+    if (spec.mount) return;
+
+    if (ws.metadata.deletionTimestamp) {
+      if (!ws.metadata.finalizers?.includes(WORKSPACE_FINALIZER)) return;
+      const target = spec.cluster ?? ws.metadata.annotations?.[CLUSTER_ANNOTATION_KEY];
+      const lc = target ? await getIfExists(deps.logicalClusters, deps.scope(target), 'cluster') : undefined;
+      if (lc && (lc.spec as { owner?: { uid?: string } } | undefined)?.owner?.uid === ws.metadata.uid) {
+        if (!lc.metadata.deletionTimestamp) await deps.logicalClusters.delete(deps.scope(target!), 'cluster').catch(ignoreNotFound);
+        if (status.phase !== 'Deleting') {
+          status.phase = 'Deleting';
+          return write(deps.workspaces, scope, withPhase(ws, status));
+        }
+        return; // the LogicalCluster's deletion requeues this key
+      }
+      const finalizers = ws.metadata.finalizers.filter((f) => f !== WORKSPACE_FINALIZER);
+      return write(deps.workspaces, scope, { ...ws, metadata: { ...ws.metadata, finalizers } });
+    }
+
+    if (!spec.cluster) return schedule(deps, newName, cluster, ws, spec, status);
+
+    // Phase: follow the LogicalCluster.
+    const lc = await getIfExists(deps.logicalClusters, deps.scope(spec.cluster), 'cluster');
+    if (!lc) return;
+    const lcStatus = (lc.status ?? {}) as WSStatus;
+    const next: WSStatus = { ...status, initializers: lcStatus.initializers ?? [] };
+    if ((status.phase === 'Initializing' || status.phase === 'Scheduling' || !status.phase) && lcStatus.phase === 'Ready') {
+      next.phase = 'Ready';
+      setCondition(next, 'WorkspaceInitialized', 'True');
+    } else if (status.phase !== 'Ready' && next.initializers!.length) {
+      setCondition(next, 'WorkspaceInitialized', 'False', 'InitializerExists', `Initializers still exist: [${next.initializers!.join(' ')}]`);
+    }
+    if (JSON.stringify(next) === JSON.stringify(status)) return;
+    return write(deps.workspaces, scope, withPhase(ws, next));
+  };
+}
+
+function ignoreNotFound(err: unknown): void {
+  if (!(err instanceof StatusError && err.code === 404)) throw err;
+}
+
+async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, parent: string, ws: KubeObject, spec: WSSpec, status: WSStatus): Promise<ReconcileResult | void> {
+  const parentInfo = deps.index.get(parent);
+  if (!parentInfo) return { requeueAfterMs: 1000 }; // wait for the parent LogicalCluster
+  const path = joinPath(parentInfo.path || parent, ws.metadata.name!);
+  const typeRef = spec.type ?? { name: 'universal', path: 'root' };
+  let initializers: string[];
+  let terminators: string[];
+  try {
+    const t = deps.types.resolve(parentInfo.path || parent, typeRef);
+    initializers = deps.types.initializers(t);
+    terminators = deps.types.terminators(t);
+  } catch (err) {
+    setCondition(status, 'WorkspaceScheduled', 'False', 'Unschedulable', (err as Error).message);
+    await write(deps.workspaces, deps.scope(parent), withPhase(ws, status));
+    return { requeueAfterMs: 10_000 };
+  }
+  const annotations = ws.metadata.annotations ?? {};
+  let clusterName = annotations[CLUSTER_ANNOTATION_KEY] ?? newName();
+  for (let attempt = 0; ; attempt++) {
+    const lcAnnotations: Record<string, string> = {
+      [TYPE_ANNOTATION]: joinPath(typeRef.path ?? 'root', typeRef.name),
+      [SHARD_ANNOTATION]: deps.shardName,
+      [PATH_ANNOTATION]: path,
+    };
+    const owner = annotations[OWNER_ANNOTATION];
+    if (owner) lcAnnotations[OWNER_ANNOTATION] = owner;
+    if (annotations[REQUIRED_GROUPS_ANNOTATION] !== undefined) lcAnnotations[REQUIRED_GROUPS_ANNOTATION] = annotations[REQUIRED_GROUPS_ANNOTATION];
+    const lcSpec: Record<string, unknown> = {
+      owner: { apiVersion: 'tenancy.kcp.io/v1alpha1', resource: 'workspaces', name: ws.metadata.name, cluster: parent, uid: ws.metadata.uid },
+    };
+    if (initializers.length) lcSpec.initializers = initializers;
+    if (terminators.length) lcSpec.terminators = terminators;
+    if (owner) {
+      try {
+        const u = JSON.parse(owner) as { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+        lcSpec.createdBy = { username: u.username, ...(u.uid ? { uid: u.uid } : {}), ...(u.groups ? { groups: u.groups } : {}), ...(u.extra ? { extra: u.extra } : {}) };
+      } catch { /* an unreadable owner annotation only loses createdBy */ }
+    }
+    try {
+      await deps.logicalClusters.create(deps.scope(clusterName), {
+        apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster',
+        metadata: { name: 'cluster', annotations: lcAnnotations, finalizers: [DELETION_FINALIZER] }, spec: lcSpec,
+      });
+      break;
+    } catch (err) {
+      if (!(err instanceof StatusError && err.code === 409)) throw err;
+      // Ours from an earlier attempt, or a name collision: draw another name.
+      const existing = await getIfExists(deps.logicalClusters, deps.scope(clusterName), 'cluster');
+      if ((existing?.spec as { owner?: { uid?: string } } | undefined)?.owner?.uid === ws.metadata.uid) break;
+      if (attempt >= 5) throw err;
+      clusterName = newName();
+    }
+  }
+  const next: KubeObject = {
+    ...ws,
+    metadata: {
+      ...ws.metadata,
+      annotations: { ...annotations, [CLUSTER_ANNOTATION_KEY]: clusterName, [SHARD_ANNOTATION]: deps.shardName },
+      finalizers: [...(ws.metadata.finalizers ?? []).filter((f) => f !== WORKSPACE_FINALIZER), WORKSPACE_FINALIZER],
+    },
+    spec: { ...spec, type: typeRef, cluster: clusterName, URL: `${deps.externalURL()}/clusters/${path}` },
+  };
+  const st: WSStatus = { ...status, phase: 'Initializing' };
+  setCondition(st, 'WorkspaceScheduled', 'True');
+  return write(deps.workspaces, deps.scope(parent), withPhase(next, st));
+}

@@ -1,0 +1,71 @@
+/**
+ * Home workspaces (kcp pkg/server/home_workspaces.go): `GET
+ * /clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~` returns the caller's home workspace,
+ * creating its logical cluster on first use — named from a hash of the user name, path
+ * `user:<name>`, type `root:home`, the caller as owner (and so `workspace-admin`). While it
+ * initializes the answer is 429 with `Retry-After: 1`, which client-go and kubectl retry.
+ * Creating a home needs `create` on `workspaces` named `~` in root (granted to
+ * `system:authenticated` by the root bootstrap policy).
+ */
+import { StatusError } from '../apimachinery/errors.js';
+import type { KubeObject } from '../apimachinery/meta.js';
+import type { RequestScope, Store, UserInfo } from '../registry/store.js';
+import { OWNER_ANNOTATION, ownerAnnotationValue } from './admission.js';
+import { TYPE_ANNOTATION, type LogicalClusterIndex } from './index.js';
+import { PATH_ANNOTATION, ROOT, homeClusterName, homePath } from './paths.js';
+import type { WorkspaceTypeResolver } from './workspacetypes.js';
+
+/** Dependencies of the home workspace handler. */
+export interface HomeDeps {
+  logicalClusters: Store;
+  index: LogicalClusterIndex;
+  types: WorkspaceTypeResolver;
+  /** Whether the user may create its home (`create workspaces/~` in root). */
+  mayCreate(user: UserInfo): boolean;
+  scope(cluster: string): RequestScope;
+}
+
+/** Builds the `homeWorkspace(user)` handler. */
+export function homeWorkspaces(deps: HomeDeps): (user: UserInfo) => Promise<KubeObject> {
+  return async (user) => {
+    const cluster = homeClusterName(user.name);
+    const scope = deps.scope(cluster);
+    let lc: KubeObject | undefined;
+    try { lc = deps.logicalClusters.decode(await deps.logicalClusters.get(scope, 'cluster')); } catch (err) {
+      if (!(err instanceof StatusError && err.code === 404)) throw err;
+    }
+    if (!lc) {
+      if (!deps.mayCreate(user)) {
+        throw new StatusError(403, 'Forbidden', `workspaces.tenancy.kcp.io "~" is forbidden: User "${user.name}" cannot create resource "workspaces" in API group "tenancy.kcp.io" at the cluster scope: workspace access not permitted`,
+          { name: '~', group: 'tenancy.kcp.io', kind: 'workspaces' });
+      }
+      const homeType = deps.types.get(ROOT, 'home');
+      const initializers = homeType ? deps.types.initializers(homeType) : [];
+      const createdBy: Record<string, unknown> = { username: user.name };
+      if (user.uid) createdBy.uid = user.uid;
+      if (user.groups.length) createdBy.groups = user.groups;
+      try {
+        await deps.logicalClusters.create(scope, {
+          apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster',
+          metadata: { name: 'cluster', annotations: { [OWNER_ANNOTATION]: ownerAnnotationValue(user), [TYPE_ANNOTATION]: 'root:home', [PATH_ANNOTATION]: homePath(user.name) } },
+          spec: { createdBy, ...(initializers.length ? { initializers } : {}) },
+        });
+      } catch (err) {
+        if (!(err instanceof StatusError && err.code === 409)) throw err;
+      }
+      throw creating();
+    }
+    const status = (lc.status ?? {}) as { phase?: string; URL?: string; conditions?: unknown[]; initializers?: string[] };
+    if (status.phase !== 'Ready') throw creating();
+    return {
+      apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace',
+      metadata: { name: lc.metadata.name, creationTimestamp: lc.metadata.creationTimestamp },
+      spec: { cluster, URL: status.URL, type: { name: 'home', path: ROOT } },
+      status: { phase: status.phase, ...(status.conditions ? { conditions: status.conditions } : {}), initializers: status.initializers ?? [] },
+    };
+  };
+}
+
+function creating(): StatusError {
+  return new StatusError(429, 'TooManyRequests', 'Creating the home workspace', { retryAfterSeconds: 1 });
+}
