@@ -95,6 +95,22 @@ export function call(server: { url: string }, creds: Partial<Creds> & { ca: stri
   });
 }
 
+/**
+ * Creates a bare logical cluster (its LogicalCluster object, as system:masters) and waits until
+ * the logical cluster controller has made it Ready. Returns the creation response.
+ */
+export async function createLogicalCluster(server: TestServer, name: string, ms = 5000): Promise<Res> {
+  const res = await call(server, server.masters, 'POST', `/clusters/${name}/apis/core.kcp.io/v1alpha1/logicalclusters`, { metadata: { name: 'cluster' } });
+  if (res.status !== 201) return res;
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const lc = await call(server, server.masters, 'GET', `/clusters/${name}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`);
+    if (lc.json?.status?.phase === 'Ready') return res;
+    if (Date.now() > deadline) throw new Error(`logical cluster ${name} not Ready after ${ms} ms: ${lc.body}`);
+    await sleep(20);
+  }
+}
+
 /** Streams a watch; returns collected events and a close function. */
 export function watch(server: { url: string }, creds: Creds, path: string): { events: any[]; status: Promise<number>; close(): void; waitFor(n: number, ms?: number): Promise<any[]> } {
   const u = new URL(server.url + path);

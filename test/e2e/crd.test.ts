@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { call, kubectl, sleep, startRedis, startTestServer, type TestRedis, type TestServer } from '../helpers.js';
+import { call, kubectl, sleep, startRedis, startTestServer, type TestRedis, type TestServer, createLogicalCluster } from '../helpers.js';
 import { TESTDATA_CRDS } from '../helpers.js';
 
 const CRDS = TESTDATA_CRDS;
@@ -126,7 +126,7 @@ describe('logical clusters hold their own CRDs', () => {
       },
     });
     for (const [c, v, f] of [['wa', 'v1', 'color'], ['wb', 'v2', 'shape']] as const) {
-      assert.equal((await call(srv, srv.masters, 'POST', `/clusters/${c}/apis/core.kcp.io/v1alpha1/logicalclusters`, { metadata: { name: 'cluster' } })).status, 201);
+      assert.equal((await createLogicalCluster(srv, c)).status, 201);
       await call(srv, srv.creds, 'POST', `/clusters/${c}/api/v1/namespaces`, { metadata: { name: 'default' } });
       const r = await call(srv, srv.creds, 'POST', `/clusters/${c}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, crd(v, f));
       assert.equal(r.status, 201, r.body);

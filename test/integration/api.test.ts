@@ -3,7 +3,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CM, call, startRedis, startTestServer, watch, sleep, type TestRedis, type TestServer } from '../helpers.js';
+import { CM, call, startRedis, startTestServer, watch, sleep, type TestRedis, type TestServer, createLogicalCluster } from '../helpers.js';
 
 let redis: TestRedis;
 let srv: TestServer;
@@ -331,7 +331,7 @@ describe('bad input gets a Status', () => {
 describe('logical clusters', () => {
   test('same-named objects in two logical clusters are independent; wildcard lists both', async () => {
     for (const c of ['team-a', 'team-b']) {
-      const lc = await call(srv, srv.masters, 'POST', `/clusters/${c}/apis/core.kcp.io/v1alpha1/logicalclusters`, { metadata: { name: 'cluster' } });
+      const lc = await createLogicalCluster(srv, c);
       assert.equal(lc.status, 201, lc.body);
       assert.equal((await api('POST', `/clusters/${c}/api/v1/namespaces`, { metadata: { name: 'shared' } })).status, 201);
       assert.equal((await api('POST', `/clusters/${c}/api/v1/namespaces/shared/configmaps`, CM('same', { owner: c }))).status, 201);
@@ -405,9 +405,13 @@ describe('access reviews and RBAC', () => {
     assert.equal((await api('POST', `${RB}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'cm-reader' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }] })).status, 201);
     assert.equal((await api('POST', `${RB}/rolebindings`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'alice-reads' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'cm-reader' }, subjects: [{ kind: 'User', name: 'alice' }] })).status, 201);
     await sleep(50);
-    const sar2 = await api('POST', '/clusters/root/apis/authorization.k8s.io/v1/subjectaccessreviews', { spec: { user: 'alice', resourceAttributes: { verb: 'get', resource: 'configmaps', namespace: 'default' } } });
+    const sar2 = await api('POST', '/clusters/root/apis/authorization.k8s.io/v1/subjectaccessreviews', { spec: { user: 'alice', groups: ['system:authenticated'], resourceAttributes: { verb: 'get', resource: 'configmaps', namespace: 'default' } } });
     assert.equal(sar2.json.status.allowed, true);
-    const sar3 = await api('POST', '/clusters/root/apis/authorization.k8s.io/v1/subjectaccessreviews', { spec: { user: 'alice', resourceAttributes: { verb: 'delete', resource: 'configmaps', namespace: 'default' } } });
+    // Without system:authenticated alice lacks kcp's workspace access (verb access on /) in root.
+    const noAccess = await api('POST', '/clusters/root/apis/authorization.k8s.io/v1/subjectaccessreviews', { spec: { user: 'alice', resourceAttributes: { verb: 'get', resource: 'configmaps', namespace: 'default' } } });
+    assert.equal(noAccess.json.status.allowed, false);
+    assert.match(noAccess.json.status.reason, /access/);
+    const sar3 = await api('POST', '/clusters/root/apis/authorization.k8s.io/v1/subjectaccessreviews', { spec: { user: 'alice', groups: ['system:authenticated'], resourceAttributes: { verb: 'delete', resource: 'configmaps', namespace: 'default' } } });
     assert.equal(sar3.json.status.allowed, false);
   });
 });

@@ -168,34 +168,6 @@ test('CustomResourceDefinition: typos deep inside JSONSchemaProps are found', ()
   assert.deepEqual(crd.spec.versions[0]!.subresources, { status: {} });
 });
 
-test('LogicalCluster: nested inline schemas, createdBy.extra map and metadata', () => {
-  const lc = {
-    apiVersion: 'core.kcp.io/v1alpha1',
-    kind: 'LogicalCluster',
-    metadata: { name: 'cluster', annotations: { 'kcp.io/cluster': 'root' }, clusterName: 'root' },
-    spec: {
-      directlyDeletable: true,
-      initializers: ['root:universal'],
-      owner: { apiVersion: 'tenancy.kcp.io/v1alpha1', resource: 'workspaces', name: 'w', cluster: 'root', uid: 'u', kind: 'Workspace' },
-      createdBy: { username: 'alice', groups: ['g'], extra: { 'scopes.authentication.kcp.io': ['cluster:root'] } },
-    },
-    status: {
-      URL: 'https://example/clusters/root',
-      phase: 'Ready',
-      conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2024-01-01T00:00:00Z', severity: 'Info', bogus: 1 }],
-      unknownStatus: {},
-    },
-  };
-  assert.deepEqual(prune(lc, 'core.kcp.io', 'v1alpha1', 'LogicalCluster'), [
-    'metadata.clusterName',
-    'spec.owner.kind',
-    'status.conditions[0].bogus',
-    'status.unknownStatus',
-  ]);
-  assert.deepEqual(lc.spec.createdBy.extra, { 'scopes.authentication.kcp.io': ['cluster:root'] });
-  assert.equal(lc.status.URL, 'https://example/clusters/root');
-});
-
 test('wrongly typed values are left alone', () => {
   const cm = { apiVersion: 'v1', kind: 'ConfigMap', data: 'not-a-map', immutable: { a: 1 }, metadata: 'oops', binaryData: [1, 2] };
   const before = clone(cm);
