@@ -105,7 +105,13 @@ export function descriptorsForCRD(crd: KubeObject, opts: { includeUnserved?: boo
       },
       strategy: {
         tracksGeneration: true,
-        prepareForCreate(obj) { if (hasStatus) delete obj.status; },
+        prepareForCreate(obj) {
+          if (!hasStatus) return;
+          delete obj.status;
+          // kube defaults objects again when reading them from storage: a status default shows
+          // up on the created object although the create itself may not set status.
+          schema.applyDefaults(obj as Obj);
+        },
         normalize(obj) {
           const pruned = schema.prune(obj as Obj);
           schema.applyDefaults(obj as Obj);

@@ -1,0 +1,251 @@
+/**
+ * Workspaces and tenancy against a real server on a real Redis: the workspace lifecycle
+ * (admission, scheduling, initialization, Ready), path resolution, home workspaces, isolation
+ * between workspaces, required groups, and deletion of a subtree with everything in it.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CM, call, sleep, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
+
+let redis: TestRedis;
+let srv: TestServer;
+const tokenFile = join(mkdtempSync(join(tmpdir(), 'kcp-tokens-')), 'tokens.csv');
+writeFileSync(tokenFile, 'alice-token,alice,1001,"dev"\nbob-token,bob,1002\ncarol-token,carol,1003,"auditors"\n');
+
+before(async () => {
+  redis = await startRedis();
+  srv = await startTestServer(redis, { tokenAuthFile: tokenFile });
+});
+after(async () => { await srv?.stop(); await redis?.stop(); });
+
+const WS = (path: string) => `/clusters/${path}/apis/tenancy.kcp.io/v1alpha1/workspaces`;
+const caOnly = () => ({ ca: srv.creds.ca });
+const as = (token: string | undefined, method: string, path: string, body?: unknown): Promise<Res> =>
+  token ? call(srv, caOnly(), method, path, body, { authorization: `Bearer ${token}` }) : call(srv, srv.creds, method, path, body);
+const workspace = (name: string, type?: { name: string; path?: string }, extra: object = {}) =>
+  ({ apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name }, spec: { ...(type ? { type } : {}), ...extra } });
+
+async function waitReady(parent: string, name: string, token?: string, ms = 5000): Promise<any> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const r = await as(token, 'GET', `${WS(parent)}/${name}`);
+    if (r.json?.status?.phase === 'Ready') return r.json;
+    if (Date.now() > deadline) throw new Error(`workspace ${parent}:${name} not Ready: ${r.body}`);
+    await sleep(20);
+  }
+}
+
+async function gone(path: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if ((await as(undefined, 'GET', path)).status === 404) return;
+    if (Date.now() > deadline) throw new Error(`${path} still exists`);
+    await sleep(50);
+  }
+}
+
+describe('bootstrap', () => {
+  test('root holds the WorkspaceTypes, the default namespace and a Shard object', async () => {
+    const types = await as(undefined, 'GET', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspacetypes');
+    assert.deepEqual(types.json.items.map((t: any) => t.metadata.name).sort(), ['home', 'organization', 'root', 'team', 'universal']);
+    const universal = types.json.items.find((t: any) => t.metadata.name === 'universal');
+    assert.equal(universal.spec.initializer, true);
+    assert.deepEqual(universal.spec.defaultChildWorkspaceType, { name: 'universal', path: 'root' }, 'schema default');
+    assert.equal((await as(undefined, 'GET', '/clusters/root/api/v1/namespaces/default')).status, 200);
+    const shard = await as(undefined, 'GET', '/clusters/root/apis/core.kcp.io/v1alpha1/shards/root');
+    assert.equal(shard.json.spec.baseURL, srv.url);
+    assert.equal(shard.json.spec.externalURL, srv.url);
+    const lc = await as(undefined, 'GET', '/clusters/root/apis/core.kcp.io/v1alpha1/logicalclusters/cluster');
+    assert.equal(lc.json.status.phase, 'Ready');
+    assert.equal(lc.json.metadata.annotations['internal.tenancy.kcp.io/type'], 'root:root');
+  });
+});
+
+describe('workspace lifecycle', () => {
+  test('root → org → team: types defaulted from the parent, Ready with spec.URL, own namespaces and CRDs', async () => {
+    const org = await as(undefined, 'POST', WS('root'), workspace('org'));
+    assert.equal(org.status, 201, org.body);
+    assert.deepEqual(org.json.spec.type, { name: 'organization', path: 'root' }, "root's defaultChildWorkspaceType");
+    assert.equal(org.json.status.phase, 'Scheduling');
+    const ready = await waitReady('root', 'org');
+    assert.equal(ready.spec.URL, `${srv.url}/clusters/root:org`);
+    assert.match(ready.spec.cluster, /^[a-z0-9]{16}$/);
+    assert.deepEqual(ready.metadata.finalizers, ['core.kcp.io/logicalcluster']);
+    assert.equal(ready.metadata.labels['tenancy.kcp.io/phase'], 'Ready');
+    assert.deepEqual(JSON.parse(ready.metadata.annotations['experimental.tenancy.kcp.io/owner']).username, 'kcp-admin');
+
+    const team = await as(undefined, 'POST', WS('root:org'), workspace('team', { name: 'team' }));
+    assert.equal(team.status, 201, team.body);
+    assert.deepEqual(team.json.spec.type, { name: 'team', path: 'root' }, 'type looked up along the path');
+    const t = await waitReady('root:org', 'team');
+    // The path and the logical cluster name reach the same logical cluster.
+    for (const c of ['root:org:team', t.spec.cluster]) {
+      const ns = await as(undefined, 'GET', `/clusters/${c}/api/v1/namespaces`);
+      assert.deepEqual(ns.json.items.map((n: any) => n.metadata.name), ['default'], 'root:universal initializer');
+    }
+    const lc = await as(undefined, 'GET', '/clusters/root:org:team/apis/core.kcp.io/v1alpha1/logicalclusters/cluster');
+    assert.equal(lc.json.metadata.annotations['kcp.io/path'], 'root:org:team');
+    assert.deepEqual(lc.json.spec.owner.name, 'team');
+    assert.deepEqual(lc.json.spec.initializers, ['root:universal']);
+    const crb = await as(undefined, 'GET', '/clusters/root:org:team/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/workspace-admin');
+    assert.deepEqual(crb.json.subjects, [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'kcp-admin' }]);
+    // Each level has its own namespaces and CRDs.
+    assert.equal((await as(undefined, 'POST', '/clusters/root:org/api/v1/namespaces', { metadata: { name: 'org-only' } })).status, 201);
+    assert.equal((await as(undefined, 'GET', '/clusters/root:org:team/api/v1/namespaces/org-only')).status, 404);
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.example.com' },
+      spec: { group: 'example.com', scope: 'Cluster', names: { plural: 'widgets', kind: 'Widget' }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object' } } }] },
+    };
+    assert.equal((await as(undefined, 'POST', '/clusters/root:org:team/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status, 201);
+    assert.equal((await as(undefined, 'GET', '/clusters/root:org/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com')).status, 404);
+  });
+
+  test('admission: spec.cluster/URL are not settable, types must allow the parent, use needs permission', async () => {
+    const cluster = await as('alice-token', 'POST', WS('root:org'), workspace('x', undefined, { cluster: 'abc' }));
+    assert.equal(cluster.status, 403);
+    const org = await as(undefined, 'POST', WS('root:org'), workspace('nested-org', { name: 'organization' }));
+    assert.equal(org.status, 403);
+    assert.match(org.json.message, /workspace type root:organization only allows \[root:root\] parent workspaces/);
+    const missing = await as(undefined, 'POST', WS('root:org'), workspace('nope', { name: 'does-not-exist' }));
+    assert.equal(missing.status, 403);
+    assert.match(missing.json.message, /cannot be resolved/);
+    // A type in root:org usable only with `use` permission.
+    const wt = { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceType', metadata: { name: 'special' }, spec: { extend: { with: [{ name: 'universal', path: 'root' }] }, additionalWorkspaceLabels: { tier: 'gold' } } };
+    assert.equal((await as(undefined, 'POST', '/clusters/root:org/apis/tenancy.kcp.io/v1alpha1/workspacetypes', wt)).status, 201);
+    assert.equal((await as(undefined, 'POST', '/clusters/root:org/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      metadata: { name: 'alice-ws' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
+    })).status, 201);
+    await sleep(50);
+    const noUse = await as('bob-token', 'POST', WS('root:org'), workspace('b1', { name: 'special' }));
+    assert.equal(noUse.status, 403, 'bob has no access to root:org at all');
+    const aliceOk = await as('alice-token', 'POST', WS('root:org'), workspace('a1', { name: 'special' }));
+    assert.equal(aliceOk.status, 201, aliceOk.body);
+    assert.equal(aliceOk.json.metadata.labels.tier, 'gold', 'additionalWorkspaceLabels');
+    assert.deepEqual(aliceOk.json.spec.type, { name: 'special', path: 'root:org' });
+    const ready = await waitReady('root:org', 'a1', 'alice-token');
+    // The creator is admin of the new workspace.
+    assert.equal((await as('alice-token', 'POST', '/clusters/root:org:a1/api/v1/namespaces', { metadata: { name: 'mine' } })).status, 201);
+    assert.equal(JSON.parse(ready.metadata.annotations['experimental.tenancy.kcp.io/owner']).username, 'alice');
+    // Users cannot move a workspace to another logical cluster.
+    const moved = await as('alice-token', 'PUT', `${WS('root:org')}/a1`, { ...ready, spec: { ...ready.spec, cluster: 'elsewhere' } });
+    assert.equal(moved.status, 403);
+  });
+});
+
+describe('isolation', () => {
+  test('an admin of root:a reaches nothing of root:b: 403 everywhere, no listing, no path tricks', async () => {
+    // alice and bob may create workspaces in root; each becomes admin of their own.
+    assert.equal((await as(undefined, 'POST', '/clusters/root/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+      metadata: { name: 'workspace-creator' }, rules: [{ apiGroups: ['tenancy.kcp.io'], resources: ['workspaces'], verbs: ['create', 'get', 'list'] }, { apiGroups: ['tenancy.kcp.io'], resources: ['workspacetypes'], verbs: ['use'] }],
+    })).status, 201);
+    assert.equal((await as(undefined, 'POST', '/clusters/root/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      metadata: { name: 'workspace-creators' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'workspace-creator' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }, { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'bob' }],
+    })).status, 201);
+    await sleep(50);
+    assert.equal((await as('alice-token', 'POST', WS('root'), workspace('a'))).status, 201);
+    assert.equal((await as('bob-token', 'POST', WS('root'), workspace('b'))).status, 201);
+    const b = await waitReady('root', 'b', 'bob-token');
+    await waitReady('root', 'a', 'alice-token');
+    assert.equal((await as('alice-token', 'POST', '/clusters/root:a/api/v1/namespaces/default/configmaps', CM('alice-cm'))).status, 201);
+    assert.equal((await as('bob-token', 'POST', '/clusters/root:b/api/v1/namespaces/default/configmaps', CM('bob-cm'))).status, 201);
+
+    for (const target of ['root:b', b.spec.cluster]) {
+      const list = await as('alice-token', 'GET', `/clusters/${target}/api/v1/namespaces/default/configmaps`);
+      assert.equal(list.status, 403, `alice lists configmaps of ${target}`);
+      assert.match(list.json.message, /no verb=access permission on \//);
+      assert.equal((await as('alice-token', 'GET', `/clusters/${target}/api/v1/namespaces/default/configmaps/bob-cm`)).status, 403);
+      assert.equal((await as('alice-token', 'GET', WS(target))).status, 403, 'cannot list the workspaces of root:b');
+      assert.equal((await as('alice-token', 'GET', `/clusters/${target}/api`)).status, 403, 'not even discovery');
+      assert.equal((await as('alice-token', 'POST', `/clusters/${target}/api/v1/namespaces`, { metadata: { name: 'intruder' } })).status, 403);
+    }
+    // Path tricks: relative segments, encodings, unknown paths, wildcard, impersonation.
+    for (const p of ['/clusters/root:a:..:b/api/v1/namespaces', '/clusters/root:a/../root:b/api/v1/namespaces', '/clusters/root%3Ab/api/v1/namespaces',
+      '/clusters/root:B/api/v1/namespaces', '/clusters/root:b:/api/v1/namespaces', '/clusters/*/api/v1/configmaps', '/clusters/root:nope/api/v1/namespaces']) {
+      const r = await as('alice-token', 'GET', p);
+      assert.ok([400, 403, 404].includes(r.status), `${p} → ${r.status}`);
+      assert.ok(!r.body.includes('bob-cm') && !r.body.includes('intruder'), p);
+    }
+    const impersonating = await call(srv, caOnly(), 'GET', '/clusters/root:b/api/v1/namespaces', undefined, { authorization: 'Bearer alice-token', 'impersonate-user': 'bob' });
+    assert.equal(impersonating.status, 403);
+    // Unknown paths are not told apart from forbidden ones.
+    const unknown = await as('alice-token', 'GET', '/clusters/root:nope/api/v1/namespaces');
+    assert.equal(unknown.status, 403);
+    // bob's own view still works.
+    assert.equal((await as('bob-token', 'GET', '/clusters/root:b/api/v1/namespaces/default/configmaps/bob-cm')).status, 200);
+  });
+
+  test('required groups: only members of the groups reach the workspace and its children', async () => {
+    const ws = workspace('audit');
+    (ws.metadata as any).annotations = { 'authorization.kcp.io/required-groups': 'auditors' };
+    // system:masters may set the annotation (kcp: system privileged users only).
+    const created = await call(srv, srv.masters, 'POST', WS('root'), ws);
+    assert.equal(created.status, 201, created.body);
+    await waitReady('root', 'audit');
+    for (const user of ['alice', 'carol']) {
+      assert.equal((await as(undefined, 'POST', '/clusters/root:audit/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+        metadata: { name: `${user}-admin` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+      })).status, 201);
+    }
+    await sleep(50);
+    const alice = await as('alice-token', 'GET', '/clusters/root:audit/api/v1/namespaces');
+    assert.equal(alice.status, 403);
+    assert.match(alice.json.message, /not a member of required groups: auditors/);
+    assert.equal((await as('carol-token', 'GET', '/clusters/root:audit/api/v1/namespaces')).status, 200);
+    // Children inherit the annotation.
+    assert.equal((await as('carol-token', 'POST', WS('root:audit'), workspace('sub'))).status, 201);
+    const sub = await waitReady('root:audit', 'sub', 'carol-token');
+    assert.equal(sub.metadata.annotations['authorization.kcp.io/required-groups'], 'auditors');
+  });
+});
+
+describe('home workspaces', () => {
+  test('workspaces/~ creates the caller\'s home (429 while initializing) and returns it', async () => {
+    let r: Res;
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      r = await as('bob-token', 'GET', `${WS('root')}/~`);
+      if (r.status !== 429) break;
+      assert.equal(r.headers['retry-after'], '1');
+      if (Date.now() > deadline) throw new Error('home not ready');
+      await sleep(20);
+    }
+    assert.equal(r.status, 200, r.body);
+    assert.equal(r.json.kind, 'Workspace');
+    assert.equal(r.json.status.phase, 'Ready');
+    assert.equal(r.json.spec.URL, `${srv.url}/clusters/user:bob`);
+    assert.equal((await as('bob-token', 'POST', '/clusters/user:bob/api/v1/namespaces', { metadata: { name: 'home-ns' } })).status, 201);
+    assert.equal((await as('bob-token', 'GET', `/clusters/${r.json.spec.cluster}/api/v1/namespaces/home-ns`)).status, 200);
+    assert.equal((await as('alice-token', 'GET', '/clusters/user:bob/api/v1/namespaces')).status, 403, "alice cannot enter bob's home");
+    const again = await as('bob-token', 'GET', `${WS('root')}/~`);
+    assert.equal(again.json.spec.cluster, r.json.spec.cluster, 'stable');
+  });
+});
+
+describe('deletion', () => {
+  test('deleting root:org removes the subtree and every object in it', async () => {
+    const org = await as(undefined, 'GET', `${WS('root')}/org`);
+    const team = await as(undefined, 'GET', `${WS('root:org')}/team`);
+    const clusters = [org.json.spec.cluster, team.json.spec.cluster];
+    assert.equal((await as(undefined, 'POST', '/clusters/root:org:team/api/v1/namespaces/default/configmaps', CM('deep'))).status, 201);
+    const del = await as(undefined, 'DELETE', `${WS('root')}/org`);
+    assert.equal(del.status, 200);
+    await gone(`${WS('root')}/org`);
+    for (const c of clusters) {
+      for (const p of ['/apis/core.kcp.io/v1alpha1/logicalclusters/cluster', '/api/v1/namespaces/default', '/api/v1/namespaces/default/configmaps/deep',
+        '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/workspace-admin', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com']) {
+        const r = await call(srv, srv.masters, 'GET', `/clusters/${c}${p}`);
+        assert.equal(r.status, 404, `${c}${p} still there`);
+      }
+      // Nothing of the deleted logical clusters is left in any list.
+      const everything = await call(srv, srv.masters, 'GET', '/clusters/*/api/v1/namespaces');
+      assert.ok(!everything.json.items.some((n: any) => n.metadata.annotations?.['kcp.io/cluster'] === c));
+    }
+    assert.equal((await as(undefined, 'GET', '/clusters/root:org:team/api/v1/namespaces')).status, 403, 'the path resolves no more');
+  });
+});
