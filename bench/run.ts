@@ -27,6 +27,7 @@ import { closeClients, clientKind, makeClients, type Client } from './lib/client
 import { runCount, runLoad, summarize, type LoadResult, type Req } from './lib/load.js';
 import { cpuSecondsOf, freshRoot, killAllSync, removeRoot, startServerProc, waitForQuiet, type ServerProc } from './lib/procs.js';
 import { nowMs, openWatches } from './lib/watchers.js';
+import { wsCreate, wsDelete, wsMemory, type Report } from './workspaces.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS = join(BENCH_DIR, 'results.json');
@@ -498,7 +499,19 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'redis-ceiling': redisCeiling,
   'crd-apply': crdApply,
   'cr-create': crCreate,
+  'ws-create': () => workspaceScenario('ws-create', wsCreate),
+  'ws-memory': () => workspaceScenario('ws-memory', wsMemory),
+  'ws-delete': () => workspaceScenario('ws-delete', wsDelete),
 };
+
+/** Runs a workspace scenario (bench/workspaces.ts) on a fresh server and records its report. */
+async function workspaceScenario(name: string, run: (s: ServerProc) => Promise<Report>): Promise<void> {
+  await withServer(name, async (s) => {
+    const r = await run(s);
+    results[name] = r.result;
+    rows.push(...r.rows);
+  });
+}
 
 function printTable(): void {
   const head: Row = { scenario: 'scenario', figure: 'figure', value: 'result', target: 'target', met: 'met', detail: 'detail' };

@@ -98,7 +98,8 @@ export function descriptorsForCRD(crd: KubeObject, opts: { includeUnserved?: boo
       shortNames: Array.isArray(names.shortNames) ? names.shortNames.map(String) : undefined,
       categories: Array.isArray(names.categories) ? names.categories.map(String) : undefined,
       verbs: ALL_VERBS, hasStatus, scale, schema: openAPIV3Schema, columns, columnsComplete: true,
-      storage: {
+      // The storage version itself needs no conversion (and no re-encoding on every read).
+      storage: served === stored ? undefined : {
         group, plural,
         toStorage: (o) => (o.apiVersion === stored ? o : { ...o, apiVersion: stored }),
         fromStorage: (o) => (o.apiVersion === served ? o : { ...o, apiVersion: served }),

@@ -112,14 +112,13 @@ export function informer(cache: WatchCache, groupResource: string, controller: P
   return unsubscribe;
 }
 
-/** Reads an object through its store; undefined when it does not exist (404). */
+/**
+ * Reads an object from the watch cache, as controllers read from their informers' listers;
+ * undefined when it does not exist. The read may trail the newest write by a moment: updates
+ * built on it carry its resourceVersion and fail with 409 (then the key is reconciled again).
+ */
 export async function getIfExists(store: Store, scope: RequestScope, name: string): Promise<KubeObject | undefined> {
-  try {
-    return store.decode(await store.get(scope, name));
-  } catch (err) {
-    if (err instanceof StatusError && err.code === 404) return undefined;
-    throw err;
-  }
+  return store.getCached(scope, name);
 }
 
 /**

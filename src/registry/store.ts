@@ -356,6 +356,16 @@ export class Store {
     return this.render(e.json);
   }
 
+  /**
+   * The object as the watch cache has it now, without waiting for the shard's current revision
+   * (an informer's lister read: may trail the latest write; writes based on it carry its
+   * resourceVersion and fail with 409 when it was stale). For controllers.
+   */
+  getCached(scope: RequestScope, name: string): KubeObject | undefined {
+    const e = this.backend.cache.getEntry(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace ?? '' : '', name);
+    return e ? this.decode(e.json) : undefined;
+  }
+
   /** Parses a selector pair once for list/watch/deletecollection. */
   compileFilter(opts: ListOptions): (e: CacheEntry) => boolean {
     const labels: LabelSelector | undefined = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : undefined;

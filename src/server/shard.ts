@@ -36,7 +36,7 @@ import { logicalClusterAdmission } from '../tenancy/logicalclusters.js';
 import { logicalClusterReconciler } from '../controllers/logicalcluster/controller.js';
 import { workspaceReconciler } from '../controllers/workspace/controller.js';
 import { homeWorkspaces } from '../tenancy/home.js';
-import { classifyClusterSegment } from '../tenancy/paths.js';
+import { classifyClusterSegment, clusterNameFor } from '../tenancy/paths.js';
 
 /** Options of `startServer` (flag names of `kcp-ts start`, as kcp's). */
 export interface ServerOptions {
@@ -227,6 +227,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         reconcile: logicalClusterReconciler({
           logicalClusters: lcStore, clusterRoleBindings: storeOf('clusterrolebindings', 'rbac.authorization.k8s.io'),
           storesOf: (cluster) => registry.forCluster(cluster).storedStores(), scope: masters, externalURL: () => url,
+          ownerExists: (o) => {
+            const e = cache.getEntry('tenancy.kcp.io/workspaces', o.cluster, '', o.name);
+            return e !== undefined && e.json.includes(`"uid":"${o.uid}"`);
+          },
           initializers: {
             // root:universal (kcp config/universal): the `default` namespace.
             'root:universal': async (cluster) => {
@@ -250,19 +254,34 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       cleanups.unshift(() => wsController.close());
       const unfinished = (e: { json: string }) => !e.json.includes('"phase":"Ready"') || e.json.includes('"deletionTimestamp"');
       const unsubscribeLc = informer(cache, LOGICAL_CLUSTERS_GR, lcController, (e, type) => type !== 'DELETED' && unfinished(e));
-      const unsubscribeWs = informer(cache, 'tenancy.kcp.io/workspaces', wsController, (e, type) => type !== 'DELETED' && unfinished(e));
-      // A LogicalCluster that became Ready or went away moves its Workspace on; anything deleted
-      // in a deleting logical cluster wakes that cluster's deletion.
+      // Workspaces need work when unscheduled or deleting; Initializing → Ready is driven by their
+      // LogicalCluster's events (below), a resync looks at every unfinished one.
+      const unsubscribeWs = informer(cache, 'tenancy.kcp.io/workspaces', wsController, (e, type) => {
+        if (type === 'DELETED' || !unfinished(e)) return false;
+        if (type === 'SYNC' || e.json.includes('"deletionTimestamp"')) return true;
+        return !(JSON.parse(e.json) as { spec?: { cluster?: string } }).spec?.cluster;
+      });
+      // A LogicalCluster that left Scheduling or went away moves its Workspace on; a Workspace
+      // gone before it recorded its logical cluster wakes that logical cluster (to delete it);
+      // anything deleted in a deleting logical cluster wakes that cluster's deletion.
       const unsubscribeOwners = cache.subscribe((ev) => {
         if (!ev) return;
         const e = ev.entry;
         if (e.groupResource === LOGICAL_CLUSTERS_GR) {
-          if (ev.type !== 'DELETED' && !e.json.includes('"phase":"Ready"') && !e.json.includes('"deletionTimestamp"')) return;
+          if (ev.type !== 'DELETED' && e.json.includes('"phase":"Scheduling"')) return;
           const owner = (JSON.parse(e.json) as KubeObject & { spec?: { owner?: { cluster?: string; name?: string; resource?: string } } }).spec?.owner;
           if (owner?.resource === 'workspaces' && owner.cluster && owner.name) wsController.enqueue(`${owner.cluster}|${owner.name}`).catch(() => undefined);
-        } else if (ev.type === 'DELETED' && index.get(e.cluster)?.deleting) {
-          lcController.enqueue(`${e.cluster}|cluster`).catch(() => undefined);
+          return;
         }
+        if (ev.type !== 'DELETED') return;
+        if (e.groupResource === 'tenancy.kcp.io/workspaces') {
+          const ws = JSON.parse(e.json) as KubeObject & { spec?: { cluster?: string } };
+          if (!ws.spec?.cluster) {
+            const lc = ws.metadata.annotations?.['internal.tenancy.kcp.io/cluster'] ?? clusterNameFor(ws.metadata.uid!);
+            if (index.get(lc)) lcController.enqueue(`${lc}|cluster`).catch(() => undefined);
+          }
+        }
+        if (index.get(e.cluster)?.deleting) lcController.enqueue(`${e.cluster}|cluster`).catch(() => undefined);
       });
       cleanups.unshift(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); });
     }

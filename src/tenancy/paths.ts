@@ -73,6 +73,15 @@ export function randomClusterName(): string {
 }
 
 /**
+ * The logical cluster name a workspace gets first: derived from its uid, so scheduling is
+ * idempotent without first recording the name (a collision, ~36^-16, falls back to a random
+ * name that is recorded before use).
+ */
+export function clusterNameFor(workspaceUid: string): string {
+  return base36(createHash('sha224').update(`workspace/${workspaceUid}`).digest(), 16);
+}
+
+/**
  * The logical cluster name of a user's home workspace: stable per user name (kcp derives it from
  * a hash of the user name, `indexrewriters.HomeClusterName`).
  */

@@ -8,6 +8,7 @@
  * - `Initializing` → the initializers this server implements run (`root:universal` creates the
  *   `default` namespace) and remove themselves; other initializers are left to their
  *   controllers, which remove theirs through `/status`; with none left the phase is `Ready`;
+ * - a LogicalCluster whose owning Workspace is gone is deleted;
  * - deletion → every object of the logical cluster is deleted (Workspaces in it cascade to
  *   their own logical clusters), then the `core.kcp.io/logicalcluster-deletion` finalizer is
  *   removed and the LogicalCluster is gone.
@@ -43,6 +44,8 @@ export interface LogicalClusterReconcilerDeps {
   scope(cluster: string, namespace?: string): RequestScope;
   /** The URL clients reach this shard at (`https://host:port`); `status.URL` is below it. */
   externalURL(): string;
+  /** Whether the owner a LogicalCluster names (a Workspace) still exists with that uid. */
+  ownerExists(owner: { cluster: string; name: string; uid: string; resource: string }): boolean;
 }
 
 interface LCStatus { phase?: string; initializers?: string[]; conditions?: unknown[]; URL?: string }
@@ -70,6 +73,12 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps) {
     const lc = await getIfExists(deps.logicalClusters, scope, 'cluster');
     if (!lc) return;
     if (lc.metadata.deletionTimestamp) return deleteContent(deps, cluster, lc);
+    // A Workspace deleted before it recorded its logical cluster leaves it without owner.
+    const owner = (lc.spec as { owner?: { cluster: string; name: string; uid: string; resource: string } } | undefined)?.owner;
+    if (owner?.resource === 'workspaces' && !deps.ownerExists(owner)) {
+      await deps.logicalClusters.delete(scope, 'cluster').catch((err) => { if (!(err instanceof StatusError && err.code === 404)) throw err; });
+      return;
+    }
 
     const status: LCStatus = { ...(lc.status as LCStatus | undefined) };
     const phase = status.phase ?? 'Scheduling';

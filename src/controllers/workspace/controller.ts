@@ -2,11 +2,14 @@
  * Workspace lifecycle (kcp pkg/reconciler/tenancy/workspace: metadata, deletion, scheduling and
  * phase reconcilers), level-triggered on the BullMQ runtime. Keys are `<parent cluster>|<name>`.
  *
- * - scheduling: a random logical cluster name, a LogicalCluster on this shard (type, path,
+ * - scheduling: a LogicalCluster on this shard named from the workspace's uid (type, path,
  *   owner, required groups, initializers and terminators of the type and the types it extends,
- *   `spec.owner` pointing back), then — in one write — the `core.kcp.io/logicalcluster`
- *   finalizer, the cluster/shard annotations, `spec.cluster`, `spec.URL` (the shard's external
- *   URL + `/clusters/<path>`) and phase `Initializing`;
+ *   `spec.owner` pointing back); once the logical cluster controller has moved it on, one write
+ *   records the `core.kcp.io/logicalcluster` finalizer, the cluster/shard annotations,
+ *   `spec.cluster`, `spec.URL` (the shard's external URL + `/clusters/<path>`) and the phase it
+ *   reached (`Initializing` while initializers remain, else `Ready`). kcp writes the annotation,
+ *   the spec and the phase separately; the uid-derived name makes one write enough, and a
+ *   LogicalCluster whose Workspace disappears before that write is deleted by its controller;
  * - phase: `Initializing` → `Ready` once the LogicalCluster is `Ready` (initializers mirrored);
  * - deletion: the LogicalCluster is deleted (it deletes its content, including child
  *   workspaces); when it is gone the finalizer is removed and the Workspace goes.
@@ -16,7 +19,7 @@ import type { KubeObject } from '../../apimachinery/meta.js';
 import { SPEC_AND_STATUS, type RequestScope, type Store } from '../../registry/store.js';
 import { OWNER_ANNOTATION } from '../../tenancy/admission.js';
 import { REQUIRED_GROUPS_ANNOTATION, TYPE_ANNOTATION, type LogicalClusterIndex } from '../../tenancy/index.js';
-import { PATH_ANNOTATION, joinPath, randomClusterName } from '../../tenancy/paths.js';
+import { PATH_ANNOTATION, clusterNameFor, joinPath, randomClusterName } from '../../tenancy/paths.js';
 import type { WorkspaceTypeResolver } from '../../tenancy/workspacetypes.js';
 import { DELETION_FINALIZER } from '../logicalcluster/controller.js';
 import { splitKey } from '../namespace/controller.js';
@@ -132,20 +135,25 @@ async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, pa
   if (!parentInfo) return { requeueAfterMs: 1000 }; // wait for the parent LogicalCluster
   const path = joinPath(parentInfo.path || parent, ws.metadata.name!);
   const typeRef = spec.type ?? { name: 'universal', path: 'root' };
-  let initializers: string[];
-  let terminators: string[];
-  try {
-    const t = deps.types.resolve(parentInfo.path || parent, typeRef);
-    initializers = deps.types.initializers(t);
-    terminators = deps.types.terminators(t);
-  } catch (err) {
-    setCondition(status, 'WorkspaceScheduled', 'False', 'Unschedulable', (err as Error).message);
-    await write(deps.workspaces, deps.scope(parent), withPhase(ws, status));
-    return { requeueAfterMs: 10_000 };
-  }
   const annotations = ws.metadata.annotations ?? {};
-  let clusterName = annotations[CLUSTER_ANNOTATION_KEY] ?? newName();
-  for (let attempt = 0; ; attempt++) {
+  const clusterName = annotations[CLUSTER_ANNOTATION_KEY] ?? clusterNameFor(ws.metadata.uid!);
+  let lc = await getIfExists(deps.logicalClusters, deps.scope(clusterName), 'cluster');
+  if (lc && (lc.spec as { owner?: { uid?: string } } | undefined)?.owner?.uid !== ws.metadata.uid) {
+    // Name taken by another logical cluster: record a random one before using it.
+    return write(deps.workspaces, deps.scope(parent), { ...ws, metadata: { ...ws.metadata, annotations: { ...annotations, [CLUSTER_ANNOTATION_KEY]: newName() } } });
+  }
+  if (!lc) {
+    let initializers: string[];
+    let terminators: string[];
+    try {
+      const t = deps.types.resolve(parentInfo.path || parent, typeRef);
+      initializers = deps.types.initializers(t);
+      terminators = deps.types.terminators(t);
+    } catch (err) {
+      setCondition(status, 'WorkspaceScheduled', 'False', 'Unschedulable', (err as Error).message);
+      await write(deps.workspaces, deps.scope(parent), withPhase(ws, status));
+      return { requeueAfterMs: 10_000 };
+    }
     const lcAnnotations: Record<string, string> = {
       [TYPE_ANNOTATION]: joinPath(typeRef.path ?? 'root', typeRef.name),
       [SHARD_ANNOTATION]: deps.shardName,
@@ -170,16 +178,16 @@ async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, pa
         apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster',
         metadata: { name: 'cluster', annotations: lcAnnotations, finalizers: [DELETION_FINALIZER] }, spec: lcSpec,
       });
-      break;
     } catch (err) {
       if (!(err instanceof StatusError && err.code === 409)) throw err;
-      // Ours from an earlier attempt, or a name collision: draw another name.
-      const existing = await getIfExists(deps.logicalClusters, deps.scope(clusterName), 'cluster');
-      if ((existing?.spec as { owner?: { uid?: string } } | undefined)?.owner?.uid === ws.metadata.uid) break;
-      if (attempt >= 5) throw err;
-      clusterName = newName();
+      return { requeueAfterMs: 0 }; // created concurrently: look again
     }
+    // The LogicalCluster's progress (Initializing or Ready) enqueues this workspace again.
+    return;
   }
+  const lcStatus = (lc.status ?? {}) as WSStatus;
+  if (!lcStatus.phase || lcStatus.phase === 'Scheduling') return; // its next event brings us back
+  // One write: finalizer, annotations, spec.cluster/URL and the phase the LogicalCluster reached.
   const next: KubeObject = {
     ...ws,
     metadata: {
@@ -189,7 +197,9 @@ async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, pa
     },
     spec: { ...spec, type: typeRef, cluster: clusterName, URL: `${deps.externalURL()}/clusters/${path}` },
   };
-  const st: WSStatus = { ...status, phase: 'Initializing' };
+  const st: WSStatus = { ...status, phase: lcStatus.phase === 'Ready' ? 'Ready' : 'Initializing', initializers: lcStatus.initializers ?? [] };
   setCondition(st, 'WorkspaceScheduled', 'True');
+  if (st.phase === 'Ready') setCondition(st, 'WorkspaceInitialized', 'True');
+  else setCondition(st, 'WorkspaceInitialized', 'False', 'InitializerExists', `Initializers still exist: [${st.initializers!.join(' ')}]`);
   return write(deps.workspaces, deps.scope(parent), withPhase(next, st));
 }
