@@ -456,12 +456,16 @@ export class Store {
     }
     obj.metadata.name = name;
     const key = this.objectKey(scope, name);
-    const current = await this.readCurrent(key);
+    const precondition = obj.metadata.resourceVersion;
+    // With a resourceVersion precondition the base is the object at that revision: when the watch
+    // cache holds exactly that version it saves the Redis read (if Redis has moved on, the write
+    // script's revision check refuses the write with a conflict, as the read would have).
+    const cached = precondition ? this.backend.cache.getEntry(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace ?? '' : '', name) : undefined;
+    const current = cached && String(cached.rv) === precondition ? this.decode(cached.json) : await this.readCurrent(key);
     if (current === null) {
       if (!subresource && this.desc.strategy?.allowCreateOnUpdate) return { json: await this.create(scope, obj), created: true };
       throw notFound(this.gr, name);
     }
-    const precondition = obj.metadata.resourceVersion;
     return { json: await this.applyUpdate(scope, key, current, obj, subresource, precondition), created: false };
   }
 

@@ -222,55 +222,61 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       // Tenancy: LogicalCluster lifecycle (initialization, deletion of content) and Workspaces.
       const lcStore = storeOf('logicalclusters', 'core.kcp.io');
       const wsStore = storeOf('workspaces', 'tenancy.kcp.io');
+      let wsController: Controller | undefined;
+      const lcReconciler = logicalClusterReconciler({
+        ownerProgressed: (o) => { wsController?.enqueue(`${o.cluster}|${o.name}`).catch(() => undefined); },
+        logicalClusters: lcStore, clusterRoleBindings: storeOf('clusterrolebindings', 'rbac.authorization.k8s.io'),
+        storesOf: (cluster) => registry.forCluster(cluster).storedStores(), scope: masters, externalURL: () => url,
+        ownerExists: (o) => {
+          const e = cache.getEntry('tenancy.kcp.io/workspaces', o.cluster, '', o.name);
+          return e !== undefined && e.json.includes(`"uid":"${o.uid}"`);
+        },
+        initializers: {
+          // root:universal (kcp config/universal): the `default` namespace.
+          'root:universal': async (cluster) => {
+            try { await nsStore.create(masters(cluster), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } }); } catch (err) {
+              if (!(err instanceof StatusError && err.code === 409)) throw err;
+            }
+          },
+        },
+      });
       const lcController = new Controller({
-        name: 'logicalcluster', prefix, connection: storage.client, concurrency: 16,
-        reconcile: logicalClusterReconciler({
-          logicalClusters: lcStore, clusterRoleBindings: storeOf('clusterrolebindings', 'rbac.authorization.k8s.io'),
-          storesOf: (cluster) => registry.forCluster(cluster).storedStores(), scope: masters, externalURL: () => url,
-          ownerExists: (o) => {
-            const e = cache.getEntry('tenancy.kcp.io/workspaces', o.cluster, '', o.name);
-            return e !== undefined && e.json.includes(`"uid":"${o.uid}"`);
-          },
-          initializers: {
-            // root:universal (kcp config/universal): the `default` namespace.
-            'root:universal': async (cluster) => {
-              try { await nsStore.create(masters(cluster), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } }); } catch (err) {
-                if (!(err instanceof StatusError && err.code === 409)) throw err;
-              }
-            },
-          },
-        }),
+        name: 'logicalcluster', prefix, connection: storage.client, concurrency: 16, reconcile: lcReconciler,
         onError: (key, err) => app.log.warn({ key, err }, 'logicalcluster reconcile failed'),
       });
       cleanups.unshift(() => lcController.close());
-      const wsController = new Controller({
+      wsController = new Controller({
         name: 'workspace', prefix, connection: storage.client, concurrency: 16,
         reconcile: workspaceReconciler({
           workspaces: wsStore, logicalClusters: lcStore, index, types, shardName: shard,
-          externalURL: () => url, scope: masters,
+          externalURL: () => url, scope: masters, initializeLogicalCluster: lcReconciler.initialize,
         }),
         onError: (key, err) => app.log.warn({ key, err }, 'workspace reconcile failed'),
       });
-      cleanups.unshift(() => wsController.close());
+      const wsCtl = wsController;
+      cleanups.unshift(() => wsCtl.close());
       const unfinished = (e: { json: string }) => !e.json.includes('"phase":"Ready"') || e.json.includes('"deletionTimestamp"');
-      const unsubscribeLc = informer(cache, LOGICAL_CLUSTERS_GR, lcController, (e, type) => type !== 'DELETED' && unfinished(e));
-      // Workspaces need work when unscheduled or deleting; Initializing → Ready is driven by their
-      // LogicalCluster's events (below), a resync looks at every unfinished one.
-      const unsubscribeWs = informer(cache, 'tenancy.kcp.io/workspaces', wsController, (e, type) => {
+      // A new LogicalCluster of a Workspace is initialized by the workspace controller itself.
+      const unsubscribeLc = informer(cache, LOGICAL_CLUSTERS_GR, lcController, (e, type) =>
+        type !== 'DELETED' && unfinished(e) && !(type === 'ADDED' && e.json.includes('"resource":"workspaces"')));
+      // Workspaces need work when unscheduled or deleting; Initializing → Ready is reported by the
+      // logical cluster controller (ownerProgressed), a resync looks at every unfinished one.
+      const unsubscribeWs = informer(cache, 'tenancy.kcp.io/workspaces', wsCtl, (e, type) => {
         if (type === 'DELETED' || !unfinished(e)) return false;
         if (type === 'SYNC' || e.json.includes('"deletionTimestamp"')) return true;
         return !(JSON.parse(e.json) as { spec?: { cluster?: string } }).spec?.cluster;
       });
-      // A LogicalCluster that left Scheduling or went away moves its Workspace on; a Workspace
-      // gone before it recorded its logical cluster wakes that logical cluster (to delete it);
-      // anything deleted in a deleting logical cluster wakes that cluster's deletion.
+      // A LogicalCluster being deleted or gone moves its Workspace's deletion on (phase changes
+      // are reported by the logical cluster controller); a Workspace gone before it recorded its
+      // logical cluster wakes that logical cluster (to delete it); anything deleted in a
+      // deleting logical cluster wakes that cluster's deletion.
       const unsubscribeOwners = cache.subscribe((ev) => {
         if (!ev) return;
         const e = ev.entry;
         if (e.groupResource === LOGICAL_CLUSTERS_GR) {
-          if (ev.type !== 'DELETED' && e.json.includes('"phase":"Scheduling"')) return;
+          if (ev.type !== 'DELETED' && !e.json.includes('"deletionTimestamp"')) return;
           const owner = (JSON.parse(e.json) as KubeObject & { spec?: { owner?: { cluster?: string; name?: string; resource?: string } } }).spec?.owner;
-          if (owner?.resource === 'workspaces' && owner.cluster && owner.name) wsController.enqueue(`${owner.cluster}|${owner.name}`).catch(() => undefined);
+          if (owner?.resource === 'workspaces' && owner.cluster && owner.name) wsCtl.enqueue(`${owner.cluster}|${owner.name}`).catch(() => undefined);
           return;
         }
         if (ev.type !== 'DELETED') return;

@@ -44,6 +44,8 @@ export interface LogicalClusterReconcilerDeps {
   scope(cluster: string, namespace?: string): RequestScope;
   /** The URL clients reach this shard at (`https://host:port`); `status.URL` is below it. */
   externalURL(): string;
+  /** Called when this controller moved a workspace-owned LogicalCluster to another phase. */
+  ownerProgressed?(owner: { cluster: string; name: string }): void;
   /** Whether the owner a LogicalCluster names (a Workspace) still exists with that uid. */
   ownerExists(owner: { cluster: string; name: string; uid: string; resource: string }): boolean;
 }
@@ -65,24 +67,29 @@ async function ignoreExists(p: Promise<unknown>): Promise<void> {
   }
 }
 
-/** Reconciles one LogicalCluster. */
-export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps) {
-  return async (key: string): Promise<ReconcileResult | void> => {
-    const [cluster] = splitKey(key);
-    const scope = deps.scope(cluster);
-    const lc = await getIfExists(deps.logicalClusters, scope, 'cluster');
-    if (!lc) return;
-    if (lc.metadata.deletionTimestamp) return deleteContent(deps, cluster, lc);
-    // A Workspace deleted before it recorded its logical cluster leaves it without owner.
-    const owner = (lc.spec as { owner?: { cluster: string; name: string; uid: string; resource: string } } | undefined)?.owner;
-    if (owner?.resource === 'workspaces' && !deps.ownerExists(owner)) {
-      await deps.logicalClusters.delete(scope, 'cluster').catch((err) => { if (!(err instanceof StatusError && err.code === 404)) throw err; });
-      return;
-    }
+/** Status of a LogicalCluster as the reconciler maintains it. */
+export interface LogicalClusterStatus { phase?: string; initializers?: string[]; conditions?: unknown[]; URL?: string }
 
-    const status: LCStatus = { ...(lc.status as LCStatus | undefined) };
+/** A LogicalCluster reconciler: by key (the controller's), or on an object in hand. */
+export interface LogicalClusterReconciler {
+  (key: string): Promise<ReconcileResult | void>;
+  /**
+   * Moves a non-deleting LogicalCluster through Scheduling → Initializing → Ready as far as the
+   * built-in initializers allow; returns its resulting status (undefined when it was not
+   * written, e.g. on a conflict — its next event reconciles it again). Used by the workspace
+   * controller right after creating a LogicalCluster, which saves a queue round trip per
+   * workspace.
+   */
+  initialize(cluster: string, lc: KubeObject): Promise<LogicalClusterStatus | undefined>;
+}
+
+/** Reconciles one LogicalCluster. */
+export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): LogicalClusterReconciler {
+  const initialize = async (cluster: string, lc: KubeObject): Promise<LogicalClusterStatus | undefined> => {
+    const scope = deps.scope(cluster);
+    const status: LogicalClusterStatus = { ...(lc.status as LogicalClusterStatus | undefined) };
     const phase = status.phase ?? 'Scheduling';
-    if (phase !== 'Scheduling' && phase !== 'Initializing') return;
+    if (phase !== 'Scheduling' && phase !== 'Initializing') return status;
     if (phase === 'Scheduling') {
       const owner = ownerName(lc);
       if (owner) {
@@ -103,17 +110,35 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps) {
     }
     status.initializers = pending;
     if (!pending.length) status.phase = 'Ready';
-    const before = lc.status as LCStatus | undefined;
-    if (before?.phase === status.phase && JSON.stringify(before?.initializers ?? []) === JSON.stringify(pending)) return;
+    const before = lc.status as LogicalClusterStatus | undefined;
+    if (before?.phase === status.phase && JSON.stringify(before?.initializers ?? []) === JSON.stringify(pending)) return status;
     try {
-      await deps.logicalClusters.update(scope, 'cluster', { ...lc, status }, 'status');
+      const res = await deps.logicalClusters.update(scope, 'cluster', { ...lc, status }, 'status');
+      return (JSON.parse(res.json) as KubeObject).status as LogicalClusterStatus;
     } catch (err) {
-      // A concurrent change (an external initializer finished): reconcile again from fresh state.
-      if (err instanceof StatusError && err.code === 409) return { requeueAfterMs: 0 };
-      if (err instanceof StatusError && err.code === 404) return;
+      if (err instanceof StatusError && (err.code === 409 || err.code === 404)) return undefined;
       throw err;
     }
   };
+  const reconcile = async (key: string): Promise<ReconcileResult | void> => {
+    const [cluster] = splitKey(key);
+    const scope = deps.scope(cluster);
+    const lc = await getIfExists(deps.logicalClusters, scope, 'cluster');
+    if (!lc) return;
+    if (lc.metadata.deletionTimestamp) return deleteContent(deps, cluster, lc);
+    // A Workspace deleted before it recorded its logical cluster leaves it without owner.
+    const owner = (lc.spec as { owner?: { cluster: string; name: string; uid: string; resource: string } } | undefined)?.owner;
+    if (owner?.resource === 'workspaces' && !deps.ownerExists(owner)) {
+      await deps.logicalClusters.delete(scope, 'cluster').catch((err) => { if (!(err instanceof StatusError && err.code === 404)) throw err; });
+      return;
+    }
+    const before = (lc.status as LogicalClusterStatus | undefined)?.phase ?? 'Scheduling';
+    const after = await initialize(cluster, lc);
+    // A concurrent change (an external initializer finished): reconcile again from fresh state.
+    if (!after) return { requeueAfterMs: 100 };
+    if (after.phase !== before && owner?.resource === 'workspaces') deps.ownerProgressed?.(owner);
+  };
+  return Object.assign(reconcile, { initialize });
 }
 
 /** Deletes everything in a deleting logical cluster, then releases its LogicalCluster. */

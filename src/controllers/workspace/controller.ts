@@ -4,7 +4,8 @@
  *
  * - scheduling: a LogicalCluster on this shard named from the workspace's uid (type, path,
  *   owner, required groups, initializers and terminators of the type and the types it extends,
- *   `spec.owner` pointing back); once the logical cluster controller has moved it on, one write
+ *   `spec.owner` pointing back), initialized right away by the logical cluster controller's
+ *   reconcile function (workspace-admin binding, built-in initializers); then one write
  *   records the `core.kcp.io/logicalcluster` finalizer, the cluster/shard annotations,
  *   `spec.cluster`, `spec.URL` (the shard's external URL + `/clusters/<path>`) and the phase it
  *   reached (`Initializing` while initializers remain, else `Ready`). kcp writes the annotation,
@@ -44,6 +45,11 @@ export interface WorkspaceReconcilerDeps {
   shardName: string;
   externalURL(): string;
   scope(cluster: string): RequestScope;
+  /**
+   * Runs the logical cluster controller's initialization on a LogicalCluster just created
+   * (see LogicalClusterReconciler.initialize); returns its resulting status.
+   */
+  initializeLogicalCluster(cluster: string, lc: KubeObject): Promise<{ phase?: string; initializers?: string[] } | undefined>;
   /** Draws a logical cluster name (injectable for tests). */
   newClusterName?: () => string;
 }
@@ -174,19 +180,23 @@ async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, pa
       } catch { /* an unreadable owner annotation only loses createdBy */ }
     }
     try {
-      await deps.logicalClusters.create(deps.scope(clusterName), {
+      lc = deps.logicalClusters.decode(await deps.logicalClusters.create(deps.scope(clusterName), {
         apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster',
         metadata: { name: 'cluster', annotations: lcAnnotations, finalizers: [DELETION_FINALIZER] }, spec: lcSpec,
-      });
+      }));
     } catch (err) {
       if (!(err instanceof StatusError && err.code === 409)) throw err;
       return { requeueAfterMs: 0 }; // created concurrently: look again
     }
-    // The LogicalCluster's progress (Initializing or Ready) enqueues this workspace again.
-    return;
   }
-  const lcStatus = (lc.status ?? {}) as WSStatus;
-  if (!lcStatus.phase || lcStatus.phase === 'Scheduling') return; // its next event brings us back
+  let lcStatus = (lc.status ?? {}) as WSStatus;
+  if (!lcStatus.phase || lcStatus.phase === 'Scheduling') {
+    // Initialize it now rather than through the logical cluster controller's queue.
+    const st = await deps.initializeLogicalCluster(clusterName, lc);
+    if (!st) return { requeueAfterMs: 100 };
+    lcStatus = st;
+    if (!lcStatus.phase || lcStatus.phase === 'Scheduling') return { requeueAfterMs: 100 };
+  }
   // One write: finalizer, annotations, spec.cluster/URL and the phase the LogicalCluster reached.
   const next: KubeObject = {
     ...ws,
