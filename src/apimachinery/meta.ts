@@ -65,9 +65,19 @@ export function parseApiVersion(apiVersion: string): { group: string; version: s
 }
 
 /** RFC 3339 timestamp at second precision, as metav1.Time serialises. */
-export function nowRFC3339(date = new Date()): string {
-  return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
+export function nowRFC3339(date?: Date): string {
+  if (date) return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  // The current second's text is formatted once per second (writes ask for it thousands of times).
+  const now = Date.now();
+  const second = now - (now % 1000);
+  if (second !== lastSecond) {
+    lastSecond = second;
+    lastSecondText = new Date(second).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  }
+  return lastSecondText;
 }
+let lastSecond = -1;
+let lastSecondText = '';
 
 /** The annotation kcp sets on objects returned from wildcard (`/clusters/*`) requests. */
 export const CLUSTER_ANNOTATION = 'kcp.io/cluster';

@@ -75,8 +75,45 @@ export interface ListOptions {
 /** Body of a delete (`metav1.DeleteOptions`), the parts this server honours. */
 export interface DeleteOptions {
   preconditions?: { uid?: string; resourceVersion?: string };
+  /** `Orphan`, `Background` (the default) or `Foreground` (see `gcFinalizersForDelete`). */
   propagationPolicy?: string;
+  /** Deprecated: `true` is `Orphan`, `false` is `Background`; 422 together with `propagationPolicy`. */
+  orphanDependents?: boolean;
   gracePeriodSeconds?: number;
+}
+
+/** Finalizer of an owner whose dependents are deleted before it (`metav1.FinalizerDeleteDependents`). */
+export const FINALIZER_FOREGROUND = 'foregroundDeletion';
+/** Finalizer of an owner whose dependents lose their ownerReferences to it (`metav1.FinalizerOrphanDependents`). */
+export const FINALIZER_ORPHAN = 'orphan';
+
+/**
+ * The finalizers an object must carry after a delete with `opts`, as kube's generic registry
+ * computes them (k8s.io/apiserver/pkg/registry/generic/registry/store.go
+ * `deletionFinalizersForGarbageCollection`, `shouldOrphanDependents`, `shouldDeleteDependents`;
+ * every resource here has the default policy "delete dependents"): the two garbage-collector
+ * finalizers are dropped, then `orphan` is added when the options say Orphan (or
+ * `orphanDependents: true`) — or, without a policy in the options, when the object already had it —
+ * and `foregroundDeletion` likewise for Foreground. `changed` is false when the set is the same
+ * (the returned list is then the current one).
+ */
+export function gcFinalizersForDelete(current: readonly string[] | undefined, opts: DeleteOptions): { changed: boolean; finalizers: string[] } {
+  const now = current ?? [];
+  let orphan: boolean; let foreground: boolean;
+  if (opts.orphanDependents !== undefined && opts.orphanDependents !== null) {
+    orphan = opts.orphanDependents; foreground = false;
+  } else if (opts.propagationPolicy === 'Orphan' || opts.propagationPolicy === 'Background' || opts.propagationPolicy === 'Foreground') {
+    orphan = opts.propagationPolicy === 'Orphan'; foreground = opts.propagationPolicy === 'Foreground';
+  } else {
+    // No policy given: an existing finalizer decides (the first of the two found wins).
+    const first = now.find((f) => f === FINALIZER_ORPHAN || f === FINALIZER_FOREGROUND);
+    orphan = first === FINALIZER_ORPHAN; foreground = first === FINALIZER_FOREGROUND;
+  }
+  const next = now.filter((f) => f !== FINALIZER_ORPHAN && f !== FINALIZER_FOREGROUND);
+  if (orphan) next.push(FINALIZER_ORPHAN);
+  if (foreground) next.push(FINALIZER_FOREGROUND);
+  const same = new Set(now).size === new Set(next).size && next.every((f) => now.includes(f));
+  return same ? { changed: false, finalizers: [...now] } : { changed: true, finalizers: next };
 }
 
 /** A list result: entries at one revision. */
@@ -484,8 +521,8 @@ export class Store {
       merged = next;
       this.desc.strategy?.prepareForUpdate?.(merged, old);
     } else if (subresource === 'status') {
-      merged = deepClone(old);
-      merged.status = next.status;
+      // Shallow: below only metadata fields and status are replaced, nothing is mutated in place.
+      merged = { ...old, metadata: { ...old.metadata }, status: next.status };
     } else if (subresource === 'finalize') {
       merged = deepClone(old);
       merged.spec = { ...(old.spec as object | undefined), finalizers: (next.spec as { finalizers?: string[] } | undefined)?.finalizers ?? [] };
@@ -653,10 +690,20 @@ export class Store {
   }
 
   /**
-   * Delete: preconditions (uid, resourceVersion) → 409; with finalizers (or a strategy that
-   * holds deletion) the object gets `deletionTimestamp` and stays until they are removed.
+   * Delete: preconditions (uid, resourceVersion) → 409; `orphanDependents` with
+   * `propagationPolicy` → 422. The garbage-collector finalizers follow the propagation policy
+   * (`gcFinalizersForDelete`): Foreground adds `foregroundDeletion`, Orphan adds `orphan`,
+   * Background (the default) deletes now. With finalizers (or a strategy that holds deletion) the
+   * object gets `deletionTimestamp` (and, as kube's `markAsDeleting`, a generation bump) and stays
+   * until they are removed. A later delete of an object already being deleted may still change
+   * the two garbage-collector finalizers, as kube's `updateForGracefulDeletionAndFinalizers`
+   * does; when that leaves none, the object goes. A namespace held by `spec.finalizers` keeps
+   * its finalizers once termination began (kube's namespace REST `Delete`).
    */
   async delete(scope: RequestScope, name: string, opts: DeleteOptions = {}): Promise<DeleteResult> {
+    if (opts.orphanDependents !== undefined && opts.orphanDependents !== null && opts.propagationPolicy) {
+      throw invalid('DeleteOptions', 'meta.k8s.io', '', [{ reason: 'FieldValueInvalid', field: 'propagationPolicy', message: `Invalid value: ${JSON.stringify(opts.propagationPolicy)}: orphanDependents and deletionPropagation cannot be both set` }]);
+    }
     const key = this.objectKey(scope, name);
     for (let attempt = 0; ; attempt++) {
       const obj = await this.readCurrent(key);
@@ -669,13 +716,22 @@ export class Store {
       if (pre?.resourceVersion && pre.resourceVersion !== m.resourceVersion) {
         throw conflict(this.gr, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${m.resourceVersion}`);
       }
-      const pending = Boolean(m.finalizers?.length) || Boolean(this.desc.strategy?.deletionPending?.(obj));
+      const heldByStrategy = Boolean(this.desc.strategy?.deletionPending?.(obj));
+      if (m.deletionTimestamp && heldByStrategy) return { deleted: false, json: JSON.stringify(obj) };
+      const gc = gcFinalizersForDelete(m.finalizers, opts);
+      if (gc.changed) {
+        if (gc.finalizers.length) m.finalizers = gc.finalizers; else delete m.finalizers;
+      }
+      const pending = Boolean(m.finalizers?.length) || heldByStrategy;
       let op: 'update' | 'delete' = 'delete';
       if (pending) {
-        if (m.deletionTimestamp) return { deleted: false, json: JSON.stringify(obj) };
-        m.deletionTimestamp = nowRFC3339();
-        m.deletionGracePeriodSeconds = 0;
-        this.desc.strategy?.prepareForDeletion?.(obj);
+        if (m.deletionTimestamp && !gc.changed) return { deleted: false, json: JSON.stringify(obj) };
+        if (!m.deletionTimestamp) {
+          if (typeof m.generation === 'number' && m.generation > 0) m.generation += 1;
+          m.deletionTimestamp = nowRFC3339();
+          m.deletionGracePeriodSeconds = 0;
+          this.desc.strategy?.prepareForDeletion?.(obj);
+        }
         op = 'update';
       }
       if (scope.dryRun) return { deleted: !pending, json: JSON.stringify(obj) };

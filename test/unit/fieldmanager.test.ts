@@ -272,3 +272,33 @@ test('an applier dropping a list-map item removes only its own items', () => {
   live = applyConfiguration(live, cert(['Ready']), 'a', false, CERT);
   assert.deepEqual((live.status as { conditions: Array<{ type: string }> }).conditions.map((c) => c.type), ['Ready', 'Other']);
 });
+
+test('addedFieldSet equals compare(nothing, object).added (the create fast path)', async () => {
+  const { addedFieldSet, compare, TypeResolver } = await import('../../src/apimachinery/fieldmanager/typed.js');
+  const { builtinSchemaResolver, crdSchemaResolver } = await import('../../src/apimachinery/fieldmanager/schema.js');
+  const { kcpResources } = await import('../../src/apis/kcp/index.js');
+  const { readdirSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { parseAllDocuments } = await import('yaml');
+  const { TESTDATA_CRDS } = await import('../helpers.js');
+  const cases: Array<[unknown, ReturnType<typeof crdSchemaResolver>]> = [];
+  const crdSchema = builtinSchemaResolver('apiextensions.k8s.io', 'v1', 'CustomResourceDefinition')!;
+  for (const f of readdirSync(TESTDATA_CRDS, { recursive: true }) as string[]) {
+    if (!f.endsWith('.yaml')) continue;
+    for (const d of parseAllDocuments(readFileSync(join(TESTDATA_CRDS, f), 'utf8'))) {
+      const o = d.toJSON();
+      if (o?.kind === 'CustomResourceDefinition') cases.push([o, crdSchema]);
+    }
+  }
+  const lc = kcpResources().find((d) => d.plural === 'logicalclusters')!;
+  cases.push([{ apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster', metadata: { name: 'cluster', finalizers: ['x'] }, spec: { initializers: ['root:universal'], createdBy: { username: 'u', extra: { k: ['v'] } } }, status: { phase: 'Ready', conditions: [] } }, crdSchemaResolver(lc.schema!)]);
+  cases.push([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', labels: { a: '1' }, annotations: {}, ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'n', uid: 'u1' }] }, data: { a: '1' }, binaryData: {} }, builtinSchemaResolver('', 'v1', 'ConfigMap')!]);
+  cases.push([{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'w' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'x' }, subjects: [{ kind: 'User', name: 'u' }, { kind: 'Group', name: 'g' }] }, builtinSchemaResolver('rbac.authorization.k8s.io', 'v1', 'ClusterRoleBinding')!]);
+  assert.ok(cases.length > 10);
+  for (const [obj, schema] of cases) {
+    const t = new TypeResolver(schema).root();
+    const fast = addedFieldSet(obj, t);
+    assert.ok(!fast.empty());
+    assert.ok(fast.equals(compare(undefined, obj, t).added), (obj as KubeObject).metadata.name);
+  }
+});

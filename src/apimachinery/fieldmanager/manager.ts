@@ -12,7 +12,7 @@ import { StatusError, badRequest, internalError, invalid, type StatusCause } fro
 import { FieldSet, type Path, pathString } from './fieldpath.js';
 import {
   type SchemaResolver, type TypeNode, TypeResolver, TypedError, compare, ensureNamedFieldsAreMembers, merge,
-  removeItems, toFieldSet,
+  removeItems, toFieldSet, addedFieldSet,
 } from './typed.js';
 
 export type { SchemaResolver } from './typed.js';
@@ -263,15 +263,20 @@ export function updateManagedFields(
   const oldV = managedFieldsHidden(live);
   const newV = managedFieldsHidden(next);
   const self = '\u0000current-operation';
-  let cmp;
+  let ownSet: FieldSet;
   try {
-    cmp = smdUpdate(oldV, newV, t, managed, self, true);
+    if (!live && managed.size === 0) {
+      // A create: everything is added — one walk instead of a comparison with nothing.
+      ownSet = addedFieldSet(newV, t).difference(STRIP_SET);
+    } else {
+      const cmp = smdUpdate(oldV, newV, t, managed, self, true);
+      ownSet = cmp.modified.union(cmp.added).difference(STRIP_SET);
+    }
   } catch (e) {
     if (e instanceof TypedError) return encodeManagedFields(managed);
     throw e;
   }
   const apiVersion = next.apiVersion ?? live?.apiVersion ?? '';
-  const ownSet = cmp.modified.union(cmp.added).difference(STRIP_SET);
   if (!ownSet.empty()) {
     const key = managerKey({ manager, operation: 'Update', apiVersion, subresource });
     const prev = managed.get(key);

@@ -175,11 +175,22 @@ function where(path: Path, msg: string): TypedError {
  */
 export function toFieldSet(value: unknown, t: TypeNode, allowDuplicates = true): FieldSet {
   const set = new FieldSet();
-  walkFieldSet(value, t, [], set, allowDuplicates);
+  walkFieldSet(value, t, [], set, allowDuplicates, false);
   return set;
 }
 
-function walkFieldSet(v: unknown, t0: TypeNode, path: Path, set: FieldSet, allowDup: boolean): void {
+/**
+ * The fields `compare(undefined, value)` reports as added: `toFieldSet` plus the path of every
+ * non-empty, non-atomic map below the root (what becomes `".": {}` in FieldsV1). One walk, no
+ * comparison — the managed fields of a create.
+ */
+export function addedFieldSet(value: unknown, t: TypeNode): FieldSet {
+  const set = new FieldSet();
+  walkFieldSet(value, t, [], set, true, true);
+  return set;
+}
+
+function walkFieldSet(v: unknown, t0: TypeNode, path: Path, set: FieldSet, allowDup: boolean, mapNodes: boolean): void {
   const t = concrete(t0, v);
   if (t.kind === 'scalar' || t.kind === 'deduced') {
     set.insert(path);
@@ -218,9 +229,10 @@ function walkFieldSet(v: unknown, t0: TypeNode, path: Path, set: FieldSet, allow
       const pe = pes[i]!;
       if (dups.has(serializePathElement(pe))) return;
       const p = [...path, pe];
-      walkFieldSet(item, t.elem(), p, set, allowDup);
+      walkFieldSet(item, t.elem(), p, set, allowDup, mapNodes);
       set.insert(p);
     });
+    if (mapNodes && v.length && path.length) set.insert(path);
     return;
   }
   // map
@@ -232,12 +244,15 @@ function walkFieldSet(v: unknown, t0: TypeNode, path: Path, set: FieldSet, allow
     if (v !== null && v !== undefined) set.insert(path);
     return;
   }
+  let members = 0;
   for (const [k, val] of Object.entries(v)) {
     if (val === undefined) continue;
+    members++;
     const p: Path = [...path, { field: k }];
-    walkFieldSet(val, fieldType(t, k), p, set, allowDup);
+    walkFieldSet(val, fieldType(t, k), p, set, allowDup, mapNodes);
     if (val === null || (isObject(val) && Object.keys(val).length === 0) || !t.fields.has(k)) set.insert(p);
   }
+  if (mapNodes && members && path.length) set.insert(path);
 }
 
 // ---------------------------------------------------------------------------------------------
