@@ -53,6 +53,11 @@ export interface RequestScope {
   fieldManager?: string;
   /** Paths of keys the JSON body repeated (strict decoding's "duplicate field"). */
   duplicateFields?: string[];
+  /**
+   * For controllers of this server only (never set from a request): a create keeps the
+   * object's `status` (kube clients create, then write `/status`).
+   */
+  createWithStatus?: boolean;
 }
 
 /**
@@ -356,7 +361,11 @@ export class Store {
     if (generated) meta.name = meta.generateName + generateSuffix();
     this.prepareMetaForCreate(meta);
     if (this.desc.strategy?.tracksGeneration) meta.generation = 1;
-    this.desc.strategy?.prepareForCreate?.(obj);
+    if (scope.createWithStatus && this.desc.hasStatus) {
+      const status = obj.status;
+      this.desc.strategy?.prepareForCreate?.(obj);
+      obj.status = status;
+    } else this.desc.strategy?.prepareForCreate?.(obj);
     this.desc.strategy?.admit?.(obj, { operation: 'create', cluster: scope.cluster, user: scope.user });
     this.validate(obj);
     if (this.desc.namespaced) await this.backend.checkNamespace(scope.cluster, meta.namespace!);

@@ -246,10 +246,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       });
       cleanups.unshift(() => lcController.close());
       wsController = new Controller({
-        name: 'workspace', prefix, connection: storage.client, concurrency: 16,
+        name: 'workspace', prefix, connection: storage.client, concurrency: 64,
         reconcile: workspaceReconciler({
           workspaces: wsStore, logicalClusters: lcStore, index, types, shardName: shard,
-          externalURL: () => url, scope: masters, initializeLogicalCluster: lcReconciler.initialize,
+          externalURL: () => url, scope: masters, initializeLogicalCluster: lcReconciler.initialize, prepareLogicalCluster: lcReconciler.prepare,
         }),
         onError: (key, err) => app.log.warn({ key, err }, 'workspace reconcile failed'),
       });
@@ -284,7 +284,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           const ws = JSON.parse(e.json) as KubeObject & { spec?: { cluster?: string } };
           if (!ws.spec?.cluster) {
             const lc = ws.metadata.annotations?.['internal.tenancy.kcp.io/cluster'] ?? clusterNameFor(ws.metadata.uid!);
-            if (index.get(lc)) lcController.enqueue(`${lc}|cluster`).catch(() => undefined);
+            // Delayed: the workspace controller may be creating that LogicalCluster right now.
+            lcController.enqueue(`${lc}|cluster`, 2000).catch(() => undefined);
           }
         }
         if (index.get(e.cluster)?.deleting) lcController.enqueue(`${e.cluster}|cluster`).catch(() => undefined);

@@ -81,33 +81,48 @@ export interface LogicalClusterReconciler {
    * workspace.
    */
   initialize(cluster: string, lc: KubeObject): Promise<LogicalClusterStatus | undefined>;
+  /**
+   * Does the Scheduling → Initializing work for a LogicalCluster about to be created (the
+   * owner's workspace-admin binding, the built-in initializers) and returns the status to create
+   * it with: `Ready`, or `Initializing` with the initializers left to other controllers. Lets the
+   * workspace controller create a LogicalCluster in its initialized state: one write fewer per
+   * workspace. Idempotent (objects that exist are left alone).
+   */
+  prepare(cluster: string, lc: KubeObject): Promise<LogicalClusterStatus>;
 }
 
 /** Reconciles one LogicalCluster. */
 export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): LogicalClusterReconciler {
+  const prepareContent = async (cluster: string, lc: KubeObject, initializers: string[]): Promise<string[]> => {
+    const owner = ownerName(lc);
+    if (owner) {
+      await ignoreExists(deps.clusterRoleBindings.create(deps.scope(cluster), {
+        apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: WORKSPACE_ADMIN_BINDING },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: owner }],
+      }));
+    }
+    return runInitializers(cluster, initializers);
+  };
+  const runInitializers = async (cluster: string, initializers: string[]): Promise<string[]> => {
+    const pending: string[] = [];
+    for (const name of initializers) {
+      const run = deps.initializers[name];
+      if (run) await run(cluster); else pending.push(name);
+    }
+    return pending;
+  };
   const initialize = async (cluster: string, lc: KubeObject): Promise<LogicalClusterStatus | undefined> => {
     const scope = deps.scope(cluster);
     const status: LogicalClusterStatus = { ...(lc.status as LogicalClusterStatus | undefined) };
     const phase = status.phase ?? 'Scheduling';
     if (phase !== 'Scheduling' && phase !== 'Initializing') return status;
+    let pending: string[];
     if (phase === 'Scheduling') {
-      const owner = ownerName(lc);
-      if (owner) {
-        await ignoreExists(deps.clusterRoleBindings.create(scope, {
-          apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: WORKSPACE_ADMIN_BINDING },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: owner }],
-        }));
-      }
       status.phase = 'Initializing';
-      status.URL = `${deps.externalURL()}/clusters/${lc.metadata.annotations?.[PATH_ANNOTATION] ?? cluster}`;
-      status.initializers = [...((lc.spec as LCSpec | undefined)?.initializers ?? [])];
-    }
-    const pending: string[] = [];
-    for (const name of status.initializers ?? []) {
-      const run = deps.initializers[name];
-      if (run) await run(cluster); else pending.push(name);
-    }
+      status.URL = statusURL(cluster, lc);
+      pending = await prepareContent(cluster, lc, (lc.spec as LCSpec | undefined)?.initializers ?? []);
+    } else pending = await runInitializers(cluster, status.initializers ?? []);
     status.initializers = pending;
     if (!pending.length) status.phase = 'Ready';
     const before = lc.status as LogicalClusterStatus | undefined;
@@ -138,7 +153,11 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): Lo
     if (!after) return { requeueAfterMs: 100 };
     if (after.phase !== before && owner?.resource === 'workspaces') deps.ownerProgressed?.(owner);
   };
-  return Object.assign(reconcile, { initialize });
+  const statusURL = (cluster: string, lc: KubeObject) => `${deps.externalURL()}/clusters/${lc.metadata.annotations?.[PATH_ANNOTATION] ?? cluster}`;
+  return Object.assign(reconcile, { initialize, prepare: async (cluster: string, lc: KubeObject): Promise<LogicalClusterStatus> => {
+    const pending = await prepareContent(cluster, lc, (lc.spec as LCSpec | undefined)?.initializers ?? []);
+    return { phase: pending.length ? 'Initializing' : 'Ready', URL: statusURL(cluster, lc), initializers: pending };
+  } });
 }
 
 /** Deletes everything in a deleting logical cluster, then releases its LogicalCluster. */

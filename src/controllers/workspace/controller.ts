@@ -4,8 +4,9 @@
  *
  * - scheduling: a LogicalCluster on this shard named from the workspace's uid (type, path,
  *   owner, required groups, initializers and terminators of the type and the types it extends,
- *   `spec.owner` pointing back), initialized right away by the logical cluster controller's
- *   reconcile function (workspace-admin binding, built-in initializers); then one write
+ *   `spec.owner` pointing back), created already initialized: the logical cluster controller's
+ *   `prepare` (workspace-admin binding, built-in initializers) runs first, so the LogicalCluster
+ *   is born `Ready` (or `Initializing` when other controllers' initializers remain); then one write
  *   records the `core.kcp.io/logicalcluster` finalizer, the cluster/shard annotations,
  *   `spec.cluster`, `spec.URL` (the shard's external URL + `/clusters/<path>`) and the phase it
  *   reached (`Initializing` while initializers remain, else `Ready`). kcp writes the annotation,
@@ -50,6 +51,11 @@ export interface WorkspaceReconcilerDeps {
    * (see LogicalClusterReconciler.initialize); returns its resulting status.
    */
   initializeLogicalCluster(cluster: string, lc: KubeObject): Promise<{ phase?: string; initializers?: string[] } | undefined>;
+  /**
+   * Prepares a LogicalCluster about to be created (see LogicalClusterReconciler.prepare) and
+   * returns the status to create it with.
+   */
+  prepareLogicalCluster(cluster: string, lc: KubeObject): Promise<{ phase?: string; initializers?: string[]; URL?: string }>;
   /** Draws a logical cluster name (injectable for tests). */
   newClusterName?: () => string;
 }
@@ -179,11 +185,15 @@ async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, pa
         lcSpec.createdBy = { username: u.username, ...(u.uid ? { uid: u.uid } : {}), ...(u.groups ? { groups: u.groups } : {}), ...(u.extra ? { extra: u.extra } : {}) };
       } catch { /* an unreadable owner annotation only loses createdBy */ }
     }
+    const newLc: KubeObject = {
+      apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster',
+      metadata: { name: 'cluster', annotations: lcAnnotations, finalizers: [DELETION_FINALIZER] }, spec: lcSpec,
+    };
     try {
-      lc = deps.logicalClusters.decode(await deps.logicalClusters.create(deps.scope(clusterName), {
-        apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster',
-        metadata: { name: 'cluster', annotations: lcAnnotations, finalizers: [DELETION_FINALIZER] }, spec: lcSpec,
-      }));
+      // Created in its initialized state: the owner's binding and the built-in initializers'
+      // content first, then the LogicalCluster (Ready, or Initializing for other initializers).
+      newLc.status = await deps.prepareLogicalCluster(clusterName, newLc);
+      lc = deps.logicalClusters.decode(await deps.logicalClusters.create({ ...deps.scope(clusterName), createWithStatus: true }, newLc));
     } catch (err) {
       if (!(err instanceof StatusError && err.code === 409)) throw err;
       return { requeueAfterMs: 0 }; // created concurrently: look again
