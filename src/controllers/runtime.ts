@@ -9,6 +9,8 @@
  * `reconcile(key) → { requeueAfterMs? }`, throwing means "retry with backoff".
  */
 import { Queue, Worker, type Job } from 'bullmq';
+import { performance } from 'node:perf_hooks';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Redis } from 'ioredis';
 import type { CacheEntry, EventType, WatchCache } from '../storage/watchcache.js';
 import { StatusError } from '../apimachinery/errors.js';
@@ -24,6 +26,43 @@ export interface ReconcileResult {
 /** A reconciler: level-triggered, idempotent. */
 export type Reconcile = (key: string) => Promise<ReconcileResult | void>;
 
+/**
+ * Prometheus metrics of every controller of a process, under controller-runtime's and client-go
+ * workqueue's names: `workqueue_depth`, `workqueue_adds_total`,
+ * `controller_runtime_reconcile_total{result}`, `controller_runtime_reconcile_errors_total`,
+ * `controller_runtime_reconcile_time_seconds` (label `controller` / `name`).
+ */
+export class ControllerMetrics {
+  readonly adds: Counter<'name'>;
+  readonly reconciles: Counter<'controller' | 'result'>;
+  readonly errors: Counter<'controller'>;
+  readonly duration: Histogram<'controller'>;
+  private readonly controllers = new Set<Controller>();
+
+  constructor(registry: Registry) {
+    const controllers = this.controllers;
+    this.adds = new Counter({ name: 'workqueue_adds_total', help: 'Keys added to a controller queue.', labelNames: ['name'], registers: [registry] });
+    this.reconciles = new Counter({ name: 'controller_runtime_reconcile_total', help: 'Reconciles by result (success, error, requeue_after).', labelNames: ['controller', 'result'], registers: [registry] });
+    this.errors = new Counter({ name: 'controller_runtime_reconcile_errors_total', help: 'Reconciles that failed (retried with backoff).', labelNames: ['controller'], registers: [registry] });
+    this.duration = new Histogram({
+      name: 'controller_runtime_reconcile_time_seconds', help: 'Time of one reconcile in seconds.', labelNames: ['controller'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [registry],
+    });
+    new Gauge({
+      name: 'workqueue_depth', help: 'Keys waiting, delayed or being reconciled, per controller (shared by all processes of the shard).', labelNames: ['name'], registers: [registry],
+      async collect() {
+        this.reset();
+        await Promise.all([...controllers].map(async (c) => { this.set({ name: c.name }, await c.depth().catch(() => 0)); }));
+      },
+    });
+  }
+
+  /** Adds a controller to the depth gauge. */
+  track(c: Controller): void { this.controllers.add(c); }
+  /** Removes a closed controller. */
+  untrack(c: Controller): void { this.controllers.delete(c); }
+}
+
 /** Options of a controller. */
 export interface ControllerOptions {
   name: string;
@@ -37,6 +76,8 @@ export interface ControllerOptions {
   backoffMs?: number;
   reconcile: Reconcile;
   onError?: (key: string, err: unknown) => void;
+  /** Where the controller reports queue depth, reconcile durations and errors. */
+  metrics?: ControllerMetrics;
 }
 
 /** One controller: a BullMQ queue and this process's worker on it. */
@@ -56,12 +97,25 @@ export class Controller {
     const workerConnection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
     workerConnection.on('error', () => undefined);
     this.connections.push(workerConnection);
+    const m = opts.metrics;
     this.worker = new Worker(opts.name, async (job: Job<{ key: string }>) => {
-      const res = await opts.reconcile(job.data.key);
+      const t0 = performance.now();
+      let res: ReconcileResult | void;
+      try {
+        res = await opts.reconcile(job.data.key);
+      } catch (err) {
+        m?.reconciles.inc({ controller: opts.name, result: 'error' });
+        m?.errors.inc({ controller: opts.name });
+        throw err;
+      } finally {
+        m?.duration.observe({ controller: opts.name }, (performance.now() - t0) / 1000);
+      }
+      m?.reconciles.inc({ controller: opts.name, result: res?.requeueAfterMs !== undefined ? 'requeue_after' : 'success' });
       if (res?.requeueAfterMs !== undefined) await this.enqueue(job.data.key, res.requeueAfterMs);
     }, { connection: workerConnection, prefix: opts.prefix, concurrency: opts.concurrency ?? 4, autorun: true });
     this.worker.on('error', () => undefined);
     this.worker.on('failed', (job, err) => { if (job) opts.onError?.(job.data.key, err); });
+    m?.track(this);
   }
 
   /**
@@ -69,6 +123,7 @@ export class Controller {
    * further enqueues are folded into it; while one runs, one follow-up is kept.
    */
   async enqueue(key: string, delayMs = 0): Promise<void> {
+    this.opts.metrics?.adds.inc({ name: this.opts.name });
     await this.queue.add('reconcile', { key }, {
       deduplication: { id: key, keepLastIfActive: true, replace: true },
       delay: delayMs,
@@ -79,6 +134,9 @@ export class Controller {
     });
   }
 
+  /** The controller's (and its queue's) name. */
+  get name(): string { return this.opts.name; }
+
   /** Jobs waiting or delayed (queue depth). */
   async depth(): Promise<number> {
     const c = await this.queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
@@ -87,6 +145,7 @@ export class Controller {
 
   /** Stops the worker (finishing running reconciles) and closes the queue. */
   async close(): Promise<void> {
+    this.opts.metrics?.untrack(this);
     await this.worker.close();
     await this.queue.close();
     // BullMQ leaves connections it was given open: they are ours to close.

@@ -4,12 +4,15 @@
  * server instance so several servers can run in one process.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ControllerMetrics } from '../controllers/runtime.js';
 
 /** Request and watch metrics. */
 export class Metrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'verb' | 'resource' | 'code'>;
   private readonly duration: Histogram<'verb' | 'resource'>;
+  /** Metrics of the controllers running in this server. */
+  readonly controllers: ControllerMetrics;
 
   constructor(openWatches: () => number, objects: () => number) {
     this.requests = new Counter({ name: 'apiserver_request_total', help: 'Requests by verb, resource and HTTP code.', labelNames: ['verb', 'resource', 'code'], registers: [this.registry] });
@@ -20,6 +23,7 @@ export class Metrics {
     new Gauge({ name: 'apiserver_longrunning_requests', help: 'Open long-running requests (watches).', registers: [this.registry], collect() { this.set(openWatches()); } });
     new Gauge({ name: 'kcp_watch_cache_objects', help: 'Objects held by the watch cache.', registers: [this.registry], collect() { this.set(objects()); } });
     collectDefaultMetrics({ register: this.registry });
+    this.controllers = new ControllerMetrics(this.registry);
   }
 
   /** Records one finished request; `seconds` is its duration. */

@@ -194,7 +194,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       const nsStore = storeOf('namespaces', '');
       const namespaced = (cluster: string) => registry.forCluster(cluster).namespacedStores();
       const nsController = new Controller({
-        name: 'namespace', prefix, connection: storage.client,
+        name: 'namespace', prefix, connection: storage.client, metrics: metrics.controllers,
         reconcile: namespaceReconciler({ namespaces: nsStore, namespacedStores: namespaced, cache, scope: masters }),
         onError: (key, err) => app.log.warn({ key, err }, 'namespace reconcile failed'),
       });
@@ -205,7 +205,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
 
       const crdStore = storeOf('customresourcedefinitions', 'apiextensions.k8s.io');
       const crdController = new Controller({
-        name: 'crd', prefix, connection: storage.client,
+        name: 'crd', prefix, connection: storage.client, metrics: metrics.controllers,
         reconcile: crdReconciler({
           crds: crdStore, cache, scope: masters,
           customResources: (crd) => {
@@ -241,12 +241,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         },
       });
       const lcController = new Controller({
-        name: 'logicalcluster', prefix, connection: storage.client, concurrency: 16, reconcile: lcReconciler,
+        name: 'logicalcluster', prefix, connection: storage.client, metrics: metrics.controllers, concurrency: 16, reconcile: lcReconciler,
         onError: (key, err) => app.log.warn({ key, err }, 'logicalcluster reconcile failed'),
       });
       cleanups.unshift(() => lcController.close());
       wsController = new Controller({
-        name: 'workspace', prefix, connection: storage.client, concurrency: 64,
+        name: 'workspace', prefix, connection: storage.client, metrics: metrics.controllers, concurrency: 64,
         reconcile: workspaceReconciler({
           workspaces: wsStore, logicalClusters: lcStore, index, types, shardName: shard,
           externalURL: () => url, scope: masters, initializeLogicalCluster: lcReconciler.initialize, prepareLogicalCluster: lcReconciler.prepare,

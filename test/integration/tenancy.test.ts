@@ -227,6 +227,19 @@ describe('home workspaces', () => {
   });
 });
 
+describe('controller runtime', () => {
+  test('/metrics reports reconciles, durations, errors and queue depth per controller', async () => {
+    const m = await as(undefined, 'GET', '/metrics');
+    assert.equal(m.status, 200);
+    const value = (re: RegExp) => Number(re.exec(m.body)?.[1] ?? NaN);
+    assert.ok(value(/controller_runtime_reconcile_total\{controller="workspace",result="success"\} (\d+)/) > 0, 'workspace reconciles counted');
+    assert.ok(value(/controller_runtime_reconcile_time_seconds_count\{controller="workspace"\} (\d+)/) > 0);
+    assert.ok(value(/workqueue_adds_total\{name="workspace"\} (\d+)/) > 0);
+    assert.match(m.body, /workqueue_depth\{name="logicalcluster"\} \d+/);
+    assert.match(m.body, /# TYPE controller_runtime_reconcile_errors_total counter/);
+  });
+});
+
 describe('deletion', () => {
   test('deleting root:org removes the subtree and every object in it', async () => {
     const org = await as(undefined, 'GET', `${WS('root')}/org`);
