@@ -220,6 +220,8 @@ async function use(s: Session, arg: string): Promise<void> {
   const { target, notes } = parseUseArgument(arg, homeDir, s.short);
   for (const n of notes) if (n.when === 'before') s.err(`${n.text}\n`);
 
+  // kcp builds its client first, so an unusable configuration is reported before anything else.
+  void s.config;
   const ctxName = s.currentContextName;
   if (!s.loaded.config.contexts[ctxName]) throw new CommandError(`current ${JSON.stringify(ctxName)} context not found`);
 

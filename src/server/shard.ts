@@ -28,6 +28,7 @@ import { Controller, informer } from '../controllers/runtime.js';
 import { crdReconciler } from '../controllers/crd/controller.js';
 import { CRD_GR, descriptorsForCRD } from '../apiextensions/customresources.js';
 import { NAMESPACES_GR, namespaceReconciler } from '../controllers/namespace/controller.js';
+import { startGarbageCollector } from '../controllers/garbagecollector/controller.js';
 import { kcpResources } from '../apis/kcp/index.js';
 import { LOGICAL_CLUSTERS_GR, LogicalClusterIndex } from '../tenancy/index.js';
 import { WorkspaceTypeResolver } from '../tenancy/workspacetypes.js';
@@ -218,6 +219,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       cleanups.unshift(() => crdController.close());
       const unsubscribeCrd = informer(cache, CRD_GR, crdController, (_e, type) => type !== 'DELETED');
       cleanups.unshift(async () => unsubscribeCrd());
+
+      // Garbage collection of dependents (ownerReferences), per logical cluster.
+      const gc = startGarbageCollector({
+        cache, apis: (cluster) => registry.forCluster(cluster), scope: masters, prefix, connection: storage.client,
+        onError: (key, err) => app.log.warn({ key, err }, 'garbage collector reconcile failed'),
+      });
+      cleanups.unshift(() => gc.close());
 
       // Tenancy: LogicalCluster lifecycle (initialization, deletion of content) and Workspaces.
       const lcStore = storeOf('logicalclusters', 'core.kcp.io');
