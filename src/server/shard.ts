@@ -222,7 +222,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
 
       // Garbage collection of dependents (ownerReferences), per logical cluster.
       const gc = startGarbageCollector({
-        cache, apis: (cluster) => registry.forCluster(cluster), scope: masters, prefix, connection: storage.client,
+        cache, apis: (cluster) => registry.forCluster(cluster), scope: masters, prefix, connection: storage.client, metrics: metrics.controllers,
         onError: (key, err) => app.log.warn({ key, err }, 'garbage collector reconcile failed'),
       });
       cleanups.unshift(() => gc.close());

@@ -24,7 +24,7 @@ import type { ClusterAPIs } from '../../apiextensions/registry.js';
 import { CRD_GR } from '../../apiextensions/customresources.js';
 import type { RequestScope, Store } from '../../registry/store.js';
 import type { WatchCache } from '../../storage/watchcache.js';
-import { Controller, type ReconcileResult } from '../runtime.js';
+import { Controller, type ControllerMetrics, type ReconcileResult } from '../runtime.js';
 import { DependentIndex, FINALIZER_FOREGROUND, FINALIZER_ORPHAN, objectKeyFor, parseObjectKey, uidOfJson, type OwnersSettled } from './index.js';
 
 /** Propagation policy of a delete the garbage collector issues. */
@@ -224,6 +224,8 @@ export interface GarbageCollectorOptions {
   prefix: string;
   connection: Redis;
   concurrency?: number;
+  /** Prometheus metrics of the process's controllers (see `ControllerOptions.metrics`). */
+  metrics?: ControllerMetrics;
   onError?: (key: string, err: unknown) => void;
 }
 
@@ -356,7 +358,7 @@ export function startGarbageCollector(opts: GarbageCollectorOptions): GarbageCol
 
   controller = new Controller({
     name: 'garbagecollector', prefix: opts.prefix, connection: opts.connection,
-    concurrency: opts.concurrency ?? 8, reconcile, onError: opts.onError,
+    concurrency: opts.concurrency ?? 8, metrics: opts.metrics, reconcile, onError: opts.onError,
   });
   // Build and subscribe in one turn of the event loop: no event falls between them.
   const initial = build();
