@@ -526,6 +526,27 @@ export const PROTOBUF_SCHEMA: Readonly<Record<string, ProtobufMessage>> = {
     list(1, 'verbs', 'string', 'always'),
     list(2, 'nonResourceURLs', 'string'),
   ],
+  // k8s.io/api authentication/v1: TokenRequest (`kubectl create token`).
+  'authentication.v1.TokenRequest': [
+    one(1, 'metadata', 'message:meta.v1.ObjectMeta'),
+    one(2, 'spec', 'message:authentication.v1.TokenRequestSpec', 'always'),
+    one(3, 'status', 'message:authentication.v1.TokenRequestStatus'),
+  ],
+  'authentication.v1.TokenRequestSpec': [
+    list(1, 'audiences', 'string', 'always'),
+    one(4, 'expirationSeconds', 'int64', 'pointer'),
+    one(3, 'boundObjectRef', 'message:authentication.v1.BoundObjectReference', 'pointer'),
+  ],
+  'authentication.v1.BoundObjectReference': [
+    one(1, 'kind', 'string'),
+    one(2, 'apiVersion', 'string'),
+    one(3, 'name', 'string'),
+    one(4, 'uid', 'string'),
+  ],
+  'authentication.v1.TokenRequestStatus': [
+    one(1, 'token', 'string', 'always'),
+    one(2, 'expirationTimestamp', 'time', 'always'),
+  ],
   // k8s.io/apimachinery/pkg/runtime/generated.proto: the envelope.
   'runtime.TypeMeta': [
     one(1, 'apiVersion', 'string'),
@@ -562,6 +583,7 @@ export const PROTOBUF_KINDS: Readonly<Record<string, string>> = {
   'authorization.k8s.io/v1/SubjectAccessReview': 'authorization.v1.SubjectAccessReview',
   'authorization.k8s.io/v1/LocalSubjectAccessReview': 'authorization.v1.LocalSubjectAccessReview',
   'authorization.k8s.io/v1/SelfSubjectRulesReview': 'authorization.v1.SelfSubjectRulesReview',
+  'authentication.k8s.io/v1/TokenRequest': 'authentication.v1.TokenRequest',
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -190,6 +190,8 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
   {
     group: '', version: 'v1', kind: 'ServiceAccount', listKind: 'ServiceAccountList', plural: 'serviceaccounts', singular: 'serviceaccount',
     namespaced: true, shortNames: ['sa'], verbs: ALL_VERBS,
+    // kube's TokenRequest subresource (src/auth/serviceaccounts.ts).
+    extraSubresources: [{ name: 'token', verbs: ['create'], kind: { group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest' } }],
     columns: [{ name: 'Secrets', type: 'integer', priority: 0, cell: (o) => (Array.isArray(o.secrets) ? o.secrets.length : 0) }],
   },
   {

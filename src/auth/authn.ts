@@ -1,11 +1,14 @@
 /**
- * Authentication: client certificates (CN = user, O = groups, verified against the shard's CA)
- * and static bearer tokens (`--token-auth-file`, kube-apiserver's CSV format:
- * `token,user,uid,"group1,group2"`; https://kubernetes.io/docs/reference/access-authn-authz/authentication/#static-token-file).
+ * Authentication: client certificates (CN = user, O = groups, verified against the shard's CA),
+ * static bearer tokens (`--token-auth-file`, kube-apiserver's CSV format:
+ * `token,user,uid,"group1,group2"`; https://kubernetes.io/docs/reference/access-authn-authz/authentication/#static-token-file)
+ * and service account tokens (JWTs issued by the shard, src/auth/serviceaccounts.ts), tried in
+ * that order for bearer tokens as kube-apiserver's union authenticator does.
  */
 import { readFileSync } from 'node:fs';
 import type { TLSSocket } from 'node:tls';
 import type { UserInfo } from '../registry/store.js';
+import type { ServiceAccountTokens } from './serviceaccounts.js';
 
 /** Group every authenticated request carries. */
 export const AUTHENTICATED_GROUP = 'system:authenticated';
@@ -52,18 +55,27 @@ export type AuthnResult = { user: UserInfo } | { error: string } | undefined;
 export class Authenticator {
   private readonly certUsers = new WeakMap<TLSSocket, UserInfo | null>();
 
-  constructor(private readonly tokens: Map<string, UserInfo> = new Map()) {}
+  /**
+   * `tokens`: the static token file; `serviceAccounts`: the shard's service account token
+   * authenticator (bearer tokens not in the file are tried there).
+   */
+  constructor(private readonly tokens: Map<string, UserInfo> = new Map(), private readonly serviceAccounts?: ServiceAccountTokens) {}
 
   /**
    * Returns the user, an error (bad credentials → 401), or undefined when no credentials were
-   * presented.
+   * presented. Synchronous except for the first use of a service account token (its signature is
+   * verified once, then cached): then a promise of the same.
    */
-  authenticate(socket: TLSSocket | undefined, authorization: string | undefined): AuthnResult {
+  authenticate(socket: TLSSocket | undefined, authorization: string | undefined): AuthnResult | Promise<AuthnResult> {
     if (authorization) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
       if (!m) return { error: 'invalid bearer token' };
       const user = this.tokens.get(m[1]!);
-      return user ? { user: withAuthenticated(user) } : { error: 'invalid bearer token' };
+      if (user) return { user: withAuthenticated(user) };
+      const sa = this.serviceAccounts?.authenticate(m[1]!);
+      if (sa === undefined) return { error: 'invalid bearer token' };
+      if (sa instanceof Promise) return sa.then((r) => r ?? { error: 'invalid bearer token' });
+      return sa;
     }
     if (!socket || typeof socket.getPeerCertificate !== 'function') return undefined;
     let cached = this.certUsers.get(socket);

@@ -10,6 +10,7 @@
 import type { UserInfo } from '../registry/store.js';
 import type { WatchCache, CacheEvent } from '../storage/watchcache.js';
 import type { LogicalClusterIndex } from '../tenancy/index.js';
+import { SA_CLUSTER_NAME_EXTRA, serviceAccountClusterMismatch } from './serviceaccounts.js';
 
 /** The logical cluster that holds kcp's bootstrap policy. */
 export const SYSTEM_ADMIN_CLUSTER = 'system:admin';
@@ -20,7 +21,7 @@ const LOGICAL_CLUSTER_ADMIN = 'system:kcp:logical-cluster-admin';
 const KCP_ADMIN = 'system:kcp:admin';
 const WORKSPACE_BOOTSTRAPPER = 'system:kcp:tenancy:workspace-bootstrapper';
 /** User extra holding the logical cluster a service account belongs to (kcp). */
-export const SA_CLUSTER_EXTRA = 'authentication.kubernetes.io/cluster-name';
+export const SA_CLUSTER_EXTRA = SA_CLUSTER_NAME_EXTRA;
 /** Phases in which a logical cluster's content may be accessed (kcp workspace content authorizer). */
 const ACCESSIBLE_PHASES = new Set(['Initializing', 'Ready', 'Inactive', 'Terminating', 'Deleting']);
 
@@ -168,6 +169,7 @@ export class Authorizer {
    * and local RBAC (SelfSubjectRulesReview, kube's `RulesFor`). `system:masters` gets `*`.
    */
   rulesFor(user: UserInfo, cluster: string, namespace: string, clusterExists: boolean): { resourceRules: PolicyRule[]; nonResourceRules: PolicyRule[] } {
+    user = serviceAccountClusterMismatch(user, cluster) ?? user; // as in authorize()
     if (user.groups.includes(SYSTEM_MASTERS)) {
       return { resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'] }], nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }] };
     }
@@ -221,6 +223,9 @@ export class Authorizer {
    * caller resolves it, possibly asynchronously).
    */
   authorize(a: AuthzAttributes, clusterExists: boolean): Decision {
+    // A service account is only itself in its own logical cluster (src/auth/serviceaccounts.ts).
+    const foreign = serviceAccountClusterMismatch(a.user, a.cluster);
+    if (foreign) a = { ...a, user: foreign };
     if (a.user.groups.includes(SYSTEM_MASTERS)) return { allowed: true, reason: 'system:masters' };
     if (a.cluster && a.cluster !== '*' && !clusterExists) {
       return { allowed: false, reason: `"${a.cluster}" workspace access not permitted` };

@@ -10,13 +10,14 @@
  * | `apiserver.crt`, `apiserver.key`       | serving certificate, SANs localhost/127.0.0.1/::1 + extra |
  * | `admin.crt`, `admin.key`               | client `kcp-admin`, group `system:kcp:admin`              |
  * | `system-admin.crt`, `system-admin.key` | client `system:admin`, group `system:masters`             |
+ * | `sa.key`                               | ECDSA P-256 key signing service account tokens (ES256)    |
  *
  * Every file is written atomically (temporary file in the same directory, fsync, rename, fsync of
  * the directory), so a crash leaves either the old file or the new one, never a truncated one. A key
  * is always written before its certificate; a certificate whose key does not match (crash between
  * the two renames) is detected and re-issued on the next call.
  */
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { chmod, link, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -55,6 +56,11 @@ export interface ServerPki {
   admin: StoredKeyPair;
   /** Client certificate of user {@link SYSTEM_ADMIN_USER} in group {@link SYSTEM_ADMIN_GROUP}. */
   systemAdmin: StoredKeyPair;
+  /**
+   * Signing key of service account tokens (PKCS#8 PEM, ECDSA P-256), generated once and kept
+   * across restarts: tokens issued before a restart stay valid.
+   */
+  serviceAccountKey: { keyPem: string; keyPath: string };
   /** DNS SANs of the serving certificate as issued. */
   servingDnsNames: string[];
   /** IP SANs of the serving certificate as issued, canonical text form. */
@@ -101,6 +107,9 @@ export const DEFAULT_SERVING_DNS_NAMES: readonly string[] = ['localhost'];
 export const DEFAULT_SERVING_IP_ADDRESSES: readonly string[] = ['127.0.0.1', '::1'];
 /** Default of {@link EnsurePkiOptions.renewBeforeDays}: 30 days. */
 export const DEFAULT_RENEW_BEFORE_DAYS = 30;
+
+/** File name of the service account signing key in the PKI directory (kcp's `<root>/sa.key`). */
+export const SERVICE_ACCOUNT_KEY_FILE = 'sa.key';
 
 /** Base file names inside the PKI directory (`<name>.crt` / `<name>.key`). */
 export const PKI_FILE_NAMES = {
@@ -204,6 +213,7 @@ async function ensurePkiLocked(dir: string, opts: EnsurePkiOptions): Promise<Ser
     });
   const admin = await clientLeaf(PKI_FILE_NAMES.admin, ADMIN_USER, ADMIN_GROUP);
   const systemAdmin = await clientLeaf(PKI_FILE_NAMES.systemAdmin, SYSTEM_ADMIN_USER, SYSTEM_ADMIN_GROUP);
+  const serviceAccountKey = await ensureServiceAccountKey(dir);
 
   const servingInfo = inspectCertificate(serving.certPem);
   return {
@@ -212,6 +222,7 @@ async function ensurePkiLocked(dir: string, opts: EnsurePkiOptions): Promise<Ser
     serving,
     admin,
     systemAdmin,
+    serviceAccountKey,
     servingDnsNames: servingInfo.dnsNames,
     servingIpAddresses: servingInfo.ipAddresses,
     issued,
@@ -271,6 +282,32 @@ function validateCA(ca: KeyPair, certPath: string, keyPath: string): void {
         `remove ${certPath} to re-certify the existing key, or remove the directory for a new CA`,
     );
   }
+}
+
+/**
+ * Loads or creates `sa.key`. Created with a no-clobber link, so processes starting at once agree
+ * on one key. An existing key is never replaced (that would invalidate every issued token): a file
+ * that is not an ECDSA P-256 private key is an Error.
+ */
+async function ensureServiceAccountKey(dir: string): Promise<{ keyPem: string; keyPath: string }> {
+  const keyPath = join(dir, SERVICE_ACCOUNT_KEY_FILE);
+  let keyPem = await readOptional(keyPath);
+  if (keyPem === undefined) {
+    const fresh = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    // Not a certificate pair, so not reported in `issued`.
+    if (await writeFileAtomic(keyPath, fresh, KEY_MODE, true)) return { keyPem: fresh, keyPath };
+    keyPem = await readFile(keyPath, 'utf8'); // another process won the race
+  }
+  let ok = false;
+  try {
+    const key = createPrivateKey(keyPem);
+    ok = key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1';
+  } catch {
+    ok = false;
+  }
+  if (!ok) throw new Error(`${keyPath} is not an ECDSA P-256 private key (remove it to generate a new one; issued service account tokens become invalid)`);
+  await tightenKeyMode(keyPath);
+  return { keyPem, keyPath };
 }
 
 interface LeafPolicy {

@@ -8,7 +8,7 @@ import { stringify as toYaml } from 'yaml';
 import { StatusError, badRequest, forbidden, invalid, methodNotAllowed, notFound } from '../apimachinery/errors.js';
 import { CLUSTER_ANNOTATION, type KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
-import type { Authenticator } from '../auth/authn.js';
+import type { Authenticator, AuthnResult } from '../auth/authn.js';
 import type { Authorizer, AuthzAttributes } from '../auth/authorizer.js';
 import { impersonate } from '../auth/impersonation.js';
 import { fieldValidationMode } from '../apimachinery/pruning.js';
@@ -60,6 +60,8 @@ export interface AppContext {
   homeWorkspace(user: UserInfo): Promise<KubeObject>;
   /** Create handler of virtual resources (access reviews). */
   createVirtual(desc: ResourceDescriptor, body: KubeObject, user: UserInfo, cluster: string): KubeObject;
+  /** `create` on `serviceaccounts/<name>/token` (TokenRequest, src/auth/serviceaccounts.ts). */
+  createToken?(scope: RequestScope, name: string, body: unknown): Promise<KubeObject>;
   logger?: boolean | object;
 }
 
@@ -101,10 +103,15 @@ export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca
   // Authentication for everything but the public health and version endpoints.
   app.addHook('onRequest', (req, reply, done) => {
     const path = req.url.split('?')[0]!;
+    const finish = (result: AuthnResult) => {
+      if (result && 'user' in result) { req.kcpUser = result.user; done(); return; }
+      if (PUBLIC_PATHS.has(path) || path.startsWith('/readyz/') || path.startsWith('/livez/') || path.startsWith('/healthz/')) { done(); return; }
+      sendStatus(reply, new StatusError(401, 'Unauthorized', 'Unauthorized'));
+    };
     const result = ctx.authn.authenticate(req.raw.socket as TLSSocket, req.headers.authorization);
-    if (result && 'user' in result) { req.kcpUser = result.user; done(); return; }
-    if (PUBLIC_PATHS.has(path) || path.startsWith('/readyz/') || path.startsWith('/livez/') || path.startsWith('/healthz/')) { done(); return; }
-    sendStatus(reply, new StatusError(401, 'Unauthorized', 'Unauthorized'));
+    // Only a service account token's first use is asynchronous (signature verification).
+    if (result instanceof Promise) result.then(finish, (err: unknown) => sendStatus(reply, toStatusError(err)));
+    else finish(result);
   });
 
   const health = (check: () => boolean) => async (_req: FastifyRequest, reply: FastifyReply) => {
@@ -212,9 +219,10 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   const desc = store.desc;
   // Subresources
   if (info.subresource) {
-    const ok = (info.subresource === 'status' && desc.hasStatus) || (info.subresource === 'scale' && desc.scale !== undefined) || (info.subresource === 'finalize' && desc.group === '' && desc.plural === 'namespaces' && info.verb === 'update');
+    const extra = desc.extraSubresources?.find((s) => s.name === info.subresource);
+    const ok = extra !== undefined || (info.subresource === 'status' && desc.hasStatus) || (info.subresource === 'scale' && desc.scale !== undefined) || (info.subresource === 'finalize' && desc.group === '' && desc.plural === 'namespaces' && info.verb === 'update');
     if (!ok) throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
-    if (!['get', 'update', 'patch'].includes(info.verb)) throw methodNotAllowed(`the server does not allow this method on the requested resource`);
+    if (!(extra?.verbs ?? ['get', 'update', 'patch']).includes(info.verb)) throw methodNotAllowed(`the server does not allow this method on the requested resource`);
   }
   if (!desc.verbs.includes(info.verb) && !info.subresource) {
     throw methodNotAllowed(`the server does not allow this method on the requested resource`);
@@ -308,6 +316,10 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     case 'create': {
       const out = negotiateOutput(accept, false);
       const obj = decodeBody(req.headers['content-type'], body, scope.duplicateFields = []);
+      if (info.subresource === 'token') {
+        if (!ctx.createToken) throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
+        return send(reply, 201, await ctx.createToken(scope, info.name, obj), out);
+      }
       if (desc.virtual) {
         const checked = store.checkBody(obj, scope);
         return sendObject(reply, 201, JSON.stringify(ctx.createVirtual(desc, checked, user, info.cluster)), desc, out, query);

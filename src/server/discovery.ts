@@ -44,6 +44,7 @@ function subresourcesOf(d: ResourceDescriptor): { name: string; verbs: string[];
   if (d.hasStatus) subs.push({ name: 'status', verbs: ['get', 'patch', 'update'] });
   if (d.scale) subs.push({ name: 'scale', verbs: ['get', 'patch', 'update'], kind: { group: 'autoscaling', version: 'v1', kind: 'Scale' } });
   if (d.group === '' && d.plural === 'namespaces') subs.push({ name: 'finalize', verbs: ['update'] });
+  for (const s of d.extraSubresources ?? []) subs.push(s);
   return subs;
 }
 

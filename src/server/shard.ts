@@ -15,6 +15,8 @@ import { ShardKeys } from '../storage/keys.js';
 import { Store, type RequestScope, type StoreBackend } from '../registry/store.js';
 import { BUILTIN_RESOURCES } from '../apis/builtin.js';
 import { Authenticator, loadTokenFile } from '../auth/authn.js';
+import { ServiceAccountTokens, createTokenRequest } from '../auth/serviceaccounts.js';
+import { serviceAccountInformer, serviceAccountReconciler } from '../controllers/serviceaccount/controller.js';
 import { Authorizer, SYSTEM_MASTERS } from '../auth/authorizer.js';
 import { evaluateAccessReview, evaluateRulesReview } from '../auth/reviews.js';
 import { StatusError, notFound } from '../apimachinery/errors.js';
@@ -150,7 +152,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     };
     const masters = (cluster: string, namespace?: string): RequestScope => ({ cluster, namespace, user: { name: 'system:kcp:controller', groups: [SYSTEM_MASTERS] } });
 
-    const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map());
+    const saTokens = await ServiceAccountTokens.load({ privateKeyPem: pki.serviceAccountKey.keyPem, objects: cache });
+    const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map(), saTokens);
     const hub = new WatchHub(cache, () => storage.currentRevision(), options.bookmarkIntervalMs);
     cleanups.push(async () => hub.closeAll());
     const metrics = new Metrics(() => hub.size, () => cache.size);
@@ -172,6 +175,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       }),
       isReady: () => ready && cache.isReady && storage.client.status === 'ready',
       get externalAddress() { return externalAddress; },
+      createToken: (scope, name, body) => createTokenRequest({ tokens: saTokens, serviceAccounts: storeOf('serviceaccounts', ''), secrets: storeOf('secrets', '') }, scope, name, body),
       createVirtual: (desc, body, user, cluster) => {
         const exists = cache.getEntry(LOGICAL_CLUSTERS_GR, cluster, '', 'cluster') !== undefined;
         return desc.kind === 'SelfSubjectRulesReview' ? evaluateRulesReview(authz, body, user, cluster, exists) : evaluateAccessReview(authz, body, user, cluster, exists);
@@ -219,6 +223,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       cleanups.unshift(() => crdController.close());
       const unsubscribeCrd = informer(cache, CRD_GR, crdController, (_e, type) => type !== 'DELETED');
       cleanups.unshift(async () => unsubscribeCrd());
+
+      // The `default` ServiceAccount of every namespace.
+      const saController = new Controller({
+        name: 'serviceaccount', prefix, connection: storage.client, metrics: metrics.controllers,
+        reconcile: serviceAccountReconciler({ serviceAccounts: storeOf('serviceaccounts', ''), cache, scope: masters, clusterDeleting: (c) => index.get(c)?.deleting ?? false }),
+        onError: (key, err) => app.log.warn({ key, err }, 'serviceaccount reconcile failed'),
+      });
+      cleanups.unshift(() => saController.close());
+      const unsubscribeSa = serviceAccountInformer(cache, saController);
+      cleanups.unshift(async () => unsubscribeSa());
 
       // Garbage collection of dependents (ownerReferences), per logical cluster.
       const gc = startGarbageCollector({

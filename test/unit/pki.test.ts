@@ -273,11 +273,11 @@ test('ensurePki: generates once, reuses, adds SANs, repairs missing files', asyn
     assert.equal(first.ca.certPath, join(dir, 'ca.crt'));
     assert.equal(first.serving.keyPath, join(dir, 'apiserver.key'));
     assert.deepEqual((await readdir(dir)).sort(), [
-      'admin.crt', 'admin.key', 'apiserver.crt', 'apiserver.key', 'ca.crt', 'ca.key', 'system-admin.crt', 'system-admin.key',
+      'admin.crt', 'admin.key', 'apiserver.crt', 'apiserver.key', 'ca.crt', 'ca.key', 'sa.key', 'system-admin.crt', 'system-admin.key',
     ]);
     if (posix) {
       assert.equal((await stat(dir)).mode & 0o777, 0o700);
-      for (const f of ['ca.key', 'apiserver.key', 'admin.key', 'system-admin.key']) {
+      for (const f of ['ca.key', 'apiserver.key', 'admin.key', 'system-admin.key', 'sa.key']) {
         assert.equal((await stat(join(dir, f))).mode & 0o777, 0o600, f);
       }
     }
