@@ -177,6 +177,20 @@ describe('isolation', () => {
     assert.equal(unknown.status, 403);
     // bob's own view still works.
     assert.equal((await as('bob-token', 'GET', '/clusters/root:b/api/v1/namespaces/default/configmaps/bob-cm')).status, 200);
+    // A service account token of root:a works in root:a only.
+    const sa = await as('alice-token', 'GET', '/clusters/root:a/api/v1/namespaces/default/serviceaccounts/default');
+    assert.equal(sa.status, 200, 'the default ServiceAccount exists');
+    assert.equal((await as('alice-token', 'POST', '/clusters/root:a/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings', {
+      metadata: { name: 'robot-view' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+      subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: 'default' }],
+    })).status, 201);
+    const tr = await as('alice-token', 'POST', '/clusters/root:a/api/v1/namespaces/default/serviceaccounts/default/token', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {} });
+    assert.equal(tr.status, 201, tr.body);
+    await sleep(50);
+    const saGet = (path: string) => call(srv, caOnly(), 'GET', path, undefined, { authorization: `Bearer ${tr.json.status.token}` });
+    assert.equal((await saGet('/clusters/root:a/api/v1/namespaces/default/configmaps/alice-cm')).status, 200);
+    assert.equal((await saGet('/clusters/root:b/api/v1/namespaces/default/configmaps/bob-cm')).status, 403, 'refused in root:b');
+    assert.equal((await saGet(`/clusters/${b.spec.cluster}/api/v1/namespaces/default/configmaps`)).status, 403);
   });
 
   test('required groups: only members of the groups reach the workspace and its children', async () => {
