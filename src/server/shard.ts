@@ -225,9 +225,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       cleanups.unshift(async () => unsubscribeCrd());
 
       // The `default` ServiceAccount of every namespace.
+      const saStore = storeOf('serviceaccounts', '');
       const saController = new Controller({
         name: 'serviceaccount', prefix, connection: storage.client, metrics: metrics.controllers,
-        reconcile: serviceAccountReconciler({ serviceAccounts: storeOf('serviceaccounts', ''), cache, scope: masters, clusterDeleting: (c) => index.get(c)?.deleting ?? false }),
+        reconcile: serviceAccountReconciler({ serviceAccounts: saStore, cache, scope: masters, clusterDeleting: (c) => index.get(c)?.deleting ?? false }),
         onError: (key, err) => app.log.warn({ key, err }, 'serviceaccount reconcile failed'),
       });
       cleanups.unshift(() => saController.close());
@@ -256,9 +257,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         initializers: {
           // root:universal (kcp config/universal): the `default` namespace.
           'root:universal': async (cluster) => {
-            try { await nsStore.create(masters(cluster), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } }); } catch (err) {
-              if (!(err instanceof StatusError && err.code === 409)) throw err;
-            }
+            const ignoreExists = (err: unknown) => { if (!(err instanceof StatusError && err.code === 409)) throw err; };
+            await nsStore.create(masters(cluster), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } }).catch(ignoreExists);
+            // Its `default` ServiceAccount right away, as the serviceaccount controller would
+            // (whose informer then finds it and needs no queue job).
+            await saStore.create(masters(cluster, 'default'), { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: 'default' } }).catch(ignoreExists);
           },
         },
       });

@@ -65,19 +65,28 @@ export function serviceAccountReconciler(deps: ServiceAccountReconcilerDeps) {
 /**
  * Feeds the controller from the watch cache: a namespace added (or found at start / after a
  * resync) without `default`, and a `default` ServiceAccount deleted from a live namespace,
- * enqueue `<cluster>|<namespace>`. Returns the unsubscribe function.
+ * enqueue `<cluster>|<namespace>`. A new namespace is looked at after `settleMs` (default 1 s),
+ * not at once: whoever created it often creates its `default` ServiceAccount right after (the
+ * `root:universal` initializer does), and then no queue job is needed. Returns the unsubscribe
+ * function (which also drops pending looks).
  */
-export function serviceAccountInformer(cache: WatchCache, controller: Pick<Controller, 'enqueue'>): () => void {
+export function serviceAccountInformer(cache: WatchCache, controller: Pick<Controller, 'enqueue'>, settleMs = 1000): () => void {
   const enqueue = (cluster: string, namespace: string) => {
     if (needsDefaultServiceAccount(cache, cluster, namespace)) controller.enqueue(`${cluster}|${namespace}`).catch(() => undefined);
+  };
+  const pending = new Set<NodeJS.Timeout>();
+  const later = (cluster: string, namespace: string) => {
+    const t = setTimeout(() => { pending.delete(t); enqueue(cluster, namespace); }, settleMs);
+    t.unref();
+    pending.add(t);
   };
   const syncAll = () => { for (const e of cache.list(NAMESPACES_GR, '*')) enqueue(e.cluster, e.name); };
   const unsubscribe = cache.subscribe((ev) => {
     if (!ev) { syncAll(); return; }
     const e = ev.entry;
-    if (e.groupResource === NAMESPACES_GR && ev.type === 'ADDED') enqueue(e.cluster, e.name);
+    if (e.groupResource === NAMESPACES_GR && ev.type === 'ADDED') later(e.cluster, e.name);
     else if (e.groupResource === SERVICE_ACCOUNTS_GR && ev.type === 'DELETED' && e.name === DEFAULT_SERVICE_ACCOUNT) enqueue(e.cluster, e.namespace);
   });
   syncAll();
-  return unsubscribe;
+  return () => { unsubscribe(); for (const t of pending) clearTimeout(t); pending.clear(); };
 }
