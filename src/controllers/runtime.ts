@@ -182,11 +182,14 @@ export async function getIfExists(store: Store, scope: RequestScope, name: strin
 
 /**
  * Deletes every object of a store in a scope (all namespaces when the scope has none); returns
- * how many are still there, held by finalizers. Objects already gone are skipped.
+ * how many are still there, held by finalizers. Objects already gone are skipped. Reads the
+ * watch cache; with `synced` the caller has already waited for it (`Store.syncCache`, once for
+ * many stores), else this waits — so nothing written before the call is missed.
  */
-export async function deleteAll(store: Store, scope: RequestScope): Promise<number> {
+export async function deleteAll(store: Store, scope: RequestScope, synced = false): Promise<number> {
+  if (!synced) await store.syncCache();
+  const items = [...store.listCached(scope)]; // a copy: deletions change the cache while we go
   let pending = 0;
-  const { items } = await store.list(scope, {});
   for (const e of items) {
     try {
       const res = await store.delete({ ...scope, namespace: e.namespace || scope.namespace }, e.name);

@@ -412,6 +412,19 @@ export class Store {
     return e ? this.decode(e.json) : undefined;
   }
 
+  /**
+   * Waits until the watch cache has applied the shard's current revision: cached reads after it
+   * are consistent as of this call (one Redis round trip, shared by concurrent callers).
+   */
+  async syncCache(): Promise<void> {
+    await this.backend.cache.waitForRevision(await this.backend.storage.currentRevision());
+  }
+
+  /** The cached objects of a scope (all namespaces when it has none), without waiting. */
+  listCached(scope: RequestScope): readonly CacheEntry[] {
+    return this.backend.cache.list(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace : undefined);
+  }
+
   /** Parses a selector pair once for list/watch/deletecollection. */
   compileFilter(opts: ListOptions): (e: CacheEntry) => boolean {
     const labels: LabelSelector | undefined = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : undefined;

@@ -199,7 +199,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       const nsStore = storeOf('namespaces', '');
       const namespaced = (cluster: string) => registry.forCluster(cluster).namespacedStores();
       const nsController = new Controller({
-        name: 'namespace', prefix, connection: storage.client, metrics: metrics.controllers,
+        name: 'namespace', prefix, connection: storage.client, metrics: metrics.controllers, concurrency: 16,
         reconcile: namespaceReconciler({ namespaces: nsStore, namespacedStores: namespaced, cache, scope: masters }),
         onError: (key, err) => app.log.warn({ key, err }, 'namespace reconcile failed'),
       });

@@ -166,9 +166,11 @@ async function deleteContent(deps: LogicalClusterReconcilerDeps, cluster: string
   if (!finalizers.includes(DELETION_FINALIZER)) return;
   const scope = deps.scope(cluster);
   let remaining = 0;
-  for (const store of deps.storesOf(cluster)) {
+  const stores = deps.storesOf(cluster);
+  if (stores.length) await stores[0]!.syncCache(); // one consistent point for all stores
+  for (const store of stores) {
     if (store.groupResource === 'core.kcp.io/logicalclusters') continue;
-    remaining += await deleteAll(store, scope);
+    remaining += await deleteAll(store, scope, true);
   }
   // Objects held by finalizers (namespaces, workspaces with logical clusters of their own) go
   // on their own; their deletion events requeue this key, the delay is a safety net.

@@ -40,7 +40,9 @@ export function namespaceReconciler(deps: NamespaceReconcilerDeps) {
     const finalizers = ((ns.spec as { finalizers?: string[] } | undefined)?.finalizers) ?? [];
     if (!finalizers.includes('kubernetes')) return;
     let remaining = 0;
-    for (const store of deps.namespacedStores(cluster)) remaining += await deleteAll(store, deps.scope(cluster, name));
+    const stores = deps.namespacedStores(cluster);
+    if (stores.length) await stores[0]!.syncCache(); // one consistent point for all stores
+    for (const store of stores) remaining += await deleteAll(store, deps.scope(cluster, name), true);
     if (remaining > 0) return { requeueAfterMs: 1000 };
     const next = { ...ns, spec: { ...(ns.spec as object), finalizers: finalizers.filter((f) => f !== 'kubernetes') } };
     try {
