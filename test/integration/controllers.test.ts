@@ -1,0 +1,105 @@
+/**
+ * The BullMQ controller runtime on a real Redis: per-key mutual exclusion across processes
+ * (two controllers on one queue stand for two server processes), level-triggered follow-ups,
+ * exponential backoff; and two servers on one Redis scheduling workspaces together.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Redis } from 'ioredis';
+import { Controller } from '../../src/controllers/runtime.js';
+import { call, sleep, startRedis, startTestServer, type TestRedis } from '../helpers.js';
+
+let redis: TestRedis;
+const conns: Redis[] = [];
+before(async () => { redis = await startRedis(); });
+after(async () => { for (const c of conns) c.disconnect(); await redis?.stop(); });
+
+function connection(): Redis {
+  const c = new Redis(redis.url, { maxRetriesPerRequest: null });
+  conns.push(c);
+  return c;
+}
+
+test('two controllers on one queue never reconcile the same key at once; the last enqueue is always seen', async () => {
+  const inFlight = new Map<string, number>();
+  let maxInFlight = 0;
+  const starts: Record<string, number[]> = {};
+  const reconcile = async (key: string) => {
+    const n = (inFlight.get(key) ?? 0) + 1;
+    inFlight.set(key, n);
+    maxInFlight = Math.max(maxInFlight, n);
+    (starts[key] ??= []).push(Date.now());
+    await sleep(15);
+    inFlight.set(key, n - 1);
+  };
+  const a = new Controller({ name: 'mutex', prefix: '{t}:ctrl', connection: connection(), concurrency: 8, reconcile });
+  const b = new Controller({ name: 'mutex', prefix: '{t}:ctrl', connection: connection(), concurrency: 8, reconcile });
+  try {
+    let lastEnqueue = 0;
+    for (let i = 0; i < 60; i++) {
+      const key = `k${i % 3}`;
+      await (i % 2 ? a : b).enqueue(key);
+      lastEnqueue = Date.now();
+      if (i % 10 === 0) await sleep(10);
+    }
+    const deadline = Date.now() + 5000;
+    while ((await a.depth()) > 0 && Date.now() < deadline) await sleep(20);
+    await sleep(50);
+    assert.equal(maxInFlight, 1, 'at most one reconcile per key at any time');
+    for (const k of ['k0', 'k1', 'k2']) {
+      assert.ok(starts[k]!.length >= 1);
+      assert.ok(starts[k]!.length < 20, `deduplicated: ${starts[k]!.length} reconciles for 20 enqueues`);
+      assert.ok(Math.max(...starts[k]!) >= lastEnqueue - 200, 'a reconcile ran after the last enqueue of the key');
+    }
+  } finally { await a.close(); await b.close(); }
+});
+
+test('failures are retried with exponential backoff', async () => {
+  const times: number[] = [];
+  const c = new Controller({
+    name: 'backoff', prefix: '{t}:ctrl', connection: connection(), backoffMs: 50,
+    reconcile: async () => { times.push(Date.now()); if (times.length < 4) throw new Error('not yet'); },
+  });
+  try {
+    await c.enqueue('x');
+    const deadline = Date.now() + 5000;
+    while (times.length < 4 && Date.now() < deadline) await sleep(10);
+    assert.equal(times.length, 4);
+    const gaps = times.slice(1).map((t, i) => t - times[i]!);
+    assert.ok(gaps[0]! >= 40, `first retry after ~50 ms: ${gaps}`);
+    assert.ok(gaps[2]! > gaps[0]! * 2, `delays grow: ${gaps}`);
+  } finally { await c.close(); }
+});
+
+test('two servers on one Redis schedule workspaces together, once each', async () => {
+  const s1 = await startTestServer(redis);
+  const s2 = await startTestServer(redis);
+  try {
+    const names = Array.from({ length: 30 }, (_, i) => `w${i}`);
+    const created = await Promise.all(names.map((n, i) => {
+      const s = i % 2 ? s1 : s2;
+      return call(s, s.creds, 'POST', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces', { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name: n } });
+    }));
+    assert.deepEqual(created.map((r) => r.status), names.map(() => 201));
+    const deadline = Date.now() + 10_000;
+    let ready: any[] = [];
+    while (Date.now() < deadline) {
+      const list = await call(s1, s1.creds, 'GET', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces');
+      ready = list.json.items.filter((w: any) => w.status?.phase === 'Ready');
+      if (ready.length === names.length) break;
+      await sleep(50);
+    }
+    assert.equal(ready.length, names.length);
+    // One LogicalCluster per workspace, owned by it.
+    const lcs = await call(s2, s2.masters, 'GET', '/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters');
+    for (const w of ready) {
+      const owned = lcs.json.items.filter((l: any) => l.spec.owner?.uid === w.metadata.uid);
+      assert.equal(owned.length, 1, `${w.metadata.name}: ${owned.length} logical clusters`);
+    }
+    // Both processes ran workspace reconciles.
+    for (const s of [s1, s2]) {
+      const m = await call(s, s.creds, 'GET', '/metrics');
+      assert.match(m.body, /controller_runtime_reconcile_total\{controller="workspace",result="success"\} [1-9]/);
+    }
+  } finally { await s1.stop(); await s2.stop(); }
+});
