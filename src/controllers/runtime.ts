@@ -72,6 +72,8 @@ export interface ControllerOptions {
   connection: Redis;
   /** Parallel reconciles in this process (default 4). */
   concurrency?: number;
+  /** BullMQ workers in this process sharing `concurrency` (default 1): parallel job fetching. */
+  workers?: number;
   /** First retry delay after a failure, doubled per attempt (default 100 ms). */
   backoffMs?: number;
   reconcile: Reconcile;
@@ -83,7 +85,7 @@ export interface ControllerOptions {
 /** One controller: a BullMQ queue and this process's worker on it. */
 export class Controller {
   private readonly queue: Queue;
-  private readonly worker: Worker;
+  private readonly workers: Worker[] = [];
   private readonly backoffMs: number;
   private readonly connections: Redis[] = [];
 
@@ -94,11 +96,8 @@ export class Controller {
     this.connections.push(connection);
     this.queue = new Queue(opts.name, { connection, prefix: opts.prefix });
     this.queue.on('error', () => undefined);
-    const workerConnection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
-    workerConnection.on('error', () => undefined);
-    this.connections.push(workerConnection);
     const m = opts.metrics;
-    this.worker = new Worker(opts.name, async (job: Job<{ key: string }>) => {
+    const process = async (job: Job<{ key: string }>) => {
       const t0 = performance.now();
       let res: ReconcileResult | void;
       try {
@@ -112,9 +111,20 @@ export class Controller {
       }
       m?.reconciles.inc({ controller: opts.name, result: res?.requeueAfterMs !== undefined ? 'requeue_after' : 'success' });
       if (res?.requeueAfterMs !== undefined) await this.enqueue(job.data.key, res.requeueAfterMs);
-    }, { connection: workerConnection, prefix: opts.prefix, concurrency: opts.concurrency ?? 4, autorun: true });
-    this.worker.on('error', () => undefined);
-    this.worker.on('failed', (job, err) => { if (job) opts.onError?.(job.data.key, err); });
+    };
+    // A BullMQ worker fetches jobs one after the other (one Redis round trip each): several
+    // workers per controller fetch in parallel, sharing the concurrency.
+    const workers = Math.max(1, opts.workers ?? 1);
+    const concurrency = Math.max(1, Math.ceil((opts.concurrency ?? 4) / workers));
+    for (let i = 0; i < workers; i++) {
+      const workerConnection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
+      workerConnection.on('error', () => undefined);
+      this.connections.push(workerConnection);
+      const worker = new Worker(opts.name, process, { connection: workerConnection, prefix: opts.prefix, concurrency, autorun: true });
+      worker.on('error', () => undefined);
+      worker.on('failed', (job, err) => { if (job) opts.onError?.(job.data.key, err); });
+      this.workers.push(worker);
+    }
     m?.track(this);
   }
 
@@ -146,7 +156,7 @@ export class Controller {
   /** Stops the worker (finishing running reconciles) and closes the queue. */
   async close(): Promise<void> {
     this.opts.metrics?.untrack(this);
-    await this.worker.close();
+    await Promise.all(this.workers.map((w) => w.close()));
     await this.queue.close();
     // BullMQ leaves connections it was given open: they are ours to close.
     for (const c of this.connections) c.disconnect();

@@ -271,7 +271,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       });
       cleanups.unshift(() => lcController.close());
       wsController = new Controller({
-        name: 'workspace', prefix, connection: storage.client, metrics: metrics.controllers, concurrency: 64,
+        name: 'workspace', prefix, connection: storage.client, metrics: metrics.controllers, concurrency: 64, workers: 4,
         reconcile: workspaceReconciler({
           workspaces: wsStore, logicalClusters: lcStore, index, types, shardName: shard,
           externalURL: () => url, scope: masters, initializeLogicalCluster: lcReconciler.initialize, prepareLogicalCluster: lcReconciler.prepare,
