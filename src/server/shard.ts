@@ -16,7 +16,6 @@ import { Store, type RequestScope, type StoreBackend } from '../registry/store.j
 import { BUILTIN_RESOURCES } from '../apis/builtin.js';
 import { Authenticator, loadTokenFile } from '../auth/authn.js';
 import { ServiceAccountTokens, createTokenRequest } from '../auth/serviceaccounts.js';
-import { serviceAccountInformer, serviceAccountReconciler } from '../controllers/serviceaccount/controller.js';
 import { Authorizer, SYSTEM_MASTERS } from '../auth/authorizer.js';
 import { evaluateAccessReview, evaluateRulesReview } from '../auth/reviews.js';
 import { StatusError, notFound } from '../apimachinery/errors.js';
@@ -26,20 +25,15 @@ import { APIRegistry } from '../apiextensions/registry.js';
 import { WatchHub } from './watch.js';
 import { Metrics } from './metrics.js';
 import { bootstrapShard } from './bootstrap.js';
-import { Controller, informer } from '../controllers/runtime.js';
-import { crdReconciler } from '../controllers/crd/controller.js';
-import { CRD_GR, descriptorsForCRD } from '../apiextensions/customresources.js';
-import { NAMESPACES_GR, namespaceReconciler } from '../controllers/namespace/controller.js';
-import { startGarbageCollector } from '../controllers/garbagecollector/controller.js';
 import { kcpResources } from '../apis/kcp/index.js';
 import { LOGICAL_CLUSTERS_GR, LogicalClusterIndex } from '../tenancy/index.js';
 import { WorkspaceTypeResolver } from '../tenancy/workspacetypes.js';
 import { workspaceAdmission } from '../tenancy/admission.js';
 import { logicalClusterAdmission } from '../tenancy/logicalclusters.js';
-import { logicalClusterReconciler } from '../controllers/logicalcluster/controller.js';
-import { workspaceReconciler } from '../controllers/workspace/controller.js';
 import { homeWorkspaces } from '../tenancy/home.js';
-import { classifyClusterSegment, clusterNameFor } from '../tenancy/paths.js';
+import { startControllers } from '../controllers/index.js';
+import { NAMESPACES_GR } from '../controllers/namespace/controller.js';
+import { classifyClusterSegment } from '../tenancy/paths.js';
 
 /** Options of `startServer` (flag names of `kcp-ts start`, as kcp's). */
 export interface ServerOptions {
@@ -195,127 +189,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await bootstrapShard(storeOf, masters, { name: shard, baseURL: url, externalURL: url, virtualWorkspaceURL: url });
 
     if (options.controllers ?? true) {
-      const prefix = `{${shard}}:ctrl`;
-      const nsStore = storeOf('namespaces', '');
-      const namespaced = (cluster: string) => registry.forCluster(cluster).namespacedStores();
-      const nsController = new Controller({
-        name: 'namespace', prefix, connection: storage.client, metrics: metrics.controllers, concurrency: 16,
-        reconcile: namespaceReconciler({ namespaces: nsStore, namespacedStores: namespaced, cache, scope: masters }),
-        onError: (key, err) => app.log.warn({ key, err }, 'namespace reconcile failed'),
+      const stop = startControllers({
+        shard, url, connection: storage.client, cache, backend, registry, index, types, metrics: metrics.controllers,
+        storeOf, masters, log: app.log,
       });
-      cleanups.unshift(() => nsController.close());
-      // Only terminating namespaces need work.
-      const unsubscribeNs = informer(cache, NAMESPACES_GR, nsController, (e, type) => type !== 'DELETED' && e.json.includes('"deletionTimestamp"'));
-      cleanups.unshift(async () => unsubscribeNs());
-
-      const crdStore = storeOf('customresourcedefinitions', 'apiextensions.k8s.io');
-      const crdController = new Controller({
-        name: 'crd', prefix, connection: storage.client, metrics: metrics.controllers,
-        reconcile: crdReconciler({
-          crds: crdStore, cache, scope: masters,
-          customResources: (crd) => {
-            const d = descriptorsForCRD(crd, { includeUnserved: true })[0];
-            return d && new Store(d, backend);
-          },
-        }),
-        onError: (key, err) => app.log.warn({ key, err }, 'crd reconcile failed'),
-      });
-      cleanups.unshift(() => crdController.close());
-      const unsubscribeCrd = informer(cache, CRD_GR, crdController, (_e, type) => type !== 'DELETED');
-      cleanups.unshift(async () => unsubscribeCrd());
-
-      // The `default` ServiceAccount of every namespace.
-      const saStore = storeOf('serviceaccounts', '');
-      const saController = new Controller({
-        name: 'serviceaccount', prefix, connection: storage.client, metrics: metrics.controllers,
-        reconcile: serviceAccountReconciler({ serviceAccounts: saStore, cache, scope: masters, clusterDeleting: (c) => index.get(c)?.deleting ?? false }),
-        onError: (key, err) => app.log.warn({ key, err }, 'serviceaccount reconcile failed'),
-      });
-      cleanups.unshift(() => saController.close());
-      const unsubscribeSa = serviceAccountInformer(cache, saController);
-      cleanups.unshift(async () => unsubscribeSa());
-
-      // Garbage collection of dependents (ownerReferences), per logical cluster.
-      const gc = startGarbageCollector({
-        cache, apis: (cluster) => registry.forCluster(cluster), scope: masters, prefix, connection: storage.client, metrics: metrics.controllers,
-        onError: (key, err) => app.log.warn({ key, err }, 'garbage collector reconcile failed'),
-      });
-      cleanups.unshift(() => gc.close());
-
-      // Tenancy: LogicalCluster lifecycle (initialization, deletion of content) and Workspaces.
-      const lcStore = storeOf('logicalclusters', 'core.kcp.io');
-      const wsStore = storeOf('workspaces', 'tenancy.kcp.io');
-      let wsController: Controller | undefined;
-      const lcReconciler = logicalClusterReconciler({
-        ownerProgressed: (o) => { wsController?.enqueue(`${o.cluster}|${o.name}`).catch(() => undefined); },
-        logicalClusters: lcStore, clusterRoleBindings: storeOf('clusterrolebindings', 'rbac.authorization.k8s.io'),
-        storesOf: (cluster) => registry.forCluster(cluster).storedStores(), scope: masters, externalURL: () => url,
-        ownerExists: (o) => {
-          const e = cache.getEntry('tenancy.kcp.io/workspaces', o.cluster, '', o.name);
-          return e !== undefined && e.json.includes(`"uid":"${o.uid}"`);
-        },
-        initializers: {
-          // root:universal (kcp config/universal): the `default` namespace.
-          'root:universal': async (cluster) => {
-            const ignoreExists = (err: unknown) => { if (!(err instanceof StatusError && err.code === 409)) throw err; };
-            await nsStore.create(masters(cluster), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } }).catch(ignoreExists);
-            // Its `default` ServiceAccount right away, as the serviceaccount controller would
-            // (whose informer then finds it and needs no queue job).
-            await saStore.create(masters(cluster, 'default'), { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: 'default' } }).catch(ignoreExists);
-          },
-        },
-      });
-      const lcController = new Controller({
-        name: 'logicalcluster', prefix, connection: storage.client, metrics: metrics.controllers, concurrency: 16, reconcile: lcReconciler,
-        onError: (key, err) => app.log.warn({ key, err }, 'logicalcluster reconcile failed'),
-      });
-      cleanups.unshift(() => lcController.close());
-      wsController = new Controller({
-        name: 'workspace', prefix, connection: storage.client, metrics: metrics.controllers, concurrency: 64, workers: 4,
-        reconcile: workspaceReconciler({
-          workspaces: wsStore, logicalClusters: lcStore, index, types, shardName: shard,
-          externalURL: () => url, scope: masters, initializeLogicalCluster: lcReconciler.initialize, prepareLogicalCluster: lcReconciler.prepare,
-        }),
-        onError: (key, err) => app.log.warn({ key, err }, 'workspace reconcile failed'),
-      });
-      const wsCtl = wsController;
-      cleanups.unshift(() => wsCtl.close());
-      const unfinished = (e: { json: string }) => !e.json.includes('"phase":"Ready"') || e.json.includes('"deletionTimestamp"');
-      // A new LogicalCluster of a Workspace is initialized by the workspace controller itself.
-      const unsubscribeLc = informer(cache, LOGICAL_CLUSTERS_GR, lcController, (e, type) =>
-        type !== 'DELETED' && unfinished(e) && !(type === 'ADDED' && e.json.includes('"resource":"workspaces"')));
-      // Workspaces need work when unscheduled or deleting; Initializing → Ready is reported by the
-      // logical cluster controller (ownerProgressed), a resync looks at every unfinished one.
-      const unsubscribeWs = informer(cache, 'tenancy.kcp.io/workspaces', wsCtl, (e, type) => {
-        if (type === 'DELETED' || !unfinished(e)) return false;
-        if (type === 'SYNC' || e.json.includes('"deletionTimestamp"')) return true;
-        return !(JSON.parse(e.json) as { spec?: { cluster?: string } }).spec?.cluster;
-      });
-      // A LogicalCluster being deleted or gone moves its Workspace's deletion on (phase changes
-      // are reported by the logical cluster controller); a Workspace gone before it recorded its
-      // logical cluster wakes that logical cluster (to delete it); anything deleted in a
-      // deleting logical cluster wakes that cluster's deletion.
-      const unsubscribeOwners = cache.subscribe((ev) => {
-        if (!ev) return;
-        const e = ev.entry;
-        if (e.groupResource === LOGICAL_CLUSTERS_GR) {
-          if (ev.type !== 'DELETED' && !e.json.includes('"deletionTimestamp"')) return;
-          const owner = (JSON.parse(e.json) as KubeObject & { spec?: { owner?: { cluster?: string; name?: string; resource?: string } } }).spec?.owner;
-          if (owner?.resource === 'workspaces' && owner.cluster && owner.name) wsCtl.enqueue(`${owner.cluster}|${owner.name}`).catch(() => undefined);
-          return;
-        }
-        if (ev.type !== 'DELETED') return;
-        if (e.groupResource === 'tenancy.kcp.io/workspaces') {
-          const ws = JSON.parse(e.json) as KubeObject & { spec?: { cluster?: string } };
-          if (!ws.spec?.cluster) {
-            const lc = ws.metadata.annotations?.['internal.tenancy.kcp.io/cluster'] ?? clusterNameFor(ws.metadata.uid!);
-            // Delayed: the workspace controller may be creating that LogicalCluster right now.
-            lcController.enqueue(`${lc}|cluster`, 2000).catch(() => undefined);
-          }
-        }
-        if (index.get(e.cluster)?.deleting) lcController.enqueue(`${e.cluster}|cluster`).catch(() => undefined);
-      });
-      cleanups.unshift(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); });
+      cleanups.unshift(stop);
     }
 
     const kubeconfigPath = join(root, 'admin.kubeconfig');

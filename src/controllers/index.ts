@@ -1,0 +1,172 @@
+/**
+ * The controllers of a shard, all on the one BullMQ runtime (runtime.ts): namespace lifecycle,
+ * CRD naming/establishing and cleanup, default ServiceAccounts, the garbage collector, and the
+ * tenancy controllers (LogicalCluster lifecycle, Workspace scheduling/phase/deletion), with the
+ * informers (watch-cache subscriptions) that feed them. Any number of server processes on one
+ * Redis may run them: jobs are deduplicated per key across processes.
+ */
+import type { Redis } from 'ioredis';
+import type { KubeObject } from '../apimachinery/meta.js';
+import { StatusError } from '../apimachinery/errors.js';
+import type { APIRegistry } from '../apiextensions/registry.js';
+import { CRD_GR, descriptorsForCRD } from '../apiextensions/customresources.js';
+import { Store, type RequestScope, type StoreBackend } from '../registry/store.js';
+import type { WatchCache } from '../storage/watchcache.js';
+import { LOGICAL_CLUSTERS_GR, type LogicalClusterIndex } from '../tenancy/index.js';
+import { clusterNameFor } from '../tenancy/paths.js';
+import type { WorkspaceTypeResolver } from '../tenancy/workspacetypes.js';
+import { Controller, informer, type ControllerMetrics } from './runtime.js';
+import { crdReconciler } from './crd/controller.js';
+import { NAMESPACES_GR, namespaceReconciler } from './namespace/controller.js';
+import { serviceAccountInformer, serviceAccountReconciler } from './serviceaccount/controller.js';
+import { startGarbageCollector } from './garbagecollector/controller.js';
+import { logicalClusterReconciler } from './logicalcluster/controller.js';
+import { workspaceReconciler } from './workspace/controller.js';
+
+/** What the controllers need from the shard they run in. */
+export interface ControllerHost {
+  /** Shard name (hash tag of the queues' keys). */
+  shard: string;
+  /** URL clients reach the shard at (`https://host:port`). */
+  url: string;
+  /** Redis connection to duplicate for queues and workers. */
+  connection: Redis;
+  cache: WatchCache;
+  backend: StoreBackend;
+  registry: APIRegistry;
+  index: LogicalClusterIndex;
+  types: WorkspaceTypeResolver;
+  metrics: ControllerMetrics;
+  /** The built-in store of a resource. */
+  storeOf(plural: string, group: string): Store;
+  /** The identity controllers act as, in a logical cluster (and namespace). */
+  masters(cluster: string, namespace?: string): RequestScope;
+  log: { warn(obj: object, msg: string): void };
+}
+
+/** Starts every controller; returns the function that stops them (finishing running reconciles). */
+export function startControllers(h: ControllerHost): () => Promise<void> {
+  const stops: (() => Promise<void>)[] = [];
+  const prefix = `{${h.shard}}:ctrl`;
+  const nsStore = h.storeOf('namespaces', '');
+  const namespaced = (cluster: string) => h.registry.forCluster(cluster).namespacedStores();
+  const nsController = new Controller({
+    name: 'namespace', prefix, connection: h.connection, metrics: h.metrics, concurrency: 16,
+    reconcile: namespaceReconciler({ namespaces: nsStore, namespacedStores: namespaced, cache: h.cache, scope: h.masters }),
+    onError: (key, err) => h.log.warn({ key, err }, 'namespace reconcile failed'),
+  });
+  stops.push(() => nsController.close());
+  // Only terminating namespaces need work.
+  const unsubscribeNs = informer(h.cache, NAMESPACES_GR, nsController, (e, type) => type !== 'DELETED' && e.json.includes('"deletionTimestamp"'));
+  stops.push(async () => unsubscribeNs());
+
+  const crdStore = h.storeOf('customresourcedefinitions', 'apiextensions.k8s.io');
+  const crdController = new Controller({
+    name: 'crd', prefix, connection: h.connection, metrics: h.metrics,
+    reconcile: crdReconciler({
+      crds: crdStore, cache: h.cache, scope: h.masters,
+      customResources: (crd) => {
+        const d = descriptorsForCRD(crd, { includeUnserved: true })[0];
+        return d && new Store(d, h.backend);
+      },
+    }),
+    onError: (key, err) => h.log.warn({ key, err }, 'crd reconcile failed'),
+  });
+  stops.push(() => crdController.close());
+  const unsubscribeCrd = informer(h.cache, CRD_GR, crdController, (_e, type) => type !== 'DELETED');
+  stops.push(async () => unsubscribeCrd());
+
+  // The `default` ServiceAccount of every namespace.
+  const saStore = h.storeOf('serviceaccounts', '');
+  const saController = new Controller({
+    name: 'serviceaccount', prefix, connection: h.connection, metrics: h.metrics,
+    reconcile: serviceAccountReconciler({ serviceAccounts: saStore, cache: h.cache, scope: h.masters, clusterDeleting: (c) => h.index.get(c)?.deleting ?? false }),
+    onError: (key, err) => h.log.warn({ key, err }, 'serviceaccount reconcile failed'),
+  });
+  stops.push(() => saController.close());
+  const unsubscribeSa = serviceAccountInformer(h.cache, saController);
+  stops.push(async () => unsubscribeSa());
+
+  // Garbage collection of dependents (ownerReferences), per logical cluster.
+  const gc = startGarbageCollector({
+    cache: h.cache, apis: (cluster) => h.registry.forCluster(cluster), scope: h.masters, prefix, connection: h.connection, metrics: h.metrics,
+    onError: (key, err) => h.log.warn({ key, err }, 'garbage collector reconcile failed'),
+  });
+  stops.push(() => gc.close());
+
+  // Tenancy: LogicalCluster lifecycle (initialization, deletion of content) and Workspaces.
+  const lcStore = h.storeOf('logicalclusters', 'core.kcp.io');
+  const wsStore = h.storeOf('workspaces', 'tenancy.kcp.io');
+  let wsController: Controller | undefined;
+  const lcReconciler = logicalClusterReconciler({
+    ownerProgressed: (o) => { wsController?.enqueue(`${o.cluster}|${o.name}`).catch(() => undefined); },
+    logicalClusters: lcStore, clusterRoleBindings: h.storeOf('clusterrolebindings', 'rbac.authorization.k8s.io'),
+    storesOf: (cluster) => h.registry.forCluster(cluster).storedStores(), scope: h.masters, externalURL: () => h.url,
+    ownerExists: (o) => {
+      const e = h.cache.getEntry('tenancy.kcp.io/workspaces', o.cluster, '', o.name);
+      return e !== undefined && e.json.includes(`"uid":"${o.uid}"`);
+    },
+    initializers: {
+      // root:universal (kcp config/universal): the `default` namespace.
+      'root:universal': async (cluster) => {
+        const ignoreExists = (err: unknown) => { if (!(err instanceof StatusError && err.code === 409)) throw err; };
+        await nsStore.create(h.masters(cluster), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } }).catch(ignoreExists);
+        // Its `default` ServiceAccount right away, as the serviceaccount controller would
+        // (whose informer then finds it and needs no queue job).
+        await saStore.create(h.masters(cluster, 'default'), { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: 'default' } }).catch(ignoreExists);
+      },
+    },
+  });
+  const lcController = new Controller({
+    name: 'logicalcluster', prefix, connection: h.connection, metrics: h.metrics, concurrency: 16, reconcile: lcReconciler,
+    onError: (key, err) => h.log.warn({ key, err }, 'logicalcluster reconcile failed'),
+  });
+  stops.push(() => lcController.close());
+  wsController = new Controller({
+    name: 'workspace', prefix, connection: h.connection, metrics: h.metrics, concurrency: 64, workers: 4,
+    reconcile: workspaceReconciler({
+      workspaces: wsStore, logicalClusters: lcStore, index: h.index, types: h.types, shardName: h.shard,
+      externalURL: () => h.url, scope: h.masters, initializeLogicalCluster: lcReconciler.initialize, prepareLogicalCluster: lcReconciler.prepare,
+    }),
+    onError: (key, err) => h.log.warn({ key, err }, 'workspace reconcile failed'),
+  });
+  const wsCtl = wsController;
+  stops.push(() => wsCtl.close());
+  const unfinished = (e: { json: string }) => !e.json.includes('"phase":"Ready"') || e.json.includes('"deletionTimestamp"');
+  // A new LogicalCluster of a Workspace is initialized by the workspace controller itself.
+  const unsubscribeLc = informer(h.cache, LOGICAL_CLUSTERS_GR, lcController, (e, type) =>
+    type !== 'DELETED' && unfinished(e) && !(type === 'ADDED' && e.json.includes('"resource":"workspaces"')));
+  // Workspaces need work when unscheduled or deleting; Initializing → Ready is reported by the
+  // logical cluster controller (ownerProgressed), a resync looks at every unfinished one.
+  const unsubscribeWs = informer(h.cache, 'tenancy.kcp.io/workspaces', wsCtl, (e, type) => {
+    if (type === 'DELETED' || !unfinished(e)) return false;
+    if (type === 'SYNC' || e.json.includes('"deletionTimestamp"')) return true;
+    return !(JSON.parse(e.json) as { spec?: { cluster?: string } }).spec?.cluster;
+  });
+  // A LogicalCluster being deleted or gone moves its Workspace's deletion on (phase changes
+  // are reported by the logical cluster controller); a Workspace gone before it recorded its
+  // logical cluster wakes that logical cluster (to delete it); anything deleted in a
+  // deleting logical cluster wakes that cluster's deletion.
+  const unsubscribeOwners = h.cache.subscribe((ev) => {
+    if (!ev) return;
+    const e = ev.entry;
+    if (e.groupResource === LOGICAL_CLUSTERS_GR) {
+      if (ev.type !== 'DELETED' && !e.json.includes('"deletionTimestamp"')) return;
+      const owner = (JSON.parse(e.json) as KubeObject & { spec?: { owner?: { cluster?: string; name?: string; resource?: string } } }).spec?.owner;
+      if (owner?.resource === 'workspaces' && owner.cluster && owner.name) wsCtl.enqueue(`${owner.cluster}|${owner.name}`).catch(() => undefined);
+      return;
+    }
+    if (ev.type !== 'DELETED') return;
+    if (e.groupResource === 'tenancy.kcp.io/workspaces') {
+      const ws = JSON.parse(e.json) as KubeObject & { spec?: { cluster?: string } };
+      if (!ws.spec?.cluster) {
+        const lc = ws.metadata.annotations?.['internal.tenancy.kcp.io/cluster'] ?? clusterNameFor(ws.metadata.uid!);
+        // Delayed: the workspace controller may be creating that LogicalCluster right now.
+        lcController.enqueue(`${lc}|cluster`, 2000).catch(() => undefined);
+      }
+    }
+    if (h.index.get(e.cluster)?.deleting) lcController.enqueue(`${e.cluster}|cluster`).catch(() => undefined);
+  });
+  stops.push(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); });
+  return async () => { for (const s of stops.reverse()) await s().catch(() => undefined); };
+}
