@@ -86,6 +86,9 @@ export interface ControllerOptions {
 export class Controller {
   private readonly queue: Queue;
   private readonly workers: Worker[] = [];
+  /** Keys to add on the next flush, with their delay (ms). */
+  private readonly batch = new Map<string, number>();
+  private flushing: Promise<void> | undefined;
   private readonly backoffMs: number;
   private readonly connections: Redis[] = [];
 
@@ -130,18 +133,29 @@ export class Controller {
 
   /**
    * Enqueues a key (optionally after `delayMs`). Deduplicated: while a job for the key waits,
-   * further enqueues are folded into it; while one runs, one follow-up is kept.
+   * further enqueues are folded into it; while one runs, one follow-up is kept. Keys enqueued in
+   * the same tick (an informer handling a batch of events) are added in one Redis round trip.
    */
-  async enqueue(key: string, delayMs = 0): Promise<void> {
+  enqueue(key: string, delayMs = 0): Promise<void> {
     this.opts.metrics?.adds.inc({ name: this.opts.name });
-    await this.queue.add('reconcile', { key }, {
-      deduplication: { id: key, keepLastIfActive: true, replace: true },
-      delay: delayMs,
-      attempts: 25,
-      backoff: { type: 'exponential', delay: this.backoffMs },
-      removeOnComplete: true,
-      removeOnFail: true,
+    const prev = this.batch.get(key);
+    if (prev === undefined || delayMs < prev) this.batch.set(key, delayMs);
+    this.flushing ??= new Promise<void>((resolve, reject) => {
+      setImmediate(() => {
+        const jobs = [...this.batch].map(([k, delay]) => ({
+          name: 'reconcile', data: { key: k },
+          opts: {
+            deduplication: { id: k, keepLastIfActive: true, replace: true },
+            delay, attempts: 25, backoff: { type: 'exponential', delay: this.backoffMs },
+            removeOnComplete: true, removeOnFail: true,
+          },
+        }));
+        this.batch.clear();
+        this.flushing = undefined;
+        this.queue.addBulk(jobs).then(() => resolve(), reject);
+      });
     });
+    return this.flushing;
   }
 
   /** The controller's (and its queue's) name. */
