@@ -255,6 +255,33 @@ describe('controller runtime', () => {
 });
 
 describe('deletion', () => {
+  test('terminators hold the deletion until they remove themselves from the LogicalCluster status', async () => {
+    const wt = { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceType', metadata: { name: 'guarded' }, spec: { terminator: true, extend: { with: [{ name: 'universal', path: 'root' }] } } };
+    assert.equal((await as(undefined, 'POST', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspacetypes', wt)).status, 201);
+    assert.equal((await as(undefined, 'POST', WS('root'), workspace('guarded', { name: 'guarded', path: 'root' }))).status, 201);
+    const ws = await waitReady('root', 'guarded');
+    const LC = `/clusters/${ws.spec.cluster}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`;
+    const lc = await call(srv, srv.masters, 'GET', LC);
+    assert.deepEqual(lc.json.spec.terminators, ['root:guarded']);
+    assert.deepEqual(lc.json.status.terminators, ['root:guarded']);
+    assert.equal((await as(undefined, 'DELETE', `${WS('root')}/guarded`)).status, 200);
+    let terminating: any;
+    for (let i = 0; i < 100; i++) {
+      terminating = (await call(srv, srv.masters, 'GET', LC)).json;
+      if (terminating.status?.phase === 'Terminating') break;
+      await sleep(20);
+    }
+    assert.equal(terminating.status.phase, 'Terminating');
+    await sleep(200);
+    assert.equal((await call(srv, srv.masters, 'GET', `/clusters/${ws.spec.cluster}/api/v1/namespaces/default`)).status, 200, 'content kept while a terminator remains');
+    assert.equal((await as(undefined, 'GET', `${WS('root')}/guarded`)).status, 200);
+    // The terminator is done.
+    const done = await call(srv, srv.masters, 'PUT', `${LC}/status`, { ...terminating, status: { ...terminating.status, terminators: [] } });
+    assert.equal(done.status, 200, done.body);
+    await gone(`${WS('root')}/guarded`);
+    assert.equal((await call(srv, srv.masters, 'GET', LC)).status, 404);
+  });
+
   test('deleting root:org removes the subtree and every object in it', async () => {
     const org = await as(undefined, 'GET', `${WS('root')}/org`);
     const team = await as(undefined, 'GET', `${WS('root:org')}/team`);

@@ -9,9 +9,10 @@
  *   `default` namespace) and remove themselves; other initializers are left to their
  *   controllers, which remove theirs through `/status`; with none left the phase is `Ready`;
  * - a LogicalCluster whose owning Workspace is gone is deleted;
- * - deletion → every object of the logical cluster is deleted (Workspaces in it cascade to
- *   their own logical clusters), then the `core.kcp.io/logicalcluster-deletion` finalizer is
- *   removed and the LogicalCluster is gone.
+ * - deletion → once `status.terminators` is empty (phase `Terminating` until then; terminator
+ *   controllers remove their names through `/status`), every object of the logical cluster is
+ *   deleted (Workspaces in it cascade to their own logical clusters), then the
+ *   `core.kcp.io/logicalcluster-deletion` finalizer is removed and the LogicalCluster is gone.
  *
  * Scheduling→Ready happens in one status write when only built-in initializers are present.
  * Keys are `<logical cluster>|cluster`.
@@ -51,7 +52,7 @@ export interface LogicalClusterReconcilerDeps {
 }
 
 interface LCStatus { phase?: string; initializers?: string[]; conditions?: unknown[]; URL?: string }
-interface LCSpec { initializers?: string[]; createdBy?: { username?: string } }
+interface LCSpec { initializers?: string[]; terminators?: string[]; createdBy?: { username?: string } }
 
 function ownerName(lc: KubeObject): string | undefined {
   const spec = (lc.spec ?? {}) as LCSpec;
@@ -68,7 +69,7 @@ async function ignoreExists(p: Promise<unknown>): Promise<void> {
 }
 
 /** Status of a LogicalCluster as the reconciler maintains it. */
-export interface LogicalClusterStatus { phase?: string; initializers?: string[]; conditions?: unknown[]; URL?: string }
+export interface LogicalClusterStatus { phase?: string; initializers?: string[]; terminators?: string[]; conditions?: unknown[]; URL?: string }
 
 /** A LogicalCluster reconciler: by key (the controller's), or on an object in hand. */
 export interface LogicalClusterReconciler {
@@ -121,6 +122,8 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): Lo
     if (phase === 'Scheduling') {
       status.phase = 'Initializing';
       status.URL = statusURL(cluster, lc);
+      const terminators = (lc.spec as LCSpec | undefined)?.terminators;
+      if (terminators?.length) status.terminators = [...terminators];
       pending = await prepareContent(cluster, lc, (lc.spec as LCSpec | undefined)?.initializers ?? []);
     } else pending = await runInitializers(cluster, status.initializers ?? []);
     status.initializers = pending;
@@ -155,8 +158,11 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): Lo
   };
   const statusURL = (cluster: string, lc: KubeObject) => `${deps.externalURL()}/clusters/${lc.metadata.annotations?.[PATH_ANNOTATION] ?? cluster}`;
   return Object.assign(reconcile, { initialize, prepare: async (cluster: string, lc: KubeObject): Promise<LogicalClusterStatus> => {
-    const pending = await prepareContent(cluster, lc, (lc.spec as LCSpec | undefined)?.initializers ?? []);
-    return { phase: pending.length ? 'Initializing' : 'Ready', URL: statusURL(cluster, lc), initializers: pending };
+    const spec = (lc.spec ?? {}) as LCSpec;
+    const pending = await prepareContent(cluster, lc, spec.initializers ?? []);
+    const status: LogicalClusterStatus = { phase: pending.length ? 'Initializing' : 'Ready', URL: statusURL(cluster, lc), initializers: pending };
+    if (spec.terminators?.length) status.terminators = [...spec.terminators];
+    return status;
   } });
 }
 
@@ -165,6 +171,17 @@ async function deleteContent(deps: LogicalClusterReconcilerDeps, cluster: string
   const finalizers = lc.metadata.finalizers ?? [];
   if (!finalizers.includes(DELETION_FINALIZER)) return;
   const scope = deps.scope(cluster);
+  // Terminators first (kcp): each removes its name from status.terminators when done; their
+  // /status writes bring this key back.
+  const status = (lc.status ?? {}) as LogicalClusterStatus;
+  if (status.terminators?.length) {
+    if (status.phase !== 'Terminating') {
+      await deps.logicalClusters.update(scope, 'cluster', { ...lc, status: { ...status, phase: 'Terminating' } }, 'status').catch((err) => {
+        if (!(err instanceof StatusError && (err.code === 409 || err.code === 404))) throw err;
+      });
+    }
+    return;
+  }
   let remaining = 0;
   const stores = deps.storesOf(cluster);
   if (stores.length) await stores[0]!.syncCache(); // one consistent point for all stores
