@@ -51,7 +51,7 @@ export function startControllers(h: ControllerHost): () => Promise<void> {
   const nsStore = h.storeOf('namespaces', '');
   const namespaced = (cluster: string) => h.registry.forCluster(cluster).namespacedStores();
   const nsController = new Controller({
-    name: 'namespace', prefix, connection: h.connection, metrics: h.metrics, concurrency: 16,
+    name: 'namespace', prefix, connection: h.connection, metrics: h.metrics, concurrency: 32, workers: 4,
     reconcile: namespaceReconciler({ namespaces: nsStore, namespacedStores: namespaced, cache: h.cache, scope: h.masters }),
     onError: (key, err) => h.log.warn({ key, err }, 'namespace reconcile failed'),
   });
@@ -118,7 +118,7 @@ export function startControllers(h: ControllerHost): () => Promise<void> {
     },
   });
   const lcController = new Controller({
-    name: 'logicalcluster', prefix, connection: h.connection, metrics: h.metrics, concurrency: 16, reconcile: lcReconciler,
+    name: 'logicalcluster', prefix, connection: h.connection, metrics: h.metrics, concurrency: 32, workers: 4, reconcile: lcReconciler,
     onError: (key, err) => h.log.warn({ key, err }, 'logicalcluster reconcile failed'),
   });
   stops.push(() => lcController.close());
