@@ -123,7 +123,11 @@ export class Controller {
       const workerConnection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
       workerConnection.on('error', () => undefined);
       this.connections.push(workerConnection);
-      const worker = new Worker(opts.name, process, { connection: workerConnection, prefix: opts.prefix, concurrency, autorun: true });
+      // Jobs of a process that died (kill -9) are taken over after the lock expires: reconciles
+      // are short, so a 10 s lock checked every 5 s recovers them within ~15 s (BullMQ: 30 s/30 s).
+      const worker = new Worker(opts.name, process, {
+        connection: workerConnection, prefix: opts.prefix, concurrency, autorun: true, lockDuration: 10_000, stalledInterval: 5_000,
+      });
       worker.on('error', () => undefined);
       worker.on('failed', (job, err) => { if (job) opts.onError?.(job.data.key, err); });
       this.workers.push(worker);

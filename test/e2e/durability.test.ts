@@ -139,3 +139,52 @@ test('kill -9 of Redis during writes loses no acknowledged write (AOF appendfsyn
     await redis.stop();
   }
 });
+
+test('kill -9 while workspaces are being created: after a restart every acknowledged workspace becomes Ready, with one logical cluster each', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'kcp-durable-ws-'));
+  const port = await freePort();
+  let { proc, url } = await startCli(root, port);
+  const creds = adminCreds(root);
+  const WS = '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces';
+  const body = (name: string) => ({ apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name } });
+  const acked: string[] = [];
+  let stop = false;
+  const writer = async (w: number) => {
+    for (let i = 0; !stop; i++) {
+      try {
+        const r = await call({ url }, creds, 'POST', WS, body(`w${w}-${i}`));
+        if (r.status === 201) acked.push(r.json.metadata.name);
+      } catch { /* connection killed */ }
+    }
+  };
+  const writers = Array.from({ length: 4 }, (_, w) => writer(w));
+  while (acked.length < 60) await sleep(5);
+  proc.kill('SIGKILL'); // mid-flight: some workspaces unscheduled, some half scheduled
+  await new Promise((r) => proc.once('exit', r));
+  stop = true;
+  await Promise.all(writers);
+
+  ({ proc, url } = await startCli(root, port));
+  try {
+    const deadline = Date.now() + 40_000;
+    let items: any[] = [];
+    for (;;) {
+      items = (await call({ url }, creds, 'GET', WS)).json.items;
+      if (items.every((w) => w.status?.phase === 'Ready') || Date.now() > deadline) break;
+      await sleep(200);
+    }
+    const names = new Set(items.map((w) => w.metadata.name));
+    assert.deepEqual(acked.filter((n) => !names.has(n)), [], 'acknowledged workspaces lost');
+    assert.deepEqual(items.filter((w) => w.status?.phase !== 'Ready').map((w) => w.metadata.name), [], 'not Ready after restart');
+    for (const w of items) {
+      const ns = await call({ url }, creds, 'GET', `/clusters/root:${w.metadata.name}/api/v1/namespaces/default`);
+      assert.equal(ns.status, 200, `root:${w.metadata.name} has its default namespace`);
+    }
+    const masters = adminCreds(root, 'system-admin');
+    const lcs = (await call({ url }, masters, 'GET', '/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters')).json.items;
+    const owned = lcs.filter((l: any) => l.spec.owner?.resource === 'workspaces');
+    assert.equal(owned.length, items.length, 'one logical cluster per workspace, no leftovers');
+  } finally {
+    assert.equal(await stopCli(proc), 0);
+  }
+});
