@@ -141,6 +141,8 @@ export function startControllers(h: ControllerHost): () => Promise<void> {
   const unsubscribeWs = informer(h.cache, 'tenancy.kcp.io/workspaces', wsCtl, (e, type) => {
     if (type === 'DELETED' || !unfinished(e)) return false;
     if (type === 'SYNC' || e.json.includes('"deletionTimestamp"')) return true;
+    // Unscheduled: no spec.cluster yet (cheap test first; parse only when the text has one).
+    if (!e.json.includes('"cluster":"')) return true;
     return !(JSON.parse(e.json) as { spec?: { cluster?: string } }).spec?.cluster;
   });
   // A LogicalCluster being deleted or gone moves its Workspace's deletion on (phase changes

@@ -193,7 +193,8 @@ async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, pa
       // Created in its initialized state: the owner's binding and the built-in initializers'
       // content first, then the LogicalCluster (Ready, or Initializing for other initializers).
       newLc.status = await deps.prepareLogicalCluster(clusterName, newLc);
-      lc = deps.logicalClusters.decode(await deps.logicalClusters.create({ ...deps.scope(clusterName), createWithStatus: true }, newLc));
+      await deps.logicalClusters.create({ ...deps.scope(clusterName), createWithStatus: true }, newLc);
+      lc = newLc; // only its status is read below: no need to parse the stored copy
     } catch (err) {
       if (!(err instanceof StatusError && err.code === 409)) throw err;
       return { requeueAfterMs: 0 }; // created concurrently: look again
