@@ -363,7 +363,9 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
       const out = negotiateOutput(accept, false);
       const opts = deleteOptions(req, query);
       const res = await store.delete(scope, info.name, opts);
-      if (!res.deleted) return sendObject(reply, 200, res.json, desc, out, query);
+      // kube answers 202 Accepted when the object stays (finalizers) and the client asked for
+      // cascading deletion with orphanDependents=false; 200 otherwise (handlers/delete.go).
+      if (!res.deleted) return sendObject(reply, opts.orphanDependents === false ? 202 : 200, res.json, desc, out, query);
       const obj = JSON.parse(res.json) as KubeObject;
       return send(reply, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name: info.name, group: desc.group, kind: desc.plural, uid: obj.metadata.uid } }, out);
     }
@@ -423,6 +425,12 @@ function deleteOptions(req: FastifyRequest, query: URLSearchParams): DeleteOptio
   }
   const pp = query.get('propagationPolicy');
   if (pp) opts.propagationPolicy = pp;
+  // Deprecated, still honoured by kube-apiserver as a query parameter.
+  const orphan = query.get('orphanDependents');
+  if (orphan !== null) {
+    if (orphan !== 'true' && orphan !== 'false') throw badRequest(`invalid orphanDependents: "${orphan}"`);
+    opts.orphanDependents = orphan === 'true';
+  }
   if (opts.propagationPolicy && !['Orphan', 'Background', 'Foreground'].includes(opts.propagationPolicy)) {
     throw badRequest(`propagationPolicy: Unsupported value: "${opts.propagationPolicy}": supported values: "Foreground", "Background", "Orphan"`);
   }

@@ -312,6 +312,21 @@ describe('orphan', () => {
     assert.equal(dep.json.metadata.ownerReferences, undefined);
   });
 
+  test('orphanDependents as a query parameter; =false on an object that stays answers 202 Accepted', async () => {
+    const owner = await create(`${NS('gc-or')}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'legacy-q' } });
+    await create(`${NS('gc-or')}/configmaps`, owned('legacy-q-dep', [ref(owner)]));
+    const del = await api('DELETE', `${NS('gc-or')}/secrets/legacy-q?orphanDependents=true`);
+    assert.equal(del.status, 200);
+    assert.deepEqual(del.json.metadata.finalizers, ['orphan']);
+    await gone(`${NS('gc-or')}/secrets/legacy-q`);
+    assert.equal((await api('GET', `${NS('gc-or')}/configmaps/legacy-q-dep`)).status, 200);
+    assert.equal((await api('DELETE', `${NS('gc-or')}/secrets/x?orphanDependents=maybe`)).status, 400);
+    await create(`${NS('gc-or')}/configmaps`, { ...CM('held'), metadata: { name: 'held', finalizers: ['example.com/hold'] } });
+    const accepted = await api('DELETE', `${NS('gc-or')}/configmaps/held?orphanDependents=false`);
+    assert.equal(accepted.status, 202);
+    assert.ok(accepted.json.metadata.deletionTimestamp);
+  });
+
   test('dryRun sets nothing', async () => {
     await create(`${NS('gc-or')}/configmaps`, CM('dry'));
     const del = await api('DELETE', `${NS('gc-or')}/configmaps/dry?dryRun=All&propagationPolicy=Orphan`);
