@@ -526,6 +526,20 @@ export const PROTOBUF_SCHEMA: Readonly<Record<string, ProtobufMessage>> = {
     list(1, 'verbs', 'string', 'always'),
     list(2, 'nonResourceURLs', 'string'),
   ],
+  // k8s.io/api authentication/v1: SelfSubjectReview (`kubectl auth whoami`).
+  'authentication.v1.SelfSubjectReview': [
+    one(1, 'metadata', 'message:meta.v1.ObjectMeta'),
+    one(2, 'status', 'message:authentication.v1.SelfSubjectReviewStatus'),
+  ],
+  'authentication.v1.SelfSubjectReviewStatus': [
+    one(1, 'userInfo', 'message:authentication.v1.UserInfo'),
+  ],
+  'authentication.v1.UserInfo': [
+    one(1, 'username', 'string'),
+    one(2, 'uid', 'string'),
+    list(3, 'groups', 'string'),
+    dict(4, 'extra', 'extraValue'),
+  ],
   // k8s.io/api authentication/v1: TokenRequest (`kubectl create token`).
   'authentication.v1.TokenRequest': [
     one(1, 'metadata', 'message:meta.v1.ObjectMeta'),
@@ -584,6 +598,7 @@ export const PROTOBUF_KINDS: Readonly<Record<string, string>> = {
   'authorization.k8s.io/v1/LocalSubjectAccessReview': 'authorization.v1.LocalSubjectAccessReview',
   'authorization.k8s.io/v1/SelfSubjectRulesReview': 'authorization.v1.SelfSubjectRulesReview',
   'authentication.k8s.io/v1/TokenRequest': 'authentication.v1.TokenRequest',
+  'authentication.k8s.io/v1/SelfSubjectReview': 'authentication.v1.SelfSubjectReview',
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -333,6 +333,10 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     group: 'authorization.k8s.io', version: 'v1', kind: 'SubjectAccessReview', listKind: 'SubjectAccessReviewList',
     plural: 'subjectaccessreviews', singular: 'subjectaccessreview', namespaced: false, verbs: ['create'], virtual: true,
   },
+  {
+    group: 'authentication.k8s.io', version: 'v1', kind: 'SelfSubjectReview', listKind: 'SelfSubjectReviewList',
+    plural: 'selfsubjectreviews', singular: 'selfsubjectreview', namespaced: false, verbs: ['create'], virtual: true,
+  },
 ];
 
 /**

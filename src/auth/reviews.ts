@@ -51,3 +51,15 @@ export function evaluateRulesReview(authz: Authorizer, review: KubeObject, user:
   const { resourceRules, nonResourceRules } = authz.rulesFor(user, cluster, namespace, clusterExists);
   return { ...review, metadata: { ...review.metadata, creationTimestamp: null as unknown as string }, status: { resourceRules, nonResourceRules, incomplete: false } };
 }
+
+/**
+ * SelfSubjectReview (authentication.k8s.io/v1, `kubectl auth whoami`): the caller's user info as
+ * the server authenticated it (https://kubernetes.io/docs/reference/access-authn-authz/authentication/#self-subject-review).
+ */
+export function evaluateSelfSubjectReview(review: KubeObject, user: UserInfo): KubeObject {
+  const userInfo: Record<string, unknown> = { username: user.name };
+  if (user.uid) userInfo.uid = user.uid;
+  if (user.groups.length) userInfo.groups = user.groups;
+  if (user.extra && Object.keys(user.extra).length) userInfo.extra = user.extra;
+  return { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview', metadata: { ...review.metadata, creationTimestamp: null as unknown as string }, status: { userInfo } };
+}

@@ -96,7 +96,10 @@ export async function bootstrapShard(stores: (plural: string, group: string) => 
     clusterRole('admin', [{ ...all, verbs: [...readVerbs, ...writeVerbs] }]),
     clusterRole('edit', [{ ...all, verbs: [...readVerbs, ...writeVerbs] }]),
     clusterRole('view', [{ ...all, verbs: readVerbs }]),
-    clusterRole('system:basic-user', [{ apiGroups: ['authorization.k8s.io'], resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'], verbs: ['create'] }]),
+    clusterRole('system:basic-user', [
+      { apiGroups: ['authorization.k8s.io'], resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'], verbs: ['create'] },
+      { apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews'], verbs: ['create'] },
+    ]),
     clusterRole('system:discovery', [{ nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*', '/openapi', '/openapi/*', '/version', '/version/', '/healthz', '/livez', '/readyz'], verbs: ['get'] }]),
     clusterRole('system:kcp:workspace:access', [{ nonResourceURLs: ['/'], verbs: ['access'] }]),
     clusterRole('system:kcp:tenancy:reader', [

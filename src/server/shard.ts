@@ -17,7 +17,7 @@ import { BUILTIN_RESOURCES } from '../apis/builtin.js';
 import { Authenticator, loadTokenFile } from '../auth/authn.js';
 import { ServiceAccountTokens, createTokenRequest } from '../auth/serviceaccounts.js';
 import { Authorizer, SYSTEM_MASTERS } from '../auth/authorizer.js';
-import { evaluateAccessReview, evaluateRulesReview } from '../auth/reviews.js';
+import { evaluateAccessReview, evaluateRulesReview, evaluateSelfSubjectReview } from '../auth/reviews.js';
 import { StatusError, notFound } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import { buildApp } from './app.js';
@@ -172,6 +172,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       createToken: (scope, name, body) => createTokenRequest({ tokens: saTokens, serviceAccounts: storeOf('serviceaccounts', ''), secrets: storeOf('secrets', '') }, scope, name, body),
       createVirtual: (desc, body, user, cluster) => {
         const exists = cache.getEntry(LOGICAL_CLUSTERS_GR, cluster, '', 'cluster') !== undefined;
+        if (desc.kind === 'SelfSubjectReview') return evaluateSelfSubjectReview(body, user);
         return desc.kind === 'SelfSubjectRulesReview' ? evaluateRulesReview(authz, body, user, cluster, exists) : evaluateAccessReview(authz, body, user, cluster, exists);
       },
       logger: options.logger,

@@ -77,3 +77,14 @@ test('kubectl auth can-i and --list, as the admin and impersonating', async () =
   assert.match(list, /^\*\.\*\s+\[\]\s+\[\]\s+\[get list watch\]/m);
   assert.match(list, /selfsubjectaccessreviews\.authorization\.k8s\.io/);
 });
+
+test('SelfSubjectReview: kubectl auth whoami, and the user a bearer token authenticates as', async () => {
+  const who = await kubectl(srv.kubeconfigPath, ['auth', 'whoami']);
+  assert.match(who.stdout, /Username\s+kcp-admin/);
+  assert.match(who.stdout, /Groups\s+\[system:kcp:admin system:authenticated\]/);
+  const r = await call(srv, caOnly(), 'POST', '/clusters/root/apis/authentication.k8s.io/v1/selfsubjectreviews',
+    { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }, bearer('alice-token'));
+  assert.equal(r.status, 201, r.body);
+  assert.deepEqual(r.json.status.userInfo, { username: 'alice', uid: '1001', groups: ['dev', 'qa', 'system:authenticated'] });
+  assert.equal((await call(srv, caOnly(), 'GET', '/clusters/root/apis/authentication.k8s.io/v1/selfsubjectreviews', undefined, bearer('alice-token'))).status, 405);
+});
