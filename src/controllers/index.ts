@@ -7,7 +7,6 @@
  */
 import type { Redis } from 'ioredis';
 import type { KubeObject } from '../apimachinery/meta.js';
-import { StatusError } from '../apimachinery/errors.js';
 import type { APIRegistry } from '../apiextensions/registry.js';
 import { CRD_GR, descriptorsForCRD } from '../apiextensions/customresources.js';
 import { Store, type RequestScope, type StoreBackend } from '../registry/store.js';
@@ -108,13 +107,12 @@ export function startControllers(h: ControllerHost): () => Promise<void> {
     },
     initializers: {
       // root:universal (kcp config/universal): the `default` namespace.
-      'root:universal': async (cluster) => {
-        const ignoreExists = (err: unknown) => { if (!(err instanceof StatusError && err.code === 409)) throw err; };
-        await nsStore.create(h.masters(cluster), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } }).catch(ignoreExists);
-        // Its `default` ServiceAccount right away, as the serviceaccount controller would
-        // (whose informer then finds it and needs no queue job).
-        await saStore.create(h.masters(cluster, 'default'), { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: 'default' } }).catch(ignoreExists);
-      },
+      'root:universal': () => [
+        { store: nsStore, obj: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } } },
+        // Its `default` ServiceAccount at once, as the serviceaccount controller would (whose
+        // informer then finds it and needs no queue job).
+        { store: saStore, namespace: 'default', obj: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: 'default' } } },
+      ],
     },
   });
   const lcController = new Controller({

@@ -351,6 +351,22 @@ export class Store {
 
   /** Create (POST). Returns the stored JSON (or, with dryRun, the object that would be stored). */
   async create(scope: RequestScope, body: unknown, applied = false): Promise<string> {
+    const { obj, generated } = await this.prepareCreate(scope, body, applied);
+    const meta = obj.metadata;
+    if (scope.dryRun) return JSON.stringify(obj);
+    for (let attempt = 0; ; attempt++) {
+      const res = await this.persist('create', this.objectKey(scope, meta.name!), obj);
+      if (res.ok) return res.json;
+      if (generated && attempt < 5) { meta.name = meta.generateName + generateSuffix(); continue; }
+      throw alreadyExists(this.gr, meta.name!);
+    }
+  }
+
+  /**
+   * Everything a create does before writing: decoding checks, pruning, names, system metadata,
+   * strategy, admission, validation, the namespace check (unless `namespaceKnown`), managedFields.
+   */
+  private async prepareCreate(scope: RequestScope, body: unknown, applied = false, namespaceKnown = false): Promise<{ obj: KubeObject; generated: boolean }> {
     const obj = this.checkBody(body, scope);
     this.prune(obj, scope, (errors) => unknownFieldsError(errors, this.desc.kind, this.desc.version));
     const meta = obj.metadata;
@@ -368,15 +384,33 @@ export class Store {
     } else this.desc.strategy?.prepareForCreate?.(obj);
     this.desc.strategy?.admit?.(obj, { operation: 'create', cluster: scope.cluster, user: scope.user });
     this.validate(obj);
-    if (this.desc.namespaced) await this.backend.checkNamespace(scope.cluster, meta.namespace!);
+    if (this.desc.namespaced && !namespaceKnown) await this.backend.checkNamespace(scope.cluster, meta.namespace!);
     if (!applied) this.trackUpdate(undefined, obj, scope);
-    if (scope.dryRun) return JSON.stringify(obj);
-    for (let attempt = 0; ; attempt++) {
-      const res = await this.persist('create', this.objectKey(scope, meta.name!), obj);
-      if (res.ok) return res.json;
-      if (generated && attempt < 5) { meta.name = meta.generateName + generateSuffix(); continue; }
-      throw alreadyExists(this.gr, meta.name!);
+    return { obj, generated };
+  }
+
+  /**
+   * Creates several objects, of any stores of one shard, in one atomic write (a unit of work such
+   * as a new logical cluster with its initial content); objects that exist already are left as
+   * they are (`undefined` in the result, else the stored JSON). Every object is prepared exactly
+   * as by `create`; a namespaced object whose Namespace is created in the same batch skips the
+   * namespace check. Names are required (no generateName) and stores must not convert storage
+   * versions. Throws what `create` throws for an invalid object, before anything is written.
+   */
+  static async createAll(items: ReadonlyArray<{ store: Store; scope: RequestScope; body: unknown }>): Promise<Array<string | undefined>> {
+    if (!items.length) return [];
+    const newNamespaces = new Set(items.filter((i) => i.store.groupResource === 'core/namespaces')
+      .map((i) => `${i.scope.cluster}/${(i.body as KubeObject).metadata?.name ?? ''}`));
+    const prepared: Array<{ objectKey: string; obj: KubeObject }> = [];
+    for (const { store, scope, body } of items) {
+      if (store.desc.storage) throw new Error(`createAll: ${store.desc.kind} converts its storage version`);
+      const ns = store.desc.namespaced ? (scope.namespace ?? (body as KubeObject).metadata?.namespace ?? '') : '';
+      const { obj, generated } = await store.prepareCreate(scope, body, false, newNamespaces.has(`${scope.cluster}/${ns}`));
+      if (generated) throw new Error('createAll: objects need a name');
+      prepared.push({ objectKey: store.objectKey(scope, obj.metadata.name!), obj });
     }
+    const results = await items[0]!.store.backend.storage.createMany(prepared);
+    return results.map((r) => (r.ok ? r.json : undefined));
   }
 
   private prepareMetaForCreate(meta: ObjectMeta): void {

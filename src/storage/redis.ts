@@ -4,7 +4,7 @@
  */
 import { Redis, type RedisOptions } from 'ioredis';
 import { ShardKeys } from './keys.js';
-import { WRITE_SCRIPT } from './scripts.js';
+import { CREATE_MANY_SCRIPT, WRITE_SCRIPT } from './scripts.js';
 import { unavailable } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 
@@ -84,6 +84,7 @@ export class RedisStorage {
     this.client = connectRedis(options.url);
     this.client.on('error', () => { /* reconnects by itself; requests answer 503 meanwhile */ });
     this.client.defineCommand('kcpWrite', { numberOfKeys: 3, lua: WRITE_SCRIPT });
+    this.client.defineCommand('kcpCreateMany', { lua: CREATE_MANY_SCRIPT });
     this.maxLen = String(options.streamMaxLen ?? 100_000);
   }
 
@@ -147,6 +148,24 @@ export class RedisStorage {
     if (status === 'ok') return { ok: true, rv: value!, json: prefix + value + suffix };
     if (status === 'notfound') return { ok: false, reason: 'notfound' };
     return { ok: false, reason: status as 'exists' | 'conflict', current: value! };
+  }
+
+  /**
+   * Creates several objects atomically in one round trip, each only if its key is absent
+   * (CREATE_MANY_SCRIPT). Returns, per object, the stored JSON or `exists`.
+   */
+  async createMany(items: ReadonlyArray<{ objectKey: string; obj: KubeObject }>): Promise<Array<{ ok: true; rv: string; json: string } | { ok: false; reason: 'exists' }>> {
+    if (!items.length) return [];
+    const parts = items.map((i) => splitAroundRevision(i.obj));
+    const keys = items.map((i) => this.keys.redisKey(i.objectKey));
+    const args: string[] = [this.maxLen];
+    items.forEach((item, n) => { args.push(parts[n]![0], parts[n]![1], item.objectKey); });
+    let res: string[];
+    try {
+      res = await (this.client as unknown as { kcpCreateMany: (...a: (string | number)[]) => Promise<string[]> }).kcpCreateMany(
+        2 + keys.length, this.keys.rv, this.keys.events, ...keys, ...args);
+    } catch (err) { return mapRedisError(err); }
+    return res.map((r, n) => (r === 'exists' ? { ok: false, reason: 'exists' } : { ok: true, rv: r, json: parts[n]![0] + r + parts[n]![1] }));
   }
 
   /** Closes the connection. */

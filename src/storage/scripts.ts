@@ -40,3 +40,31 @@ end
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], rv .. '-0', 't', etype, 'k', ARGV[6], 'o', obj)
 return {'ok', tostring(rv)}
 `;
+
+/**
+ * Creates several objects atomically, each only if absent — the write of a unit of work (a new
+ * logical cluster and its initial content) in one round trip. Same revision and event rules as
+ * WRITE_SCRIPT: each created object gets its own revision and its own ADDED event, in order.
+ *
+ * KEYS[1] resourceVersion counter, KEYS[2] event stream, KEYS[3..] the objects' keys.
+ * ARGV[1] approximate stream length kept; then per object three values: the JSON prefix and
+ * suffix around its resourceVersion, and the object key written into the stream entry.
+ *
+ * Returns one value per object: its new revision, or `exists` (left unchanged).
+ */
+export const CREATE_MANY_SCRIPT = `
+local out = {}
+for i = 3, #KEYS do
+  local j = 2 + (i - 3) * 3
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    out[#out + 1] = 'exists'
+  else
+    local rv = redis.call('INCR', KEYS[1])
+    local obj = ARGV[j] .. rv .. ARGV[j + 1]
+    redis.call('SET', KEYS[i], obj)
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], rv .. '-0', 't', 'ADDED', 'k', ARGV[j + 2], 'o', obj)
+    out[#out + 1] = tostring(rv)
+  end
+end
+return out
+`;

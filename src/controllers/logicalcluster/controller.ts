@@ -19,7 +19,7 @@
  */
 import { StatusError } from '../../apimachinery/errors.js';
 import type { KubeObject } from '../../apimachinery/meta.js';
-import type { RequestScope, Store } from '../../registry/store.js';
+import { Store, type RequestScope } from '../../registry/store.js';
 import { OWNER_ANNOTATION } from '../../tenancy/admission.js';
 import { DELETION_FINALIZER } from '../../tenancy/logicalclusters.js';
 import { PATH_ANNOTATION } from '../../tenancy/paths.js';
@@ -30,8 +30,20 @@ export { DELETION_FINALIZER };
 /** Name of the owner's ClusterRoleBinding in a new logical cluster (kcp). */
 export const WORKSPACE_ADMIN_BINDING = 'workspace-admin';
 
-/** An initializer implemented in-process: prepares a logical cluster's content. */
-export type Initializer = (cluster: string) => Promise<void>;
+/** An object a built-in initializer puts into a new logical cluster. */
+export interface InitialObject {
+  store: Store;
+  /** Namespace of a namespaced object. */
+  namespace?: string;
+  obj: KubeObject;
+}
+
+/**
+ * An initializer implemented in-process: the objects it puts into a logical cluster. They are
+ * created atomically (objects that exist are left alone) together with the owner's binding —
+ * and, for a new workspace, with the LogicalCluster itself.
+ */
+export type Initializer = (cluster: string) => InitialObject[];
 
 /** Dependencies of the reconciler, as plain functions and values. */
 export interface LogicalClusterReconcilerDeps {
@@ -51,7 +63,6 @@ export interface LogicalClusterReconcilerDeps {
   ownerExists(owner: { cluster: string; name: string; uid: string; resource: string }): boolean;
 }
 
-interface LCStatus { phase?: string; initializers?: string[]; conditions?: unknown[]; URL?: string }
 interface LCSpec { initializers?: string[]; terminators?: string[]; createdBy?: { username?: string } }
 
 function ownerName(lc: KubeObject): string | undefined {
@@ -60,12 +71,6 @@ function ownerName(lc: KubeObject): string | undefined {
   const raw = lc.metadata.annotations?.[OWNER_ANNOTATION];
   if (!raw) return undefined;
   try { return (JSON.parse(raw) as { username?: string }).username || undefined; } catch { return undefined; }
-}
-
-async function ignoreExists(p: Promise<unknown>): Promise<void> {
-  try { await p; } catch (err) {
-    if (!(err instanceof StatusError && err.code === 409)) throw err;
-  }
 }
 
 /** Status of a LogicalCluster as the reconciler maintains it. */
@@ -83,34 +88,57 @@ export interface LogicalClusterReconciler {
    */
   initialize(cluster: string, lc: KubeObject): Promise<LogicalClusterStatus | undefined>;
   /**
-   * Does the Scheduling → Initializing work for a LogicalCluster about to be created (the
-   * owner's workspace-admin binding, the built-in initializers) and returns the status to create
-   * it with: `Ready`, or `Initializing` with the initializers left to other controllers. Lets the
-   * workspace controller create a LogicalCluster in its initialized state: one write fewer per
-   * workspace. Idempotent (objects that exist are left alone).
+   * For a LogicalCluster about to be created: the status to create it with (`Ready`, or
+   * `Initializing` with the initializers left to other controllers) and its initial content (the
+   * owner's workspace-admin binding, the built-in initializers' objects), to be written together
+   * with it in one atomic batch (`Store.createAll`). Lets the workspace controller create a
+   * logical cluster and everything it starts with in one write.
    */
-  prepare(cluster: string, lc: KubeObject): Promise<LogicalClusterStatus>;
+  prepare(cluster: string, lc: KubeObject): { status: LogicalClusterStatus; content: Array<{ store: Store; scope: RequestScope; body: unknown }> };
 }
 
 /** Reconciles one LogicalCluster. */
 export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): LogicalClusterReconciler {
-  const prepareContent = async (cluster: string, lc: KubeObject, initializers: string[]): Promise<string[]> => {
+  /**
+   * The content a LogicalCluster starts with — the owner's workspace-admin binding and the
+   * objects of the built-in initializers among `initializers` — and the initializers left to
+   * other controllers.
+   */
+  const content = (cluster: string, lc: KubeObject, initializers: string[]): { objects: InitialObject[]; pending: string[] } => {
+    const objects: InitialObject[] = [];
     const owner = ownerName(lc);
     if (owner) {
-      await ignoreExists(deps.clusterRoleBindings.create(deps.scope(cluster), {
-        apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: WORKSPACE_ADMIN_BINDING },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: owner }],
-      }));
+      objects.push({
+        store: deps.clusterRoleBindings,
+        obj: {
+          apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: WORKSPACE_ADMIN_BINDING },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: owner }],
+        },
+      });
     }
-    return runInitializers(cluster, initializers);
-  };
-  const runInitializers = async (cluster: string, initializers: string[]): Promise<string[]> => {
     const pending: string[] = [];
     for (const name of initializers) {
-      const run = deps.initializers[name];
-      if (run) await run(cluster); else pending.push(name);
+      const init = deps.initializers[name];
+      if (init) objects.push(...init(cluster)); else pending.push(name);
     }
+    return { objects, pending };
+  };
+  const batch = (cluster: string, objects: InitialObject[]) =>
+    objects.map((o) => ({ store: o.store, scope: deps.scope(cluster, o.namespace), body: o.obj }));
+  const prepareContent = async (cluster: string, lc: KubeObject, initializers: string[]): Promise<string[]> => {
+    const { objects, pending } = content(cluster, lc, initializers);
+    await Store.createAll(batch(cluster, objects));
+    return pending;
+  };
+  const runInitializers = async (cluster: string, initializers: string[]): Promise<string[]> => {
+    const objects: InitialObject[] = [];
+    const pending: string[] = [];
+    for (const name of initializers) {
+      const init = deps.initializers[name];
+      if (init) objects.push(...init(cluster)); else pending.push(name);
+    }
+    await Store.createAll(batch(cluster, objects));
     return pending;
   };
   const initialize = async (cluster: string, lc: KubeObject): Promise<LogicalClusterStatus | undefined> => {
@@ -157,13 +185,16 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): Lo
     if (after.phase !== before && owner?.resource === 'workspaces') deps.ownerProgressed?.(owner);
   };
   const statusURL = (cluster: string, lc: KubeObject) => `${deps.externalURL()}/clusters/${lc.metadata.annotations?.[PATH_ANNOTATION] ?? cluster}`;
-  return Object.assign(reconcile, { initialize, prepare: async (cluster: string, lc: KubeObject): Promise<LogicalClusterStatus> => {
-    const spec = (lc.spec ?? {}) as LCSpec;
-    const pending = await prepareContent(cluster, lc, spec.initializers ?? []);
-    const status: LogicalClusterStatus = { phase: pending.length ? 'Initializing' : 'Ready', URL: statusURL(cluster, lc), initializers: pending };
-    if (spec.terminators?.length) status.terminators = [...spec.terminators];
-    return status;
-  } });
+  return Object.assign(reconcile, {
+    initialize,
+    prepare: (cluster: string, lc: KubeObject): { status: LogicalClusterStatus; content: Array<{ store: Store; scope: RequestScope; body: unknown }> } => {
+      const spec = (lc.spec ?? {}) as LCSpec;
+      const { objects, pending } = content(cluster, lc, spec.initializers ?? []);
+      const status: LogicalClusterStatus = { phase: pending.length ? 'Initializing' : 'Ready', URL: statusURL(cluster, lc), initializers: pending };
+      if (spec.terminators?.length) status.terminators = [...spec.terminators];
+      return { status, content: batch(cluster, objects) };
+    },
+  });
 }
 
 /** Deletes everything in a deleting logical cluster, then releases its LogicalCluster. */

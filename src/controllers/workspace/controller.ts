@@ -18,7 +18,7 @@
  */
 import { StatusError } from '../../apimachinery/errors.js';
 import type { KubeObject } from '../../apimachinery/meta.js';
-import { SPEC_AND_STATUS, type RequestScope, type Store } from '../../registry/store.js';
+import { SPEC_AND_STATUS, Store, type RequestScope } from '../../registry/store.js';
 import { OWNER_ANNOTATION } from '../../tenancy/admission.js';
 import { REQUIRED_GROUPS_ANNOTATION, TYPE_ANNOTATION, type LogicalClusterIndex } from '../../tenancy/index.js';
 import { PATH_ANNOTATION, clusterNameFor, joinPath, randomClusterName } from '../../tenancy/paths.js';
@@ -52,10 +52,10 @@ export interface WorkspaceReconcilerDeps {
    */
   initializeLogicalCluster(cluster: string, lc: KubeObject): Promise<{ phase?: string; initializers?: string[] } | undefined>;
   /**
-   * Prepares a LogicalCluster about to be created (see LogicalClusterReconciler.prepare) and
-   * returns the status to create it with.
+   * For a LogicalCluster about to be created: its status and initial content (see
+   * LogicalClusterReconciler.prepare).
    */
-  prepareLogicalCluster(cluster: string, lc: KubeObject): Promise<{ phase?: string; initializers?: string[]; URL?: string }>;
+  prepareLogicalCluster(cluster: string, lc: KubeObject): { status: { phase?: string; initializers?: string[]; URL?: string }; content: Array<{ store: Store; scope: RequestScope; body: unknown }> };
   /** Draws a logical cluster name (injectable for tests). */
   newClusterName?: () => string;
 }
@@ -189,16 +189,14 @@ async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, pa
       apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster',
       metadata: { name: 'cluster', annotations: lcAnnotations, finalizers: [DELETION_FINALIZER] }, spec: lcSpec,
     };
-    try {
-      // Created in its initialized state: the owner's binding and the built-in initializers'
-      // content first, then the LogicalCluster (Ready, or Initializing for other initializers).
-      newLc.status = await deps.prepareLogicalCluster(clusterName, newLc);
-      await deps.logicalClusters.create({ ...deps.scope(clusterName), createWithStatus: true }, newLc);
-      lc = newLc; // only its status is read below: no need to parse the stored copy
-    } catch (err) {
-      if (!(err instanceof StatusError && err.code === 409)) throw err;
-      return { requeueAfterMs: 0 }; // created concurrently: look again
-    }
+    // The LogicalCluster in its initialized state (Ready, or Initializing for other controllers'
+    // initializers) and its initial content — the owner's binding, the built-in initializers'
+    // objects — in one atomic write.
+    const { status: lcStatus0, content } = deps.prepareLogicalCluster(clusterName, newLc);
+    newLc.status = lcStatus0;
+    const written = await Store.createAll([...content, { store: deps.logicalClusters, scope: { ...deps.scope(clusterName), createWithStatus: true }, body: newLc }]);
+    if (written[written.length - 1] === undefined) return { requeueAfterMs: 0 }; // created concurrently: look again
+    lc = newLc; // only its status is read below: no need to parse the stored copy
   }
   let lcStatus = (lc.status ?? {}) as WSStatus;
   if (!lcStatus.phase || lcStatus.phase === 'Scheduling') {
