@@ -27,7 +27,10 @@ const ACCESSIBLE_PHASES = new Set(['Initializing', 'Ready', 'Inactive', 'Termina
 
 /** Whether the user is a service account of the given logical cluster. */
 export function isServiceAccountOf(user: UserInfo, cluster: string): boolean {
-  return user.name.startsWith('system:serviceaccount:') && (user.extra?.[SA_CLUSTER_EXTRA]?.[0] ?? '') === cluster;
+  if (!user.name.startsWith('system:serviceaccount:')) return false;
+  // Without the extra (an impersonated service account) it counts as local, as kcp's IsInScope.
+  const clusters = user.extra?.[SA_CLUSTER_EXTRA];
+  return !clusters?.length || clusters[0] === cluster;
 }
 
 /** What is being authorized (`authorizer.Attributes`). */

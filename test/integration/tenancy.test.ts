@@ -191,6 +191,10 @@ describe('isolation', () => {
     assert.equal((await saGet('/clusters/root:a/api/v1/namespaces/default/configmaps/alice-cm')).status, 200);
     assert.equal((await saGet('/clusters/root:b/api/v1/namespaces/default/configmaps/bob-cm')).status, 403, 'refused in root:b');
     assert.equal((await saGet(`/clusters/${b.spec.cluster}/api/v1/namespaces/default/configmaps`)).status, 403);
+    // Impersonating the service account (no cluster extra) in its own workspace counts as local.
+    const asRobot = await call(srv, caOnly(), 'GET', '/clusters/root:a/api/v1/namespaces/default/configmaps/alice-cm', undefined,
+      { authorization: 'Bearer alice-token', 'impersonate-user': 'system:serviceaccount:default:default' });
+    assert.equal(asRobot.status, 200, asRobot.body);
   });
 
   test('required groups: only members of the groups reach the workspace and its children', async () => {
