@@ -57,17 +57,19 @@ test('two controllers on one queue never reconcile the same key at once; the las
 test('failures are retried with exponential backoff', async () => {
   const times: number[] = [];
   const c = new Controller({
-    name: 'backoff', prefix: '{t}:ctrl', connection: connection(), backoffMs: 50,
+    name: 'backoff', prefix: '{t}:ctrl', connection: connection(), backoffMs: 200,
     reconcile: async () => { times.push(Date.now()); if (times.length < 4) throw new Error('not yet'); },
   });
   try {
     await c.enqueue('x');
-    const deadline = Date.now() + 5000;
+    const deadline = Date.now() + 8000;
     while (times.length < 4 && Date.now() < deadline) await sleep(10);
     assert.equal(times.length, 4);
     const gaps = times.slice(1).map((t, i) => t - times[i]!);
-    assert.ok(gaps[0]! >= 40, `first retry after ~50 ms: ${gaps}`);
-    assert.ok(gaps[2]! > gaps[0]! * 2, `delays grow: ${gaps}`);
+    // Delays 200, 400, 800 ms (plus the queue's own latency of up to ~100 ms each).
+    assert.ok(gaps[0]! >= 180, `first retry after ~200 ms: ${gaps}`);
+    assert.ok(gaps[1]! > gaps[0]! && gaps[2]! > gaps[1]!, `delays grow: ${gaps}`);
+    assert.ok(gaps[2]! - gaps[0]! >= 450, `exponentially: ${gaps}`);
   } finally { await c.close(); }
 });
 
