@@ -66,6 +66,8 @@ export interface WsOptions {
   readyTimeoutMs?: number;
   /** Poll interval while waiting for `Ready` (kcp: 500 ms). */
   readyPollMs?: number;
+  /** Run as the `kubectl create workspace` plugin: `create` is not deprecated there. */
+  asCreateWorkspace?: boolean;
 }
 
 const WORKSPACES = (path: string): string => `/clusters/${encodePath(path)}/apis/tenancy.kcp.io/v1alpha1/workspaces`;
@@ -184,7 +186,7 @@ export async function kubectlWs(argv: string[], io: WsIO = processIO(), opts: Ws
       case 'create':
         if (flags.args.length !== 1) throw new UsageError(`accepts 1 arg(s), received ${flags.args.length}`);
         // kcp marks `kubectl ws create` deprecated in favour of the `kubectl create workspace` plugin.
-        io.stderr(`Command "create" is deprecated, install the 'kubectl create workspace' plugin instead, compare https://docs.kcp.io/kcp/latest/setup/kubectl-plugin/.\n`);
+        if (!opts.asCreateWorkspace) io.stderr(`Command "create" is deprecated, install the 'kubectl create workspace' plugin instead, compare https://docs.kcp.io/kcp/latest/setup/kubectl-plugin/.\n`);
         await create(session, flags.args[0]!);
         break;
       case 'create-context':
@@ -201,6 +203,15 @@ export async function kubectlWs(argv: string[], io: WsIO = processIO(), opts: Ws
     io.stderr(`Error: ${err instanceof Error ? err.message : String(err)}\n`);
     return 1;
   }
+}
+
+/**
+ * Runs the `kubectl create workspace` plugin (`kubectl-create-workspace`, kcp's successor of
+ * `kubectl ws create`) with `argv`, the arguments after `kubectl create workspace`: the same
+ * flags and behaviour as `kubectl ws create`. Returns the exit code.
+ */
+export function kubectlCreateWorkspace(argv: string[], io: WsIO = processIO(), opts: WsOptions = {}): Promise<number> {
+  return kubectlWs(['create', ...argv], io, { ...opts, asCreateWorkspace: true });
 }
 
 /** The IO of the running process. */

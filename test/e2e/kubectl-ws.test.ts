@@ -30,6 +30,9 @@ function pluginDir(): string {
   const q = (s: string): string => `'${s.replaceAll("'", "'\\''")}'`;
   writeFileSync(join(d, 'kubectl-ws'), `#!/bin/sh\nexec ${q(process.execPath)} --import ${q(tsx)} ${q(entry)} "$@"\n`);
   chmodSync(join(d, 'kubectl-ws'), 0o755);
+  const create = fileURLToPath(new URL('../../src/cli/ws/create-workspace-bin.ts', import.meta.url));
+  writeFileSync(join(d, 'kubectl-create-workspace'), `#!/bin/sh\nexec ${q(process.execPath)} --import ${q(tsx)} ${q(create)} "$@"\n`);
+  chmodSync(join(d, 'kubectl-create-workspace'), 0o755);
   return d;
 }
 
@@ -201,6 +204,16 @@ describe('kubectl ws', () => {
     const home = await call(srv, srv.creds, 'GET', '/clusters/user:kcp-admin/api/v1/namespaces/ns-home');
     assert.equal(home.status, 200);
     await ws(':root');
+  });
+
+  test('kubectl create workspace (the plugin kcp recommends over ws create): no deprecation notice', async () => {
+    await ws(':root');
+    const r = await kubectl(['create', 'workspace', 'via-create', '--type', 'root:organization']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr, '');
+    assert.equal(r.stdout, 'Workspace "via-create" (type root:organization) created. Waiting for it to be ready...\nWorkspace "via-create" (type root:organization) is ready to use.\n');
+    const get = await kubectl(['get', 'workspace', 'via-create', '-o', 'jsonpath={.status.phase}']);
+    assert.equal(get.stdout, 'Ready');
   });
 
   test('--kubeconfig and --context flags; KUBECONFIG lists', async () => {
