@@ -54,18 +54,12 @@ export interface RequestScope {
   /** Paths of keys the JSON body repeated (strict decoding's "duplicate field"). */
   duplicateFields?: string[];
   /**
-   * For controllers of this server only (never set from a request): a create keeps the
-   * object's `status` (kube clients create, then write `/status`).
+   * For controllers of this server only (never set from a request): a create or an update of
+   * the main resource keeps the object's `status` as given, so spec and status are written in
+   * one revision (kube clients need two requests, the object then `/status`).
    */
-  createWithStatus?: boolean;
+  withStatus?: boolean;
 }
-
-/**
- * Pseudo-subresource for controllers of this server: an update that writes spec and status in
- * one revision (kube clients need two requests, main resource then `/status`). Never reachable
- * from a URL — the request router only accepts the subresources a descriptor declares.
- */
-export const SPEC_AND_STATUS = '<spec+status>';
 
 /** Query options of list (and watch), as `metav1.ListOptions`. */
 export interface ListOptions {
@@ -377,7 +371,7 @@ export class Store {
     if (generated) meta.name = meta.generateName + generateSuffix();
     this.prepareMetaForCreate(meta);
     if (this.desc.strategy?.tracksGeneration) meta.generation = 1;
-    if (scope.createWithStatus && this.desc.hasStatus) {
+    if (scope.withStatus && this.desc.hasStatus) {
       const status = obj.status;
       this.desc.strategy?.prepareForCreate?.(obj);
       obj.status = status;
@@ -573,10 +567,7 @@ export class Store {
       throw conflict(this.gr, old.metadata.name!, 'the object has been modified; please apply your changes to the latest version and try again');
     }
     let merged: KubeObject;
-    if (subresource === SPEC_AND_STATUS) {
-      merged = next;
-      this.desc.strategy?.prepareForUpdate?.(merged, old);
-    } else if (subresource === 'status') {
+    if (subresource === 'status') {
       // Shallow: below only metadata fields and status are replaced, nothing is mutated in place.
       merged = { ...old, metadata: { ...old.metadata }, status: next.status };
     } else if (subresource === 'finalize') {
@@ -584,7 +575,7 @@ export class Store {
       merged.spec = { ...(old.spec as object | undefined), finalizers: (next.spec as { finalizers?: string[] } | undefined)?.finalizers ?? [] };
     } else {
       merged = next;
-      if (this.desc.hasStatus) {
+      if (this.desc.hasStatus && !scope.withStatus) {
         if (old.status === undefined) delete merged.status; else merged.status = old.status;
       }
       this.desc.strategy?.prepareForUpdate?.(merged, old);
@@ -603,10 +594,10 @@ export class Store {
         throw invalid(this.desc.kind, this.desc.group, o.name!, [{ reason: 'FieldValueForbidden', field: 'metadata.finalizers', message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}` }]);
       }
     }
-    if (this.desc.strategy?.tracksGeneration && (!subresource || subresource === 'scale' || subresource === SPEC_AND_STATUS) && specChanged(old, merged)) m.generation = (o.generation ?? 1) + 1;
+    if (this.desc.strategy?.tracksGeneration && (!subresource || subresource === 'scale') && specChanged(old, merged)) m.generation = (o.generation ?? 1) + 1;
     this.desc.strategy?.admit?.(merged, { operation: 'update', cluster: scope.cluster, user: scope.user, old, subresource });
     this.validate(merged, old);
-    if (!applied) this.trackUpdate(old, merged, scope, subresource === SPEC_AND_STATUS ? undefined : subresource);
+    if (!applied) this.trackUpdate(old, merged, scope, subresource);
     m.resourceVersion = oldRv;
     if (sameContent(old, merged)) return JSON.stringify(old);
     if (scope.dryRun) return JSON.stringify(merged);

@@ -17,8 +17,8 @@
  *   workspaces); when it is gone the finalizer is removed and the Workspace goes.
  */
 import { StatusError } from '../../apimachinery/errors.js';
-import type { KubeObject } from '../../apimachinery/meta.js';
-import { SPEC_AND_STATUS, Store, type RequestScope } from '../../registry/store.js';
+import { nowRFC3339, type KubeObject } from '../../apimachinery/meta.js';
+import { Store, type RequestScope } from '../../registry/store.js';
 import { OWNER_ANNOTATION } from '../../tenancy/admission.js';
 import { REQUIRED_GROUPS_ANNOTATION, TYPE_ANNOTATION, type LogicalClusterIndex } from '../../tenancy/index.js';
 import { PATH_ANNOTATION, clusterNameFor, joinPath, randomClusterName } from '../../tenancy/paths.js';
@@ -69,7 +69,7 @@ function setCondition(status: WSStatus, type: string, value: 'True' | 'False', r
   const i = conds.findIndex((c) => c.type === type);
   const prev = i >= 0 ? conds[i] : undefined;
   if (prev && prev.status === value && prev.reason === reason && prev.message === message) return;
-  const c: Condition = { type, status: value, lastTransitionTime: prev?.status === value ? prev.lastTransitionTime : new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+  const c: Condition = { type, status: value, lastTransitionTime: prev?.status === value ? prev.lastTransitionTime : nowRFC3339() };
   if (reason) c.reason = reason;
   if (message) c.message = message;
   if (value === 'False') c.severity = 'Info';
@@ -84,7 +84,7 @@ function withPhase(ws: KubeObject, status: WSStatus): KubeObject {
 
 async function write(store: Store, scope: RequestScope, obj: KubeObject): Promise<ReconcileResult | void> {
   try {
-    await store.update(scope, obj.metadata.name!, obj, SPEC_AND_STATUS);
+    await store.update({ ...scope, withStatus: true }, obj.metadata.name!, obj);
   } catch (err) {
     if (err instanceof StatusError && err.code === 409) return { requeueAfterMs: 0 };
     if (err instanceof StatusError && err.code === 404) return;
@@ -180,9 +180,11 @@ async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, pa
     if (initializers.length) lcSpec.initializers = initializers;
     if (terminators.length) lcSpec.terminators = terminators;
     if (owner) {
+      // The annotation is an authentication.k8s.io UserInfo, the shape of spec.createdBy (the
+      // schema prunes anything else).
       try {
-        const u = JSON.parse(owner) as { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
-        lcSpec.createdBy = { username: u.username, ...(u.uid ? { uid: u.uid } : {}), ...(u.groups ? { groups: u.groups } : {}), ...(u.extra ? { extra: u.extra } : {}) };
+        const u: unknown = JSON.parse(owner);
+        if (u && typeof u === 'object' && !Array.isArray(u)) lcSpec.createdBy = u;
       } catch { /* an unreadable owner annotation only loses createdBy */ }
     }
     const newLc: KubeObject = {
@@ -194,7 +196,7 @@ async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, pa
     // objects — in one atomic write.
     const { status: lcStatus0, content } = deps.prepareLogicalCluster(clusterName, newLc);
     newLc.status = lcStatus0;
-    const written = await Store.createAll([...content, { store: deps.logicalClusters, scope: { ...deps.scope(clusterName), createWithStatus: true }, body: newLc }]);
+    const written = await Store.createAll([...content, { store: deps.logicalClusters, scope: { ...deps.scope(clusterName), withStatus: true }, body: newLc }]);
     if (written[written.length - 1] === undefined) return { requeueAfterMs: 0 }; // created concurrently: look again
     lc = newLc; // only its status is read below: no need to parse the stored copy
   }
