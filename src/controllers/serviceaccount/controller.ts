@@ -74,11 +74,25 @@ export function serviceAccountInformer(cache: WatchCache, controller: Pick<Contr
   const enqueue = (cluster: string, namespace: string) => {
     if (needsDefaultServiceAccount(cache, cluster, namespace)) controller.enqueue(`${cluster}|${namespace}`).catch(() => undefined);
   };
-  const pending = new Set<NodeJS.Timeout>();
+  // New namespaces wait in arrival order (so due times ascend) behind one timer, not one each.
+  const pending: { due: number; cluster: string; namespace: string }[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const drain = () => {
+    timer = undefined;
+    const now = Date.now();
+    let n = 0;
+    while (n < pending.length && pending[n]!.due <= now) { enqueue(pending[n]!.cluster, pending[n]!.namespace); n++; }
+    pending.splice(0, n);
+    if (pending.length) arm();
+  };
+  const arm = () => {
+    if (timer) return;
+    timer = setTimeout(drain, Math.max(0, pending[0]!.due - Date.now()));
+    timer.unref();
+  };
   const later = (cluster: string, namespace: string) => {
-    const t = setTimeout(() => { pending.delete(t); enqueue(cluster, namespace); }, settleMs);
-    t.unref();
-    pending.add(t);
+    pending.push({ due: Date.now() + settleMs, cluster, namespace });
+    arm();
   };
   const syncAll = () => { for (const e of cache.list(NAMESPACES_GR, '*')) enqueue(e.cluster, e.name); };
   const unsubscribe = cache.subscribe((ev) => {
@@ -88,5 +102,5 @@ export function serviceAccountInformer(cache: WatchCache, controller: Pick<Contr
     else if (e.groupResource === SERVICE_ACCOUNTS_GR && ev.type === 'DELETED' && e.name === DEFAULT_SERVICE_ACCOUNT) enqueue(e.cluster, e.namespace);
   });
   syncAll();
-  return () => { unsubscribe(); for (const t of pending) clearTimeout(t); pending.clear(); };
+  return () => { unsubscribe(); if (timer) clearTimeout(timer); pending.length = 0; };
 }
