@@ -48,6 +48,19 @@ export function loadTokenFile(path: string): Map<string, UserInfo> {
   return tokens;
 }
 
+/**
+ * A user as `authentication.k8s.io/v1` UserInfo JSON (`username`, `uid`, `groups`, `extra`; empty
+ * fields omitted) — the shape of SelfSubjectReview status, kcp's owner annotation and
+ * `LogicalCluster.spec.createdBy`.
+ */
+export function userInfoJSON(user: UserInfo): { username: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> } {
+  const v: { username: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> } = { username: user.name };
+  if (user.uid) v.uid = user.uid;
+  if (user.groups.length) v.groups = user.groups;
+  if (user.extra && Object.keys(user.extra).length) v.extra = user.extra;
+  return v;
+}
+
 /** Result of authentication: a user, or why not. */
 export type AuthnResult = { user: UserInfo } | { error: string } | undefined;
 

@@ -7,6 +7,7 @@ import { invalid } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { UserInfo } from '../registry/store.js';
 import type { Authorizer } from './authorizer.js';
+import { userInfoJSON } from './authn.js';
 
 interface ResourceAttributes { namespace?: string; verb?: string; group?: string; resource?: string; subresource?: string; name?: string }
 interface NonResourceAttributes { path?: string; verb?: string }
@@ -57,9 +58,5 @@ export function evaluateRulesReview(authz: Authorizer, review: KubeObject, user:
  * the server authenticated it (https://kubernetes.io/docs/reference/access-authn-authz/authentication/#self-subject-review).
  */
 export function evaluateSelfSubjectReview(review: KubeObject, user: UserInfo): KubeObject {
-  const userInfo: Record<string, unknown> = { username: user.name };
-  if (user.uid) userInfo.uid = user.uid;
-  if (user.groups.length) userInfo.groups = user.groups;
-  if (user.extra && Object.keys(user.extra).length) userInfo.extra = user.extra;
-  return { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview', metadata: { ...review.metadata, creationTimestamp: null as unknown as string }, status: { userInfo } };
+  return { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview', metadata: { ...review.metadata, creationTimestamp: null as unknown as string }, status: { userInfo: userInfoJSON(user) } };
 }

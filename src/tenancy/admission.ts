@@ -21,6 +21,7 @@ import type { KubeObject } from '../apimachinery/meta.js';
 import type { AdmissionAttributes } from '../apis/types.js';
 import type { UserInfo } from '../registry/store.js';
 import { SYSTEM_MASTERS } from '../auth/authorizer.js';
+import { userInfoJSON } from '../auth/authn.js';
 import { REQUIRED_GROUPS_ANNOTATION, type LogicalClusterIndex } from './index.js';
 import { ROOT } from './paths.js';
 import { checkParentChild, qualifiedName, type WorkspaceTypeResolver, type WorkspaceTypeRef } from './workspacetypes.js';
@@ -38,11 +39,7 @@ export interface WorkspaceAdmissionDeps {
 
 /** The owner annotation value: `{"username":…,"uid":…,"groups":[…],"extra":{…}}` (empty fields omitted). */
 export function ownerAnnotationValue(user: UserInfo): string {
-  const v: Record<string, unknown> = { username: user.name };
-  if (user.uid) v.uid = user.uid;
-  if (user.groups.length) v.groups = user.groups;
-  if (user.extra && Object.keys(user.extra).length) v.extra = user.extra;
-  return JSON.stringify(v);
+  return JSON.stringify(userInfoJSON(user));
 }
 
 function refused(name: string | undefined, why: string): StatusError {

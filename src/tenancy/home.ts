@@ -11,6 +11,7 @@ import { StatusError } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { RequestScope, Store, UserInfo } from '../registry/store.js';
 import { OWNER_ANNOTATION, ownerAnnotationValue } from './admission.js';
+import { userInfoJSON } from '../auth/authn.js';
 import { TYPE_ANNOTATION, type LogicalClusterIndex } from './index.js';
 import { PATH_ANNOTATION, ROOT, homeClusterName, homePath } from './paths.js';
 import type { WorkspaceTypeResolver } from './workspacetypes.js';
@@ -41,14 +42,11 @@ export function homeWorkspaces(deps: HomeDeps): (user: UserInfo) => Promise<Kube
       }
       const homeType = deps.types.get(ROOT, 'home');
       const initializers = homeType ? deps.types.initializers(homeType) : [];
-      const createdBy: Record<string, unknown> = { username: user.name };
-      if (user.uid) createdBy.uid = user.uid;
-      if (user.groups.length) createdBy.groups = user.groups;
       try {
         await deps.logicalClusters.create(scope, {
           apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster',
           metadata: { name: 'cluster', annotations: { [OWNER_ANNOTATION]: ownerAnnotationValue(user), [TYPE_ANNOTATION]: 'root:home', [PATH_ANNOTATION]: homePath(user.name) } },
-          spec: { createdBy, ...(initializers.length ? { initializers } : {}) },
+          spec: { createdBy: userInfoJSON(user), ...(initializers.length ? { initializers } : {}) },
         });
       } catch (err) {
         if (!(err instanceof StatusError && err.code === 409)) throw err;
