@@ -2,6 +2,7 @@
  * Test harness: a real redis-server per test file, servers started in-process with
  * `startServer`, an HTTPS client with the admin credentials, and real kubectl.
  */
+import { after, before } from 'node:test';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { request, Agent } from 'node:https';
@@ -67,6 +68,25 @@ export interface TestServer extends RunningServer { root: string; creds: Creds; 
 export async function startTestServer(redis: TestRedis, opts: ServerOptions = {}, root = mkdtempSync(join(tmpdir(), 'kcp-root-'))): Promise<TestServer> {
   const s = await startServer({ rootDirectory: root, securePort: 0, redisUrl: redis.url, bookmarkIntervalMs: 500, ...opts });
   return Object.assign(s, { root, creds: adminCreds(root), masters: adminCreds(root, 'system-admin') });
+}
+
+/** kubectl bound to one kubeconfig. */
+export type Kubectl = (args: string[], opts?: Parameters<typeof kubectl>[2]) => ReturnType<typeof kubectl>;
+
+/**
+ * For a test file: starts a Redis and a server before its tests and stops both after them
+ * (node:test root hooks). `ready` receives the server, the Redis and kubectl on the server's
+ * admin kubeconfig.
+ */
+export function useTestServer(ready: (srv: TestServer, redis: TestRedis, kc: Kubectl) => void, opts: ServerOptions = {}): void {
+  let redis: TestRedis | undefined;
+  let srv: TestServer | undefined;
+  before(async () => {
+    redis = await startRedis();
+    const s = srv = await startTestServer(redis, opts);
+    ready(s, redis, (args, o) => kubectl(s.kubeconfigPath, args, o));
+  });
+  after(async () => { await srv?.stop(); await redis?.stop(); });
 }
 
 export interface Res { status: number; headers: Record<string, string | string[] | undefined>; body: string; json: any }

@@ -4,24 +4,17 @@
  * rules, pruning and defaulting, kubectl explain works, two logical clusters hold different
  * versions of one CRD, and deleting a CRD deletes its resources.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { call, kubectl, sleep, startRedis, startTestServer, type TestRedis, type TestServer, createLogicalCluster } from '../helpers.js';
+import { call, sleep, type TestServer, createLogicalCluster, useTestServer, type Kubectl } from '../helpers.js';
 import { TESTDATA_CRDS } from '../helpers.js';
 
 const CRDS = TESTDATA_CRDS;
-let redis: TestRedis;
 let srv: TestServer;
-let kc: (args: string[], opts?: Parameters<typeof kubectl>[2]) => ReturnType<typeof kubectl>;
+let kc: Kubectl;
 
-before(async () => {
-  redis = await startRedis();
-  srv = await startTestServer(redis);
-  kc = (args, opts) => kubectl(srv.kubeconfigPath, args, opts);
-});
-after(async () => { await srv?.stop(); await redis?.stop(); });
+useTestServer((s, _r, k) => { srv = s; kc = k; });
 
 async function waitEstablished(cluster: string, name: string): Promise<any> {
   for (let i = 0; i < 100; i++) {

@@ -3,23 +3,13 @@
  * owners with dependents, as against kube-apiserver with kube-controller-manager's garbage
  * collector.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { kubectl, sleep, startRedis, startTestServer, type TestRedis, type TestServer } from '../helpers.js';
+import { sleep, useTestServer, type Kubectl } from '../helpers.js';
 
-let redis: TestRedis;
-let srv: TestServer;
-let kc: (args: string[], opts?: Parameters<typeof kubectl>[2]) => ReturnType<typeof kubectl>;
+let kc: Kubectl;
 
-before(async () => {
-  redis = await startRedis();
-  srv = await startTestServer(redis);
-  kc = (args, opts) => kubectl(srv.kubeconfigPath, args, opts);
-});
-after(async () => {
-  await srv?.stop();
-  await redis?.stop();
-});
+useTestServer((_s, _r, k) => { kc = k; });
 
 /** Creates an owner ConfigMap and two dependents (one blocking its owner's deletion). */
 async function family(ns: string, owner: string): Promise<void> {

@@ -2,27 +2,18 @@
  * Real kubectl (1.32 on PATH, and 1.27 / 1.33) against a real server with the generated
  * admin.kubeconfig.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { kubectl, sleep, startRedis, startTestServer, versionedKubectl, type TestRedis, type TestServer } from '../helpers.js';
+import { sleep, versionedKubectl, type TestServer, useTestServer, type Kubectl } from '../helpers.js';
 
-let redis: TestRedis;
 let srv: TestServer;
-let kc: (args: string[], opts?: Parameters<typeof kubectl>[2]) => ReturnType<typeof kubectl>;
+let kc: Kubectl;
 
-before(async () => {
-  redis = await startRedis();
-  srv = await startTestServer(redis);
-  kc = (args, opts) => kubectl(srv.kubeconfigPath, args, opts);
-});
-after(async () => {
-  await srv?.stop();
-  await redis?.stop();
-});
+useTestServer((s, _r, k) => { srv = s; kc = k; });
 
 const CM_YAML = (name: string, value: string) => `apiVersion: v1
 kind: ConfigMap

@@ -3,21 +3,15 @@
  * field managers and their resolution with --force-conflicts, switching from client-side apply,
  * and the large CRDs client-side apply cannot take.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { TESTDATA_CRDS, call, kubectl, startRedis, startTestServer, type TestRedis, type TestServer } from '../helpers.js';
+import { TESTDATA_CRDS, call, type TestServer, useTestServer, type Kubectl } from '../helpers.js';
 
-let redis: TestRedis;
 let srv: TestServer;
-let kc: (args: string[], opts?: Parameters<typeof kubectl>[2]) => ReturnType<typeof kubectl>;
+let kc: Kubectl;
 
-before(async () => {
-  redis = await startRedis();
-  srv = await startTestServer(redis);
-  kc = (args, opts) => kubectl(srv.kubeconfigPath, args, opts);
-});
-after(async () => { await srv?.stop(); await redis?.stop(); });
+useTestServer((s, _r, k) => { srv = s; kc = k; });
 
 const cm = (name: string, a: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  a: "${a}"\n  b: "2"\n`;
 const managers = async (name: string) => {

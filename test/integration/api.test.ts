@@ -1,22 +1,14 @@
 /**
  * REST semantics against a real server on a real Redis, over HTTPS with client certificates.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CM, call, startRedis, startTestServer, watch, sleep, type TestRedis, type TestServer, createLogicalCluster } from '../helpers.js';
+import { CM, call, watch, sleep, type TestServer, createLogicalCluster, useTestServer } from '../helpers.js';
 
-let redis: TestRedis;
 let srv: TestServer;
 const NS = '/clusters/root/api/v1/namespaces/default';
 
-before(async () => {
-  redis = await startRedis();
-  srv = await startTestServer(redis);
-});
-after(async () => {
-  await srv?.stop();
-  await redis?.stop();
-});
+useTestServer((s) => { srv = s; });
 
 const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => call(srv, srv.creds, method, path, body, headers);
 

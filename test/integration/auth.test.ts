@@ -2,23 +2,18 @@
  * Authentication and authorization: static tokens, RBAC of the target logical cluster,
  * impersonation, access reviews, and `kubectl auth can-i`.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CM, call, kubectl, sleep, startRedis, startTestServer, type TestRedis, type TestServer, createLogicalCluster } from '../helpers.js';
+import { CM, call, kubectl, sleep, type TestServer, createLogicalCluster, useTestServer } from '../helpers.js';
 
-let redis: TestRedis;
 let srv: TestServer;
 const tokenFile = join(mkdtempSync(join(tmpdir(), 'kcp-tokens-')), 'tokens.csv');
 writeFileSync(tokenFile, '# token,user,uid,groups\nalice-token,alice,1001,"dev,qa"\nbob-token,bob,1002\n');
 
-before(async () => {
-  redis = await startRedis();
-  srv = await startTestServer(redis, { tokenAuthFile: tokenFile });
-});
-after(async () => { await srv?.stop(); await redis?.stop(); });
+useTestServer((s) => { srv = s; }, { tokenAuthFile: tokenFile });
 
 const RBAC = '/clusters/root/apis/rbac.authorization.k8s.io/v1';
 const NS = '/clusters/root/api/v1/namespaces/default';

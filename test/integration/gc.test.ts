@@ -5,21 +5,13 @@
  * policy change of a second DELETE — as kube-apiserver with kube-controller-manager's garbage
  * collector behave.
  */
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CM, call, createLogicalCluster, sleep, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
+import { CM, call, createLogicalCluster, sleep, type Res, type TestServer, useTestServer } from '../helpers.js';
 
-let redis: TestRedis;
 let srv: TestServer;
 
-before(async () => {
-  redis = await startRedis();
-  srv = await startTestServer(redis);
-});
-after(async () => {
-  await srv?.stop();
-  await redis?.stop();
-});
+useTestServer((s) => { srv = s; });
 
 // system:masters: the bare logical cluster of the custom-resource tests has no RBAC for kcp-admin.
 const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => call(srv, srv.masters, method, path, body, headers);

@@ -20,7 +20,7 @@ after(async () => { await storage?.close(); await redis?.stop(); });
 const cm = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default' }, data: { a: name } });
 
 test('createMany: one revision and one ADDED event per created object, in order; existing objects untouched', async () => {
-  const first = await storage.write('c', 'core/configmaps/c1/default/existing', cm('existing'));
+  const first = await storage.write('create', 'core/configmaps/c1/default/existing', cm('existing'));
   assert.ok(first.ok);
   const res = await storage.createMany([
     { objectKey: 'core/configmaps/c1/default/a', obj: cm('a') },

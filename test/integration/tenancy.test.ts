@@ -3,23 +3,18 @@
  * (admission, scheduling, initialization, Ready), path resolution, home workspaces, isolation
  * between workspaces, required groups, and deletion of a subtree with everything in it.
  */
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CM, call, sleep, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
+import { CM, call, sleep, type Res, type TestServer, useTestServer } from '../helpers.js';
 
-let redis: TestRedis;
 let srv: TestServer;
 const tokenFile = join(mkdtempSync(join(tmpdir(), 'kcp-tokens-')), 'tokens.csv');
 writeFileSync(tokenFile, 'alice-token,alice,1001,"dev"\nbob-token,bob,1002\ncarol-token,carol,1003,"auditors"\n');
 
-before(async () => {
-  redis = await startRedis();
-  srv = await startTestServer(redis, { tokenAuthFile: tokenFile });
-});
-after(async () => { await srv?.stop(); await redis?.stop(); });
+useTestServer((s) => { srv = s; }, { tokenAuthFile: tokenFile });
 
 const WS = (path: string) => `/clusters/${path}/apis/tenancy.kcp.io/v1alpha1/workspaces`;
 const caOnly = () => ({ ca: srv.creds.ca });

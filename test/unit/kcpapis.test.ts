@@ -42,8 +42,8 @@ test('Workspace: CEL rules of kcp schema (type immutable) and name pattern', () 
   const next = structuredClone(old);
   next.spec.type.name = 'universal';
   const causes = ws.strategy!.validateUpdate!(next, old);
-  assert.ok(causes.some((c) => /name is immutable/.test(c.message)), JSON.stringify(causes));
+  assert.ok(causes.some((c) => /name is immutable/.test(c.message ?? "")), JSON.stringify(causes));
   const unset = structuredClone(old);
   delete unset.spec.cluster;
-  assert.ok(ws.strategy!.validateUpdate!(unset, old).some((c) => /cluster cannot be unset/.test(c.message)));
+  assert.ok(ws.strategy!.validateUpdate!(unset, old).some((c) => /cluster cannot be unset/.test(c.message ?? "")));
 });
