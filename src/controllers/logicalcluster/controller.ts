@@ -100,13 +100,13 @@ export interface LogicalClusterReconciler {
 /** Reconciles one LogicalCluster. */
 export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): LogicalClusterReconciler {
   /**
-   * The content a LogicalCluster starts with — the owner's workspace-admin binding and the
-   * objects of the built-in initializers among `initializers` — and the initializers left to
-   * other controllers.
+   * The objects to create for `initializers` (those implemented here) — preceded, when `lc` is
+   * given (Scheduling → Initializing), by its owner's workspace-admin binding — and the
+   * initializers left to other controllers.
    */
-  const content = (cluster: string, lc: KubeObject, initializers: string[]): { objects: InitialObject[]; pending: string[] } => {
+  const content = (cluster: string, lc: KubeObject | undefined, initializers: string[]): { items: Array<{ store: Store; scope: RequestScope; body: unknown }>; pending: string[] } => {
     const objects: InitialObject[] = [];
-    const owner = ownerName(lc);
+    const owner = lc && ownerName(lc);
     if (owner) {
       objects.push({
         store: deps.clusterRoleBindings,
@@ -122,44 +122,27 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): Lo
       const init = deps.initializers[name];
       if (init) objects.push(...init(cluster)); else pending.push(name);
     }
-    return { objects, pending };
+    return { items: objects.map((o) => ({ store: o.store, scope: deps.scope(cluster, o.namespace), body: o.obj })), pending };
   };
-  const batch = (cluster: string, objects: InitialObject[]) =>
-    objects.map((o) => ({ store: o.store, scope: deps.scope(cluster, o.namespace), body: o.obj }));
-  const prepareContent = async (cluster: string, lc: KubeObject, initializers: string[]): Promise<string[]> => {
-    const { objects, pending } = content(cluster, lc, initializers);
-    await Store.createAll(batch(cluster, objects));
-    return pending;
-  };
-  const runInitializers = async (cluster: string, initializers: string[]): Promise<string[]> => {
-    const objects: InitialObject[] = [];
-    const pending: string[] = [];
-    for (const name of initializers) {
-      const init = deps.initializers[name];
-      if (init) objects.push(...init(cluster)); else pending.push(name);
-    }
-    await Store.createAll(batch(cluster, objects));
-    return pending;
+  const statusURL = (cluster: string, lc: KubeObject) => `${deps.externalURL()}/clusters/${lc.metadata.annotations?.[PATH_ANNOTATION] ?? cluster}`;
+  /** The status of a LogicalCluster leaving Scheduling, with the initializers still pending. */
+  const initialStatus = (cluster: string, lc: KubeObject, pending: string[]): LogicalClusterStatus => {
+    const status: LogicalClusterStatus = { ...(lc.status as LogicalClusterStatus | undefined), phase: pending.length ? 'Initializing' : 'Ready', URL: statusURL(cluster, lc), initializers: pending };
+    const terminators = (lc.spec as LCSpec | undefined)?.terminators;
+    if (terminators?.length) status.terminators = [...terminators];
+    return status;
   };
   const initialize = async (cluster: string, lc: KubeObject): Promise<LogicalClusterStatus | undefined> => {
-    const scope = deps.scope(cluster);
-    const status: LogicalClusterStatus = { ...(lc.status as LogicalClusterStatus | undefined) };
-    const phase = status.phase ?? 'Scheduling';
-    if (phase !== 'Scheduling' && phase !== 'Initializing') return status;
-    let pending: string[];
-    if (phase === 'Scheduling') {
-      status.phase = 'Initializing';
-      status.URL = statusURL(cluster, lc);
-      const terminators = (lc.spec as LCSpec | undefined)?.terminators;
-      if (terminators?.length) status.terminators = [...terminators];
-      pending = await prepareContent(cluster, lc, (lc.spec as LCSpec | undefined)?.initializers ?? []);
-    } else pending = await runInitializers(cluster, status.initializers ?? []);
-    status.initializers = pending;
-    if (!pending.length) status.phase = 'Ready';
-    const before = lc.status as LogicalClusterStatus | undefined;
-    if (before?.phase === status.phase && JSON.stringify(before?.initializers ?? []) === JSON.stringify(pending)) return status;
+    const before = (lc.status ?? {}) as LogicalClusterStatus;
+    const phase = before.phase ?? 'Scheduling';
+    if (phase !== 'Scheduling' && phase !== 'Initializing') return before;
+    const scheduling = phase === 'Scheduling';
+    const { items, pending } = content(cluster, scheduling ? lc : undefined, scheduling ? (lc.spec as LCSpec | undefined)?.initializers ?? [] : before.initializers ?? []);
+    await Store.createAll(items);
+    const status = scheduling ? initialStatus(cluster, lc, pending) : { ...before, initializers: pending, phase: pending.length ? 'Initializing' : 'Ready' };
+    if (before.phase === status.phase && JSON.stringify(before.initializers ?? []) === JSON.stringify(pending)) return status;
     try {
-      const res = await deps.logicalClusters.update(scope, 'cluster', { ...lc, status }, 'status');
+      const res = await deps.logicalClusters.update(deps.scope(cluster), 'cluster', { ...lc, status }, 'status');
       return (JSON.parse(res.json) as KubeObject).status as LogicalClusterStatus;
     } catch (err) {
       if (err instanceof StatusError && (err.code === 409 || err.code === 404)) return undefined;
@@ -184,15 +167,11 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): Lo
     if (!after) return { requeueAfterMs: 100 };
     if (after.phase !== before && owner?.resource === 'workspaces') deps.ownerProgressed?.(owner);
   };
-  const statusURL = (cluster: string, lc: KubeObject) => `${deps.externalURL()}/clusters/${lc.metadata.annotations?.[PATH_ANNOTATION] ?? cluster}`;
   return Object.assign(reconcile, {
     initialize,
     prepare: (cluster: string, lc: KubeObject): { status: LogicalClusterStatus; content: Array<{ store: Store; scope: RequestScope; body: unknown }> } => {
-      const spec = (lc.spec ?? {}) as LCSpec;
-      const { objects, pending } = content(cluster, lc, spec.initializers ?? []);
-      const status: LogicalClusterStatus = { phase: pending.length ? 'Initializing' : 'Ready', URL: statusURL(cluster, lc), initializers: pending };
-      if (spec.terminators?.length) status.terminators = [...spec.terminators];
-      return { status, content: batch(cluster, objects) };
+      const { items, pending } = content(cluster, lc, (lc.spec as LCSpec | undefined)?.initializers ?? []);
+      return { status: initialStatus(cluster, lc, pending), content: items };
     },
   });
 }
