@@ -103,15 +103,8 @@ function both(one: object, two: object): object {
   return one === two ? one : { allOf: [one, two] };
 }
 
-/** Accumulator used while compiling one node. */
-interface Draft {
-  props: Map<string, object> | undefined;
-  additional: object | undefined;
-  allowAny: boolean;
-  isObject: boolean;
-  embedded: boolean;
-  items: object | undefined;
-}
+/** Accumulator used while compiling one node: a Compiled node before `leaf` is known. */
+type Draft = Omit<Compiled, 'leaf'>;
 
 function absorb(d: Draft, c: Compiled): void {
   if (c.props) {
