@@ -47,12 +47,27 @@ function refused(name: string | undefined, why: string): StatusError {
     { name, group: 'tenancy.kcp.io', kind: 'workspaces' });
 }
 
+const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Whether the parts admission reads and writes have their schema's types. */
+function wellTyped(obj: KubeObject): boolean {
+  const m = obj.metadata as unknown as Record<string, unknown>;
+  if (m.annotations !== undefined && !isMap(m.annotations)) return false;
+  if (m.labels !== undefined && !isMap(m.labels)) return false;
+  if (obj.spec === undefined) return true;
+  if (!isMap(obj.spec)) return false;
+  const t = obj.spec.type;
+  return t === undefined || (isMap(t) && (t.name === undefined || typeof t.name === 'string') && (t.path === undefined || typeof t.path === 'string'));
+}
+
 interface WorkspaceSpec { cluster?: string; URL?: string; type?: WorkspaceTypeRef; mount?: unknown }
 
 /** Builds the `admit` hook of the Workspace resource. */
 export function workspaceAdmission(deps: WorkspaceAdmissionDeps): (obj: KubeObject, attrs: AdmissionAttributes) => void {
   return (obj, attrs) => {
     const privileged = attrs.user.groups.includes(SYSTEM_MASTERS);
+    // Wrongly typed input is left to validation (422 with the field path), not mutated or read.
+    if (!wellTyped(obj)) return;
     const spec = (obj.spec ??= {}) as WorkspaceSpec;
     const name = obj.metadata.name;
     if (attrs.operation === 'update') {

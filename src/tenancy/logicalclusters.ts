@@ -21,5 +21,6 @@ export function logicalClusterAdmission(obj: KubeObject, attrs: AdmissionAttribu
       { name: obj.metadata.name, group: 'core.kcp.io', kind: 'logicalclusters' });
   }
   const f = (obj.metadata.finalizers ??= []);
+  if (!Array.isArray(f)) return; // wrongly typed: validation answers 422
   if (!f.includes(DELETION_FINALIZER)) f.push(DELETION_FINALIZER);
 }

@@ -98,6 +98,22 @@ describe('workspace lifecycle', () => {
     assert.equal((await as(undefined, 'GET', '/clusters/root:org/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com')).status, 404);
   });
 
+  test('wrongly typed Workspaces are 422 with the field, never admitted or a 500', async () => {
+    for (const [body, field] of [
+      [{ metadata: { name: 'bad1' }, spec: 5 }, 'spec'],
+      [{ metadata: { name: 'bad2' }, spec: { type: 'team' } }, 'spec.type'],
+      [{ metadata: { name: 'bad3', annotations: 'x' } }, 'metadata.annotations'],
+      [{ metadata: { name: 'bad4' }, spec: { type: { name: 5 } } }, 'spec.type.name'],
+    ] as const) {
+      const r = await as(undefined, 'POST', WS('root'), { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', ...body });
+      assert.equal(r.status, 422, r.body);
+      assert.equal(r.json.reason, 'Invalid');
+      assert.ok(r.json.details.causes.some((c: any) => c.field === field), `${field}: ${r.body}`);
+    }
+    const lc = await call(srv, srv.masters, 'POST', '/clusters/badlc/apis/core.kcp.io/v1alpha1/logicalclusters', { metadata: { name: 'cluster', finalizers: 'x' } });
+    assert.equal(lc.status, 422, lc.body);
+  });
+
   test('admission: spec.cluster/URL are not settable, types must allow the parent, use needs permission', async () => {
     const cluster = await as('alice-token', 'POST', WS('root:org'), workspace('x', undefined, { cluster: 'abc' }));
     assert.equal(cluster.status, 403);
