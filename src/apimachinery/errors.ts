@@ -72,6 +72,11 @@ function qualified(gr: GroupResource): string {
   return gr.group ? `${gr.resource}.${gr.group}` : gr.resource;
 }
 
+/** Whether `err` is a Status error with one of `codes` (e.g. `isStatus(err, 404)` to ignore a missing object). */
+export function isStatus(err: unknown, ...codes: number[]): err is StatusError {
+  return err instanceof StatusError && codes.includes(err.code);
+}
+
 /** 404 NotFound for one object: `<resource> "<name>" not found`. */
 export function notFound(gr: GroupResource, name: string): StatusError {
   return new StatusError(404, 'NotFound', `${qualified(gr)} "${name}" not found`,

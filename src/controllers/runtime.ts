@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Redis } from 'ioredis';
 import type { CacheEntry, EventType, WatchCache } from '../storage/watchcache.js';
-import { StatusError } from '../apimachinery/errors.js';
+import { isStatus } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { RequestScope, Store } from '../registry/store.js';
 
@@ -223,7 +223,7 @@ export async function deleteAll(store: Store, scope: RequestScope, synced = fals
       const res = await store.delete({ ...scope, namespace: e.namespace || scope.namespace }, e.name);
       if (!res.deleted) pending++;
     } catch (err) {
-      if (!(err instanceof StatusError && err.code === 404)) throw err;
+      if (!isStatus(err, 404)) throw err;
     }
   }
   return pending;

@@ -11,9 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import * as jsonPatch from 'rfc6902';
 import jsonMergePatch from 'json-merge-patch';
-import {
-  StatusError, alreadyExists, badRequest, conflict, invalid, notFound, type StatusCause,
-} from '../apimachinery/errors.js';
+import { StatusError, alreadyExists, badRequest, conflict, invalid, notFound, isStatus, type StatusCause } from '../apimachinery/errors.js';
 import { apiVersionOf, nowRFC3339, type KubeObject, type ObjectMeta } from '../apimachinery/meta.js';
 import { validateObjectMeta } from '../apimachinery/validation.js';
 import { parseLabelSelector, matchesLabels, type LabelSelector } from '../apimachinery/labels.js';
@@ -798,7 +796,7 @@ export class Store {
         await this.delete({ ...scope, namespace: e.namespace || scope.namespace }, e.name, opts);
         removed.push(e);
       } catch (err) {
-        if (!(err instanceof StatusError && err.code === 404)) throw err;
+        if (!isStatus(err, 404)) throw err;
       }
     }
     return removed;

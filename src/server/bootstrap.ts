@@ -5,7 +5,7 @@
  * applies in every logical cluster: `system:kcp:admin` and `system:masters` are cluster-admins,
  * every authenticated user may use discovery and access reviews.
  */
-import { StatusError } from '../apimachinery/errors.js';
+import { isStatus } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { RequestScope, Store } from '../registry/store.js';
 import { SYSTEM_ADMIN_CLUSTER } from '../auth/authorizer.js';
@@ -65,7 +65,7 @@ export interface ShardURLs { name: string; baseURL: string; externalURL: string;
 export async function bootstrapShard(stores: (plural: string, group: string) => Store, masters: (cluster: string, ns?: string) => RequestScope, shard: ShardURLs): Promise<void> {
   const ensure = async (store: Store, scope: RequestScope, obj: KubeObject) => {
     try { await store.create(scope, obj); } catch (err) {
-      if (!(err instanceof StatusError && err.code === 409)) throw err;
+      if (!isStatus(err, 409)) throw err;
     }
   };
   const lc = stores('logicalclusters', 'core.kcp.io');

@@ -7,7 +7,7 @@
  * Creating a home needs `create` on `workspaces` named `~` in root (granted to
  * `system:authenticated` by the root bootstrap policy).
  */
-import { StatusError } from '../apimachinery/errors.js';
+import { StatusError, isStatus } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { RequestScope, Store, UserInfo } from '../registry/store.js';
 import { OWNER_ANNOTATION, ownerAnnotationValue } from './admission.js';
@@ -31,10 +31,9 @@ export function homeWorkspaces(deps: HomeDeps): (user: UserInfo) => Promise<Kube
   return async (user) => {
     const cluster = homeClusterName(user.name);
     const scope = deps.scope(cluster);
-    let lc: KubeObject | undefined;
-    try { lc = deps.logicalClusters.decode(await deps.logicalClusters.get(scope, 'cluster')); } catch (err) {
-      if (!(err instanceof StatusError && err.code === 404)) throw err;
-    }
+    // The watch cache suffices: a home created a moment ago and not seen yet only makes the
+    // create below answer "exists", and the caller retries anyway.
+    const lc = deps.logicalClusters.getCached(scope, 'cluster');
     if (!lc) {
       if (!deps.mayCreate(user)) {
         throw new StatusError(403, 'Forbidden', `workspaces.tenancy.kcp.io "~" is forbidden: User "${user.name}" cannot create resource "workspaces" in API group "tenancy.kcp.io" at the cluster scope: workspace access not permitted`,
@@ -49,7 +48,7 @@ export function homeWorkspaces(deps: HomeDeps): (user: UserInfo) => Promise<Kube
           spec: { createdBy: userInfoJSON(user), ...(initializers.length ? { initializers } : {}) },
         });
       } catch (err) {
-        if (!(err instanceof StatusError && err.code === 409)) throw err;
+        if (!isStatus(err, 409)) throw err;
       }
       throw creating();
     }

@@ -18,7 +18,7 @@
  *   the policy its finalizers ask for (Orphan, Foreground, or Background).
  */
 import type { Redis } from 'ioredis';
-import { StatusError } from '../../apimachinery/errors.js';
+import { StatusError, isStatus } from '../../apimachinery/errors.js';
 import { apiVersionOf, parseApiVersion, type KubeObject, type OwnerReference } from '../../apimachinery/meta.js';
 import type { ClusterAPIs } from '../../apiextensions/registry.js';
 import { CRD_GR } from '../../apiextensions/customresources.js';
@@ -298,7 +298,7 @@ export function startGarbageCollector(opts: GarbageCollectorOptions): GarbageCol
     getLive: async (key) => {
       const { store, scope, name } = target(key);
       try { return JSON.parse(await store.get(scope, name)) as KubeObject; } catch (err) {
-        if (err instanceof StatusError && err.code === 404) return undefined;
+        if (isStatus(err, 404)) return undefined;
         throw err;
       }
     },
@@ -309,7 +309,7 @@ export function startGarbageCollector(opts: GarbageCollectorOptions): GarbageCol
       for (let attempt = 0; ; attempt++) {
         let obj: KubeObject;
         try { obj = JSON.parse(await store.get(scope, name)) as KubeObject; } catch (err) {
-          if (err instanceof StatusError && err.code === 404) return false;
+          if (isStatus(err, 404)) return false;
           throw err;
         }
         if (obj.metadata.uid !== uid) return false;
@@ -318,7 +318,7 @@ export function startGarbageCollector(opts: GarbageCollectorOptions): GarbageCol
           await store.update(scope, name, obj);
           return true;
         } catch (err) {
-          if (err instanceof StatusError && err.code === 404) return false;
+          if (isStatus(err, 404)) return false;
           if (err instanceof StatusError && err.code === 409 && attempt < 5) continue;
           throw err;
         }

@@ -17,7 +17,7 @@
  * Scheduling→Ready happens in one status write when only built-in initializers are present.
  * Keys are `<logical cluster>|cluster`.
  */
-import { StatusError } from '../../apimachinery/errors.js';
+import { isStatus } from '../../apimachinery/errors.js';
 import type { KubeObject } from '../../apimachinery/meta.js';
 import { Store, type RequestScope } from '../../registry/store.js';
 import { OWNER_ANNOTATION } from '../../tenancy/admission.js';
@@ -145,7 +145,7 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): Lo
       const res = await deps.logicalClusters.update(deps.scope(cluster), 'cluster', { ...lc, status }, 'status');
       return (JSON.parse(res.json) as KubeObject).status as LogicalClusterStatus;
     } catch (err) {
-      if (err instanceof StatusError && (err.code === 409 || err.code === 404)) return undefined;
+      if (isStatus(err, 409, 404)) return undefined;
       throw err;
     }
   };
@@ -158,7 +158,7 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): Lo
     // A Workspace deleted before it recorded its logical cluster leaves it without owner.
     const owner = (lc.spec as { owner?: { cluster: string; name: string; uid: string; resource: string } } | undefined)?.owner;
     if (owner?.resource === 'workspaces' && !deps.ownerExists(owner)) {
-      await deps.logicalClusters.delete(scope, 'cluster').catch((err) => { if (!(err instanceof StatusError && err.code === 404)) throw err; });
+      await deps.logicalClusters.delete(scope, 'cluster').catch((err) => { if (!isStatus(err, 404)) throw err; });
       return;
     }
     const before = (lc.status as LogicalClusterStatus | undefined)?.phase ?? 'Scheduling';
@@ -187,7 +187,7 @@ async function deleteContent(deps: LogicalClusterReconcilerDeps, cluster: string
   if (status.terminators?.length) {
     if (status.phase !== 'Terminating') {
       await deps.logicalClusters.update(scope, 'cluster', { ...lc, status: { ...status, phase: 'Terminating' } }, 'status').catch((err) => {
-        if (!(err instanceof StatusError && (err.code === 409 || err.code === 404))) throw err;
+        if (!isStatus(err, 409, 404)) throw err;
       });
     }
     return;
@@ -205,7 +205,7 @@ async function deleteContent(deps: LogicalClusterReconcilerDeps, cluster: string
   try {
     await deps.logicalClusters.update(scope, 'cluster', { ...lc, metadata: { ...lc.metadata, finalizers: finalizers.filter((f) => f !== DELETION_FINALIZER) } });
   } catch (err) {
-    if (err instanceof StatusError && err.code === 404) return;
+    if (isStatus(err, 404)) return;
     throw err;
   }
 }

@@ -7,7 +7,7 @@
  *
  * Keys are `<cluster>|<namespace name>`.
  */
-import { StatusError } from '../../apimachinery/errors.js';
+import { isStatus } from '../../apimachinery/errors.js';
 import type { RequestScope, Store } from '../../registry/store.js';
 import type { WatchCache } from '../../storage/watchcache.js';
 import { deleteAll, getIfExists, type ReconcileResult } from '../runtime.js';
@@ -48,7 +48,7 @@ export function namespaceReconciler(deps: NamespaceReconcilerDeps) {
     try {
       await deps.namespaces.update(deps.scope(cluster), name, next, 'finalize');
     } catch (err) {
-      if (err instanceof StatusError && err.code === 404) return;
+      if (isStatus(err, 404)) return;
       throw err;
     }
   };

@@ -8,7 +8,7 @@
  * only when the watch cache shows no `default` ServiceAccount in it, and a reconcile writes once
  * (a create) or not at all.
  */
-import { StatusError } from '../../apimachinery/errors.js';
+import { isStatus } from '../../apimachinery/errors.js';
 import type { RequestScope, Store } from '../../registry/store.js';
 import type { WatchCache } from '../../storage/watchcache.js';
 import { SERVICE_ACCOUNTS_GR } from '../../auth/serviceaccounts.js';
@@ -56,7 +56,7 @@ export function serviceAccountReconciler(deps: ServiceAccountReconcilerDeps) {
       });
     } catch (err) {
       // 409: it exists (the cache trailed); 404/403: the namespace is gone or terminating.
-      if (err instanceof StatusError && (err.code === 409 || err.code === 404 || err.code === 403)) return;
+      if (isStatus(err, 409, 404, 403)) return;
       throw err;
     }
   };

@@ -16,7 +16,7 @@
  * - deletion: the LogicalCluster is deleted (it deletes its content, including child
  *   workspaces); when it is gone the finalizer is removed and the Workspace goes.
  */
-import { StatusError } from '../../apimachinery/errors.js';
+import { isStatus } from '../../apimachinery/errors.js';
 import { nowRFC3339, type KubeObject } from '../../apimachinery/meta.js';
 import { Store, type RequestScope } from '../../registry/store.js';
 import { OWNER_ANNOTATION } from '../../tenancy/admission.js';
@@ -86,8 +86,8 @@ async function write(store: Store, scope: RequestScope, obj: KubeObject): Promis
   try {
     await store.update({ ...scope, withStatus: true }, obj.metadata.name!, obj);
   } catch (err) {
-    if (err instanceof StatusError && err.code === 409) return { requeueAfterMs: 0 };
-    if (err instanceof StatusError && err.code === 404) return;
+    if (isStatus(err, 409)) return { requeueAfterMs: 0 };
+    if (isStatus(err, 404)) return;
     throw err;
   }
 }
@@ -139,7 +139,7 @@ export function workspaceReconciler(deps: WorkspaceReconcilerDeps) {
 }
 
 function ignoreNotFound(err: unknown): void {
-  if (!(err instanceof StatusError && err.code === 404)) throw err;
+  if (!isStatus(err, 404)) throw err;
 }
 
 async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, parent: string, ws: KubeObject, spec: WSSpec, status: WSStatus): Promise<ReconcileResult | void> {
