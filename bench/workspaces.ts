@@ -180,7 +180,7 @@ export async function wsCreate(s: ServerProc): Promise<Report> {
     rows: [{
       scenario: 'ws-create', figure: `workspace create → Ready, open loop ${rate}/s for ${seconds} s`,
       value: `${fmtInt(sustained)}/s, p99 ${round(l.p99, 1)} ms`, target: '≥ 500/s, p99 < 100 ms', met: met ? 'yes' : 'NO',
-      detail: `p50 ${round(l.p50, 1)} ms, p90 ${round(l.p90, 1)} ms, max ${round(l.max, 1)} ms; p99 per second ${p99BySecond.join('/')}; ${readyTimes.length}/${total} Ready, ${errors} errors; CPU % of a core: server ${cpu.server}, redis ${cpu.redis}, loadgen ${cpu.loadgen}`,
+      detail: `p50 ${round(l.p50, 1)} ms, p90 ${round(l.p90, 1)} ms, max ${round(l.max, 1)} ms; p99 per second ${p99BySecond.join('/')}; ${readyTimes.length}/${total} Ready, ${errors} errors; CPU % of a core: server ${cpu.server} (event loop thread ${cpu.serverMainThread}), redis ${cpu.redis}, loadgen ${cpu.loadgen}`,
     }],
   };
 }

@@ -19,10 +19,13 @@ const CLK_TCK = (() => {
   return Number(r.stdout?.trim()) || 100;
 })();
 
-/** CPU time (user+system) of a process in seconds, from /proc/<pid>/stat; NaN if unavailable. */
-export function cpuSecondsOf(pid: number): number {
+/**
+ * CPU time (user+system) of a process in seconds, from /proc/<pid>/stat (`thread` = `task/<tid>/`:
+ * of one of its threads); NaN if unavailable.
+ */
+export function cpuSecondsOf(pid: number, thread = ''): number {
   try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const s = readFileSync(`/proc/${pid}/${thread}stat`, 'utf8');
     const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
     // Fields after the command: state(0) … utime(11) stime(12).
     return (Number(f[11]) + Number(f[12])) / CLK_TCK;
@@ -44,19 +47,22 @@ export function machineBusySeconds(): number {
  * child, its Redis, and everything else on the machine (`other`: concurrent jobs disturb the
  * figures when this is high).
  */
-export interface CpuReport { loadgen: number; server: number; redis: number; other: number }
+export interface CpuReport { loadgen: number; server: number; serverMainThread: number; redis: number; other: number }
 
 /** Samples the CPU time of the load generator (this process), the server and Redis. */
 export class CpuSampler {
   constructor(private readonly serverPid: number, private readonly redisPid: number | undefined) {}
 
-  snapshot(): { t: number; self: number; server: number; redis: number; machine: number } {
+  snapshot(): { t: number; self: number; server: number; serverMainThread: number; redis: number; machine: number } {
     const u = process.cpuUsage();
     return {
       t: performance.now(),
       machine: machineBusySeconds(),
       self: (u.user + u.system) / 1e6,
       server: cpuSecondsOf(this.serverPid),
+      // The event loop's thread (its task id is the pid): what bounds latency; the rest is GC
+      // helpers and libuv's pool.
+      serverMainThread: cpuSecondsOf(this.serverPid, `task/${this.serverPid}/`),
       redis: this.redisPid ? cpuSecondsOf(this.redisPid) : NaN,
     };
   }
@@ -67,7 +73,8 @@ export class CpuSampler {
     const pct = (a: number, b: number) => Math.round(((b - a) / secs) * 1000) / 10;
     const loadgen = pct(from.self, to.self); const server = pct(from.server, to.server); const redis = pct(from.redis, to.redis);
     const machine = pct(from.machine, to.machine);
-    return { loadgen, server, redis, other: Math.max(0, Math.round((machine - loadgen - server - (Number.isNaN(redis) ? 0 : redis)) * 10) / 10) };
+    const serverMainThread = pct(from.serverMainThread, to.serverMainThread);
+    return { loadgen, server, serverMainThread, redis, other: Math.max(0, Math.round((machine - loadgen - server - (Number.isNaN(redis) ? 0 : redis)) * 10) / 10) };
   }
 }
 

@@ -14,7 +14,7 @@ import type { WatchCache } from '../storage/watchcache.js';
 import { LOGICAL_CLUSTERS_GR, type LogicalClusterIndex } from '../tenancy/index.js';
 import { clusterNameFor } from '../tenancy/paths.js';
 import type { WorkspaceTypeResolver } from '../tenancy/workspacetypes.js';
-import { Controller, informer, type ControllerMetrics } from './runtime.js';
+import { Controller, QueueThread, informer, type ControllerMetrics } from './runtime.js';
 import { crdReconciler } from './crd/controller.js';
 import { NAMESPACES_GR, namespaceReconciler } from './namespace/controller.js';
 import { serviceAccountInformer, serviceAccountReconciler } from './serviceaccount/controller.js';
@@ -43,14 +43,20 @@ export interface ControllerHost {
   log: { warn(obj: object, msg: string): void };
 }
 
-/** Starts every controller; returns the function that stops them (finishing running reconciles). */
-export function startControllers(h: ControllerHost): () => Promise<void> {
+/**
+ * Starts every controller; resolves, once their workers run, to the function that stops them
+ * (finishing running reconciles).
+ */
+export async function startControllers(h: ControllerHost): Promise<() => Promise<void>> {
   const stops: (() => Promise<void>)[] = [];
   const prefix = `{${h.shard}}:ctrl`;
+  // One queue thread for every controller of the host; closed after them (stops run in reverse).
+  const thread = new QueueThread(h.connection, (err) => h.log.warn({ err }, 'controller queue thread failed'));
+  stops.push(() => thread.close());
   const nsStore = h.storeOf('namespaces', '');
   const namespaced = (cluster: string) => h.registry.forCluster(cluster).namespacedStores();
   const nsController = new Controller({
-    name: 'namespace', prefix, connection: h.connection, metrics: h.metrics, concurrency: 32, workers: 4,
+    name: 'namespace', prefix, connection: h.connection, thread, metrics: h.metrics, concurrency: 32, workers: 4,
     reconcile: namespaceReconciler({ namespaces: nsStore, namespacedStores: namespaced, cache: h.cache, scope: h.masters }),
     onError: (key, err) => h.log.warn({ key, err }, 'namespace reconcile failed'),
   });
@@ -61,7 +67,7 @@ export function startControllers(h: ControllerHost): () => Promise<void> {
 
   const crdStore = h.storeOf('customresourcedefinitions', 'apiextensions.k8s.io');
   const crdController = new Controller({
-    name: 'crd', prefix, connection: h.connection, metrics: h.metrics,
+    name: 'crd', prefix, connection: h.connection, thread, metrics: h.metrics,
     reconcile: crdReconciler({
       crds: crdStore, cache: h.cache, scope: h.masters,
       customResources: (crd) => {
@@ -78,7 +84,7 @@ export function startControllers(h: ControllerHost): () => Promise<void> {
   // The `default` ServiceAccount of every namespace.
   const saStore = h.storeOf('serviceaccounts', '');
   const saController = new Controller({
-    name: 'serviceaccount', prefix, connection: h.connection, metrics: h.metrics,
+    name: 'serviceaccount', prefix, connection: h.connection, thread, metrics: h.metrics,
     reconcile: serviceAccountReconciler({ serviceAccounts: saStore, cache: h.cache, scope: h.masters, clusterDeleting: (c) => h.index.get(c)?.deleting ?? false }),
     onError: (key, err) => h.log.warn({ key, err }, 'serviceaccount reconcile failed'),
   });
@@ -88,7 +94,7 @@ export function startControllers(h: ControllerHost): () => Promise<void> {
 
   // Garbage collection of dependents (ownerReferences), per logical cluster.
   const gc = startGarbageCollector({
-    cache: h.cache, apis: (cluster) => h.registry.forCluster(cluster), scope: h.masters, prefix, connection: h.connection, metrics: h.metrics,
+    cache: h.cache, apis: (cluster) => h.registry.forCluster(cluster), scope: h.masters, prefix, connection: h.connection, thread, metrics: h.metrics,
     onError: (key, err) => h.log.warn({ key, err }, 'garbage collector reconcile failed'),
   });
   stops.push(() => gc.close());
@@ -116,12 +122,12 @@ export function startControllers(h: ControllerHost): () => Promise<void> {
     },
   });
   const lcController = new Controller({
-    name: 'logicalcluster', prefix, connection: h.connection, metrics: h.metrics, concurrency: 32, workers: 4, reconcile: lcReconciler,
+    name: 'logicalcluster', prefix, connection: h.connection, thread, metrics: h.metrics, concurrency: 32, workers: 4, reconcile: lcReconciler,
     onError: (key, err) => h.log.warn({ key, err }, 'logicalcluster reconcile failed'),
   });
   stops.push(() => lcController.close());
   wsController = new Controller({
-    name: 'workspace', prefix, connection: h.connection, metrics: h.metrics, concurrency: 64, workers: 4,
+    name: 'workspace', prefix, connection: h.connection, thread, metrics: h.metrics, concurrency: 64, workers: 4,
     reconcile: workspaceReconciler({
       workspaces: wsStore, logicalClusters: lcStore, index: h.index, types: h.types, shardName: h.shard,
       externalURL: () => h.url, scope: h.masters, initializeLogicalCluster: lcReconciler.initialize, prepareLogicalCluster: lcReconciler.prepare,
@@ -168,5 +174,12 @@ export function startControllers(h: ControllerHost): () => Promise<void> {
     if (h.index.get(e.cluster)?.deleting) lcController.enqueue(`${e.cluster}|cluster`).catch(() => undefined);
   });
   stops.push(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); });
-  return async () => { for (const s of stops.reverse()) await s().catch(() => undefined); };
+  const stop = async () => { for (const s of stops.reverse()) await s().catch(() => undefined); };
+  try {
+    await Promise.all([nsController, crdController, saController, gc.controller, lcController, wsCtl].map((c) => c.ready()));
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return stop;
 }

@@ -5,10 +5,14 @@
  * a new event while it runs keeps one follow-up), requeue-after as `delay`, failures retried with
  * exponential backoff. Any number of processes may run workers on the same Redis.
  *
+ * BullMQ itself runs in a queue thread (queuethread.ts; one per controller host): its Redis
+ * traffic and Lua scripts cost the apiserver's event loop nothing, while reconcilers run on the
+ * main thread next to the watch cache they read.
+ *
  * The contract a controller author learns is controller-runtime's:
  * `reconcile(key) → { requeueAfterMs? }`, throwing means "retry with backoff".
  */
-import { Queue, Worker, type Job } from 'bullmq';
+import { Worker as NodeWorker } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Redis } from 'ioredis';
@@ -16,6 +20,7 @@ import type { CacheEntry, EventType, WatchCache } from '../storage/watchcache.js
 import { isStatus } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { RequestScope, Store } from '../registry/store.js';
+import type { FromQueueThread, QueueRegistration, RedisTarget, ToQueueThread } from './queuethread.js';
 
 /** Outcome of one reconcile. */
 export interface ReconcileResult {
@@ -68,8 +73,13 @@ export interface ControllerOptions {
   name: string;
   /** BullMQ key prefix; use the shard's hash tag so a shard's keys share a slot. */
   prefix: string;
-  /** Connection for the queue (commands). */
+  /** Connection whose server the queue thread connects to (host/port/path/db/credentials). */
   connection: Redis;
+  /**
+   * The queue thread to run this controller's queue and workers in (shared by the controllers of
+   * a host); without it the controller starts and owns one.
+   */
+  thread?: QueueThread;
   /** Parallel reconciles in this process (default 4). */
   concurrency?: number;
   /** BullMQ workers in this process sharing `concurrency` (default 1): parallel job fetching. */
@@ -77,62 +87,157 @@ export interface ControllerOptions {
   /** First retry delay after a failure, doubled per attempt (default 100 ms). */
   backoffMs?: number;
   reconcile: Reconcile;
+  /** Called with every failed reconcile (it is retried with backoff). */
   onError?: (key: string, err: unknown) => void;
   /** Where the controller reports queue depth, reconcile durations and errors. */
   metrics?: ControllerMetrics;
 }
 
-/** One controller: a BullMQ queue and this process's worker on it. */
+/** The serialisable connection options the queue thread connects with. */
+function redisTargetOf(connection: Redis): RedisTarget {
+  const o = connection.options;
+  const target: RedisTarget = { host: o.host, port: o.port, path: o.path, db: o.db, username: o.username, password: o.password, family: o.family };
+  for (const k of Object.keys(target) as (keyof RedisTarget)[]) if (target[k] === undefined || target[k] === null) delete target[k];
+  return target;
+}
+
+/**
+ * The main thread's end of a queue thread (queuethread.ts): BullMQ and its Redis traffic run
+ * there; `run` requests come back here, where the reconcilers and the watch cache are. If the
+ * thread dies it is restarted after a second and every registered controller re-registered
+ * (jobs it held are taken over by BullMQ's stalled-job check).
+ */
+export class QueueThread {
+  private thread!: NodeWorker;
+  private seq = 0;
+  private readonly replies = new Map<number, { resolve(v: number | undefined): void; reject(err: Error): void }>();
+  private readonly registered = new Map<string, { reg: QueueRegistration; run: (id: number, key: string) => void }>();
+  private closing = false;
+  private alive = false;
+  private readonly target: RedisTarget;
+
+  /** Starts the thread, connecting to the server of `connection`. */
+  constructor(connection: Redis, private readonly onThreadError?: (err: unknown) => void) {
+    this.target = redisTargetOf(connection);
+    this.start();
+  }
+
+  private start(): void {
+    const built = !import.meta.url.endsWith('.ts');
+    const entry = new URL(`./queuethread${built ? '.js' : '.ts'}`, import.meta.url);
+    // Run from the TypeScript sources (tests, benchmarks), the thread registers tsx itself: a
+    // worker does not always inherit the parent's loader.
+    const thread = built
+      ? new NodeWorker(entry, { workerData: this.target })
+      : new NodeWorker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`, { eval: true, workerData: this.target });
+    this.thread = thread;
+    this.alive = true;
+    thread.on('message', (m: FromQueueThread) => {
+      if (m.op === 'run') {
+        const r = this.registered.get(m.name);
+        if (r) r.run(m.id, m.key); else thread.postMessage({ op: 'done', id: m.id, error: `controller ${m.name} is closed` } satisfies ToQueueThread);
+        return;
+      }
+      const waiter = this.replies.get(m.seq);
+      if (!waiter) return;
+      this.replies.delete(m.seq);
+      if (m.error !== undefined) waiter.reject(new Error(m.error)); else waiter.resolve(m.value);
+    });
+    thread.on('error', (err) => this.onThreadError?.(err));
+    thread.on('exit', () => {
+      if (thread !== this.thread) return;
+      this.alive = false;
+      for (const w of this.replies.values()) w.reject(new Error('controller queue thread exited'));
+      this.replies.clear();
+      if (this.closing) return;
+      setTimeout(() => {
+        if (this.closing) return;
+        this.start();
+        for (const { reg } of this.registered.values()) this.request({ op: 'register', queue: reg }).catch((err) => this.onThreadError?.(err));
+      }, 1000).unref();
+    });
+  }
+
+  private request(m: DistributiveOmit<Extract<ToQueueThread, { seq: number }>, 'seq'>): Promise<number | undefined> {
+    const seq = this.seq++;
+    if (!this.alive) return Promise.reject(new Error('controller queue thread is not running'));
+    return new Promise((resolve, reject) => {
+      this.replies.set(seq, { resolve, reject });
+      this.thread.postMessage({ ...m, seq } as ToQueueThread);
+    });
+  }
+
+  /** Creates a controller's queue and workers; `run` is called for each job, answered with {@link done}. */
+  async register(reg: QueueRegistration, run: (id: number, key: string) => void): Promise<void> {
+    this.registered.set(reg.name, { reg, run });
+    await this.request({ op: 'register', queue: reg });
+  }
+
+  /** Adds keys (deduplicated per key) to a controller's queue, `delayMs` later. */
+  async add(name: string, keys: [string, number][]): Promise<void> { await this.request({ op: 'add', name, keys }); }
+
+  /** Settles the job of a `run`: with `error`, BullMQ retries it with backoff. */
+  done(id: number, error?: string): void { this.thread.postMessage({ op: 'done', id, error } satisfies ToQueueThread); }
+
+  /** Jobs waiting, delayed or active in a controller's queue (all processes). */
+  async depth(name: string): Promise<number> { return (await this.request({ op: 'depth', name })) ?? 0; }
+
+  /** Closes a controller's workers (running reconciles finish) and queue. */
+  async unregister(name: string): Promise<void> {
+    try { await this.request({ op: 'unregister', name }); } finally { this.registered.delete(name); }
+  }
+
+  /** Closes every queue and ends the thread. */
+  async close(): Promise<void> {
+    this.closing = true;
+    try { await this.request({ op: 'shutdown' }); } catch { /* the thread is gone already */ }
+    await this.thread.terminate();
+  }
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** One controller: a BullMQ queue and this process's workers on it (in a queue thread). */
 export class Controller {
-  private readonly queue: Queue;
-  private readonly workers: Worker[] = [];
+  private readonly thread: QueueThread;
+  private readonly ownsThread: boolean;
+  private readonly registered: Promise<void>;
   /** Keys to add on the next flush, with their delay (ms). */
   private readonly batch = new Map<string, number>();
   private flushing: Promise<void> | undefined;
-  private readonly backoffMs: number;
-  private readonly connections: Redis[] = [];
 
   constructor(private readonly opts: ControllerOptions) {
-    this.backoffMs = opts.backoffMs ?? 100;
-    const connection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
-    connection.on('error', () => undefined);
-    this.connections.push(connection);
-    this.queue = new Queue(opts.name, { connection, prefix: opts.prefix });
-    this.queue.on('error', () => undefined);
-    const m = opts.metrics;
-    const process = async (job: Job<{ key: string }>) => {
-      const t0 = performance.now();
-      let res: ReconcileResult | void;
-      try {
-        res = await opts.reconcile(job.data.key);
-      } catch (err) {
-        m?.reconciles.inc({ controller: opts.name, result: 'error' });
-        m?.errors.inc({ controller: opts.name });
-        throw err;
-      } finally {
-        m?.duration.observe({ controller: opts.name }, (performance.now() - t0) / 1000);
-      }
-      m?.reconciles.inc({ controller: opts.name, result: res?.requeueAfterMs !== undefined ? 'requeue_after' : 'success' });
-      if (res?.requeueAfterMs !== undefined) await this.enqueue(job.data.key, res.requeueAfterMs);
-    };
-    // A BullMQ worker fetches jobs one after the other (one Redis round trip each): several
-    // workers per controller fetch in parallel, sharing the concurrency.
+    this.ownsThread = !opts.thread;
+    this.thread = opts.thread ?? new QueueThread(opts.connection);
     const workers = Math.max(1, opts.workers ?? 1);
-    const concurrency = Math.max(1, Math.ceil((opts.concurrency ?? 4) / workers));
-    for (let i = 0; i < workers; i++) {
-      const workerConnection = opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
-      workerConnection.on('error', () => undefined);
-      this.connections.push(workerConnection);
-      // Jobs of a process that died (kill -9) are taken over after the lock expires: reconciles
-      // are short, so a 10 s lock checked every 5 s recovers them within ~15 s (BullMQ: 30 s/30 s).
-      const worker = new Worker(opts.name, process, {
-        connection: workerConnection, prefix: opts.prefix, concurrency, autorun: true, lockDuration: 10_000, stalledInterval: 5_000,
-      });
-      worker.on('error', () => undefined);
-      worker.on('failed', (job, err) => { if (job) opts.onError?.(job.data.key, err); });
-      this.workers.push(worker);
+    this.registered = this.thread.register(
+      { name: opts.name, prefix: opts.prefix, concurrency: Math.max(1, opts.concurrency ?? 4), workers, backoffMs: opts.backoffMs ?? 100 },
+      (id, key) => { void this.run(id, key); },
+    );
+    this.registered.catch(() => undefined);
+    opts.metrics?.track(this);
+  }
+
+  private async run(id: number, key: string): Promise<void> {
+    const m = this.opts.metrics;
+    const t0 = performance.now();
+    let res: ReconcileResult | void;
+    try {
+      try {
+        res = await this.opts.reconcile(key);
+      } finally {
+        m?.duration.observe({ controller: this.opts.name }, (performance.now() - t0) / 1000);
+      }
+      m?.reconciles.inc({ controller: this.opts.name, result: res?.requeueAfterMs !== undefined ? 'requeue_after' : 'success' });
+      if (res?.requeueAfterMs !== undefined) await this.enqueue(key, res.requeueAfterMs);
+    } catch (err) {
+      m?.reconciles.inc({ controller: this.opts.name, result: 'error' });
+      m?.errors.inc({ controller: this.opts.name });
+      this.opts.onError?.(key, err);
+      this.thread.done(id, err instanceof Error ? err.message : String(err));
+      return;
     }
-    m?.track(this);
+    this.thread.done(id);
   }
 
   /**
@@ -146,17 +251,10 @@ export class Controller {
     if (prev === undefined || delayMs < prev) this.batch.set(key, delayMs);
     this.flushing ??= new Promise<void>((resolve, reject) => {
       setImmediate(() => {
-        const jobs = [...this.batch].map(([k, delay]) => ({
-          name: 'reconcile', data: { key: k },
-          opts: {
-            deduplication: { id: k, keepLastIfActive: true, replace: true },
-            delay, attempts: 25, backoff: { type: 'exponential', delay: this.backoffMs },
-            removeOnComplete: true, removeOnFail: true,
-          },
-        }));
+        const keys = [...this.batch];
         this.batch.clear();
         this.flushing = undefined;
-        this.queue.addBulk(jobs).then(() => resolve(), reject);
+        this.thread.add(this.opts.name, keys).then(resolve, reject);
       });
     });
     return this.flushing;
@@ -165,19 +263,18 @@ export class Controller {
   /** The controller's (and its queue's) name. */
   get name(): string { return this.opts.name; }
 
-  /** Jobs waiting or delayed (queue depth). */
-  async depth(): Promise<number> {
-    const c = await this.queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
-    return (c.waiting ?? 0) + (c.delayed ?? 0) + (c.active ?? 0) + (c.prioritized ?? 0);
-  }
+  /** Resolves once the queue thread runs this controller's workers; rejects if it could not. */
+  ready(): Promise<void> { return this.registered; }
 
-  /** Stops the worker (finishing running reconciles) and closes the queue. */
+  /** Jobs waiting, delayed or being reconciled (queue depth, all processes). */
+  async depth(): Promise<number> { return this.thread.depth(this.opts.name); }
+
+  /** Stops the workers (finishing running reconciles) and closes the queue. */
   async close(): Promise<void> {
     this.opts.metrics?.untrack(this);
-    await Promise.all(this.workers.map((w) => w.close()));
-    await this.queue.close();
-    // BullMQ leaves connections it was given open: they are ours to close.
-    for (const c of this.connections) c.disconnect();
+    await this.registered.catch(() => undefined);
+    await this.thread.unregister(this.opts.name);
+    if (this.ownsThread) await this.thread.close();
   }
 }
 

@@ -190,7 +190,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await bootstrapShard(storeOf, masters, { name: shard, baseURL: url, externalURL: url, virtualWorkspaceURL: url });
 
     if (options.controllers ?? true) {
-      const stop = startControllers({
+      const stop = await startControllers({
         shard, url, connection: storage.client, cache, backend, registry, index, types, metrics: metrics.controllers,
         storeOf, masters, log: app.log,
       });

@@ -166,7 +166,7 @@ export class WatchCache {
   /** Loads the shard and starts tailing. Resolves when the cache is consistent. */
   async start(): Promise<void> {
     await this.load();
-    this.tailer = this.client.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, autoResendUnfulfilledCommands: true });
+    this.tailer = this.client.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResendUnfulfilledCommands: true });
     this.tailer.on('error', () => { /* reconnects by itself */ });
     this.tailDone = this.tail();
     this.ready = true;

@@ -24,7 +24,7 @@ import type { ClusterAPIs } from '../../apiextensions/registry.js';
 import { CRD_GR } from '../../apiextensions/customresources.js';
 import type { RequestScope, Store } from '../../registry/store.js';
 import type { WatchCache } from '../../storage/watchcache.js';
-import { Controller, type ControllerMetrics, type ReconcileResult } from '../runtime.js';
+import { Controller, type ControllerMetrics, type QueueThread, type ReconcileResult } from '../runtime.js';
 import { DependentIndex, FINALIZER_FOREGROUND, FINALIZER_ORPHAN, objectKeyFor, parseObjectKey, uidOfJson, type OwnersSettled } from './index.js';
 
 /** Propagation policy of a delete the garbage collector issues. */
@@ -220,9 +220,10 @@ export interface GarbageCollectorOptions {
   apis: (cluster: string) => ClusterAPIs;
   /** Identity the controller acts as. */
   scope: (cluster: string, namespace?: string) => RequestScope;
-  /** BullMQ key prefix and connection (see `ControllerOptions`). */
+  /** BullMQ key prefix, connection and queue thread (see `ControllerOptions`). */
   prefix: string;
   connection: Redis;
+  thread?: QueueThread;
   concurrency?: number;
   /** Prometheus metrics of the process's controllers (see `ControllerOptions.metrics`). */
   metrics?: ControllerMetrics;
@@ -357,7 +358,7 @@ export function startGarbageCollector(opts: GarbageCollectorOptions): GarbageCol
   };
 
   controller = new Controller({
-    name: 'garbagecollector', prefix: opts.prefix, connection: opts.connection,
+    name: 'garbagecollector', prefix: opts.prefix, connection: opts.connection, thread: opts.thread,
     concurrency: opts.concurrency ?? 8, metrics: opts.metrics, reconcile, onError: opts.onError,
   });
   // Build and subscribe in one turn of the event loop: no event falls between them.

@@ -1,0 +1,159 @@
+/**
+ * The controller runtime's queue thread (a `worker_threads` thread, one per controller host):
+ * every BullMQ Queue and Worker of the process's controllers and their Redis connections live
+ * here, so fetching, locking, completing and adding jobs (several Lua scripts and round trips
+ * per job) cost the apiserver's event loop nothing. Reconciles run on the main thread, where the
+ * watch cache is: for each job this thread posts `run` and settles the job when the main thread
+ * answers `done` (a failure message makes BullMQ retry the job with backoff).
+ *
+ * Protocol (structured-clone messages; `seq` pairs a request with its `reply`):
+ * - main → thread: `register` (a controller's queue and workers), `add` (keys with delays),
+ *   `done` (outcome of a `run`), `depth`, `unregister` (close a controller's workers and queue),
+ *   `shutdown` (close everything; the thread then ends).
+ * - thread → main: `run` (reconcile a key), `reply` (to a request with `seq`; `error` when it
+ *   failed).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { Queue, Worker, type Job } from 'bullmq';
+import { Redis, type RedisOptions } from 'ioredis';
+
+/** Where the thread connects: the serialisable part of the main connection's options. */
+export type RedisTarget = Pick<RedisOptions, 'host' | 'port' | 'path' | 'db' | 'username' | 'password' | 'family'>;
+
+/** Options of one controller's queue, as the thread needs them. */
+export interface QueueRegistration {
+  name: string;
+  prefix: string;
+  /** Parallel reconciles of this process, shared by `workers` BullMQ workers. */
+  concurrency: number;
+  workers: number;
+  /** First retry delay after a failure (ms), doubled per attempt. */
+  backoffMs: number;
+}
+
+/** Messages from the main thread. */
+export type ToQueueThread =
+  | { op: 'register'; seq: number; queue: QueueRegistration }
+  | { op: 'add'; seq: number; name: string; keys: [key: string, delayMs: number][] }
+  | { op: 'done'; id: number; error?: string }
+  | { op: 'depth'; seq: number; name: string }
+  | { op: 'unregister'; seq: number; name: string }
+  | { op: 'shutdown'; seq: number };
+
+/** Messages to the main thread. */
+export type FromQueueThread =
+  | { op: 'run'; id: number; name: string; key: string }
+  | { op: 'reply'; seq: number; value?: number; error?: string };
+
+interface Registered {
+  reg: QueueRegistration;
+  queue: Queue;
+  workers: Worker[];
+  connections: Redis[];
+}
+
+function startQueueThread(): void {
+  const port = parentPort;
+  if (!port) throw new Error('queuethread.ts runs as a worker thread of the controller runtime');
+  const target = workerData as RedisTarget;
+  // Commands wait for a reconnect instead of failing: BullMQ's loops retry on their own.
+  const connect = () => {
+    const c = new Redis({ ...target, maxRetriesPerRequest: null, enableOfflineQueue: true, retryStrategy: (times) => Math.min(50 * times, 1000) });
+    c.on('error', () => undefined);
+    return c;
+  };
+  const queues = new Map<string, Registered>();
+  const running = new Map<number, { resolve(): void; reject(err: Error): void }>();
+  let nextRun = 0;
+  const post = (m: FromQueueThread) => port.postMessage(m);
+
+  const register = (reg: QueueRegistration): void => {
+    if (queues.has(reg.name)) throw new Error(`controller ${reg.name} is registered already`);
+    const queueConnection = connect();
+    const queue = new Queue(reg.name, { connection: queueConnection, prefix: reg.prefix });
+    queue.on('error', () => undefined);
+    const entry: Registered = { reg, queue, workers: [], connections: [queueConnection] };
+    const processJob = (job: Job<{ key: string }>) => new Promise<void>((resolve, reject) => {
+      const id = nextRun++;
+      running.set(id, { resolve, reject });
+      post({ op: 'run', id, name: reg.name, key: job.data.key });
+    });
+    // A BullMQ worker fetches jobs one after the other (one Redis round trip each): several
+    // workers per controller fetch in parallel, sharing the concurrency.
+    const concurrency = Math.max(1, Math.ceil(reg.concurrency / reg.workers));
+    for (let i = 0; i < reg.workers; i++) {
+      const c = connect();
+      entry.connections.push(c);
+      // Jobs of a process that died (kill -9) are taken over after the lock expires: reconciles
+      // are short, so a 10 s lock checked every 5 s recovers them within ~15 s (BullMQ: 30 s/30 s).
+      const worker = new Worker(reg.name, processJob, {
+        connection: c, prefix: reg.prefix, concurrency, autorun: true, lockDuration: 10_000, stalledInterval: 5_000,
+      });
+      worker.on('error', () => undefined);
+      entry.workers.push(worker);
+    }
+    queues.set(reg.name, entry);
+  };
+
+  const add = async (name: string, keys: [string, number][]): Promise<void> => {
+    const q = queues.get(name);
+    if (!q) throw new Error(`controller ${name} is not registered`);
+    await q.queue.addBulk(keys.map(([key, delay]) => ({
+      name: 'reconcile', data: { key },
+      opts: {
+        deduplication: { id: key, keepLastIfActive: true, replace: true },
+        delay, attempts: 25, backoff: { type: 'exponential', delay: q.reg.backoffMs },
+        removeOnComplete: true, removeOnFail: true,
+      },
+    })));
+  };
+
+  const depth = async (name: string): Promise<number> => {
+    const q = queues.get(name);
+    if (!q) return 0;
+    const c = await q.queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
+    return (c.waiting ?? 0) + (c.delayed ?? 0) + (c.active ?? 0) + (c.prioritized ?? 0);
+  };
+
+  const unregister = async (name: string): Promise<void> => {
+    const q = queues.get(name);
+    if (!q) return;
+    queues.delete(name);
+    // Running reconciles finish first (their `done` still arrives).
+    await Promise.all(q.workers.map((w) => w.close()));
+    await q.queue.close();
+    // BullMQ leaves connections it was given open: they are ours to close.
+    for (const c of q.connections) c.disconnect();
+  };
+
+  const answer = (seq: number, work: Promise<number | void>) => {
+    work.then(
+      (value) => post({ op: 'reply', seq, value: value ?? undefined }),
+      (err: unknown) => post({ op: 'reply', seq, error: err instanceof Error ? err.message : String(err) }),
+    );
+  };
+
+  port.on('message', (m: ToQueueThread) => {
+    switch (m.op) {
+      case 'done': {
+        const r = running.get(m.id);
+        if (!r) return;
+        running.delete(m.id);
+        if (m.error === undefined) r.resolve(); else r.reject(new Error(m.error));
+        return;
+      }
+      case 'add': answer(m.seq, add(m.name, m.keys)); return;
+      case 'register': answer(m.seq, (async () => register(m.queue))()); return;
+      case 'depth': answer(m.seq, depth(m.name)); return;
+      case 'unregister': answer(m.seq, unregister(m.name)); return;
+      case 'shutdown':
+        answer(m.seq, (async () => {
+          await Promise.all([...queues.keys()].map(unregister));
+          port.unref();
+        })());
+        return;
+    }
+  });
+}
+
+startQueueThread();
