@@ -524,7 +524,7 @@ function printTable(): void {
 
 function machine(): Json {
   const rv = spawnSync('redis-server', ['--version'], { encoding: 'utf8' }).stdout?.trim();
-  return { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: round(totalmem() / 2 ** 30, 1), node: process.version, redis: rv, platform: `${process.platform}/${process.arch}`, client: clientKind(), concurrency: CONCURRENCY, durationMs: DURATION_MS, repeat: REPEAT, ioredisAutoPipeline: process.env.BENCH_IOREDIS_AUTOPIPELINE === '1' };
+  return { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: round(totalmem() / 2 ** 30, 1), node: process.version, redis: rv, platform: `${process.platform}/${process.arch}`, client: clientKind(), concurrency: CONCURRENCY, durationMs: DURATION_MS, repeat: REPEAT };
 }
 
 async function main(): Promise<void> {

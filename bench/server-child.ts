@@ -9,14 +9,16 @@
  * - `mem`  → runs `global.gc()` (when exposed) and answers `{"event":"mem","rss":…,"heapUsed":…,…}`
  * - `stop` → stops the server (ends watches, closes Redis, stops the embedded redis-server) and exits
  *
- * `BENCH_IOREDIS_AUTOPIPELINE=1` (experiment) enables ioredis auto-pipelining by default.
+ * `BENCH_STALL_LOG=<file>` appends one line per garbage collection pause of 5 ms or more
+ * (`<ms since start> gc-<kind> <pause ms>`) and per 250 ms window whose longest event-loop delay
+ * exceeded 20 ms (`<ms since start> loop <max delay ms>`), to tell where stalls come from.
  *
  * The child also stops when stdin closes (the benchmark died) or on SIGTERM/SIGINT, so no
  * redis-server is left behind.
  */
-import { performance } from 'node:perf_hooks';
+import { appendFileSync } from 'node:fs';
+import { PerformanceObserver, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { Redis } from 'ioredis';
 import { startServer, type RunningServer } from '../src/index.js';
 
 const root = process.argv[2];
@@ -26,10 +28,22 @@ if (!root) {
   process.exit(2);
 }
 
-// Experiment knob (no server change): BENCH_IOREDIS_AUTOPIPELINE=1 turns on ioredis
-// auto-pipelining for every connection the server opens, to measure what it would gain.
-if (process.env.BENCH_IOREDIS_AUTOPIPELINE === '1') {
-  (Redis as unknown as { defaultOptions: { enableAutoPipelining: boolean } }).defaultOptions.enableAutoPipelining = true;
+const gcLog = process.env.BENCH_STALL_LOG;
+if (gcLog) {
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  delay.enable();
+  setInterval(() => {
+    const max = delay.max / 1e6;
+    if (max > 20) appendFileSync(gcLog, `${Math.round(performance.now())} loop ${max.toFixed(1)}\n`);
+    delay.reset();
+  }, 250).unref();
+  const kinds: Record<number, string> = { 1: 'minor', 2: 'major', 4: 'incremental', 8: 'weakcb' };
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? 0;
+      if (e.duration >= 5) appendFileSync(gcLog, `${Math.round(e.startTime)} gc-${kinds[kind] ?? kind} ${e.duration.toFixed(1)}\n`);
+    }
+  }).observe({ entryTypes: ['gc'] });
 }
 
 let server: RunningServer | undefined;

@@ -11,7 +11,9 @@
  *   then DELETE of the organization → time until the organization's Workspace is gone and every
  *   logical cluster of the tree with it.
  */
+import { existsSync } from 'node:fs';
 import { Agent, request } from 'node:https';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { closeClients, makeClients, type Client, type Creds } from './lib/client.js';
@@ -116,6 +118,7 @@ export async function wsCreate(s: ServerProc): Promise<Report> {
   const total = Math.round(rate * seconds);
   const sent = new Float64Array(total);
   const ready = new Float64Array(total).fill(NaN);
+  const created = new Float64Array(total).fill(NaN);
   const readyTimes: number[] = [];
   const w = watchReady(s.url, s.creds, 'root:bench', (name, at) => {
     if (!name.startsWith('ws-')) return;
@@ -135,6 +138,7 @@ export async function wsCreate(s: ServerProc): Promise<Report> {
       const c = free.pop()!;
       const i = queue.shift()!;
       c.request('POST', WS('root:bench'), body(`ws-${i}`)).then((r) => {
+        created[i] = performance.now();
         if (r.status !== 201) { errors++; if (errorSamples.length < 5) errorSamples.push(`${r.status}: ${r.body.toString().slice(0, 200)}`); }
       }, (err) => { errors++; if (errorSamples.length < 5) errorSamples.push(String(err)); }).finally(() => { free.push(c); pump(); });
     }
@@ -155,10 +159,21 @@ export async function wsCreate(s: ServerProc): Promise<Report> {
   const deadline = sendEnd + 60_000;
   while (readyTimes.length < total && performance.now() < deadline) await sleep(20);
   const cpu = s.cpu.report(cpu0);
+  // The workspace controller's reconcile time (server-side histogram, includes the warm-up).
+  const metrics = (await admin.request('GET', '/metrics')).body.toString();
+  const reconcile = histogramQuantiles(metrics, 'controller_runtime_reconcile_time_seconds', 'controller="workspace"', [0.5, 0.99]).map((q) => round(q * 1000, 1));
   w.close(); closeClients(clients); admin.close();
   const lat: number[] = [];
   for (let i = 0; i < total; i++) if (!Number.isNaN(ready[i]!)) lat.push(ready[i]! - sent[i]!);
   const l = summarize(lat);
+  // Where the time goes: scheduled send → 201 (queueing for a connection + the create), and
+  // 201 → Ready (watch event, controller queue, reconcile, watch event).
+  const toCreated: number[] = []; const toReady: number[] = [];
+  for (let i = 0; i < total; i++) {
+    if (!Number.isNaN(created[i]!)) toCreated.push(created[i]! - sent[i]!);
+    if (!Number.isNaN(created[i]!) && !Number.isNaN(ready[i]!)) toReady.push(ready[i]! - created[i]!);
+  }
+  const lc = summarize(toCreated); const lr = summarize(toReady);
   // p99 per second of the schedule: shows whether slow creations cluster in time (stalls).
   const p99BySecond: number[] = [];
   for (let sec = 0; sec < seconds; sec++) {
@@ -171,6 +186,8 @@ export async function wsCreate(s: ServerProc): Promise<Report> {
   const result = {
     targetRatePerSec: rate, seconds, workspaces: total, ready: readyTimes.length, errors, errorSamples,
     sustainedReadyPerSec: round(sustained, 1), latencyMs: { p50: round(l.p50), p90: round(l.p90), p99: round(l.p99), max: round(l.max) }, p99BySecond,
+    sendToCreatedMs: { p50: round(lc.p50), p99: round(lc.p99) }, createdToReadyMs: { p50: round(lr.p50), p99: round(lr.p99) },
+    workspaceReconcileMsUpperBound: { p50: reconcile[0], p99: reconcile[1] },
     sendSeconds: round((sendEnd - t0) / 1000, 2), lastReadyAfterSendEndMs: round(lastReady - sendEnd, 1), cpuPctOfCore: cpu,
     note: 'open loop: request i is sent at t0 + i/rate (queued when all 64 connections are busy); latency = scheduled send → Ready event on a watch of the parent workspace. Each workspace: Workspace create, LogicalCluster create, workspace-admin ClusterRoleBinding, namespace default, LogicalCluster status, Workspace spec+status, Workspace Ready, plus the default ServiceAccount; 3–5 BullMQ jobs.',
   };
@@ -180,9 +197,25 @@ export async function wsCreate(s: ServerProc): Promise<Report> {
     rows: [{
       scenario: 'ws-create', figure: `workspace create → Ready, open loop ${rate}/s for ${seconds} s`,
       value: `${fmtInt(sustained)}/s, p99 ${round(l.p99, 1)} ms`, target: '≥ 500/s, p99 < 100 ms', met: met ? 'yes' : 'NO',
-      detail: `p50 ${round(l.p50, 1)} ms, p90 ${round(l.p90, 1)} ms, max ${round(l.max, 1)} ms; p99 per second ${p99BySecond.join('/')}; ${readyTimes.length}/${total} Ready, ${errors} errors; CPU % of a core: server ${cpu.server} (event loop thread ${cpu.serverMainThread}), redis ${cpu.redis}, loadgen ${cpu.loadgen}`,
+      detail: `p50 ${round(l.p50, 1)} ms, p90 ${round(l.p90, 1)} ms, max ${round(l.max, 1)} ms; p99 per second ${p99BySecond.join('/')}; send → 201 p50/p99 ${round(lc.p50, 1)}/${round(lc.p99, 1)} ms, 201 → Ready ${round(lr.p50, 1)}/${round(lr.p99, 1)} ms (of which reconcile ≤ ${reconcile[0]}/${reconcile[1]} ms, histogram bucket bounds); ${readyTimes.length}/${total} Ready, ${errors} errors; CPU % of a core: server ${cpu.server} (event loop thread ${cpu.serverMainThread}), redis ${cpu.redis} + queue redis ${cpu.redisQueue}, loadgen ${cpu.loadgen}`,
     }],
   };
+}
+
+/**
+ * Upper bucket bounds of quantiles of a Prometheus histogram (text format) for one label set,
+ * e.g. `histogramQuantiles(text, 'x_seconds', 'controller="workspace"', [0.5, 0.99])`.
+ */
+function histogramQuantiles(text: string, name: string, labels: string, qs: number[]): number[] {
+  const buckets: [number, number][] = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}_bucket{`) || !line.includes(labels)) continue;
+    const le = /le="([^"]+)"/.exec(line)![1]!;
+    buckets.push([le === '+Inf' ? Infinity : Number(le), Number(line.slice(line.lastIndexOf(' ') + 1))]);
+  }
+  buckets.sort((a, b) => a[0] - b[0]);
+  const total = buckets.at(-1)?.[1] ?? 0;
+  return qs.map((q) => buckets.find(([, n]) => n >= q * total)?.[0] ?? NaN);
 }
 
 function redisOf(url: string): Redis {
@@ -199,12 +232,17 @@ export async function wsMemory(s: ServerProc): Promise<Report> {
   const steps = [10_000, max].filter((n, i, a) => n <= max && a.indexOf(n) === i);
   const admin = makeClients(s.url, s.creds, 1)[0]!;
   const redis = redisOf(s.redisUrl);
+  // The controllers' queue Redis (embedded, non-persistent): counted too, though its jobs are
+  // removed once done.
+  const queueSocket = join(s.root, 'redis-queue', 'redis.sock');
+  const queueRedis = existsSync(queueSocket) ? redisOf(`unix://${queueSocket}`) : undefined;
+  const usedMemoryAll = async () => (await usedMemory(redis)) + (queueRedis ? await usedMemory(queueRedis) : 0);
   try {
     await createReady(s, admin, 'root', 'mem');
     await createMany(s, 'root:mem', Array.from({ length: 200 }, (_, i) => `warm-${i}`));
     await sleep(1000);
     const before = await s.mem();
-    const redisBefore = await usedMemory(redis);
+    const redisBefore = await usedMemoryAll();
     const keysBefore = await redis.dbsize();
     const points: Json[] = [];
     let created = 0;
@@ -214,7 +252,7 @@ export async function wsMemory(s: ServerProc): Promise<Report> {
       created = n;
       await sleep(2000); // controllers idle, watch cache applied
       const after = await s.mem();
-      const redisAfter = await usedMemory(redis);
+      const redisAfter = await usedMemoryAll();
       const rss = (after.rss - before.rss) / n;
       const heap = (after.heapUsed - before.heapUsed) / n;
       const red = (redisAfter - redisBefore) / n;
@@ -236,7 +274,7 @@ export async function wsMemory(s: ServerProc): Promise<Report> {
       result: { points, note: 'Per workspace: Workspace in the parent, LogicalCluster, workspace-admin ClusterRoleBinding, namespace default, default ServiceAccount, plus their share of the watch-event history (server) and of the Redis event stream (trimmed at ~100,000 entries, so its share shrinks as workspaces grow).' },
       rows,
     };
-  } finally { redis.disconnect(); admin.close(); }
+  } finally { redis.disconnect(); queueRedis?.disconnect(); admin.close(); }
 }
 
 /** Number of Redis keys matching a pattern (SCAN). */

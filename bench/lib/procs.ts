@@ -44,16 +44,16 @@ export function machineBusySeconds(): number {
 
 /**
  * CPU use over a period, in % of one core: the load generator (this process), the server
- * child, its Redis, and everything else on the machine (`other`: concurrent jobs disturb the
+ * child (and its event-loop thread), its storage Redis and controller-queue Redis, and everything else on the machine (`other`: concurrent jobs disturb the
  * figures when this is high).
  */
-export interface CpuReport { loadgen: number; server: number; serverMainThread: number; redis: number; other: number }
+export interface CpuReport { loadgen: number; server: number; serverMainThread: number; redis: number; redisQueue: number; other: number }
 
 /** Samples the CPU time of the load generator (this process), the server and Redis. */
 export class CpuSampler {
-  constructor(private readonly serverPid: number, private readonly redisPid: number | undefined) {}
+  constructor(private readonly serverPid: number, private readonly redisPid: number | undefined, private readonly queueRedisPid?: number) {}
 
-  snapshot(): { t: number; self: number; server: number; serverMainThread: number; redis: number; machine: number } {
+  snapshot(): { t: number; self: number; server: number; serverMainThread: number; redis: number; redisQueue: number; machine: number } {
     const u = process.cpuUsage();
     return {
       t: performance.now(),
@@ -64,6 +64,7 @@ export class CpuSampler {
       // helpers and libuv's pool.
       serverMainThread: cpuSecondsOf(this.serverPid, `task/${this.serverPid}/`),
       redis: this.redisPid ? cpuSecondsOf(this.redisPid) : NaN,
+      redisQueue: this.queueRedisPid ? cpuSecondsOf(this.queueRedisPid) : NaN,
     };
   }
 
@@ -74,7 +75,9 @@ export class CpuSampler {
     const loadgen = pct(from.self, to.self); const server = pct(from.server, to.server); const redis = pct(from.redis, to.redis);
     const machine = pct(from.machine, to.machine);
     const serverMainThread = pct(from.serverMainThread, to.serverMainThread);
-    return { loadgen, server, serverMainThread, redis, other: Math.max(0, Math.round((machine - loadgen - server - (Number.isNaN(redis) ? 0 : redis)) * 10) / 10) };
+    const redisQueue = pct(from.redisQueue, to.redisQueue);
+    const known = loadgen + server + (Number.isNaN(redis) ? 0 : redis) + (Number.isNaN(redisQueue) ? 0 : redisQueue);
+    return { loadgen, server, serverMainThread, redis, redisQueue, other: Math.max(0, Math.round((machine - known) * 10) / 10) };
   }
 }
 
@@ -115,9 +118,12 @@ export interface ServerProc {
 const live = new Map<ChildProcess, string>();
 const liveRoots = new Set<string>();
 
-/** Pid of the running redis-server of a root directory (checked against /proc, pids get reused). */
-function redisPidOf(root: string): number | undefined {
-  const pidFile = join(root, 'redis', 'redis.pid');
+/**
+ * Pid of the running storage (`redis`) or controller-queue (`redis-queue`) redis-server of a root
+ * directory (checked against /proc, pids get reused).
+ */
+function redisPidOf(root: string, dir: 'redis' | 'redis-queue' = 'redis'): number | undefined {
+  const pidFile = join(root, dir, 'redis.pid');
   try {
     const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : 0;
     if (!pid || !readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('redis-server')) return undefined;
@@ -132,8 +138,10 @@ function redisPidOf(root: string): number | undefined {
 export function killAllSync(): void {
   for (const [child, root] of live) {
     try { child.kill('SIGKILL'); } catch { /* gone */ }
-    const redisPid = redisPidOf(root);
-    if (redisPid) { try { process.kill(redisPid, 'SIGKILL'); } catch { /* gone */ } }
+    for (const dir of ['redis', 'redis-queue'] as const) {
+      const redisPid = redisPidOf(root, dir);
+      if (redisPid) { try { process.kill(redisPid, 'SIGKILL'); } catch { /* gone */ } }
+    }
   }
   live.clear();
   for (const r of liveRoots) { try { rmSync(r, { recursive: true, force: true }); } catch { /* ignore */ } }
@@ -154,7 +162,8 @@ export function removeRoot(r: string): void {
 
 /**
  * Spawns `node --expose-gc --import tsx bench/server-child.ts <root>` and waits for it to be ready.
- * `BENCH_CPU_PROF=<dir>` adds `--cpu-prof --cpu-prof-dir=<dir>/<label>` (written when it stops).
+ * `BENCH_CPU_PROF=<dir>` adds `--cpu-prof --cpu-prof-dir=<dir>/<label>` (written when it stops);
+ * `BENCH_SERVER_NODE_ARGS` adds Node/V8 flags.
  */
 export async function startServerProc(root = freshRoot(), opts: { label?: string } = {}): Promise<ServerProc> {
   const args = ['--expose-gc'];
@@ -162,6 +171,8 @@ export async function startServerProc(root = freshRoot(), opts: { label?: string
   // One directory per scenario; the main thread's profile is the largest file (tsx's loader
   // thread writes a small one too).
   if (profDir) args.push('--cpu-prof', `--cpu-prof-dir=${join(profDir, opts.label ?? 'server')}`);
+  // Experiments with V8/Node flags of the server, e.g. BENCH_SERVER_NODE_ARGS=--max-semi-space-size=64.
+  if (process.env.BENCH_SERVER_NODE_ARGS) args.push(...process.env.BENCH_SERVER_NODE_ARGS.split(/\s+/).filter(Boolean));
   args.push('--import', 'tsx', join(BENCH_DIR, 'server-child.ts'), root);
   const t0 = performance.now();
   const child: ChildProcess = spawn(process.execPath, args, { cwd: REPO_DIR, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -191,13 +202,16 @@ export async function startServerProc(root = freshRoot(), opts: { label?: string
     ready = await waitFor('ready', 30_000);
   } catch (err) {
     child.kill('SIGKILL');
-    const pid = redisPidOf(root);
-    if (pid) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+    for (const dir of ['redis', 'redis-queue'] as const) {
+      const pid = redisPidOf(root, dir);
+      if (pid) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+    }
     live.delete(child);
     throw err;
   }
   const spawnToReadyMs = performance.now() - t0;
   const redisPid = redisPidOf(root);
+  const queueRedisPid = redisPidOf(root, 'redis-queue');
   const creds: Creds = {
     ca: readFileSync(join(root, 'ca.crt'), 'utf8'),
     cert: readFileSync(join(root, 'admin.crt'), 'utf8'),
@@ -206,7 +220,7 @@ export async function startServerProc(root = freshRoot(), opts: { label?: string
   let stopped: Promise<void> | undefined;
   const proc: ServerProc = {
     root, url: String(ready.url), redisUrl: String(ready.redisUrl), startMs: Number(ready.startMs), spawnToReadyMs,
-    pid: child.pid!, redisPid, creds, cpu: new CpuSampler(child.pid!, redisPid),
+    pid: child.pid!, redisPid, creds, cpu: new CpuSampler(child.pid!, redisPid, queueRedisPid),
     async mem() {
       const p = waitFor('mem', 30_000);
       child.stdin!.write('mem\n');
@@ -221,10 +235,11 @@ export async function startServerProc(root = freshRoot(), opts: { label?: string
           clearTimeout(t);
         }
         // The child stops its redis-server; make sure of it.
-        if (redisPid) {
+        for (const pid of [redisPid, queueRedisPid]) {
+          if (!pid) continue;
           for (let i = 0; i < 100; i++) {
-            try { process.kill(redisPid, 0); } catch { break; }
-            if (i === 99) { try { process.kill(redisPid, 'SIGKILL'); } catch { /* gone */ } }
+            try { process.kill(pid, 0); } catch { break; }
+            if (i === 99) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
             await new Promise((r) => setTimeout(r, 50));
           }
         }

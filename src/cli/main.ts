@@ -18,6 +18,8 @@ Flags:
   --shard-name NAME         shard name (default "root")
   --redis-url URL           use an existing Redis (redis://HOST:PORT or unix:///path) instead of
                             starting an embedded redis-server
+  --queue-redis-url URL     Redis of the controllers' queues, needs no persistence (default: the
+                            --redis-url Redis, else a second embedded, non-persistent redis-server)
   --token-auth-file FILE    static bearer tokens, kube-apiserver CSV format
   -v, --verbose             log every request
   -h, --help                this help
@@ -35,7 +37,7 @@ export async function main(argv: string[]): Promise<number> {
       options: {
         'root-directory': { type: 'string' }, 'secure-port': { type: 'string' }, 'bind-address': { type: 'string' },
         'external-hostname': { type: 'string' }, 'shard-name': { type: 'string' }, 'redis-url': { type: 'string' },
-        'token-auth-file': { type: 'string' }, verbose: { type: 'boolean', short: 'v' }, help: { type: 'boolean', short: 'h' },
+        'queue-redis-url': { type: 'string' }, 'token-auth-file': { type: 'string' }, verbose: { type: 'boolean', short: 'v' }, help: { type: 'boolean', short: 'h' },
       },
     }));
   } catch (err) {
@@ -48,7 +50,7 @@ export async function main(argv: string[]): Promise<number> {
   const opts: ServerOptions = {
     rootDirectory: values['root-directory'], securePort: port, bindAddress: values['bind-address'],
     externalHostname: values['external-hostname'], shardName: values['shard-name'], redisUrl: values['redis-url'],
-    tokenAuthFile: values['token-auth-file'], logger: values.verbose ? { level: 'info' } : { level: 'warn' },
+    queueRedisUrl: values['queue-redis-url'], tokenAuthFile: values['token-auth-file'], logger: values.verbose ? { level: 'info' } : { level: 'warn' },
   };
   const t0 = performance.now();
   let server;

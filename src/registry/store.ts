@@ -23,7 +23,7 @@ import { BUILTIN_SCHEMAS, definitionName } from '../apis/schemas/index.js';
 import { applyConfiguration, builtinSchemaResolver, crdSchemaResolver, updateManagedFields, type SchemaResolver } from '../apimachinery/fieldmanager/index.js';
 import { pruneUnknownFields, strictErrors, unknownFieldsError, unknownFieldsPatchError, type FieldValidationMode } from '../apimachinery/pruning.js';
 import { ShardKeys } from '../storage/keys.js';
-import type { RedisStorage, WriteResult } from '../storage/redis.js';
+import type { CommitItem, RedisStorage, WriteResult } from '../storage/redis.js';
 import type { CacheEntry, WatchCache } from '../storage/watchcache.js';
 
 /** The authenticated caller (`user.Info`). */
@@ -60,6 +60,11 @@ export interface RequestScope {
 }
 
 /** Query options of list (and watch), as `metav1.ListOptions`. */
+/** One object of `Store.commit`: a create (body as for `create`) or an update (full object with its resourceVersion). */
+export type TransactionItem =
+  | { store: Store; scope: RequestScope; create: unknown; ifAbsent?: boolean }
+  | { store: Store; scope: RequestScope; update: unknown };
+
 export interface ListOptions {
   labelSelector?: string;
   fieldSelector?: string;
@@ -382,27 +387,63 @@ export class Store {
   }
 
   /**
-   * Creates several objects, of any stores of one shard, in one atomic write (a unit of work such
-   * as a new logical cluster with its initial content); objects that exist already are left as
-   * they are (`undefined` in the result, else the stored JSON). Every object is prepared exactly
-   * as by `create`; a namespaced object whose Namespace is created in the same batch skips the
-   * namespace check. Names are required (no generateName) and stores must not convert storage
-   * versions. Throws what `create` throws for an invalid object, before anything is written.
+   * Writes several objects, of any stores of one shard, in one atomic transaction (a unit of work
+   * such as a new logical cluster, its initial content and the Workspace pointing at it):
+   *
+   * - `create`: prepared exactly as by `create` (a namespaced object whose Namespace is created
+   *   in the same transaction skips the namespace check); names are required. With `ifAbsent` an
+   *   existing object is left as it is, else it fails the transaction (409 AlreadyExists);
+   * - `update`: a full object carrying the resourceVersion it was read at, prepared exactly as by
+   *   `update` (with the scope's `withStatus`, spec and status); fails the transaction with 409
+   *   Conflict when the object changed, 404 when it is gone. An update that changes nothing is
+   *   not written.
+   *
+   * Either everything is written (each object with its own revision and event, in order) or
+   * nothing: the StatusError of the first failing item is thrown, as are invalid objects,
+   * before anything is written. Returns, per item, the stored JSON (`undefined` for a skipped
+   * create). Stores must not convert storage versions.
    */
-  static async createAll(items: ReadonlyArray<{ store: Store; scope: RequestScope; body: unknown }>): Promise<Array<string | undefined>> {
+  static async commit(items: ReadonlyArray<TransactionItem>): Promise<Array<string | undefined>> {
     if (!items.length) return [];
-    const newNamespaces = new Set(items.filter((i) => i.store.groupResource === 'core/namespaces')
-      .map((i) => `${i.scope.cluster}/${(i.body as KubeObject).metadata?.name ?? ''}`));
-    const prepared: Array<{ objectKey: string; obj: KubeObject }> = [];
-    for (const { store, scope, body } of items) {
-      if (store.desc.storage) throw new Error(`createAll: ${store.desc.kind} converts its storage version`);
-      const ns = store.desc.namespaced ? (scope.namespace ?? (body as KubeObject).metadata?.namespace ?? '') : '';
-      const { obj, generated } = await store.prepareCreate(scope, body, false, newNamespaces.has(`${scope.cluster}/${ns}`));
-      if (generated) throw new Error('createAll: objects need a name');
-      prepared.push({ objectKey: store.objectKey(scope, obj.metadata.name!), obj });
+    const newNamespaces = new Set(items.filter((i) => 'create' in i && i.store.groupResource === 'core/namespaces')
+      .map((i) => `${i.scope.cluster}/${((i as { create: unknown }).create as KubeObject).metadata?.name ?? ''}`));
+    const ops: CommitItem[] = [];
+    const unchanged = new Map<number, string>();
+    for (const item of items) {
+      const { store, scope } = item;
+      if (store.desc.storage) throw new Error(`commit: ${store.desc.kind} converts its storage version`);
+      if ('create' in item) {
+        const body = item.create;
+        const ns = store.desc.namespaced ? (scope.namespace ?? (body as KubeObject).metadata?.namespace ?? '') : '';
+        const { obj, generated } = await store.prepareCreate(scope, body, false, newNamespaces.has(`${scope.cluster}/${ns}`));
+        if (generated) throw new Error('commit: objects need a name');
+        ops.push({ op: 'create', objectKey: store.objectKey(scope, obj.metadata.name!), obj, ifAbsent: item.ifAbsent });
+        continue;
+      }
+      const next = store.checkBody(item.update, scope);
+      const name = next.metadata.name;
+      const precondition = next.metadata.resourceVersion;
+      if (!name || !precondition) throw new Error('commit: an update needs the name and resourceVersion it was read at');
+      const key = store.objectKey(scope, name);
+      const cached = store.backend.cache.getEntry(store.groupResource, scope.cluster, store.desc.namespaced ? scope.namespace ?? '' : '', name);
+      const old = cached && String(cached.rv) === precondition ? store.decode(cached.json) : await store.readCurrent(key);
+      if (!old) throw notFound(store.gr, name);
+      const u = store.prepareUpdate(scope, old, next, undefined, precondition);
+      if (u.action === 'delete') throw new Error('commit: an update may not complete a deletion');
+      if (u.action === 'none') { unchanged.set(ops.length + unchanged.size, JSON.stringify(old)); continue; }
+      ops.push({ op: 'update', objectKey: key, obj: u.merged, expectedRv: u.oldRv });
     }
-    const results = await items[0]!.store.backend.storage.createMany(prepared);
-    return results.map((r) => (r.ok ? r.json : undefined));
+    const res = await items[0]!.store.backend.storage.commit(ops);
+    // Items written, in order, between the unchanged updates that were not sent.
+    const opIndex: number[] = [];
+    for (let n = 0, k = 0; n < items.length; n++) opIndex.push(unchanged.has(n) ? -1 : k++);
+    if (!res.ok) {
+      const failed = items[opIndex.indexOf(res.index)]!;
+      const name = ops[res.index]!.obj.metadata.name!;
+      if (res.reason === 'exists') throw alreadyExists(failed.store.gr, name);
+      throw failed.store.writeFailure(res.reason, name);
+    }
+    return items.map((_, n) => (opIndex[n] === -1 ? unchanged.get(n) : res.written[opIndex[n]!]));
   }
 
   private prepareMetaForCreate(meta: ObjectMeta): void {
@@ -560,6 +601,19 @@ export class Store {
    * and completes a pending deletion when the last finalizer is gone.
    */
   private async applyUpdate(scope: RequestScope, key: string, old: KubeObject, next: KubeObject, subresource: string | undefined, precondition: string | undefined, applied = false): Promise<string> {
+    const u = this.prepareUpdate(scope, old, next, subresource, precondition, applied);
+    if (u.action === 'none') return JSON.stringify(old);
+    if (scope.dryRun) return JSON.stringify(u.merged);
+    const res = await this.persist(u.action, key, u.merged, u.oldRv);
+    if (res.ok) return res.json;
+    throw this.writeFailure(res.reason, old.metadata.name!);
+  }
+
+  /**
+   * Everything an update does before writing (`applyUpdate`): the object to write and whether
+   * the write is an update, the delete that completes a pending deletion, or nothing (no change).
+   */
+  private prepareUpdate(scope: RequestScope, old: KubeObject, next: KubeObject, subresource: string | undefined, precondition: string | undefined, applied = false): { action: 'update' | 'delete' | 'none'; merged: KubeObject; oldRv: string } {
     const oldRv = old.metadata.resourceVersion!;
     if (precondition && precondition !== oldRv) {
       throw conflict(this.gr, old.metadata.name!, 'the object has been modified; please apply your changes to the latest version and try again');
@@ -597,16 +651,9 @@ export class Store {
     this.validate(merged, old);
     if (!applied) this.trackUpdate(old, merged, scope, subresource);
     m.resourceVersion = oldRv;
-    if (sameContent(old, merged)) return JSON.stringify(old);
-    if (scope.dryRun) return JSON.stringify(merged);
-    if (m.deletionTimestamp && !m.finalizers?.length && !this.desc.strategy?.deletionPending?.(merged)) {
-      const res = await this.persist('delete', key, merged, oldRv);
-      if (res.ok) return res.json;
-      throw this.writeFailure(res.reason, o.name!);
-    }
-    const res = await this.persist('update', key, merged, oldRv);
-    if (res.ok) return res.json;
-    throw this.writeFailure(res.reason, o.name!);
+    if (sameContent(old, merged)) return { action: 'none', merged, oldRv };
+    const deleting = m.deletionTimestamp && !m.finalizers?.length && !this.desc.strategy?.deletionPending?.(merged);
+    return { action: deleting ? 'delete' : 'update', merged, oldRv };
   }
 
   private writeFailure(reason: 'exists' | 'conflict' | 'notfound', name: string): StatusError {

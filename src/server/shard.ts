@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { ensurePki } from '../pki/store.js';
 import { buildKubeconfig } from '../pki/kubeconfig.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../storage/embedded.js';
-import { RedisStorage } from '../storage/redis.js';
+import { RedisStorage, connectRedis } from '../storage/redis.js';
 import { WatchCache } from '../storage/watchcache.js';
 import { ShardKeys } from '../storage/keys.js';
 import { Store, type RequestScope, type StoreBackend } from '../registry/store.js';
@@ -49,6 +49,11 @@ export interface ServerOptions {
   shardName?: string;
   /** External Redis (`redis://…` or `unix://…`); without it an embedded redis-server is started. */
   redisUrl?: string;
+  /**
+   * Redis of the controllers' queues (needs no persistence). Default: with `redisUrl` the same
+   * Redis, else a second embedded, non-persistent redis-server.
+   */
+  queueRedisUrl?: string;
   /** Static token file (kube-apiserver CSV format). */
   tokenAuthFile?: string;
   /** Watch events kept in memory for resuming watches. */
@@ -96,9 +101,18 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     hostnames: external && !isIP(external) ? [external] : [],
     ipAddresses: [...(external && isIP(external) ? [external] : []), ...(bindAddress !== '0.0.0.0' && bindAddress !== '::' && isIP(bindAddress) ? [bindAddress] : [])],
   });
-  let embedded: EmbeddedRedis | undefined;
-  const redisUrl = options.redisUrl ?? (embedded = await startEmbeddedRedis(root)).url;
+  const embedded: EmbeddedRedis[] = [];
+  const stopEmbedded = async () => { for (const e of embedded.splice(0)) await e.stop().catch(() => undefined); };
   const cleanups: (() => Promise<void>)[] = [];
+  let redisUrl: string;
+  let queueRedisUrl: string;
+  try {
+    redisUrl = options.redisUrl ?? (embedded[embedded.length] = await startEmbeddedRedis(root)).url;
+    queueRedisUrl = options.queueRedisUrl ?? (options.redisUrl ?? (embedded[embedded.length] = await startEmbeddedRedis(root, 'queue')).url);
+  } catch (err) {
+    await stopEmbedded();
+    throw err;
+  }
   try {
     const storage = new RedisStorage({ url: redisUrl, shard, streamMaxLen: options.streamMaxLen });
     cleanups.push(() => storage.close());
@@ -190,8 +204,18 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await bootstrapShard(storeOf, masters, { name: shard, baseURL: url, externalURL: url, virtualWorkspaceURL: url });
 
     if (options.controllers ?? true) {
+      // The queues' connection: the controllers' queue thread connects to its server, and its
+      // reconnects (the queue Redis restarted, queues possibly lost) make every informer
+      // enqueue all its objects again.
+      const queueConnection = queueRedisUrl === redisUrl ? storage.client : connectRedis(queueRedisUrl, { enableOfflineQueue: true });
+      if (queueConnection !== storage.client) {
+        queueConnection.on('error', () => undefined);
+        let connected = false;
+        queueConnection.on('ready', () => { if (connected) cache.relist(); connected = true; });
+        cleanups.unshift(async () => { queueConnection.disconnect(); });
+      }
       const stop = await startControllers({
-        shard, url, connection: storage.client, cache, backend, registry, index, types, metrics: metrics.controllers,
+        shard, url, connection: queueConnection, cache, backend, registry, index, types, metrics: metrics.controllers,
         storeOf, masters, log: app.log,
       });
       cleanups.unshift(stop);
@@ -225,14 +249,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           ready = false;
           hub.closeAll();
           for (const c of cleanups) await c().catch(() => undefined);
-          await embedded?.stop();
+          await stopEmbedded();
         })();
         return stopping;
       },
     };
   } catch (err) {
     for (const c of cleanups) await c().catch(() => undefined);
-    await embedded?.stop();
+    await stopEmbedded();
     throw err;
   }
 }

@@ -3,6 +3,11 @@
  * its data under `<root>/redis`, AOF with `appendfsync always` (an acknowledged write survives
  * kill -9, DESIGN.md "Durability"), listening only on a unix socket (or loopback when the socket
  * path is too long), stopped with the server.
+ *
+ * The controllers' queues get a second, non-persistent instance (`<root>/redis-queue`): queue
+ * state is rebuilt from the watch cache whenever it is lost (informers enqueue every object at
+ * start and after a reconnect), so it needs no fsync per write, and keeping its Lua scripts and
+ * churn out of the storage instance keeps storage writes' fsyncs and AOF rewrites small.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -59,13 +64,14 @@ async function stopOrphan(pidFile: string): Promise<void> {
 }
 
 /**
- * Starts `redis-server` for a root directory and waits until it answers PING.
- * Throws RedisServerMissingError when it is not installed, or an Error with Redis's own output
- * when it fails to start.
+ * Starts `redis-server` for a root directory and waits until it answers PING: the storage
+ * instance (`<root>/redis`, AOF fsync always), or with `role: 'queue'` the controller-queue
+ * instance (`<root>/redis-queue`, no persistence). Throws RedisServerMissingError when it is not
+ * installed, or an Error with Redis's own output when it fails to start.
  */
-export async function startEmbeddedRedis(rootDirectory: string): Promise<EmbeddedRedis> {
+export async function startEmbeddedRedis(rootDirectory: string, role: 'storage' | 'queue' = 'storage'): Promise<EmbeddedRedis> {
   if (!hasRedisServer()) throw new RedisServerMissingError();
-  const dir = resolve(rootDirectory, 'redis');
+  const dir = resolve(rootDirectory, role === 'queue' ? 'redis-queue' : 'redis');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const pidFile = join(dir, 'redis.pid');
   await stopOrphan(pidFile);
@@ -73,7 +79,7 @@ export async function startEmbeddedRedis(rootDirectory: string): Promise<Embedde
   const useSocket = Buffer.byteLength(socket) < 100;
   const port = useSocket ? 0 : await freePort();
   const args = [
-    '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '',
+    '--dir', dir, ...(role === 'queue' ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'always']), '--save', '',
     '--pidfile', pidFile, '--daemonize', 'no', '--protected-mode', 'yes', '--bind', '127.0.0.1',
     '--port', String(port), '--loglevel', 'warning', '--logfile', '',
   ];

@@ -4,7 +4,7 @@
  */
 import { Redis, type RedisOptions } from 'ioredis';
 import { ShardKeys } from './keys.js';
-import { CREATE_MANY_SCRIPT, WRITE_SCRIPT } from './scripts.js';
+import { COMMIT_SCRIPT, WRITE_SCRIPT } from './scripts.js';
 import { unavailable } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 
@@ -36,6 +36,16 @@ export type WriteResult =
   | { ok: true; rv: string; json: string }
   | { ok: false; reason: 'exists' | 'conflict'; current: string }
   | { ok: false; reason: 'notfound' };
+
+/** One object of a transaction (`RedisStorage.commit`). */
+export type CommitItem =
+  | { op: 'create'; objectKey: string; obj: KubeObject; ifAbsent?: boolean }
+  | { op: 'update'; objectKey: string; obj: KubeObject; expectedRv?: string };
+
+/** Outcome of a transaction: the stored JSON per item, or the first item whose precondition failed. */
+export type CommitResult =
+  | { ok: true; written: Array<string | undefined> }
+  | { ok: false; index: number; reason: 'exists' | 'notfound' | 'conflict' };
 
 /** Options of the Redis connection used by a shard. */
 export interface RedisStorageOptions {
@@ -86,7 +96,7 @@ export class RedisStorage {
     this.client = connectRedis(options.url, { enableAutoPipelining: true });
     this.client.on('error', () => { /* reconnects by itself; requests answer 503 meanwhile */ });
     this.client.defineCommand('kcpWrite', { numberOfKeys: 3, lua: WRITE_SCRIPT });
-    this.client.defineCommand('kcpCreateMany', { lua: CREATE_MANY_SCRIPT });
+    this.client.defineCommand('kcpCommit', { lua: COMMIT_SCRIPT });
     this.maxLen = String(options.streamMaxLen ?? 100_000);
   }
 
@@ -153,21 +163,28 @@ export class RedisStorage {
   }
 
   /**
-   * Creates several objects atomically in one round trip, each only if its key is absent
-   * (CREATE_MANY_SCRIPT). Returns, per object, the stored JSON or `exists`.
+   * Writes several objects in one atomic transaction, one round trip (COMMIT_SCRIPT): creates
+   * (`ifAbsent`: skipped when the key exists, else the key must be free) and updates (the key
+   * must exist, at `expectedRv` when given). If a precondition fails nothing is written and the
+   * result names the first failing item; else it holds, per item, the stored JSON (`undefined`
+   * for a skipped create).
    */
-  async createMany(items: ReadonlyArray<{ objectKey: string; obj: KubeObject }>): Promise<Array<{ ok: true; rv: string; json: string } | { ok: false; reason: 'exists' }>> {
-    if (!items.length) return [];
+  async commit(items: ReadonlyArray<CommitItem>): Promise<CommitResult> {
+    if (!items.length) return { ok: true, written: [] };
     const parts = items.map((i) => splitAroundRevision(i.obj));
     const keys = items.map((i) => this.keys.redisKey(i.objectKey));
     const args: string[] = [this.maxLen];
-    items.forEach((item, n) => { args.push(parts[n]![0], parts[n]![1], item.objectKey); });
+    items.forEach((item, n) => {
+      const op = item.op === 'update' ? 'u' : item.ifAbsent ? 'a' : 'c';
+      args.push(op, item.op === 'update' ? item.expectedRv ?? '' : '', parts[n]![0], parts[n]![1], item.objectKey);
+    });
     let res: string[];
     try {
-      res = await (this.client as unknown as { kcpCreateMany: (...a: (string | number)[]) => Promise<string[]> }).kcpCreateMany(
+      res = await (this.client as unknown as { kcpCommit: (...a: (string | number)[]) => Promise<string[]> }).kcpCommit(
         2 + keys.length, this.keys.rv, this.keys.events, ...keys, ...args);
     } catch (err) { return mapRedisError(err); }
-    return res.map((r, n) => (r === 'exists' ? { ok: false, reason: 'exists' } : { ok: true, rv: r, json: parts[n]![0] + r + parts[n]![1] }));
+    if (res[0] !== 'ok') return { ok: false, index: Number(res[1]) - 1, reason: res[2] as 'exists' | 'notfound' | 'conflict' };
+    return { ok: true, written: res.slice(1).map((rv, n) => (rv === '' ? undefined : parts[n]![0] + rv + parts[n]![1])) };
   }
 
   /** Closes the connection. */

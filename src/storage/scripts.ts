@@ -42,27 +42,52 @@ return {'ok', tostring(rv)}
 `;
 
 /**
- * Creates several objects atomically, each only if absent — the write of a unit of work (a new
- * logical cluster and its initial content) in one round trip. Same revision and event rules as
- * WRITE_SCRIPT: each created object gets its own revision and its own ADDED event, in order.
+ * A transaction over several objects — a unit of work such as a new logical cluster, its initial
+ * content and the Workspace that now points at it — in one round trip. First every precondition
+ * is checked; if one fails nothing is written. Then each written object gets its own revision
+ * and its own event, in order (same rules as WRITE_SCRIPT).
  *
  * KEYS[1] resourceVersion counter, KEYS[2] event stream, KEYS[3..] the objects' keys.
- * ARGV[1] approximate stream length kept; then per object three values: the JSON prefix and
- * suffix around its resourceVersion, and the object key written into the stream entry.
+ * ARGV[1] approximate stream length kept; then per object five values: the operation (`c`
+ * create, failing if the key exists; `a` create if absent, else skip; `u` update, failing if the
+ * key is missing or — with an expected revision — stored at another one), the expected
+ * revision (`''` = none), the JSON prefix and suffix around its resourceVersion, and the object
+ * key written into the stream entry.
  *
- * Returns one value per object: its new revision, or `exists` (left unchanged).
+ * Returns `{'ok', rv1, rv2, …}` (`''` for a skipped create) or `{'abort', index, reason}` with
+ * the 1-based index of the first failing object and `exists`, `notfound` or `conflict`.
  */
-export const CREATE_MANY_SCRIPT = `
-local out = {}
-for i = 3, #KEYS do
-  local j = 2 + (i - 3) * 3
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    out[#out + 1] = 'exists'
+export const COMMIT_SCRIPT = `
+local n = #KEYS - 2
+local skip = {}
+for i = 1, n do
+  local j = 2 + (i - 1) * 5
+  local op = ARGV[j]
+  if op == 'u' then
+    local cur = redis.call('GET', KEYS[i + 2])
+    if not cur then return {'abort', tostring(i), 'notfound'} end
+    if ARGV[j + 1] ~= '' then
+      local _, e = string.find(cur, '"resourceVersion":"', 1, true)
+      local q = string.find(cur, '"', e + 1, true)
+      if string.sub(cur, e + 1, q - 1) ~= ARGV[j + 1] then return {'abort', tostring(i), 'conflict'} end
+    end
+  elseif redis.call('EXISTS', KEYS[i + 2]) == 1 then
+    if op == 'c' then return {'abort', tostring(i), 'exists'} end
+    skip[i] = true
+  end
+end
+local out = {'ok'}
+for i = 1, n do
+  if skip[i] then
+    out[#out + 1] = ''
   else
+    local j = 2 + (i - 1) * 5
     local rv = redis.call('INCR', KEYS[1])
-    local obj = ARGV[j] .. rv .. ARGV[j + 1]
-    redis.call('SET', KEYS[i], obj)
-    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], rv .. '-0', 't', 'ADDED', 'k', ARGV[j + 2], 'o', obj)
+    local obj = ARGV[j + 2] .. rv .. ARGV[j + 3]
+    redis.call('SET', KEYS[i + 2], obj)
+    local etype = 'ADDED'
+    if ARGV[j] == 'u' then etype = 'MODIFIED' end
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], rv .. '-0', 't', etype, 'k', ARGV[j + 4], 'o', obj)
     out[#out + 1] = tostring(rv)
   end
 end

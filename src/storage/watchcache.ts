@@ -419,6 +419,15 @@ export class WatchCache {
   }
 
   /**
+   * Tells every subscriber to rebuild from the current contents, as after a resynchronisation
+   * (without reloading): informers enqueue every object again, e.g. when the controllers' queue
+   * Redis restarted and its jobs may be lost.
+   */
+  relist(): void {
+    for (const l of this.listeners) l(undefined);
+  }
+
+  /**
    * Subscribes to every applied event of the shard (informers of controllers, derived indexes).
    * The listener gets `undefined` after a resynchronisation: derived state must be rebuilt.
    * Returns the unsubscribe function.

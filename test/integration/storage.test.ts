@@ -5,7 +5,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RedisStorage } from '../../src/storage/redis.js';
+import { RedisStorage, type CommitItem } from '../../src/storage/redis.js';
 import { startRedis, type TestRedis } from '../helpers.js';
 
 let redis: TestRedis;
@@ -19,27 +19,48 @@ after(async () => { await storage?.close(); await redis?.stop(); });
 
 const cm = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default' }, data: { a: name } });
 
-test('createMany: one revision and one ADDED event per created object, in order; existing objects untouched', async () => {
+test('commit: one revision and one event per written object, in order; ifAbsent skips existing objects', async () => {
   const first = await storage.write('create', 'core/configmaps/c1/default/existing', cm('existing'));
   assert.ok(first.ok);
-  const res = await storage.createMany([
-    { objectKey: 'core/configmaps/c1/default/a', obj: cm('a') },
-    { objectKey: 'core/configmaps/c1/default/existing', obj: cm('changed') },
-    { objectKey: 'core/configmaps/c1/default/b', obj: cm('b') },
+  const toUpdate = await storage.write('create', 'core/configmaps/c1/default/u', cm('u'));
+  assert.ok(toUpdate.ok);
+  const res = await storage.commit([
+    { op: 'create', objectKey: 'core/configmaps/c1/default/a', obj: cm('a') },
+    { op: 'create', objectKey: 'core/configmaps/c1/default/existing', obj: cm('changed'), ifAbsent: true },
+    { op: 'create', objectKey: 'core/configmaps/c1/default/b', obj: cm('b') },
+    { op: 'update', objectKey: 'core/configmaps/c1/default/u', obj: { ...cm('u'), data: { a: 'updated' } }, expectedRv: toUpdate.rv },
   ]);
-  assert.equal(res.length, 3);
-  assert.ok(res[0]!.ok && res[2]!.ok);
-  assert.deepEqual(res[1], { ok: false, reason: 'exists' });
-  const rvA = Number((res[0] as { rv: string }).rv);
-  const rvB = Number((res[2] as { rv: string }).rv);
-  assert.equal(rvB, rvA + 1, 'dense revisions');
-  const stored = JSON.parse((await storage.get('core/configmaps/c1/default/a'))!);
-  assert.equal(stored.metadata.resourceVersion, String(rvA));
+  assert.ok(res.ok);
+  assert.equal(res.written.length, 4);
+  assert.equal(res.written[1], undefined, 'existing object skipped');
+  const rvs = [0, 2, 3].map((n) => Number(JSON.parse(res.written[n]!).metadata.resourceVersion));
+  assert.deepEqual(rvs, [rvs[0], rvs[0]! + 1, rvs[0]! + 2], 'dense revisions');
+  assert.equal(JSON.parse((await storage.get('core/configmaps/c1/default/a'))!).metadata.resourceVersion, String(rvs[0]));
   assert.equal(JSON.parse((await storage.get('core/configmaps/c1/default/existing'))!).data.a, 'existing', 'left alone');
-  const events = await storage.client.xrange('{st}:events', `${rvA}-0`, `${rvB}-0`);
+  assert.equal(JSON.parse((await storage.get('core/configmaps/c1/default/u'))!).data.a, 'updated');
+  const events = await storage.client.xrange('{st}:events', `${rvs[0]}-0`, `${rvs[2]}-0`);
   assert.deepEqual(events.map(([id, f]) => [id, f[1], f[3]]), [
-    [`${rvA}-0`, 'ADDED', 'core/configmaps/c1/default/a'],
-    [`${rvB}-0`, 'ADDED', 'core/configmaps/c1/default/b'],
+    [`${rvs[0]}-0`, 'ADDED', 'core/configmaps/c1/default/a'],
+    [`${rvs[1]}-0`, 'ADDED', 'core/configmaps/c1/default/b'],
+    [`${rvs[2]}-0`, 'MODIFIED', 'core/configmaps/c1/default/u'],
   ]);
-  assert.deepEqual(await storage.createMany([]), []);
+  assert.deepEqual(await storage.commit([]), { ok: true, written: [] });
+});
+
+test('commit: a failed precondition writes nothing and names the item', async () => {
+  const u = await storage.write('create', 'core/configmaps/c2/default/u', cm('u'));
+  assert.ok(u.ok);
+  await storage.write('create', 'core/configmaps/c2/default/taken', cm('taken'));
+  const rv0 = Number(await storage.client.get('{st}:rv'));
+  const fresh = { op: 'create' as const, objectKey: 'core/configmaps/c2/default/fresh', obj: cm('fresh') };
+  const cases: Array<[CommitItem, string]> = [
+    [{ op: 'create', objectKey: 'core/configmaps/c2/default/taken', obj: cm('taken') }, 'exists'],
+    [{ op: 'update', objectKey: 'core/configmaps/c2/default/u', obj: cm('u'), expectedRv: String(Number(u.rv) - 1) }, 'conflict'],
+    [{ op: 'update', objectKey: 'core/configmaps/c2/default/gone', obj: cm('gone') }, 'notfound'],
+  ];
+  for (const [item, reason] of cases) {
+    assert.deepEqual(await storage.commit([fresh, item]), { ok: false, index: 1, reason });
+    assert.equal(await storage.get('core/configmaps/c2/default/fresh'), null, `${reason}: nothing written`);
+    assert.equal(Number(await storage.client.get('{st}:rv')), rv0, `${reason}: no revision used`);
+  }
 });

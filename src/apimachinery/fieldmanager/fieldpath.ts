@@ -165,6 +165,12 @@ export function pathString(path: Path): string {
   return path.map(pathElementString).join('');
 }
 
+/** FieldsV1 order of serialised elements: field keys (`f:`) compare as their names. */
+function compareItems(a: { k: string; pe: PathElement }, b: { k: string; pe: PathElement }): number {
+  if (a.k.charCodeAt(0) === 102 && b.k.charCodeAt(0) === 102) return compareStrings(a.k, b.k); // both 'f:'
+  return comparePathElements(a.pe, b.pe);
+}
+
 function peRank(pe: PathElement): number {
   return 'field' in pe ? 0 : 'key' in pe ? 1 : 'value' in pe ? 2 : 3;
 }
@@ -192,12 +198,18 @@ export function comparePathElements(a: PathElement, b: PathElement): number {
 // Sets
 // ---------------------------------------------------------------------------------------------
 
-/** A set of field paths (SMD `fieldpath.Set`). Mutating methods return `this`; set algebra returns new sets. */
+/**
+ * A set of field paths (SMD `fieldpath.Set`). Mutating methods (`insert`, `child`) are for
+ * building a set; once built a set is not changed again, so set algebra returns new sets that
+ * share unchanged subtrees with their inputs.
+ */
 export class FieldSet {
   /** Path elements owned at this level, keyed by their FieldsV1 serialisation. */
   readonly members = new Map<string, PathElement>();
   /** Sub-sets below a path element, keyed by its FieldsV1 serialisation. */
   readonly children = new Map<string, { pe: PathElement; set: FieldSet }>();
+  /** The FieldsV1 this set was read from, when the caller vouched for it being canonical. */
+  private encoded: Record<string, unknown> | undefined;
 
   /** A set holding `paths`. */
   static of(...paths: Path[]): FieldSet {
@@ -209,6 +221,7 @@ export class FieldSet {
   /** Adds a path (the empty path is ignored, as the root is never a member). */
   insert(path: Path): this {
     if (path.length === 0) return this;
+    this.encoded = undefined;
     let s: FieldSet = this;
     for (let i = 0; i < path.length - 1; i++) s = s.child(path[i]!);
     const last = path[path.length - 1]!;
@@ -216,9 +229,9 @@ export class FieldSet {
     return this;
   }
 
-  /** The child set below `pe`, created when absent. */
-  child(pe: PathElement): FieldSet {
-    const k = serializePathElement(pe);
+  /** The child set below `pe` (serialised: `k`), created when absent. */
+  child(pe: PathElement, k = serializePathElement(pe)): FieldSet {
+    this.encoded = undefined;
     let c = this.children.get(k);
     if (!c) {
       c = { pe, set: new FieldSet() };
@@ -261,7 +274,7 @@ export class FieldSet {
     for (const k of keys) {
       const a = this.children.get(k);
       const b = other.children.get(k);
-      const set = a && b ? a.set.union(b.set) : (a ?? b)!.set.clone();
+      const set = a && b ? a.set.union(b.set) : (a ?? b)!.set;
       if (!set.empty()) out.children.set(k, { pe: (a ?? b)!.pe, set });
     }
     return out;
@@ -273,7 +286,7 @@ export class FieldSet {
     for (const [k, pe] of this.members) if (!other.members.has(k)) out.members.set(k, pe);
     for (const [k, a] of this.children) {
       const b = other.children.get(k);
-      const set = b ? a.set.difference(b.set) : a.set.clone();
+      const set = b ? a.set.difference(b.set) : a.set;
       if (!set.empty()) out.children.set(k, { pe: a.pe, set });
     }
     return out;
@@ -326,31 +339,39 @@ export class FieldSet {
     return out;
   }
 
-  /** The set as `metav1.FieldsV1` JSON (SMD `Set.ToJSON`). */
+  /**
+   * The set as `metav1.FieldsV1` JSON (SMD `Set.ToJSON`). A set read with `canonical` returns
+   * the object it was read from (callers must not modify it).
+   */
   toFieldsV1(): Record<string, unknown> {
-    return this.emit(false);
+    return this.encoded ?? this.emit(false);
   }
 
   private emit(includeSelf: boolean): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     if (includeSelf) out['.'] = {};
-    const items: Array<{ pe: PathElement; member: boolean; set?: FieldSet }> = [];
+    const items: Array<{ k: string; pe: PathElement; member: boolean; set?: FieldSet }> = [];
     for (const [k, pe] of this.members) {
       const c = this.children.get(k);
-      items.push({ pe, member: true, set: c && !c.set.empty() ? c.set : undefined });
+      items.push({ k, pe, member: true, set: c && !c.set.empty() ? c.set : undefined });
     }
     for (const [k, c] of this.children) {
-      if (!this.members.has(k) && !c.set.empty()) items.push({ pe: c.pe, member: false, set: c.set });
+      if (!this.members.has(k) && !c.set.empty()) items.push({ k, pe: c.pe, member: false, set: c.set });
     }
-    items.sort((a, b) => comparePathElements(a.pe, b.pe));
-    for (const it of items) out[serializePathElement(it.pe)] = it.set ? it.set.emit(it.member) : {};
+    items.sort(compareItems);
+    for (const it of items) out[it.k] = it.set ? it.set.emit(it.member) : {};
     return out;
   }
 
-  /** Parses `metav1.FieldsV1` JSON (SMD `Set.FromJSON`); throws on malformed input. */
-  static fromFieldsV1(json: unknown): FieldSet {
+  /**
+   * Parses `metav1.FieldsV1` JSON (SMD `Set.FromJSON`); throws on malformed input. With
+   * `canonical` (JSON this code encoded, e.g. the stored object's managedFields) `toFieldsV1`
+   * returns `json` itself instead of encoding the set again.
+   */
+  static fromFieldsV1(json: unknown, canonical = false): FieldSet {
     const s = new FieldSet();
     s.read(json);
+    if (canonical) s.encoded = json as Record<string, unknown>;
     return s;
   }
 

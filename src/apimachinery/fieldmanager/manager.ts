@@ -74,8 +74,12 @@ function printManager(key: string): string {
   return s;
 }
 
-/** `DecodeManagedFields`: throws on invalid entries or duplicate managers. */
-function decodeManagedFields(entries: ManagedFieldsEntry[] | undefined): Managed {
+/**
+ * `DecodeManagedFields`: throws on invalid entries or duplicate managers. `stored`: the entries
+ * are the stored object's (encoded here), so an entry left unchanged is written back as it was
+ * instead of being encoded again.
+ */
+function decodeManagedFields(entries: ManagedFieldsEntry[] | undefined, stored = false): Managed {
   const out: Managed = new Map();
   for (const e of entries ?? []) {
     if (e === null || typeof e !== 'object') throw new Error('managedFields entries must be objects');
@@ -91,7 +95,7 @@ function decodeManagedFields(entries: ManagedFieldsEntry[] | undefined): Managed
       apiVersion: e.apiVersion ?? '',
       subresource: e.subresource || undefined,
       time: e.time,
-      set: e.fieldsV1 ? FieldSet.fromFieldsV1(e.fieldsV1) : new FieldSet(),
+      set: e.fieldsV1 ? FieldSet.fromFieldsV1(e.fieldsV1, stored) : new FieldSet(),
     });
   }
   return out;
@@ -170,12 +174,14 @@ function smdUpdate(oldV: unknown, newV: unknown, t: TypeNode, managers: Managed,
     if (!c.empty()) conflicts.set(key, c);
   }
   if (!force && conflicts.size) throw new ConflictsError(conflicts);
+  const removed = !cmp.removed.empty();
   for (const [key, r] of managers) {
     if (key === workflow) continue;
-    let s = r.set;
     const c = conflicts.get(key);
+    if (!c && !removed) continue; // unchanged: keeps its set (and encoding)
+    let s = r.set;
     if (c) s = s.difference(c);
-    if (!cmp.removed.empty()) s = s.difference(cmp.removed);
+    if (removed) s = s.difference(cmp.removed);
     if (s.empty()) managers.delete(key);
     else managers.set(key, { ...r, set: s });
   }
@@ -253,7 +259,7 @@ export function updateManagedFields(
   }
   if (!managed) {
     try {
-      managed = decodeManagedFields(live?.metadata?.managedFields);
+      managed = decodeManagedFields(live?.metadata?.managedFields, true);
     } catch {
       return [];
     }
@@ -403,7 +409,7 @@ export function applyConfiguration(
   const t = rootType(schema);
   let managed: Managed;
   try {
-    managed = decodeManagedFields(live?.metadata?.managedFields);
+    managed = decodeManagedFields(live?.metadata?.managedFields, true);
   } catch (e) {
     throw internalError(`failed to decode managed fields: ${(e as Error).message}`);
   }

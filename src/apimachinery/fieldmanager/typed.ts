@@ -128,10 +128,13 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 /** Concrete type of a value under `t`: deduced types follow the value's shape. */
+const DEDUCED_MAP: TypeNode = { kind: 'map', atomic: false, fields: new Map(), elem: () => DEDUCED };
+const DEDUCED_LIST: TypeNode = { kind: 'list', atomic: true, keys: [], elem: () => DEDUCED, elemDefaults: {} };
+
 function concrete(t: TypeNode, v: unknown): TypeNode {
   if (t.kind !== 'deduced') return t;
-  if (isObject(v)) return { kind: 'map', atomic: false, fields: new Map(), elem: () => DEDUCED };
-  if (Array.isArray(v)) return { kind: 'list', atomic: true, keys: [], elem: () => DEDUCED, elemDefaults: {} };
+  if (isObject(v)) return DEDUCED_MAP;
+  if (Array.isArray(v)) return DEDUCED_LIST;
   return SCALAR;
 }
 
@@ -175,7 +178,7 @@ function where(path: Path, msg: string): TypedError {
  */
 export function toFieldSet(value: unknown, t: TypeNode, allowDuplicates = true): FieldSet {
   const set = new FieldSet();
-  walkFieldSet(value, t, [], set, allowDuplicates, false);
+  walkFieldSet(value, t, set, undefined, undefined, '', undefined, allowDuplicates, false);
   return set;
 }
 
@@ -186,73 +189,93 @@ export function toFieldSet(value: unknown, t: TypeNode, allowDuplicates = true):
  */
 export function addedFieldSet(value: unknown, t: TypeNode): FieldSet {
   const set = new FieldSet();
-  walkFieldSet(value, t, [], set, true, true);
+  walkFieldSet(value, t, set, undefined, undefined, '', undefined, true, true);
   return set;
 }
 
-function walkFieldSet(v: unknown, t0: TypeNode, path: Path, set: FieldSet, allowDup: boolean, mapNodes: boolean): void {
+/** A path as a chain from its last element up (cheap to extend; made a `Path` only for errors). */
+interface PathLink { pe: PathElement; up: PathLink | undefined }
+
+function pathOf(link: PathLink | undefined): Path {
+  const p: Path = [];
+  for (let l = link; l; l = l.up) p.push(l.pe);
+  return p.reverse();
+}
+
+/**
+ * Adds the fields of `v` (at path `at`) to the set. `node` is the set at v's path when known
+ * (the root); else it is `parent`'s child below `pe` (serialised `key`), created on first use, so
+ * leaves cost no set. "Owning v's path" is a member `key` of `parent` (the root is never one).
+ */
+function walkFieldSet(
+  v: unknown, t0: TypeNode, node: FieldSet | undefined, parent: FieldSet | undefined, pe: PathElement | undefined, key: string,
+  at: PathLink | undefined, allowDup: boolean, mapNodes: boolean,
+): void {
   const t = concrete(t0, v);
-  if (t.kind === 'scalar' || t.kind === 'deduced') {
-    set.insert(path);
+  if (t.kind === 'scalar' || t.kind === 'deduced' || t.atomic) {
+    if (parent) parent.members.set(key, pe!);
     return;
   }
   if (t.kind === 'list') {
-    if (t.atomic) {
-      set.insert(path);
-      return;
-    }
     if (!Array.isArray(v)) {
-      if (v !== null && v !== undefined) set.insert(path);
+      if (v !== null && v !== undefined && parent) parent.members.set(key, pe!);
       return;
     }
-    const seen = new Set<string>();
-    const dups = new Set<string>();
+    if (v.length === 0) return;
+    node ??= parent!.child(pe!, key);
+    const keys: string[] = [];
     const pes: PathElement[] = [];
-    v.forEach((item, i) => {
-      let pe: PathElement;
+    let dups: Set<string> | undefined;
+    const seen = new Set<string>();
+    for (let i = 0; i < v.length; i++) {
+      let ipe: PathElement;
       try {
-        pe = listItemPathElement(t, item);
+        ipe = listItemPathElement(t, v[i]);
       } catch (e) {
-        throw where(path, `element ${i}: ${(e as Error).message}`);
+        throw where(pathOf(at), `element ${i}: ${(e as Error).message}`);
       }
-      pes.push(pe);
-      const k = serializePathElement(pe);
+      const k = serializePathElement(ipe);
+      pes.push(ipe); keys.push(k);
       if (seen.has(k)) {
-        if (!allowDup) throw where(path, `duplicate entries for key ${pathString([pe])}`);
-        if (!dups.has(k)) {
-          set.insert([...path, pe]);
-          dups.add(k);
+        if (!allowDup) throw where(pathOf(at), `duplicate entries for key ${pathString([ipe])}`);
+        if (!dups?.has(k)) {
+          node.members.set(k, ipe);
+          (dups ??= new Set()).add(k);
         }
       } else seen.add(k);
-    });
-    v.forEach((item, i) => {
-      const pe = pes[i]!;
-      if (dups.has(serializePathElement(pe))) return;
-      const p = [...path, pe];
-      walkFieldSet(item, t.elem(), p, set, allowDup, mapNodes);
-      set.insert(p);
-    });
-    if (mapNodes && v.length && path.length) set.insert(path);
+    }
+    const elem = t.elem();
+    for (let i = 0; i < v.length; i++) {
+      const k = keys[i]!;
+      if (dups?.has(k)) continue;
+      walkFieldSet(v[i], elem, undefined, node, pes[i]!, k, { pe: pes[i]!, up: at }, allowDup, mapNodes);
+      node.members.set(k, pes[i]!);
+    }
+    if (mapNodes && parent) parent.members.set(key, pe!);
     return;
   }
   // map
-  if (t.atomic) {
-    set.insert(path);
-    return;
-  }
   if (!isObject(v)) {
-    if (v !== null && v !== undefined) set.insert(path);
+    if (v !== null && v !== undefined && parent) parent.members.set(key, pe!);
     return;
   }
   let members = 0;
-  for (const [k, val] of Object.entries(v)) {
+  for (const k in v) {
+    const val = v[k];
     if (val === undefined) continue;
     members++;
-    const p: Path = [...path, { field: k }];
-    walkFieldSet(val, fieldType(t, k), p, set, allowDup, mapNodes);
-    if (val === null || (isObject(val) && Object.keys(val).length === 0) || !t.fields.has(k)) set.insert(p);
+    node ??= parent!.child(pe!, key);
+    const fpe: PathElement = { field: k };
+    const fk = `f:${k}`;
+    walkFieldSet(val, fieldType(t, k), undefined, node, fpe, fk, { pe: fpe, up: at }, allowDup, mapNodes);
+    if (val === null || (isObject(val) && isEmptyObject(val)) || !t.fields.has(k)) node.members.set(fk, fpe);
   }
-  if (mapNodes && members && path.length) set.insert(path);
+  if (mapNodes && members && parent) parent.members.set(key, pe!);
+}
+
+function isEmptyObject(o: Record<string, unknown>): boolean {
+  for (const _ in o) return false;
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@
  */
 import { isStatus } from '../../apimachinery/errors.js';
 import type { KubeObject } from '../../apimachinery/meta.js';
-import { Store, type RequestScope } from '../../registry/store.js';
+import { Store, type RequestScope, type TransactionItem } from '../../registry/store.js';
 import { OWNER_ANNOTATION } from '../../tenancy/admission.js';
 import { DELETION_FINALIZER } from '../../tenancy/logicalclusters.js';
 import { PATH_ANNOTATION } from '../../tenancy/paths.js';
@@ -91,10 +91,10 @@ export interface LogicalClusterReconciler {
    * For a LogicalCluster about to be created: the status to create it with (`Ready`, or
    * `Initializing` with the initializers left to other controllers) and its initial content (the
    * owner's workspace-admin binding, the built-in initializers' objects), to be written together
-   * with it in one atomic batch (`Store.createAll`). Lets the workspace controller create a
+   * with it in one atomic transaction (`Store.commit`). Lets the workspace controller create a
    * logical cluster and everything it starts with in one write.
    */
-  prepare(cluster: string, lc: KubeObject): { status: LogicalClusterStatus; content: Array<{ store: Store; scope: RequestScope; body: unknown }> };
+  prepare(cluster: string, lc: KubeObject): { status: LogicalClusterStatus; content: TransactionItem[] };
 }
 
 /** Reconciles one LogicalCluster. */
@@ -104,7 +104,7 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): Lo
    * given (Scheduling → Initializing), by its owner's workspace-admin binding — and the
    * initializers left to other controllers.
    */
-  const content = (cluster: string, lc: KubeObject | undefined, initializers: string[]): { items: Array<{ store: Store; scope: RequestScope; body: unknown }>; pending: string[] } => {
+  const content = (cluster: string, lc: KubeObject | undefined, initializers: string[]): { items: TransactionItem[]; pending: string[] } => {
     const objects: InitialObject[] = [];
     const owner = lc && ownerName(lc);
     if (owner) {
@@ -122,7 +122,8 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): Lo
       const init = deps.initializers[name];
       if (init) objects.push(...init(cluster)); else pending.push(name);
     }
-    return { items: objects.map((o) => ({ store: o.store, scope: deps.scope(cluster, o.namespace), body: o.obj })), pending };
+    // Created if absent: a retried initialization finds some of them already there.
+    return { items: objects.map((o) => ({ store: o.store, scope: deps.scope(cluster, o.namespace), create: o.obj, ifAbsent: true })), pending };
   };
   const statusURL = (cluster: string, lc: KubeObject) => `${deps.externalURL()}/clusters/${lc.metadata.annotations?.[PATH_ANNOTATION] ?? cluster}`;
   /** The status of a LogicalCluster leaving Scheduling, with the initializers still pending. */
@@ -138,7 +139,7 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): Lo
     if (phase !== 'Scheduling' && phase !== 'Initializing') return before;
     const scheduling = phase === 'Scheduling';
     const { items, pending } = content(cluster, scheduling ? lc : undefined, scheduling ? (lc.spec as LCSpec | undefined)?.initializers ?? [] : before.initializers ?? []);
-    await Store.createAll(items);
+    await Store.commit(items);
     const status = scheduling ? initialStatus(cluster, lc, pending) : { ...before, initializers: pending, phase: pending.length ? 'Initializing' : 'Ready' };
     if (before.phase === status.phase && JSON.stringify(before.initializers ?? []) === JSON.stringify(pending)) return status;
     try {
@@ -169,7 +170,7 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): Lo
   };
   return Object.assign(reconcile, {
     initialize,
-    prepare: (cluster: string, lc: KubeObject): { status: LogicalClusterStatus; content: Array<{ store: Store; scope: RequestScope; body: unknown }> } => {
+    prepare: (cluster: string, lc: KubeObject): { status: LogicalClusterStatus; content: TransactionItem[] } => {
       const { items, pending } = content(cluster, lc, (lc.spec as LCSpec | undefined)?.initializers ?? []);
       return { status: initialStatus(cluster, lc, pending), content: items };
     },

@@ -18,7 +18,7 @@
  */
 import { isStatus } from '../../apimachinery/errors.js';
 import { nowRFC3339, type KubeObject } from '../../apimachinery/meta.js';
-import { Store, type RequestScope } from '../../registry/store.js';
+import { Store, type RequestScope, type TransactionItem } from '../../registry/store.js';
 import { OWNER_ANNOTATION } from '../../tenancy/admission.js';
 import { REQUIRED_GROUPS_ANNOTATION, TYPE_ANNOTATION, type LogicalClusterIndex } from '../../tenancy/index.js';
 import { PATH_ANNOTATION, clusterNameFor, joinPath, randomClusterName } from '../../tenancy/paths.js';
@@ -55,7 +55,7 @@ export interface WorkspaceReconcilerDeps {
    * For a LogicalCluster about to be created: its status and initial content (see
    * LogicalClusterReconciler.prepare).
    */
-  prepareLogicalCluster(cluster: string, lc: KubeObject): { status: { phase?: string; initializers?: string[]; URL?: string }; content: Array<{ store: Store; scope: RequestScope; body: unknown }> };
+  prepareLogicalCluster(cluster: string, lc: KubeObject): { status: { phase?: string; initializers?: string[]; URL?: string }; content: TransactionItem[] };
   /** Draws a logical cluster name (injectable for tests). */
   newClusterName?: () => string;
 }
@@ -192,13 +192,23 @@ async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, pa
       metadata: { name: 'cluster', annotations: lcAnnotations, finalizers: [DELETION_FINALIZER] }, spec: lcSpec,
     };
     // The LogicalCluster in its initialized state (Ready, or Initializing for other controllers'
-    // initializers) and its initial content — the owner's binding, the built-in initializers'
-    // objects — in one atomic write.
+    // initializers), its initial content — the owner's binding, the built-in initializers'
+    // objects — and the Workspace pointing at it, in one atomic transaction.
     const { status: lcStatus0, content } = deps.prepareLogicalCluster(clusterName, newLc);
     newLc.status = lcStatus0;
-    const written = await Store.createAll([...content, { store: deps.logicalClusters, scope: { ...deps.scope(clusterName), withStatus: true }, body: newLc }]);
-    if (written[written.length - 1] === undefined) return { requeueAfterMs: 0 }; // created concurrently: look again
-    lc = newLc; // only its status is read below: no need to parse the stored copy
+    try {
+      await Store.commit([
+        ...content,
+        { store: deps.logicalClusters, scope: { ...deps.scope(clusterName), withStatus: true }, create: newLc },
+        { store: deps.workspaces, scope: { ...deps.scope(parent), withStatus: true }, update: scheduled(deps, ws, spec, status, typeRef, clusterName, path, lcStatus0) },
+      ]);
+    } catch (err) {
+      // The LogicalCluster was created or the Workspace changed concurrently: look again.
+      if (isStatus(err, 409)) return { requeueAfterMs: 0 };
+      if (isStatus(err, 404)) return;
+      throw err;
+    }
+    return;
   }
   let lcStatus = (lc.status ?? {}) as WSStatus;
   if (!lcStatus.phase || lcStatus.phase === 'Scheduling') {
@@ -208,7 +218,15 @@ async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, pa
     lcStatus = st;
     if (!lcStatus.phase || lcStatus.phase === 'Scheduling') return { requeueAfterMs: 100 };
   }
-  // One write: finalizer, annotations, spec.cluster/URL and the phase the LogicalCluster reached.
+  return write(deps.workspaces, deps.scope(parent), scheduled(deps, ws, spec, status, typeRef, clusterName, path, lcStatus));
+}
+
+/**
+ * The Workspace scheduled onto its logical cluster, in one write: finalizer, annotations,
+ * spec.cluster/URL and the phase the LogicalCluster reached.
+ */
+function scheduled(deps: WorkspaceReconcilerDeps, ws: KubeObject, spec: WSSpec, status: WSStatus, typeRef: NonNullable<WSSpec['type']>, clusterName: string, path: string, lcStatus: WSStatus): KubeObject {
+  const annotations = ws.metadata.annotations ?? {};
   const next: KubeObject = {
     ...ws,
     metadata: {
@@ -222,5 +240,5 @@ async function schedule(deps: WorkspaceReconcilerDeps, newName: () => string, pa
   setCondition(st, 'WorkspaceScheduled', 'True');
   if (st.phase === 'Ready') setCondition(st, 'WorkspaceInitialized', 'True');
   else setCondition(st, 'WorkspaceInitialized', 'False', 'InitializerExists', `Initializers still exist: [${st.initializers!.join(' ')}]`);
-  return write(deps.workspaces, deps.scope(parent), withPhase(next, st));
+  return withPhase(next, st);
 }
