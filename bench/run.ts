@@ -12,8 +12,9 @@
  * BENCH_DURATION_MS (measured period of each closed-loop run, default 4000),
  * BENCH_CONCURRENCY (default 50), BENCH_REPEAT (measured runs of create/get/list, median
  * reported; default 3), BENCH_FANOUT_RATE (writes/s of watch-fanout, default 20),
- * BENCH_CPU_PROF=<dir> (CPU profiles of the server children), BENCH_IOREDIS_AUTOPIPELINE=1
- * (experiment: ioredis auto-pipelining in the server, see bench/server-child.ts).
+ * BENCH_CPU_PROF=<dir> (CPU profiles of the server children), BENCH_SERVER_NODE_ARGS (extra
+ * Node flags of the server), BENCH_STALL_LOG=<file> (GC pauses and event-loop stalls of the
+ * server, see bench/server-child.ts).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';

@@ -182,9 +182,11 @@ export class QueueThread {
   /** Jobs waiting, delayed or active in a controller's queue (all processes). */
   async depth(name: string): Promise<number> { return (await this.request({ op: 'depth', name })) ?? 0; }
 
-  /** Closes a controller's workers (running reconciles finish) and queue. */
+  /** Closes a controller's workers (running reconciles finish) and queue; nothing to do when the thread is gone. */
   async unregister(name: string): Promise<void> {
-    try { await this.request({ op: 'unregister', name }); } finally { this.registered.delete(name); }
+    // Jobs fetched before the workers stopped still run here until the thread answers.
+    if (this.alive) await this.request({ op: 'unregister', name }).catch(() => undefined);
+    this.registered.delete(name);
   }
 
   /** Closes every queue and ends the thread. */
