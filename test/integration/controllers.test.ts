@@ -5,6 +5,8 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { Controller } from '../../src/controllers/runtime.js';
 import { call, sleep, startRedis, startTestServer, type TestRedis } from '../helpers.js';
@@ -104,4 +106,42 @@ test('two servers on one Redis schedule workspaces together, once each', async (
       assert.match(m.body, /controller_runtime_reconcile_total\{controller="workspace",result="success"\} [1-9]/);
     }
   } finally { await s1.stop(); await s2.stop(); }
+});
+
+test('queues in their own Redis: when it comes back empty, informers enqueue every object again', async () => {
+  const queue = await startRedis();
+  const s = await startTestServer(redis, { queueRedisUrl: queue.url });
+  const adds = async () => {
+    const m = await call(s, s.creds, 'GET', '/metrics');
+    return Number(/workqueue_adds_total\{name="crd"\} (\d+)/.exec(m.body)?.[1] ?? 0);
+  };
+  try {
+    // A CRD: the CRD controller's informer enqueues every CRD at each relist.
+    const crd = await call(s, s.creds, 'POST', '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.example.com' },
+      spec: {
+        group: 'example.com', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      },
+    });
+    assert.equal(crd.status, 201);
+    await sleep(300);
+    const before = await adds();
+    queue.kill9();
+    await sleep(300);
+    rmSync(join(queue.dir, 'appendonlydir'), { recursive: true, force: true }); // the queues are lost
+    await queue.restart();
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && (await adds()) <= before) await sleep(100);
+    assert.ok((await adds()) > before, 'keys enqueued again after the queue Redis came back');
+    // The controllers work on the new queue Redis: a workspace created now becomes Ready.
+    const ws = await call(s, s.creds, 'POST', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces', { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name: 'after-queue-restart' } });
+    assert.equal(ws.status, 201);
+    let phase = '';
+    for (let i = 0; i < 100 && phase !== 'Ready'; i++) {
+      await sleep(100);
+      phase = (await call(s, s.creds, 'GET', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/after-queue-restart')).json.status?.phase ?? '';
+    }
+    assert.equal(phase, 'Ready');
+  } finally { await s.stop(); await queue.stop(); }
 });
