@@ -5,7 +5,6 @@
  * informers (watch-cache subscriptions) that feed them. Any number of server processes on one
  * Redis may run them: jobs are deduplicated per key across processes.
  */
-import type { Redis } from 'ioredis';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { APIRegistry } from '../apiextensions/registry.js';
 import { CRD_GR, descriptorsForCRD } from '../apiextensions/customresources.js';
@@ -28,8 +27,8 @@ export interface ControllerHost {
   shard: string;
   /** URL clients reach the shard at (`https://host:port`). */
   url: string;
-  /** Redis connection to duplicate for queues and workers. */
-  connection: Redis;
+  /** Redis of the controllers' queues (`redis://…` or `unix://…`; needs no persistence). */
+  queueRedisUrl: string;
   cache: WatchCache;
   backend: StoreBackend;
   registry: APIRegistry;
@@ -51,12 +50,17 @@ export async function startControllers(h: ControllerHost): Promise<() => Promise
   const stops: (() => Promise<void>)[] = [];
   const prefix = `{${h.shard}}:ctrl`;
   // One queue thread for every controller of the host; closed after them (stops run in reverse).
-  const thread = new QueueThread(h.connection, (err) => h.log.warn({ err }, 'controller queue thread failed'));
+  // Lost queues (their Redis restarted empty, or the thread did) are refilled level-triggered:
+  // every informer enqueues all its objects again.
+  const thread = new QueueThread(h.queueRedisUrl, {
+    onError: (err) => h.log.warn({ err }, 'controller queue thread failed'),
+    onQueuesLost: () => h.cache.relist(),
+  });
   stops.push(() => thread.close());
   const nsStore = h.storeOf('namespaces', '');
   const namespaced = (cluster: string) => h.registry.forCluster(cluster).namespacedStores();
   const nsController = new Controller({
-    name: 'namespace', prefix, connection: h.connection, thread, metrics: h.metrics, concurrency: 32, workers: 4,
+    name: 'namespace', prefix, thread, metrics: h.metrics, concurrency: 32, workers: 4,
     reconcile: namespaceReconciler({ namespaces: nsStore, namespacedStores: namespaced, cache: h.cache, scope: h.masters }),
     onError: (key, err) => h.log.warn({ key, err }, 'namespace reconcile failed'),
   });
@@ -67,7 +71,7 @@ export async function startControllers(h: ControllerHost): Promise<() => Promise
 
   const crdStore = h.storeOf('customresourcedefinitions', 'apiextensions.k8s.io');
   const crdController = new Controller({
-    name: 'crd', prefix, connection: h.connection, thread, metrics: h.metrics,
+    name: 'crd', prefix, thread, metrics: h.metrics,
     reconcile: crdReconciler({
       crds: crdStore, cache: h.cache, scope: h.masters,
       customResources: (crd) => {
@@ -84,7 +88,7 @@ export async function startControllers(h: ControllerHost): Promise<() => Promise
   // The `default` ServiceAccount of every namespace.
   const saStore = h.storeOf('serviceaccounts', '');
   const saController = new Controller({
-    name: 'serviceaccount', prefix, connection: h.connection, thread, metrics: h.metrics,
+    name: 'serviceaccount', prefix, thread, metrics: h.metrics,
     reconcile: serviceAccountReconciler({ serviceAccounts: saStore, cache: h.cache, scope: h.masters, clusterDeleting: (c) => h.index.get(c)?.deleting ?? false }),
     onError: (key, err) => h.log.warn({ key, err }, 'serviceaccount reconcile failed'),
   });
@@ -94,7 +98,7 @@ export async function startControllers(h: ControllerHost): Promise<() => Promise
 
   // Garbage collection of dependents (ownerReferences), per logical cluster.
   const gc = startGarbageCollector({
-    cache: h.cache, apis: (cluster) => h.registry.forCluster(cluster), scope: h.masters, prefix, connection: h.connection, thread, metrics: h.metrics,
+    cache: h.cache, apis: (cluster) => h.registry.forCluster(cluster), scope: h.masters, prefix, thread, metrics: h.metrics,
     onError: (key, err) => h.log.warn({ key, err }, 'garbage collector reconcile failed'),
   });
   stops.push(() => gc.close());
@@ -122,12 +126,12 @@ export async function startControllers(h: ControllerHost): Promise<() => Promise
     },
   });
   const lcController = new Controller({
-    name: 'logicalcluster', prefix, connection: h.connection, thread, metrics: h.metrics, concurrency: 32, workers: 4, reconcile: lcReconciler,
+    name: 'logicalcluster', prefix, thread, metrics: h.metrics, concurrency: 32, workers: 4, reconcile: lcReconciler,
     onError: (key, err) => h.log.warn({ key, err }, 'logicalcluster reconcile failed'),
   });
   stops.push(() => lcController.close());
   wsController = new Controller({
-    name: 'workspace', prefix, connection: h.connection, thread, metrics: h.metrics, concurrency: 64, workers: 4,
+    name: 'workspace', prefix, thread, metrics: h.metrics, concurrency: 64, workers: 4,
     reconcile: workspaceReconciler({
       workspaces: wsStore, logicalClusters: lcStore, index: h.index, types: h.types, shardName: h.shard,
       externalURL: () => h.url, scope: h.masters, initializeLogicalCluster: lcReconciler.initialize, prepareLogicalCluster: lcReconciler.prepare,

@@ -11,14 +11,13 @@
  *   `done` (outcome of a `run`), `depth`, `unregister` (close a controller's workers and queue),
  *   `shutdown` (close everything; the thread then ends).
  * - thread → main: `run` (reconcile a key), `reply` (to a request with `seq`; `error` when it
- *   failed).
+ *   failed), `reconnected` (the queues' Redis came back after a disconnect: its jobs may be lost).
+ *
+ * `workerData` is the queues' Redis URL (`redis://…` or `unix://…`).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Queue, Worker, type Job } from 'bullmq';
-import { Redis, type RedisOptions } from 'ioredis';
-
-/** Where the thread connects: the serialisable part of the main connection's options. */
-export type RedisTarget = Pick<RedisOptions, 'host' | 'port' | 'path' | 'db' | 'username' | 'password' | 'family'>;
+import { connectRedis } from '../storage/redis.js';
 
 /** Options of one controller's queue, as the thread needs them. */
 export interface QueueRegistration {
@@ -43,22 +42,24 @@ export type ToQueueThread =
 /** Messages to the main thread. */
 export type FromQueueThread =
   | { op: 'run'; id: number; name: string; key: string }
-  | { op: 'reply'; seq: number; value?: number; error?: string };
+  | { op: 'reply'; seq: number; value?: number; error?: string }
+  | { op: 'reconnected' };
 
 interface Registered {
   reg: QueueRegistration;
   queue: Queue;
   workers: Worker[];
-  connections: Redis[];
+  /** The workers' connections (BullMQ leaves connections it was given open). */
+  connections: ReturnType<typeof connectRedis>[];
 }
 
 function startQueueThread(): void {
   const port = parentPort;
   if (!port) throw new Error('queuethread.ts runs as a worker thread of the controller runtime');
-  const target = workerData as RedisTarget;
+  const url = workerData as string;
   // Commands wait for a reconnect instead of failing: BullMQ's loops retry on their own.
   const connect = () => {
-    const c = new Redis({ ...target, maxRetriesPerRequest: null, enableOfflineQueue: true, retryStrategy: (times) => Math.min(50 * times, 1000) });
+    const c = connectRedis(url, { maxRetriesPerRequest: null, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
     c.on('error', () => undefined);
     return c;
   };
@@ -66,13 +67,20 @@ function startQueueThread(): void {
   const running = new Map<number, { resolve(): void; reject(err: Error): void }>();
   let nextRun = 0;
   const post = (m: FromQueueThread) => port.postMessage(m);
+  // One command connection for every queue (workers block, so each has its own). Its reconnects
+  // tell the main thread that the queues may have been lost.
+  const commands = connect();
+  let connectedBefore = false;
+  commands.on('ready', () => {
+    if (connectedBefore) post({ op: 'reconnected' });
+    connectedBefore = true;
+  });
 
   const register = (reg: QueueRegistration): void => {
     if (queues.has(reg.name)) throw new Error(`controller ${reg.name} is registered already`);
-    const queueConnection = connect();
-    const queue = new Queue(reg.name, { connection: queueConnection, prefix: reg.prefix });
+    const queue = new Queue(reg.name, { connection: commands, prefix: reg.prefix });
     queue.on('error', () => undefined);
-    const entry: Registered = { reg, queue, workers: [], connections: [queueConnection] };
+    const entry: Registered = { reg, queue, workers: [], connections: [] };
     const processJob = (job: Job<{ key: string }>) => new Promise<void>((resolve, reject) => {
       const id = nextRun++;
       running.set(id, { resolve, reject });
@@ -122,7 +130,6 @@ function startQueueThread(): void {
     // Running reconciles finish first (their `done` still arrives).
     await Promise.all(q.workers.map((w) => w.close()));
     await q.queue.close();
-    // BullMQ leaves connections it was given open: they are ours to close.
     for (const c of q.connections) c.disconnect();
   };
 
@@ -149,6 +156,7 @@ function startQueueThread(): void {
       case 'shutdown':
         answer(m.seq, (async () => {
           await Promise.all([...queues.keys()].map(unregister));
+          commands.disconnect();
           port.unref();
         })());
         return;

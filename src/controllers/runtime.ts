@@ -15,12 +15,11 @@
 import { Worker as NodeWorker } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { Redis } from 'ioredis';
 import type { CacheEntry, EventType, WatchCache } from '../storage/watchcache.js';
 import { isStatus } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { RequestScope, Store } from '../registry/store.js';
-import type { FromQueueThread, QueueRegistration, RedisTarget, ToQueueThread } from './queuethread.js';
+import type { FromQueueThread, QueueRegistration, ToQueueThread } from './queuethread.js';
 
 /** Outcome of one reconcile. */
 export interface ReconcileResult {
@@ -73,13 +72,8 @@ export interface ControllerOptions {
   name: string;
   /** BullMQ key prefix; use the shard's hash tag so a shard's keys share a slot. */
   prefix: string;
-  /** Connection whose server the queue thread connects to (host/port/path/db/credentials). */
-  connection: Redis;
-  /**
-   * The queue thread to run this controller's queue and workers in (shared by the controllers of
-   * a host); without it the controller starts and owns one.
-   */
-  thread?: QueueThread;
+  /** The queue thread this controller's queue and workers run in (one per controller host). */
+  thread: QueueThread;
   /** Parallel reconciles in this process (default 4). */
   concurrency?: number;
   /** BullMQ workers in this process sharing `concurrency` (default 1): parallel job fetching. */
@@ -93,12 +87,16 @@ export interface ControllerOptions {
   metrics?: ControllerMetrics;
 }
 
-/** The serialisable connection options the queue thread connects with. */
-function redisTargetOf(connection: Redis): RedisTarget {
-  const o = connection.options;
-  const target: RedisTarget = { host: o.host, port: o.port, path: o.path, db: o.db, username: o.username, password: o.password, family: o.family };
-  for (const k of Object.keys(target) as (keyof RedisTarget)[]) if (target[k] === undefined || target[k] === null) delete target[k];
-  return target;
+/** What a queue thread reports to its owner. */
+export interface QueueThreadEvents {
+  /** The thread failed (it is restarted after a second). */
+  onError?: (err: unknown) => void;
+  /**
+   * Jobs may have been lost: the queues' Redis came back after a disconnect, or the thread was
+   * restarted. Level-triggered controllers recover by enqueueing every object again
+   * (`WatchCache.relist`).
+   */
+  onQueuesLost?: () => void;
 }
 
 /**
@@ -114,11 +112,9 @@ export class QueueThread {
   private readonly registered = new Map<string, { reg: QueueRegistration; run: (id: number, key: string) => void }>();
   private closing = false;
   private alive = false;
-  private readonly target: RedisTarget;
 
-  /** Starts the thread, connecting to the server of `connection`. */
-  constructor(connection: Redis, private readonly onThreadError?: (err: unknown) => void) {
-    this.target = redisTargetOf(connection);
+  /** Starts the thread; its queues live in the Redis at `redisUrl` (`redis://…` or `unix://…`). */
+  constructor(private readonly redisUrl: string, private readonly events: QueueThreadEvents = {}) {
     this.start();
   }
 
@@ -128,8 +124,8 @@ export class QueueThread {
     // Run from the TypeScript sources (tests, benchmarks), the thread registers tsx itself: a
     // worker does not always inherit the parent's loader.
     const thread = built
-      ? new NodeWorker(entry, { workerData: this.target })
-      : new NodeWorker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`, { eval: true, workerData: this.target });
+      ? new NodeWorker(entry, { workerData: this.redisUrl })
+      : new NodeWorker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`, { eval: true, workerData: this.redisUrl });
     this.thread = thread;
     this.alive = true;
     thread.on('message', (m: FromQueueThread) => {
@@ -138,12 +134,13 @@ export class QueueThread {
         if (r) r.run(m.id, m.key); else thread.postMessage({ op: 'done', id: m.id, error: `controller ${m.name} is closed` } satisfies ToQueueThread);
         return;
       }
+      if (m.op === 'reconnected') { this.events.onQueuesLost?.(); return; }
       const waiter = this.replies.get(m.seq);
       if (!waiter) return;
       this.replies.delete(m.seq);
       if (m.error !== undefined) waiter.reject(new Error(m.error)); else waiter.resolve(m.value);
     });
-    thread.on('error', (err) => this.onThreadError?.(err));
+    thread.on('error', (err) => this.events.onError?.(err));
     thread.on('exit', () => {
       if (thread !== this.thread) return;
       this.alive = false;
@@ -153,7 +150,9 @@ export class QueueThread {
       setTimeout(() => {
         if (this.closing) return;
         this.start();
-        for (const { reg } of this.registered.values()) this.request({ op: 'register', queue: reg }).catch((err) => this.onThreadError?.(err));
+        const registrations = [...this.registered.values()].map(({ reg }) => this.request({ op: 'register', queue: reg }));
+        // Keys enqueued while the thread was down were dropped.
+        Promise.all(registrations).then(() => this.events.onQueuesLost?.(), (err) => this.events.onError?.(err));
       }, 1000).unref();
     });
   }
@@ -202,15 +201,13 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 /** One controller: a BullMQ queue and this process's workers on it (in a queue thread). */
 export class Controller {
   private readonly thread: QueueThread;
-  private readonly ownsThread: boolean;
   private readonly registered: Promise<void>;
   /** Keys to add on the next flush, with their delay (ms). */
   private readonly batch = new Map<string, number>();
   private flushing: Promise<void> | undefined;
 
   constructor(private readonly opts: ControllerOptions) {
-    this.ownsThread = !opts.thread;
-    this.thread = opts.thread ?? new QueueThread(opts.connection);
+    this.thread = opts.thread;
     const workers = Math.max(1, opts.workers ?? 1);
     this.registered = this.thread.register(
       { name: opts.name, prefix: opts.prefix, concurrency: Math.max(1, opts.concurrency ?? 4), workers, backoffMs: opts.backoffMs ?? 100 },
@@ -276,7 +273,6 @@ export class Controller {
     this.opts.metrics?.untrack(this);
     await this.registered.catch(() => undefined);
     await this.thread.unregister(this.opts.name);
-    if (this.ownsThread) await this.thread.close();
   }
 }
 

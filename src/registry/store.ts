@@ -239,6 +239,17 @@ export class Store {
     return json === null ? null : this.decode(json);
   }
 
+  /**
+   * The object an update starts from. With a resourceVersion precondition that is the object at
+   * that revision: when the watch cache holds exactly that version it saves the Redis read (if
+   * Redis has moved on, the write script's revision check refuses the write with a conflict, as
+   * the read would have). Null when it does not exist.
+   */
+  private async readBase(scope: RequestScope, key: string, name: string, precondition: string | undefined): Promise<KubeObject | null> {
+    const cached = precondition ? this.backend.cache.getEntry(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace ?? '' : '', name) : undefined;
+    return cached && String(cached.rv) === precondition ? this.decode(cached.json) : this.readCurrent(key);
+  }
+
   private async persist(op: 'create' | 'update' | 'delete', key: string, obj: KubeObject, expectedRv?: string): Promise<WriteResult> {
     const conv = this.desc.storage;
     const res = await this.backend.storage.write(op, key, conv ? conv.toStorage(obj) : obj, expectedRv);
@@ -408,7 +419,8 @@ export class Store {
     const newNamespaces = new Set(items.filter((i) => 'create' in i && i.store.groupResource === 'core/namespaces')
       .map((i) => `${i.scope.cluster}/${((i as { create: unknown }).create as KubeObject).metadata?.name ?? ''}`));
     const ops: CommitItem[] = [];
-    const unchanged = new Map<number, string>();
+    /** Per item: its index in `ops`, or the stored JSON of an update that changes nothing (not sent). */
+    const sent: Array<number | string> = [];
     for (const item of items) {
       const { store, scope } = item;
       if (store.desc.storage) throw new Error(`commit: ${store.desc.kind} converts its storage version`);
@@ -417,7 +429,7 @@ export class Store {
         const ns = store.desc.namespaced ? (scope.namespace ?? (body as KubeObject).metadata?.namespace ?? '') : '';
         const { obj, generated } = await store.prepareCreate(scope, body, false, newNamespaces.has(`${scope.cluster}/${ns}`));
         if (generated) throw new Error('commit: objects need a name');
-        ops.push({ op: 'create', objectKey: store.objectKey(scope, obj.metadata.name!), obj, ifAbsent: item.ifAbsent });
+        sent.push(ops.push({ op: 'create', objectKey: store.objectKey(scope, obj.metadata.name!), obj, ifAbsent: item.ifAbsent }) - 1);
         continue;
       }
       const next = store.checkBody(item.update, scope);
@@ -425,25 +437,18 @@ export class Store {
       const precondition = next.metadata.resourceVersion;
       if (!name || !precondition) throw new Error('commit: an update needs the name and resourceVersion it was read at');
       const key = store.objectKey(scope, name);
-      const cached = store.backend.cache.getEntry(store.groupResource, scope.cluster, store.desc.namespaced ? scope.namespace ?? '' : '', name);
-      const old = cached && String(cached.rv) === precondition ? store.decode(cached.json) : await store.readCurrent(key);
+      const old = await store.readBase(scope, key, name, precondition);
       if (!old) throw notFound(store.gr, name);
       const u = store.prepareUpdate(scope, old, next, undefined, precondition);
       if (u.action === 'delete') throw new Error('commit: an update may not complete a deletion');
-      if (u.action === 'none') { unchanged.set(ops.length + unchanged.size, JSON.stringify(old)); continue; }
-      ops.push({ op: 'update', objectKey: key, obj: u.merged, expectedRv: u.oldRv });
+      sent.push(u.action === 'none' ? JSON.stringify(old) : ops.push({ op: 'update', objectKey: key, obj: u.merged, expectedRv: u.oldRv }) - 1);
     }
     const res = await items[0]!.store.backend.storage.commit(ops);
-    // Items written, in order, between the unchanged updates that were not sent.
-    const opIndex: number[] = [];
-    for (let n = 0, k = 0; n < items.length; n++) opIndex.push(unchanged.has(n) ? -1 : k++);
     if (!res.ok) {
-      const failed = items[opIndex.indexOf(res.index)]!;
-      const name = ops[res.index]!.obj.metadata.name!;
-      if (res.reason === 'exists') throw alreadyExists(failed.store.gr, name);
-      throw failed.store.writeFailure(res.reason, name);
+      const failed = items[sent.indexOf(res.index)]!;
+      throw failed.store.writeFailure(res.reason, ops[res.index]!.obj.metadata.name!);
     }
-    return items.map((_, n) => (opIndex[n] === -1 ? unchanged.get(n) : res.written[opIndex[n]!]));
+    return sent.map((s) => (typeof s === 'string' ? s : res.written[s]));
   }
 
   private prepareMetaForCreate(meta: ObjectMeta): void {
@@ -583,11 +588,7 @@ export class Store {
     obj.metadata.name = name;
     const key = this.objectKey(scope, name);
     const precondition = obj.metadata.resourceVersion;
-    // With a resourceVersion precondition the base is the object at that revision: when the watch
-    // cache holds exactly that version it saves the Redis read (if Redis has moved on, the write
-    // script's revision check refuses the write with a conflict, as the read would have).
-    const cached = precondition ? this.backend.cache.getEntry(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace ?? '' : '', name) : undefined;
-    const current = cached && String(cached.rv) === precondition ? this.decode(cached.json) : await this.readCurrent(key);
+    const current = await this.readBase(scope, key, name, precondition);
     if (current === null) {
       if (!subresource && this.desc.strategy?.allowCreateOnUpdate) return { json: await this.create(scope, obj), created: true };
       throw notFound(this.gr, name);
@@ -658,6 +659,7 @@ export class Store {
 
   private writeFailure(reason: 'exists' | 'conflict' | 'notfound', name: string): StatusError {
     if (reason === 'notfound') return notFound(this.gr, name);
+    if (reason === 'exists') return alreadyExists(this.gr, name);
     return conflict(this.gr, name, 'the object has been modified; please apply your changes to the latest version and try again');
   }
 

@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { ensurePki } from '../pki/store.js';
 import { buildKubeconfig } from '../pki/kubeconfig.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../storage/embedded.js';
-import { RedisStorage, connectRedis } from '../storage/redis.js';
+import { RedisStorage } from '../storage/redis.js';
 import { WatchCache } from '../storage/watchcache.js';
 import { ShardKeys } from '../storage/keys.js';
 import { Store, type RequestScope, type StoreBackend } from '../registry/store.js';
@@ -107,8 +107,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   let redisUrl: string;
   let queueRedisUrl: string;
   try {
-    redisUrl = options.redisUrl ?? (embedded[embedded.length] = await startEmbeddedRedis(root)).url;
-    queueRedisUrl = options.queueRedisUrl ?? (options.redisUrl ?? (embedded[embedded.length] = await startEmbeddedRedis(root, 'queue')).url);
+    const embed = async (role: 'storage' | 'queue') => { const e = await startEmbeddedRedis(root, role); embedded.push(e); return e.url; };
+    redisUrl = options.redisUrl ?? await embed('storage');
+    queueRedisUrl = options.queueRedisUrl ?? options.redisUrl ?? await embed('queue');
   } catch (err) {
     await stopEmbedded();
     throw err;
@@ -204,18 +205,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await bootstrapShard(storeOf, masters, { name: shard, baseURL: url, externalURL: url, virtualWorkspaceURL: url });
 
     if (options.controllers ?? true) {
-      // The queues' connection: the controllers' queue thread connects to its server, and its
-      // reconnects (the queue Redis restarted, queues possibly lost) make every informer
-      // enqueue all its objects again.
-      const queueConnection = queueRedisUrl === redisUrl ? storage.client : connectRedis(queueRedisUrl, { enableOfflineQueue: true });
-      if (queueConnection !== storage.client) {
-        queueConnection.on('error', () => undefined);
-        let connected = false;
-        queueConnection.on('ready', () => { if (connected) cache.relist(); connected = true; });
-        cleanups.unshift(async () => { queueConnection.disconnect(); });
-      }
       const stop = await startControllers({
-        shard, url, connection: queueConnection, cache, backend, registry, index, types, metrics: metrics.controllers,
+        shard, url, queueRedisUrl, cache, backend, registry, index, types, metrics: metrics.controllers,
         storeOf, masters, log: app.log,
       });
       cleanups.unshift(stop);

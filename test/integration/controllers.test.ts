@@ -7,19 +7,19 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { Controller } from '../../src/controllers/runtime.js';
+import { Controller, QueueThread } from '../../src/controllers/runtime.js';
 import { call, sleep, startRedis, startTestServer, type TestRedis } from '../helpers.js';
 
 let redis: TestRedis;
-const conns: Redis[] = [];
+const threads: QueueThread[] = [];
 before(async () => { redis = await startRedis(); });
-after(async () => { for (const c of conns) c.disconnect(); await redis?.stop(); });
+after(async () => { for (const t of threads) await t.close(); await redis?.stop(); });
 
-function connection(): Redis {
-  const c = new Redis(redis.url, { maxRetriesPerRequest: null });
-  conns.push(c);
-  return c;
+/** A queue thread of its own: each stands for one server process. */
+function thread(): QueueThread {
+  const t = new QueueThread(redis.url);
+  threads.push(t);
+  return t;
 }
 
 test('two controllers on one queue never reconcile the same key at once; the last enqueue is always seen', async () => {
@@ -34,8 +34,8 @@ test('two controllers on one queue never reconcile the same key at once; the las
     await sleep(15);
     inFlight.set(key, n - 1);
   };
-  const a = new Controller({ name: 'mutex', prefix: '{t}:ctrl', connection: connection(), concurrency: 8, reconcile });
-  const b = new Controller({ name: 'mutex', prefix: '{t}:ctrl', connection: connection(), concurrency: 8, reconcile });
+  const a = new Controller({ name: 'mutex', prefix: '{t}:ctrl', thread: thread(), concurrency: 8, reconcile });
+  const b = new Controller({ name: 'mutex', prefix: '{t}:ctrl', thread: thread(), concurrency: 8, reconcile });
   try {
     let lastEnqueue = 0;
     for (let i = 0; i < 60; i++) {
@@ -59,7 +59,7 @@ test('two controllers on one queue never reconcile the same key at once; the las
 test('failures are retried with exponential backoff', async () => {
   const times: number[] = [];
   const c = new Controller({
-    name: 'backoff', prefix: '{t}:ctrl', connection: connection(), backoffMs: 200,
+    name: 'backoff', prefix: '{t}:ctrl', thread: thread(), backoffMs: 200,
     reconcile: async () => { times.push(Date.now()); if (times.length < 4) throw new Error('not yet'); },
   });
   try {

@@ -260,11 +260,6 @@ export class FieldSet {
     return true;
   }
 
-  /** A deep copy. */
-  clone(): FieldSet {
-    return this.union(new FieldSet());
-  }
-
   /** Paths in either set. */
   union(other: FieldSet): FieldSet {
     const out = new FieldSet();

@@ -17,7 +17,6 @@
  *   object has dependents of its own, it is deleted in the foreground; else it is deleted with
  *   the policy its finalizers ask for (Orphan, Foreground, or Background).
  */
-import type { Redis } from 'ioredis';
 import { StatusError, isStatus } from '../../apimachinery/errors.js';
 import { apiVersionOf, parseApiVersion, type KubeObject, type OwnerReference } from '../../apimachinery/meta.js';
 import type { ClusterAPIs } from '../../apiextensions/registry.js';
@@ -220,10 +219,9 @@ export interface GarbageCollectorOptions {
   apis: (cluster: string) => ClusterAPIs;
   /** Identity the controller acts as. */
   scope: (cluster: string, namespace?: string) => RequestScope;
-  /** BullMQ key prefix, connection and queue thread (see `ControllerOptions`). */
+  /** BullMQ key prefix and queue thread (see `ControllerOptions`). */
   prefix: string;
-  connection: Redis;
-  thread?: QueueThread;
+  thread: QueueThread;
   concurrency?: number;
   /** Prometheus metrics of the process's controllers (see `ControllerOptions.metrics`). */
   metrics?: ControllerMetrics;
@@ -358,7 +356,7 @@ export function startGarbageCollector(opts: GarbageCollectorOptions): GarbageCol
   };
 
   controller = new Controller({
-    name: 'garbagecollector', prefix: opts.prefix, connection: opts.connection, thread: opts.thread,
+    name: 'garbagecollector', prefix: opts.prefix, thread: opts.thread,
     concurrency: opts.concurrency ?? 8, metrics: opts.metrics, reconcile, onError: opts.onError,
   });
   // Build and subscribe in one turn of the event loop: no event falls between them.
