@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { ensurePki } from '../pki/store.js';
 import { buildKubeconfig } from '../pki/kubeconfig.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../storage/embedded.js';
-import { RedisStorage } from '../storage/redis.js';
+import { RedisStorage, connectRedis, waitForRedis } from '../storage/redis.js';
 import { WatchCache } from '../storage/watchcache.js';
 import { ShardKeys } from '../storage/keys.js';
 import { Store, type RequestScope, type StoreBackend } from '../registry/store.js';
@@ -118,6 +118,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const storage = new RedisStorage({ url: redisUrl, shard, streamMaxLen: options.streamMaxLen });
     cleanups.push(() => storage.close());
     await storage.ready();
+    if (queueRedisUrl !== redisUrl && (options.controllers ?? true)) {
+      // The queue thread would wait for it silently: an unreachable queue Redis fails the start.
+      const probe = connectRedis(queueRedisUrl);
+      probe.on('error', () => undefined);
+      try { await waitForRedis(probe, queueRedisUrl); } finally { probe.disconnect(); }
+    }
     const cache = new WatchCache(storage.client, new ShardKeys(shard), { historySize: options.watchHistorySize });
     cleanups.push(() => cache.stop());
     await cache.start();

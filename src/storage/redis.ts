@@ -72,6 +72,17 @@ export function connectRedis(url: string, extra: RedisOptions = {}): Redis {
   return new Redis(url, base);
 }
 
+/** Resolves once `client` is connected; rejects with `cannot connect to Redis at <url>` after `timeoutMs`. */
+export async function waitForRedis(client: Redis, url: string, timeoutMs = 10_000): Promise<void> {
+  if (client.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => { cleanup(); reject(new Error(`cannot connect to Redis at ${url}`)); }, timeoutMs);
+    const onReady = () => { cleanup(); resolve(); };
+    const cleanup = () => { clearTimeout(t); client.off('ready', onReady); };
+    client.on('ready', onReady);
+  });
+}
+
 function isRedisDown(err: unknown): boolean {
   const msg = err instanceof Error ? err.message : String(err);
   return /Stream isn't writeable|Connection is closed|ECONNREFUSED|ECONNRESET|EPIPE|ENOENT|MaxRetriesPerRequest|LOADING|max retries|connect ETIMEDOUT/i.test(msg);
@@ -102,13 +113,7 @@ export class RedisStorage {
 
   /** Resolves once connected (rejects after `timeoutMs`). */
   async ready(timeoutMs = 10_000): Promise<void> {
-    if (this.client.status === 'ready') return;
-    await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => { cleanup(); reject(new Error(`cannot connect to Redis at ${this.options.url}`)); }, timeoutMs);
-      const onReady = () => { cleanup(); resolve(); };
-      const cleanup = () => { clearTimeout(t); this.client.off('ready', onReady); };
-      this.client.on('ready', onReady);
-    });
+    await waitForRedis(this.client, this.options.url, timeoutMs);
   }
 
   /** Current stored JSON of an object, or null. */
