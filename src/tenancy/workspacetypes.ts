@@ -130,27 +130,26 @@ function anyAllowed(aliases: ResolvedType[], allowed: WorkspaceTypeRef[], defaul
  * aliases; returns kcp's error messages (empty = allowed).
  */
 export function checkParentChild(parentType: string, parentAliases: ResolvedType[], childType: string, childAliases: ResolvedType[]): string[] {
+  return [
+    ...limitErrors('parent', childType, childAliases, parentType, parentAliases),
+    ...limitErrors('child', parentType, parentAliases, childType, childAliases),
+  ];
+}
+
+/**
+ * kcp's messages for the `limitAllowedParents` (`other` = 'parent') or `limitAllowedChildren`
+ * (`other` = 'child') of each of `ownAliases` against the other side's aliases.
+ */
+function limitErrors(other: 'parent' | 'child', ownType: string, ownAliases: ResolvedType[], otherType: string, otherAliases: ResolvedType[]): string[] {
   const errs: string[] = [];
   const list = (xs: string[]) => `[${[...new Set(xs)].sort().join(' ')}]`;
-  for (const c of childAliases) {
-    const lim = c.spec.limitAllowedParents;
+  for (const a of ownAliases) {
+    const lim = other === 'parent' ? a.spec.limitAllowedParents : a.spec.limitAllowedChildren;
     if (!lim) continue;
-    if (lim.none) { errs.push(`workspace type ${childType} cannot have any parent`); continue; }
-    if (!lim.types?.length) continue;
-    if (!anyAllowed(parentAliases, lim.types, c.path)) {
-      const ext = qualifiedName(c) !== childType ? ` extends ${qualifiedName(c)}, which` : '';
-      errs.push(`workspace type ${childType}${ext} only allows ${list(lim.types.map((r) => refName(r, c.path)))} parent workspaces, but parent type ${parentType} only implements ${list(parentAliases.map(qualifiedName))}`);
-    }
-  }
-  for (const p of parentAliases) {
-    const lim = p.spec.limitAllowedChildren;
-    if (!lim) continue;
-    if (lim.none) { errs.push(`workspace type ${parentType} cannot have any child`); continue; }
-    if (!lim.types?.length) continue;
-    if (!anyAllowed(childAliases, lim.types, p.path)) {
-      const ext = qualifiedName(p) !== parentType ? ` extends ${qualifiedName(p)}, which` : '';
-      errs.push(`workspace type ${parentType}${ext} only allows ${list(lim.types.map((r) => refName(r, p.path)))} child workspaces, but child type ${childType} only implements ${list(childAliases.map(qualifiedName))}`);
-    }
+    if (lim.none) { errs.push(`workspace type ${ownType} cannot have any ${other}`); continue; }
+    if (!lim.types?.length || anyAllowed(otherAliases, lim.types, a.path)) continue;
+    const ext = qualifiedName(a) !== ownType ? ` extends ${qualifiedName(a)}, which` : '';
+    errs.push(`workspace type ${ownType}${ext} only allows ${list(lim.types.map((r) => refName(r, a.path)))} ${other} workspaces, but ${other} type ${otherType} only implements ${list(otherAliases.map(qualifiedName))}`);
   }
   return errs;
 }
