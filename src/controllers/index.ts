@@ -19,7 +19,7 @@ import { NAMESPACES_GR, namespaceReconciler } from './namespace/controller.js';
 import { serviceAccountInformer, serviceAccountReconciler } from './serviceaccount/controller.js';
 import { startGarbageCollector } from './garbagecollector/controller.js';
 import { logicalClusterReconciler } from './logicalcluster/controller.js';
-import { workspaceReconciler } from './workspace/controller.js';
+import { CLUSTER_ANNOTATION_KEY, workspaceReconciler } from './workspace/controller.js';
 
 /** What the controllers need from the shard they run in. */
 export interface ControllerHost {
@@ -170,7 +170,7 @@ export async function startControllers(h: ControllerHost): Promise<() => Promise
     if (e.groupResource === 'tenancy.kcp.io/workspaces') {
       const ws = JSON.parse(e.json) as KubeObject & { spec?: { cluster?: string } };
       if (!ws.spec?.cluster) {
-        const lc = ws.metadata.annotations?.['internal.tenancy.kcp.io/cluster'] ?? clusterNameFor(ws.metadata.uid!);
+        const lc = ws.metadata.annotations?.[CLUSTER_ANNOTATION_KEY] ?? clusterNameFor(ws.metadata.uid!);
         // Delayed: the workspace controller may be creating that LogicalCluster right now.
         lcController.enqueue(`${lc}|cluster`, 2000).catch(() => undefined);
       }
