@@ -56,6 +56,31 @@ test('two controllers on one queue never reconcile the same key at once; the las
   } finally { await a.close(); await b.close(); }
 });
 
+test('keys enqueued within the batch period are added together; a key after an idle period at once', async () => {
+  const t = thread();
+  const adds: string[][] = [];
+  const add = t.add.bind(t);
+  t.add = (name, keys) => { adds.push(keys.map(([k]) => k)); return add(name, keys); };
+  const seen: string[] = [];
+  const c = new Controller({ name: 'batch', prefix: '{t}:ctrl', thread: t, batchPeriodMs: 1000, reconcile: async (key) => { seen.push(key); } });
+  try {
+    await c.ready();
+    const t0 = performance.now();
+    await c.enqueue('first');
+    const firstAddedAfter = performance.now() - t0;
+    // Three more keys in separate event-loop turns, within the period of the first add.
+    const more = ['a', 'b', 'c'].map(async (k, i) => { await sleep(i * 20); return c.enqueue(k); });
+    await Promise.all(more);
+    const batchAddedAfter = performance.now() - t0;
+    assert.deepEqual(adds, [['first'], ['a', 'b', 'c']]);
+    assert.ok(firstAddedAfter < 500, `the first key is not held back: ${firstAddedAfter} ms`);
+    assert.ok(batchAddedAfter >= 950, `the next keys wait for the period: ${batchAddedAfter} ms`);
+    const deadline = Date.now() + 5000;
+    while (seen.length < 4 && Date.now() < deadline) await sleep(10);
+    assert.deepEqual([...seen].sort(), ['a', 'b', 'c', 'first']);
+  } finally { await c.close(); }
+});
+
 test('failures are retried with exponential backoff', async () => {
   const times: number[] = [];
   const c = new Controller({
