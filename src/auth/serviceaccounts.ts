@@ -317,7 +317,11 @@ export async function createTokenRequest(deps: TokenRequestDeps, scope: RequestS
   if (req.apiVersion !== undefined && req.apiVersion !== 'authentication.k8s.io/v1') {
     throw badRequest(`the body must be a TokenRequest in authentication.k8s.io/v1, got apiVersion "${String(req.apiVersion)}"`);
   }
-  const spec: TokenRequestSpec = req.spec && typeof req.spec === 'object' ? req.spec : {};
+  // A spec of another JSON type fails decoding in kube (400), it is not an empty spec.
+  if (req.spec !== undefined && req.spec !== null && (typeof req.spec !== 'object' || Array.isArray(req.spec))) {
+    throw badRequest(`TokenRequest.spec: decode: expected an object, got ${JSON.stringify(req.spec)}`);
+  }
+  const spec: TokenRequestSpec = req.spec ?? {};
   const causes = [];
   const expirationSeconds = spec.expirationSeconds ?? DEFAULT_TOKEN_EXPIRATION_SECONDS;
   if (typeof expirationSeconds !== 'number' || !Number.isInteger(expirationSeconds)) {
@@ -347,6 +351,8 @@ export async function createTokenRequest(deps: TokenRequestDeps, scope: RequestS
     // Pods (and Nodes) are not served by kcp: only Secrets can hold a token.
     if (group !== '' || kind !== 'Secret') throw badRequest(`cannot bind token to object of type ${group}/${version}, Kind=${kind}`);
     const refName = typeof ref.name === 'string' ? ref.name : '';
+    // kube reads the bound object by name; an empty name fails its key function (400).
+    if (!refName) throw badRequest('Name parameter required.');
     const obj = JSON.parse(await deps.secrets.get(scope, refName)) as KubeObject;
     const uid = obj.metadata.uid ?? '';
     if (typeof ref.uid === 'string' && ref.uid && ref.uid !== uid) {

@@ -135,6 +135,13 @@ test('TokenRequest returns a signed JWT with kube bound-token claims and the log
   assert.match(missing.json.message, /serviceaccounts "nobody" not found/);
   const pod = await admin('POST', `${CORE(A)}/serviceaccounts/robot/token`, tokenRequest({ boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: 'p' } }));
   assert.equal(pod.status, 400);
+  const unnamed = await admin('POST', `${CORE(A)}/serviceaccounts/robot/token`, tokenRequest({ boundObjectRef: { kind: 'Secret', apiVersion: 'v1' } }));
+  assert.equal(unnamed.status, 400, unnamed.body);
+  assert.match(unnamed.json.message, /Name parameter required/);
+  // A spec that is not an object is a decoding error, not an empty spec.
+  const badSpec = await admin('POST', `${CORE(A)}/serviceaccounts/robot/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: 'x' });
+  assert.equal(badSpec.status, 400, badSpec.body);
+  assert.equal(badSpec.json.reason, 'BadRequest');
   // Only create is served on the subresource.
   assert.equal((await admin('GET', `${CORE(A)}/serviceaccounts/robot/token`)).status, 405);
 });
