@@ -14,7 +14,7 @@ import { impersonate } from '../auth/impersonation.js';
 import { fieldValidationMode } from '../apimachinery/pruning.js';
 import { PATCH_TYPES, Store, type DeleteOptions, type ListOptions, type RequestScope, type UserInfo } from '../registry/store.js';
 import type { CacheEntry } from '../storage/watchcache.js';
-import { parseRequestInfo, type RequestInfo } from './requestinfo.js';
+import { parseRequestInfo, queryBool, type RequestInfo } from './requestinfo.js';
 import { decodeBody, decodeYaml, negotiateOutput, type OutputFormat } from './negotiation.js';
 import { parseIncludeObject, partialObjectMetadata, toTable } from './table.js';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
@@ -295,13 +295,12 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
       };
       const timeout = query.get('timeoutSeconds');
       if (timeout !== null && !/^\d+$/.test(timeout)) throw badRequest(`invalid timeoutSeconds: "${timeout}"`);
-      const sie = query.get('sendInitialEvents');
       reply.hijack();
       try {
         await ctx.hub.start({
           groupResource: store.groupResource, cluster: info.cluster, namespace: namespace || undefined, filter,
-          resourceVersion: opts.resourceVersion, sendInitialEvents: sie === null ? undefined : sie === 'true',
-          allowBookmarks: query.get('allowWatchBookmarks') === 'true', timeoutSeconds: timeout === null ? 1800 : Number(timeout),
+          resourceVersion: opts.resourceVersion, sendInitialEvents: queryBool(query, 'sendInitialEvents'),
+          allowBookmarks: queryBool(query, 'allowWatchBookmarks') === true, timeoutSeconds: timeout === null ? 1800 : Number(timeout),
           encode, bookmark,
         }, reply.raw, 'application/json');
       } catch (err) {
@@ -348,9 +347,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
         if (!query.get('fieldManager')) {
           throw invalid('PatchOptions', 'meta.k8s.io', '', [{ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' }]);
         }
-        const force = query.get('force');
-        if (force !== null && force !== 'true' && force !== 'false') throw badRequest(`invalid force: "${force}"`);
-        const res = await store.apply(scope, info.name, decodeYaml(body.toString('utf8')), force === 'true');
+        const res = await store.apply(scope, info.name, decodeYaml(body.toString('utf8')), queryBool(query, 'force') === true);
         addWarnings();
         return sendObject(reply, res.created ? 201 : 200, res.json, desc, out, query);
       }
@@ -426,11 +423,8 @@ function deleteOptions(req: FastifyRequest, query: URLSearchParams): DeleteOptio
   const pp = query.get('propagationPolicy');
   if (pp) opts.propagationPolicy = pp;
   // Deprecated, still honoured by kube-apiserver as a query parameter.
-  const orphan = query.get('orphanDependents');
-  if (orphan !== null) {
-    if (orphan !== 'true' && orphan !== 'false') throw badRequest(`invalid orphanDependents: "${orphan}"`);
-    opts.orphanDependents = orphan === 'true';
-  }
+  const orphan = queryBool(query, 'orphanDependents');
+  if (orphan !== undefined) opts.orphanDependents = orphan;
   if (opts.propagationPolicy && !['Orphan', 'Background', 'Foreground'].includes(opts.propagationPolicy)) {
     throw badRequest(`propagationPolicy: Unsupported value: "${opts.propagationPolicy}": supported values: "Foreground", "Background", "Orphan"`);
   }

@@ -46,7 +46,7 @@ const methodVerbs: Record<string, string> = { POST: 'create', GET: 'get', HEAD: 
 
 /**
  * Parses method + URL path. Throws 400 for a malformed cluster segment.
- * `watch=true|1` on a list turns the verb into `watch` (kube's rule).
+ * A true `watch` parameter (see {@link queryBool}) on a list turns the verb into `watch` (kube's rule).
  */
 export function parseRequestInfo(method: string, rawPath: string, query: URLSearchParams): RequestInfo {
   let path = rawPath;
@@ -90,9 +90,21 @@ export function parseRequestInfo(method: string, rawPath: string, query: URLSear
   if (r.length >= 3) info.subresource = r[2]!;
   if (r.length > 3) throw badRequest(`unsupported path: ${rawPath}`);
   if (!info.name) {
-    if (verb === 'get') verb = query.get('watch') === 'true' || query.get('watch') === '1' ? 'watch' : 'list';
+    if (verb === 'get') verb = queryBool(query, 'watch') ? 'watch' : 'list';
     else if (verb === 'delete') verb = 'deletecollection';
   }
   info.verb = verb;
   return info;
+}
+
+/**
+ * A boolean query parameter as kube-apiserver decodes it into its options structs
+ * (k8s.io/apimachinery runtime `Convert_Slice_string_To_bool`): absent → undefined, `0` or
+ * `false` in any case → false, any other value, the empty string included → true. Never throws:
+ * kube has no invalid boolean parameter.
+ */
+export function queryBool(query: URLSearchParams, name: string): boolean | undefined {
+  const v = query.get(name);
+  if (v === null) return undefined;
+  return !(v === '0' || v.toLowerCase() === 'false');
 }

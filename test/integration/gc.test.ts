@@ -312,9 +312,14 @@ describe('orphan', () => {
     assert.deepEqual(del.json.metadata.finalizers, ['orphan']);
     await gone(`${NS('gc-or')}/secrets/legacy-q`);
     assert.equal((await api('GET', `${NS('gc-or')}/configmaps/legacy-q-dep`)).status, 200);
-    assert.equal((await api('DELETE', `${NS('gc-or')}/secrets/x?orphanDependents=maybe`)).status, 400);
+    // kube's boolean query parameters: only 0/false (any case) are false.
+    const yes = await create(`${NS('gc-or')}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'legacy-yes' } });
+    await create(`${NS('gc-or')}/configmaps`, owned('legacy-yes-dep', [ref(yes)]));
+    const delYes = await api('DELETE', `${NS('gc-or')}/secrets/legacy-yes?orphanDependents=yes`);
+    assert.equal(delYes.status, 200);
+    assert.deepEqual(delYes.json.metadata.finalizers, ['orphan']);
     await create(`${NS('gc-or')}/configmaps`, { ...CM('held'), metadata: { name: 'held', finalizers: ['example.com/hold'] } });
-    const accepted = await api('DELETE', `${NS('gc-or')}/configmaps/held?orphanDependents=false`);
+    const accepted = await api('DELETE', `${NS('gc-or')}/configmaps/held?orphanDependents=FALSE`);
     assert.equal(accepted.status, 202);
     assert.ok(accepted.json.metadata.deletionTimestamp);
   });
