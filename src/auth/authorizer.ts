@@ -10,7 +10,7 @@
 import type { UserInfo } from '../registry/store.js';
 import type { WatchCache, CacheEvent } from '../storage/watchcache.js';
 import type { LogicalClusterIndex } from '../tenancy/index.js';
-import { SA_CLUSTER_NAME_EXTRA, serviceAccountClusterMismatch } from './serviceaccounts.js';
+import { SERVICE_ACCOUNT_USER_PREFIX, serviceAccountClusterMismatch, serviceAccountUsername } from './serviceaccounts.js';
 
 /** The logical cluster that holds kcp's bootstrap policy. */
 export const SYSTEM_ADMIN_CLUSTER = 'system:admin';
@@ -20,18 +20,8 @@ export const SYSTEM_MASTERS = 'system:masters';
 const LOGICAL_CLUSTER_ADMIN = 'system:kcp:logical-cluster-admin';
 const KCP_ADMIN = 'system:kcp:admin';
 const WORKSPACE_BOOTSTRAPPER = 'system:kcp:tenancy:workspace-bootstrapper';
-/** User extra holding the logical cluster a service account belongs to (kcp). */
-export const SA_CLUSTER_EXTRA = SA_CLUSTER_NAME_EXTRA;
 /** Phases in which a logical cluster's content may be accessed (kcp workspace content authorizer). */
 const ACCESSIBLE_PHASES = new Set(['Initializing', 'Ready', 'Inactive', 'Terminating', 'Deleting']);
-
-/** Whether the user is a service account of the given logical cluster. */
-export function isServiceAccountOf(user: UserInfo, cluster: string): boolean {
-  if (!user.name.startsWith('system:serviceaccount:')) return false;
-  // Without the extra (an impersonated service account) it counts as local, as kcp's IsInScope.
-  const clusters = user.extra?.[SA_CLUSTER_EXTRA];
-  return !clusters?.length || clusters[0] === cluster;
-}
 
 /** What is being authorized (`authorizer.Attributes`). */
 export interface AuthzAttributes {
@@ -93,7 +83,7 @@ function appliesTo(s: Subject, user: UserInfo, bindingNamespace: string): boolea
   switch (s.kind) {
     case 'User': return s.name === user.name;
     case 'Group': return user.groups.includes(s.name);
-    case 'ServiceAccount': return user.name === `system:serviceaccount:${s.namespace || bindingNamespace}:${s.name}`;
+    case 'ServiceAccount': return user.name === serviceAccountUsername(s.namespace || bindingNamespace, s.name);
     default: return false;
   }
 }
@@ -207,7 +197,9 @@ export class Authorizer {
     if (groups.includes(LOGICAL_CLUSTER_ADMIN)) return undefined;
     const info = this.index.get(a.cluster);
     if (!info) return undefined; // existence is checked by the caller (the cache may trail Redis)
-    const serviceAccount = a.user.name.startsWith('system:serviceaccount:');
+    // authorize() has renamed foreign service accounts (system:kcp:serviceaccount:…): one still
+    // named system:serviceaccount:… is a service account of this logical cluster.
+    const serviceAccount = a.user.name.startsWith(SERVICE_ACCOUNT_USER_PREFIX);
     if (!serviceAccount && info.requiredGroups !== undefined && !groups.includes(KCP_ADMIN)) {
       const clauses = [...info.requiredGroups.split(';'), KCP_ADMIN, WORKSPACE_BOOTSTRAPPER];
       if (!clauses.some((c) => c.split(',').every((g) => groups.includes(g)))) {
@@ -215,7 +207,7 @@ export class Authorizer {
       }
     }
     if (!ACCESSIBLE_PHASES.has(info.phase)) return `not permitted due to phase "${info.phase}"`;
-    if (serviceAccount && isServiceAccountOf(a.user, a.cluster)) return undefined;
+    if (serviceAccount) return undefined;
     const access: AuthzAttributes = { ...a, verb: 'access', isResourceRequest: false, path: '/', apiGroup: '', resource: '', subresource: '', name: '', namespace: '' };
     if (this.rbacAllows(SYSTEM_ADMIN_CLUSTER, access, true) || this.rbacAllows(a.cluster, access, true)) return undefined;
     return 'no verb=access permission on /';
