@@ -3,6 +3,7 @@
  * (k8s.io/apiserver/pkg/endpoints/request/requestinfo.go), behind kcp's `/clusters/<name>` prefix.
  */
 import { badRequest } from '../apimachinery/errors.js';
+import { isValidPath } from '../tenancy/paths.js';
 
 /** What a request addresses. */
 export interface RequestInfo {
@@ -20,17 +21,6 @@ export interface RequestInfo {
   resource: string;
   subresource: string;
   name: string;
-}
-
-/**
- * Logical cluster names and workspace paths, as kcp's `logicalcluster.Path`: colon-separated
- * DNS-label-like segments (`root`, `root:org:team`, `system:admin`, generated names).
- */
-const CLUSTER_PATH = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(:[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-/** Whether a string is a valid logical cluster name or workspace path. */
-export function isValidClusterPath(s: string): boolean {
-  return s.length <= 253 && CLUSTER_PATH.test(s);
 }
 
 /** Decodes one path segment; malformed percent-encoding is the client's mistake (400). */
@@ -56,7 +46,7 @@ export function parseRequestInfo(method: string, rawPath: string, query: URLSear
     const slash = rest.indexOf('/');
     cluster = decodeSegment(slash < 0 ? rest : rest.slice(0, slash));
     path = slash < 0 ? '/' : rest.slice(slash);
-    if (cluster !== '*' && !isValidClusterPath(cluster)) throw badRequest(`invalid logical cluster name or path "${cluster}"`);
+    if (!isValidPath(cluster)) throw badRequest(`invalid logical cluster name or path "${cluster}"`);
   }
   const info: RequestInfo = {
     cluster, path, isResourceRequest: false, verb: (method === 'GET' || method === 'HEAD') ? 'get' : method.toLowerCase(),

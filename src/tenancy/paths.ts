@@ -18,25 +18,28 @@ export const ROOT = 'root';
 /** Annotation of a LogicalCluster holding its canonical path (kcp `core.LogicalClusterPathAnnotationKey`). */
 export const PATH_ANNOTATION = 'kcp.io/path';
 
-const SEGMENT = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const CLUSTER_NAME = /^[a-z0-9][a-z0-9-]*[a-z0-9]$|^[a-z0-9]$/;
+/** A path segment: a DNS label (logicalcluster `lclusterNameFmt`). */
+const SEGMENT = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?';
+const PATH = new RegExp(`^${SEGMENT}(:${SEGMENT})*$`);
 
-/** Whether `s` is a valid workspace path (`root`, `root:org:team`, `user:alice`). */
+/**
+ * Whether `s` is a valid logical cluster name or workspace path (`root`, `root:org:team`,
+ * `system:admin`, `2x5nd3awx0a7ty4j`) or the wildcard `*` — github kcp-dev/logicalcluster
+ * `Path.IsValid`: colon-separated DNS labels of at most 63 characters.
+ */
 export function isValidPath(s: string): boolean {
-  if (!s || s.length > 1024) return false;
-  return s.split(':').every((seg) => SEGMENT.test(seg));
+  return s === '*' || PATH.test(s);
 }
 
 /**
- * How a `/clusters/<x>` segment is to be read: a system logical cluster (`system:…`), a plain
- * logical cluster name (no colon), or a path to resolve. Home paths (`user:<name>`) allow the
- * characters of user names after the prefix.
+ * How a `/clusters/<x>` segment is to be read: a system logical cluster (`system:…`) or a plain
+ * logical cluster name (no colon) is used as is, any other valid path is resolved through the
+ * workspace index. Home paths (`user:<name>`) are paths; a user name that is not a DNS label
+ * makes its home reachable only by logical cluster name, as in kcp.
  */
 export function classifyClusterSegment(s: string): 'name' | 'path' | 'invalid' {
-  if (s.startsWith('system:')) return 'name';
-  if (!s.includes(':')) return CLUSTER_NAME.test(s) ? 'name' : 'invalid';
-  if (s.startsWith('user:')) return s.length > 5 ? 'path' : 'invalid';
-  return isValidPath(s) ? 'path' : 'invalid';
+  if (s === '*' || !isValidPath(s)) return 'invalid';
+  return s.startsWith('system:') || !s.includes(':') ? 'name' : 'path';
 }
 
 /** The parent path (`root:org` of `root:org:team`), or '' for a top-level path. */
@@ -48,11 +51,6 @@ export function parentPath(path: string): string {
 /** Joins a path and a child name. */
 export function joinPath(path: string, name: string): string {
   return path ? `${path}:${name}` : name;
-}
-
-/** The last segment of a path (the workspace's name in its parent). */
-export function basePath(path: string): string {
-  return path.slice(path.lastIndexOf(':') + 1);
 }
 
 const BASE36 = '0123456789abcdefghijklmnopqrstuvwxyz';

@@ -18,6 +18,14 @@ test('paths: validity, parent/join, how /clusters/<x> is read', () => {
   assert.equal(classifyClusterSegment('root:org'), 'path');
   assert.equal(classifyClusterSegment('user:alice'), 'path');
   assert.equal(classifyClusterSegment('root:a:..:b'), 'invalid');
+  // logicalcluster Path.IsValid: DNS labels of at most 63 characters; the wildcard is valid as a
+  // path but names no single logical cluster.
+  assert.ok(isValidPath(`root:${'a'.repeat(63)}`));
+  assert.ok(!isValidPath(`root:${'a'.repeat(64)}`));
+  assert.ok(isValidPath('*'));
+  assert.equal(classifyClusterSegment('*'), 'invalid');
+  assert.equal(classifyClusterSegment('system:Admin'), 'invalid');
+  assert.equal(classifyClusterSegment('user:alice@example.com'), 'invalid');
 });
 
 test('cluster names: 16 base36 characters; uid-derived and home names are stable', () => {

@@ -7,23 +7,13 @@
  * (`ParseClusterURL`), `pkg/workspace/plugin/use.go` (`Run`, `resolveDots`, `currentRootURL`,
  * `printCurrentWorkspace`), and github kcp-dev/logicalcluster `path.go` (`Path`, `IsValid`).
  */
+import { ROOT, isValidPath } from '../../tenancy/paths.js';
+
+// The plugin and the server share kcp's path rules.
+export { ROOT, isValidPath } from '../../tenancy/paths.js';
 
 /** Separator of path segments (`root:org:team`), logicalcluster's `separator`. */
 export const SEPARATOR = ':';
-
-/** Name (and path) of the root workspace, kcp `core.RootCluster`. */
-export const ROOT = 'root';
-
-const SEGMENT = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?';
-const PATH_RE = new RegExp(`^${SEGMENT}(:${SEGMENT})*$`);
-
-/**
- * Whether `path` is a valid logical cluster path: DNS-label-like segments of at most 63
- * characters joined by `:` (logicalcluster `Path.IsValid`, which also accepts the wildcard `*`).
- */
-export function isValidPath(path: string): boolean {
-  return path === '*' || PATH_RE.test(path);
-}
 
 /**
  * The parent of a path (`root:org` for `root:org:team`), or `undefined` for a top-level path.
