@@ -9,10 +9,11 @@ import { isStatus } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { RequestScope, Store } from '../registry/store.js';
 import { SYSTEM_ADMIN_CLUSTER } from '../auth/authorizer.js';
+import { OWNER_ANNOTATION } from '../tenancy/admission.js';
+import { TYPE_ANNOTATION } from '../tenancy/index.js';
+import { PATH_ANNOTATION, ROOT } from '../tenancy/paths.js';
 
 const RBAC = 'rbac.authorization.k8s.io/v1';
-/** The root logical cluster. */
-export const ROOT_CLUSTER = 'root';
 
 function clusterRole(name: string, rules: object[]): KubeObject {
   return { apiVersion: RBAC, kind: 'ClusterRole', metadata: { name, labels: { 'kubernetes.io/bootstrapping': 'rbac-defaults' } }, rules };
@@ -31,9 +32,9 @@ const writeVerbs = ['create', 'delete', 'deletecollection', 'patch', 'update'];
 
 /** Annotation values of the root logical cluster (kcp config/root-phase0/logicalcluster.yaml). */
 const ROOT_ANNOTATIONS = {
-  'internal.tenancy.kcp.io/type': 'root:root',
-  'experimental.tenancy.kcp.io/owner': '{"username":"system:kcp-bootstrapper"}',
-  'kcp.io/path': ROOT_CLUSTER,
+  [TYPE_ANNOTATION]: 'root:root',
+  [OWNER_ANNOTATION]: '{"username":"system:kcp-bootstrapper"}',
+  [PATH_ANNOTATION]: ROOT,
 };
 
 /** kcp's root WorkspaceTypes (config/root/workspacetype-*.yaml, with the workspace-types battery). */
@@ -69,7 +70,7 @@ export async function bootstrapShard(stores: (plural: string, group: string) => 
     }
   };
   const lc = stores('logicalclusters', 'core.kcp.io');
-  for (const [cluster, annotations] of [[ROOT_CLUSTER, ROOT_ANNOTATIONS], [SYSTEM_ADMIN_CLUSTER, {}]] as const) {
+  for (const [cluster, annotations] of [[ROOT, ROOT_ANNOTATIONS], [SYSTEM_ADMIN_CLUSTER, {}]] as const) {
     const scope = masters(cluster);
     await ensure(lc, scope, { apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster', metadata: { name: 'cluster', annotations: { ...annotations } }, spec: {} });
     const current = lc.decode(await lc.get(scope, 'cluster'));
@@ -80,7 +81,7 @@ export async function bootstrapShard(stores: (plural: string, group: string) => 
     }
   }
 
-  const root = masters(ROOT_CLUSTER);
+  const root = masters(ROOT);
   await ensure(stores('namespaces', ''), root, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
   const types = stores('workspacetypes', 'tenancy.kcp.io');
   for (const [name, spec] of ROOT_WORKSPACE_TYPES) {
