@@ -19,9 +19,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { parseLabelSelector } from '../apimachinery/labels.js';
+import { labelSelectorToMetav1, parseLabelSelector } from '../apimachinery/labels.js';
 import { COMMANDS, parseArgs, UsageError, type ParsedArgs } from './ws/args.js';
-import { APIError, KcpClient, isStatus } from './ws/client.js';
+import { KcpClient } from './ws/client.js';
+import { StatusError, isStatus } from '../apimachinery/errors.js';
 import {
   clientConfig,
   commitWorkspace,
@@ -39,12 +40,11 @@ import {
   baseOf,
   currentWorkspaceMessage,
   formatType,
-  isValidPath,
   joinPath,
   parentOf,
   parseClusterURL,
   parseUseArgument,
-  resolveDots,
+  resolveTargetPath,
   rootOf,
   ROOT,
   WorkspacePathError,
@@ -196,7 +196,7 @@ export async function kubectlWs(argv: string[], io: WsIO = processIO(), opts: Ws
     }
     return 0;
   } catch (err) {
-    if (err instanceof CommandError || err instanceof UsageError || err instanceof ConfigError || err instanceof APIError || err instanceof WorkspacePathError) {
+    if (err instanceof CommandError || err instanceof UsageError || err instanceof ConfigError || err instanceof StatusError || err instanceof WorkspacePathError) {
       io.stderr(`Error: ${err.message}\n`);
       return 1;
     }
@@ -253,7 +253,7 @@ async function use(s: Session, arg: string): Promise<void> {
       break;
     case 'home': {
       const home = await homePath(s);
-      await enter(s, ctxName, `${home}${target.rest}`, true, arg, home);
+      await enter(s, ctxName, `${home}${target.rest}`, true, arg);
       break;
     }
     case 'path':
@@ -272,21 +272,17 @@ async function homePath(s: Session): Promise<string> {
   return decodeURIComponent(pathname.replace(/^\/clusters\//, ''));
 }
 
-async function enter(s: Session, ctxName: string, path: string, absolute: boolean, arg: string, home?: string): Promise<void> {
+async function enter(s: Session, ctxName: string, path: string, absolute: boolean, arg: string): Promise<void> {
   const { base, path: current } = s.currentPath();
   const name = absolute ? path : joinPath(current, path);
-  const resolved = resolveDots(name);
-  // Home paths may hold user-name characters a workspace path cannot (kcp-ts: `user:<name>`).
-  const valid = (p: string): boolean => isValidPath(p) ||
-    (home !== undefined && (p === home || (p.startsWith(`${home}:`) && isValidPath(p.slice(home.length + 1)))));
-  if (resolved === '' || !valid(resolved)) throw new CommandError(`invalid workspace path: ${arg}`);
+  const resolved = resolveTargetPath({ path, absolute }, current, arg);
 
   // The workspace exists for the caller when discovery in it answers (kcp: ServerGroups).
   let groups = 0;
   const p = `/clusters/${encodePath(resolved)}`;
   for (const [suffix, count] of [['/api', (b: any) => (b?.versions?.length ? 1 : 0)], ['/apis', (b: any) => b?.groups?.length ?? 0]] as const) {
     try { groups += count(await s.client.get(p + suffix)); } catch (err) {
-      if (!isStatus(err, 403) && !isStatus(err, 404)) throw err;
+      if (!isStatus(err, 403, 404)) throw err;
     }
   }
   const denied = groups === 0;
@@ -371,29 +367,12 @@ async function wideLabel(s: Session, name: string, path: string, wsPhase: string
 // ---------------------------------------------------------------------------------------------
 // create (kcp CreateWorkspaceOptions.Run)
 
-/** `metav1.ParseToLabelSelector`: a selector string as a LabelSelector object. */
-function toLabelSelector(text: string): { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] } {
-  let reqs;
-  try { reqs = parseLabelSelector(text); } catch (err) {
-    throw new CommandError(`invalid location selector: ${(err as Error).message}`);
-  }
-  const out: ReturnType<typeof toLabelSelector> = {};
-  for (const r of reqs) {
-    switch (r.operator) {
-      case '=': case '==': (out.matchLabels ??= {})[r.key] = r.values[0]!; break;
-      case 'in': (out.matchExpressions ??= []).push({ key: r.key, operator: 'In', values: [...r.values] }); break;
-      case 'notin': case '!=': (out.matchExpressions ??= []).push({ key: r.key, operator: 'NotIn', values: [...r.values] }); break;
-      case 'exists': (out.matchExpressions ??= []).push({ key: r.key, operator: 'Exists' }); break;
-      case '!': (out.matchExpressions ??= []).push({ key: r.key, operator: 'DoesNotExist' }); break;
-      default: throw new CommandError(`invalid location selector: ${JSON.stringify(r.operator)} is not a valid label selector operator`);
-    }
-  }
-  return out;
-}
-
 async function create(s: Session, name: string): Promise<void> {
   const locationSelector = s.flags.strings['location-selector'] ?? '';
-  const selector = locationSelector ? toLabelSelector(locationSelector) : undefined;
+  let selector;
+  try { selector = locationSelector ? labelSelectorToMetav1(parseLabelSelector(locationSelector)) : undefined; } catch (err) {
+    throw new CommandError(`invalid location selector: ${(err as Error).message}`);
+  }
   const { path: current } = s.currentPath();
   const typeFlag = s.flags.strings['type'] ?? '';
   const ignoreExisting = s.flags.bools['ignore-existing'] === true;

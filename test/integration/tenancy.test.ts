@@ -12,7 +12,7 @@ import { CM, call, sleep, type Res, type TestServer, useTestServer } from '../he
 
 let srv: TestServer;
 const tokenFile = join(mkdtempSync(join(tmpdir(), 'kcp-tokens-')), 'tokens.csv');
-writeFileSync(tokenFile, 'alice-token,alice,1001,"dev"\nbob-token,bob,1002\ncarol-token,carol,1003,"auditors"\n');
+writeFileSync(tokenFile, 'alice-token,alice,1001,"dev"\nbob-token,bob,1002\ncarol-token,carol,1003,"auditors"\ndave-token,dave@example.com,1004\n');
 
 useTestServer((s) => { srv = s; }, { tokenAuthFile: tokenFile });
 
@@ -253,6 +253,23 @@ describe('home workspaces', () => {
     assert.equal((await as('alice-token', 'GET', '/clusters/user:bob/api/v1/namespaces')).status, 403, "alice cannot enter bob's home");
     const again = await as('bob-token', 'GET', `${WS('root')}/~`);
     assert.equal(again.json.spec.cluster, r.json.spec.cluster, 'stable');
+  });
+
+  test('a user name that is no DNS label gets a home reachable by its logical cluster name', async () => {
+    let r: Res;
+    const deadline = Date.now() + 5000;
+    do {
+      r = await as('dave-token', 'GET', `${WS('root')}/~`);
+      if (r.status === 429) await sleep(20);
+    } while (r.status === 429 && Date.now() < deadline);
+    assert.equal(r.status, 200, r.body);
+    assert.equal(r.json.spec.URL, `${srv.url}/clusters/${r.json.spec.cluster}`);
+    const inHome = new URL(r.json.spec.URL).pathname;
+    assert.equal((await as('dave-token', 'POST', `${inHome}/api/v1/namespaces`, { metadata: { name: 'mine' } })).status, 201);
+    // Its path is no valid cluster path: a clear 400, not a lookup.
+    const byPath = await as('dave-token', 'GET', `/clusters/${encodeURIComponent('user:dave@example.com')}/api/v1/namespaces`);
+    assert.equal(byPath.status, 400, byPath.body);
+    assert.match(byPath.json.message, /invalid logical cluster name or path/);
   });
 });
 

@@ -173,17 +173,12 @@ export function parseUseArgument(arg: string, homeDir: string, short: boolean): 
  * joined to the current path, then `resolveDots`).
  *
  * @throws {WorkspacePathError} `cannot go up from root`, or `invalid workspace path: <arg>` when the
- *   result is not a valid path (`isValid` may widen the check, e.g. for home paths).
+ *   result is not a valid path.
  */
-export function resolveTargetPath(
-  target: { path: string; absolute: boolean },
-  current: string,
-  arg: string,
-  isValid: (path: string) => boolean = isValidPath,
-): string {
+export function resolveTargetPath(target: { path: string; absolute: boolean }, current: string, arg: string): string {
   const joined = target.absolute ? target.path : joinPath(current, target.path);
   const resolved = resolveDots(joined);
-  if (resolved === '' || !isValid(resolved)) throw new WorkspacePathError(`invalid workspace path: ${arg}`);
+  if (resolved === '' || !isValidPath(resolved)) throw new WorkspacePathError(`invalid workspace path: ${arg}`);
   return resolved;
 }
 

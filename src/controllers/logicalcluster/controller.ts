@@ -22,7 +22,7 @@ import type { KubeObject } from '../../apimachinery/meta.js';
 import { Store, type RequestScope, type TransactionItem } from '../../registry/store.js';
 import { OWNER_ANNOTATION } from '../../tenancy/admission.js';
 import { DELETION_FINALIZER } from '../../tenancy/logicalclusters.js';
-import { PATH_ANNOTATION } from '../../tenancy/paths.js';
+import { PATH_ANNOTATION, isValidPath } from '../../tenancy/paths.js';
 import { deleteAll, getIfExists, type ReconcileResult } from '../runtime.js';
 import { splitKey } from '../namespace/controller.js';
 
@@ -125,7 +125,12 @@ export function logicalClusterReconciler(deps: LogicalClusterReconcilerDeps): Lo
     // Created if absent: a retried initialization finds some of them already there.
     return { items: objects.map((o) => ({ store: o.store, scope: deps.scope(cluster, o.namespace), create: o.obj, ifAbsent: true })), pending };
   };
-  const statusURL = (cluster: string, lc: KubeObject) => `${deps.externalURL()}/clusters/${lc.metadata.annotations?.[PATH_ANNOTATION] ?? cluster}`;
+  // The URL names the workspace by its path, unless the path cannot appear in a URL: a home of a
+  // user whose name is no DNS label (`user:alice@example.com`) is reached by its cluster name.
+  const statusURL = (cluster: string, lc: KubeObject) => {
+    const path = lc.metadata.annotations?.[PATH_ANNOTATION];
+    return `${deps.externalURL()}/clusters/${path && isValidPath(path) ? path : cluster}`;
+  };
   /** The status of a LogicalCluster leaving Scheduling, with the initializers still pending. */
   const initialStatus = (cluster: string, lc: KubeObject, pending: string[]): LogicalClusterStatus => {
     const status: LogicalClusterStatus = { ...(lc.status as LogicalClusterStatus | undefined), phase: pending.length ? 'Initializing' : 'Ready', URL: statusURL(cluster, lc), initializers: pending };
