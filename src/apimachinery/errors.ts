@@ -43,7 +43,7 @@ export interface StatusBody {
  */
 export class StatusError extends Error {
   constructor(
-    /** HTTP status code. */
+    /** HTTP status code (0 when a client got no answer: connection refused or reset). */
     readonly code: number,
     /** apimachinery StatusReason, e.g. `NotFound`, `Conflict`, `Invalid`. */
     readonly reason: string,

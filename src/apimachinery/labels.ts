@@ -521,3 +521,28 @@ export function labelSelectorFromMetav1(sel: LabelSelectorV1): LabelSelector {
   }
   return reqs.length === 0 ? EVERYTHING : reqs.sort(byKey);
 }
+
+/**
+ * Converts a parsed selector back into a `metav1.LabelSelector` (apimachinery
+ * `metav1.ParseToLabelSelector`): `=`/`==` become `matchLabels`; `in`, `notin` and `!=`, `exists`
+ * and `!` become `In`, `NotIn`, `Exists` and `DoesNotExist` expressions.
+ *
+ * @throws StatusError 400 BadRequest for `gt`/`lt`, which a metav1 selector cannot express.
+ */
+export function labelSelectorToMetav1(sel: LabelSelector): LabelSelectorV1 {
+  const out: LabelSelectorV1 = {};
+  const expression = (key: string, operator: string, values?: readonly string[]) => {
+    (out.matchExpressions ??= []).push(values ? { key, operator, values: [...values] } : { key, operator });
+  };
+  for (const r of sel) {
+    switch (r.operator) {
+      case '=': case '==': (out.matchLabels ??= {})[r.key] = r.values[0]!; break;
+      case 'in': expression(r.key, 'In', r.values); break;
+      case 'notin': case '!=': expression(r.key, 'NotIn', r.values); break;
+      case 'exists': expression(r.key, 'Exists'); break;
+      case '!': expression(r.key, 'DoesNotExist'); break;
+      default: throw badRequest(`${quote(r.operator)} isn't supported in label selectors`);
+    }
+  }
+  return out;
+}

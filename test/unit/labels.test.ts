@@ -4,6 +4,7 @@ import { StatusError } from '../../src/apimachinery/errors.js';
 import {
   formatLabelSelector,
   labelSelectorFromMetav1,
+  labelSelectorToMetav1,
   matchesLabels,
   parseLabelSelector,
   validateLabelKey,
@@ -203,4 +204,22 @@ test('validateLabelValue', () => {
   assert.equal(validateLabelValue('v'.repeat(64)), 'must be no more than 63 bytes');
   assert.match(validateLabelValue(`-${'v'.repeat(64)}`)!, /^must be no more than 63 bytes; a valid label must be/);
   for (const v of ['a b', 'a/b', 'a_', '.a', 'ü']) assert.ok(validateLabelValue(v), v);
+});
+
+test('a selector string as a metav1.LabelSelector (ParseToLabelSelector), and back', () => {
+  const sel = labelSelectorToMetav1(parseLabelSelector('region=eu,tier==gold,zone in (a,b),env notin (dev),team!=x,ssd,!legacy'));
+  assert.deepEqual(sel, {
+    matchLabels: { region: 'eu', tier: 'gold' },
+    matchExpressions: [
+      { key: 'env', operator: 'NotIn', values: ['dev'] },
+      { key: 'legacy', operator: 'DoesNotExist' },
+      { key: 'ssd', operator: 'Exists' },
+      { key: 'team', operator: 'NotIn', values: ['x'] },
+      { key: 'zone', operator: 'In', values: ['a', 'b'] },
+    ],
+  });
+  const labels = { region: 'eu', tier: 'gold', zone: 'b', env: 'prod', team: 'y', ssd: '' };
+  assert.ok(matchesLabels(labelSelectorFromMetav1(sel), labels));
+  assert.ok(!matchesLabels(labelSelectorFromMetav1(sel), { ...labels, legacy: 'true' }));
+  assert.throws(() => labelSelectorToMetav1(parseLabelSelector('size>3')), (e: unknown) => e instanceof StatusError && e.code === 400 && /"gt" isn't supported in label selectors/.test(e.message));
 });

@@ -14,25 +14,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { ClientConfig } from './kubeconfig.js';
 import { ConfigError } from './kubeconfig.js';
-
-/** An API error: HTTP status, Status `reason` and message. */
-export class APIError extends Error {
-  constructor(
-    /** HTTP status code (0 for connection errors). */
-    readonly code: number,
-    /** `Status.reason`, e.g. `NotFound`, `Forbidden`, `AlreadyExists`. */
-    readonly reason: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'APIError';
-  }
-}
-
-/** Whether `err` is an {@link APIError} with HTTP status `code`. */
-export function isStatus(err: unknown, code: number): err is APIError {
-  return err instanceof APIError && err.code === code;
-}
+import { StatusError } from '../../apimachinery/errors.js';
 
 /** TLS and authentication settings derived from a {@link ClientConfig}. */
 interface Transport {
@@ -116,7 +98,7 @@ export class KcpClient {
    * at most 10 times).
    *
    * @param path Request path starting with `/`, e.g. `/clusters/root/api`.
-   * @throws {APIError} for a non-2xx answer (message of the `Status`, else a generic one) or a
+   * @throws {StatusError} for a non-2xx answer (message of the `Status`, else a generic one) or a
    *   connection error (code 0).
    */
   async request(method: string, path: string, body?: unknown): Promise<Response> {
@@ -128,7 +110,7 @@ export class KcpClient {
         continue;
       }
       if (res.status >= 200 && res.status < 300) return res;
-      throw toAPIError(res, method, path);
+      throw toStatusError(res, method, path);
     }
   }
 
@@ -174,7 +156,7 @@ export class KcpClient {
         });
       };
       const req = isHttps ? httpsRequest(url, options, onResponse) : httpRequest(url, options, onResponse);
-      req.on('error', (err) => reject(new APIError(0, 'ConnectionError', `${method} ${url.href}: ${err.message}`)));
+      req.on('error', (err) => reject(new StatusError(0, 'ConnectionError', `${method} ${url.href}: ${err.message}`)));
       req.setTimeout(60_000, () => req.destroy(new Error('request timed out')));
       if (data) req.write(data);
       req.end();
@@ -192,11 +174,11 @@ const GENERIC: Record<number, [string, string]> = {
   503: ['ServiceUnavailable', 'the server is currently unable to handle the request'],
 };
 
-function toAPIError(res: Response, method: string, path: string): APIError {
+function toStatusError(res: Response, method: string, path: string): StatusError {
   const b = res.body as { kind?: string; message?: string; reason?: string } | undefined;
   if (b && typeof b === 'object' && b.kind === 'Status' && b.message) {
-    return new APIError(res.status, b.reason ?? '', b.message);
+    return new StatusError(res.status, b.reason ?? '', b.message);
   }
   const [reason, message] = GENERIC[res.status] ?? ['Unknown', `the server responded with the status code ${res.status} but did not return more information (${method} ${path})`];
-  return new APIError(res.status, reason, message);
+  return new StatusError(res.status, reason, message);
 }
