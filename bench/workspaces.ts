@@ -188,7 +188,7 @@ export async function wsCreate(s: ServerProc): Promise<Report> {
     sustainedReadyPerSec: round(sustained, 1), latencyMs: { p50: round(l.p50), p90: round(l.p90), p99: round(l.p99), max: round(l.max) }, p99BySecond,
     sendToCreatedMs: { p50: round(lc.p50), p99: round(lc.p99) }, createdToReadyMs: { p50: round(lr.p50), p99: round(lr.p99) },
     workspaceReconcileMsUpperBound: { p50: reconcile[0], p99: reconcile[1] },
-    sendSeconds: round((sendEnd - t0) / 1000, 2), lastReadyAfterSendEndMs: round(lastReady - sendEnd, 1), cpuPctOfCore: cpu,
+    scheduleStartEpochMs: Math.round(performance.timeOrigin + t0), sendSeconds: round((sendEnd - t0) / 1000, 2), lastReadyAfterSendEndMs: round(lastReady - sendEnd, 1), cpuPctOfCore: cpu,
     note: 'open loop: request i is sent at t0 + i/rate (queued when all 64 connections are busy); latency = scheduled send → Ready event on a watch of the parent workspace. Each workspace: one HTTP create of the Workspace, one BullMQ job of the workspace controller, one transaction (LogicalCluster initialized, workspace-admin ClusterRoleBinding, namespace default, its default ServiceAccount, Workspace spec.cluster/URL and phase Ready).',
   };
   const met = sustained >= rate * 0.98 && l.p99 < 100 && readyTimes.length === total;
