@@ -260,6 +260,8 @@ export async function wsMemory(s: ServerProc): Promise<Report> {
       points.push({
         workspaces: n, createSeconds: round(secs, 1), createRatePerSec: round(names.length / secs, 1),
         serverRssBytesPerWorkspace: Math.round(rss), serverHeapBytesPerWorkspace: Math.round(heap), redisBytesPerWorkspace: Math.round(red),
+        // What RSS holds besides live objects: V8 heap pages kept after GC, Buffers outside the heap.
+        serverHeapTotalBytesPerWorkspace: Math.round((after.heapTotal - before.heapTotal) / n), serverExternalBytesPerWorkspace: Math.round((after.external - before.external) / n),
         totalBytesPerWorkspace: Math.round(rss + red), serverRssMiB: round(after.rss / 2 ** 20, 1), redisUsedMemoryMiB: round(redisAfter / 2 ** 20, 1),
         redisKeysPerWorkspace: round(((await redis.dbsize()) - keysBefore) / n, 2), eventStreamLength: xlen,
       });
