@@ -46,7 +46,7 @@ export async function startRedis(dir = mkdtempSync(join(tmpdir(), 'kcp-redis-'))
   };
   const t: TestRedis = {
     url: `redis://127.0.0.1:${port}`, port, dir, proc: await launch(),
-    async stop() { if (t.proc.exitCode === null) { t.proc.kill('SIGTERM'); await new Promise((r) => t.proc.once('exit', r)); } },
+    async stop() { if (t.proc.exitCode === null && t.proc.signalCode === null) { t.proc.kill('SIGTERM'); await new Promise((r) => t.proc.once('exit', r)); } },
     kill9() { t.proc.kill('SIGKILL'); },
     async restart() { t.proc = await launch(); },
   };

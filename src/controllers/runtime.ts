@@ -96,6 +96,9 @@ export interface ControllerOptions {
   metrics?: ControllerMetrics;
 }
 
+/** How long one closing step of a queue thread waits for BullMQ (ms). */
+export const GRACEFUL_CLOSE_MS = 5_000;
+
 /** What a queue thread reports to its owner. */
 export interface QueueThreadEvents {
   /** The thread failed (it is restarted after a second). */
@@ -121,6 +124,8 @@ export class QueueThread {
   private readonly registered = new Map<string, { reg: QueueRegistration; run: (id: number, key: string) => void }>();
   private closing = false;
   private alive = false;
+  /** A closing step ran out of time: the thread's Redis does not answer (see `gracefully`). */
+  private unresponsive = false;
 
   /** Starts the thread; its queues live in the Redis at `redisUrl` (`redis://…` or `unix://…`). */
   constructor(private readonly redisUrl: string, private readonly events: QueueThreadEvents = {}) {
@@ -190,17 +195,41 @@ export class QueueThread {
   /** Jobs waiting, delayed or active in a controller's queue (all processes). */
   async depth(name: string): Promise<number> { return (await this.request({ op: 'depth', name })) ?? 0; }
 
-  /** Closes a controller's workers (running reconciles finish) and queue; nothing to do when the thread is gone. */
+  /**
+   * Waits for a closing step at most {@link GRACEFUL_CLOSE_MS}. BullMQ closes its workers and
+   * queues through Redis and waits for it without end while it is unreachable; after one step
+   * ran out of time the next ones do not wait (until a step answers again), so stopping a server
+   * whose queue Redis is down takes seconds, not forever.
+   */
+  private async gracefully(step: Promise<unknown>): Promise<void> {
+    if (this.unresponsive) { step.catch(() => undefined); return; }
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      step.then(() => false, () => false),
+      new Promise<boolean>((r) => { timer = setTimeout(() => r(true), GRACEFUL_CLOSE_MS); }),
+    ]);
+    clearTimeout(timer);
+    this.unresponsive = timedOut;
+  }
+
+  /**
+   * Closes a controller's workers (running reconciles finish) and queue; nothing to do when the
+   * thread is gone. Gives up waiting after {@link GRACEFUL_CLOSE_MS}.
+   */
   async unregister(name: string): Promise<void> {
     // Jobs fetched before the workers stopped still run here until the thread answers.
-    if (this.alive) await this.request({ op: 'unregister', name }).catch(() => undefined);
+    if (this.alive) await this.gracefully(this.request({ op: 'unregister', name }));
     this.registered.delete(name);
   }
 
-  /** Closes every queue and ends the thread. */
+  /**
+   * Closes every queue and ends the thread; after {@link GRACEFUL_CLOSE_MS} without an answer the
+   * thread is terminated as it is (jobs it held are taken over by another process once their
+   * locks expire, or found again by the informers at the next start).
+   */
   async close(): Promise<void> {
     this.closing = true;
-    try { await this.request({ op: 'shutdown' }); } catch { /* the thread is gone already */ }
+    if (this.alive) await this.gracefully(this.request({ op: 'shutdown' }));
     await this.thread.terminate();
   }
 }

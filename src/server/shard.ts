@@ -102,12 +102,18 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     ipAddresses: [...(external && isIP(external) ? [external] : []), ...(bindAddress !== '0.0.0.0' && bindAddress !== '::' && isIP(bindAddress) ? [bindAddress] : [])],
   });
   const embedded: EmbeddedRedis[] = [];
+  // Until the server's logger exists, supervision messages of the embedded Redis go to stderr.
+  let warn = (m: string): void => { process.stderr.write(`kcp-ts: ${m}\n`); };
   const stopEmbedded = async () => { for (const e of embedded.splice(0)) await e.stop().catch(() => undefined); };
   const cleanups: (() => Promise<void>)[] = [];
   let redisUrl: string;
   let queueRedisUrl: string;
   try {
-    const embed = async (role: 'storage' | 'queue') => { const e = await startEmbeddedRedis(root, role); embedded.push(e); return e.url; };
+    const embed = async (role: 'storage' | 'queue') => {
+      const e = await startEmbeddedRedis(root, role, { onEvent: (m) => warn(m) });
+      embedded.push(e);
+      return e.url;
+    };
     redisUrl = options.redisUrl ?? await embed('storage');
     queueRedisUrl = options.queueRedisUrl ?? options.redisUrl ?? await embed('queue');
   } catch (err) {
@@ -199,6 +205,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       logger: options.logger,
     }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: pki.ca.certPem });
     cleanups.unshift(() => app.close());
+    if (options.logger) warn = (m) => app.log.warn(m);
 
     await app.listen({ port: options.securePort ?? 6443, host: bindAddress });
     const addr = app.server.address();

@@ -63,13 +63,32 @@ async function stopOrphan(pidFile: string): Promise<void> {
   if (alive(pid)) process.kill(pid, 'SIGKILL');
 }
 
+/** Options of {@link startEmbeddedRedis}. */
+export interface EmbeddedRedisOptions {
+  /**
+   * Told, in one line, when the redis-server exits unexpectedly and when it is running again
+   * (default: nothing).
+   */
+  onEvent?(message: string): void;
+}
+
+/** First and longest wait before a redis-server that died is started again, in ms. */
+const RESTART_DELAY_MS = 100;
+const RESTART_DELAY_MAX_MS = 5_000;
+
 /**
  * Starts `redis-server` for a root directory and waits until it answers PING: the storage
  * instance (`<root>/redis`, AOF fsync always), or with `role: 'queue'` the controller-queue
  * instance (`<root>/redis-queue`, no persistence). Throws RedisServerMissingError when it is not
  * installed, or an Error with Redis's own output when it fails to start.
+ *
+ * Supervised until `stop()`: a redis-server that exits (a crash, kill -9, the OOM killer) is
+ * started again on the same directory and address, after 100 ms and then with the wait doubling
+ * up to 5 s while it keeps failing. Clients reconnect on their own; the storage instance comes
+ * back with every acknowledged write (AOF), the queue instance empty (its informers enqueue
+ * everything again).
  */
-export async function startEmbeddedRedis(rootDirectory: string, role: 'storage' | 'queue' = 'storage'): Promise<EmbeddedRedis> {
+export async function startEmbeddedRedis(rootDirectory: string, role: 'storage' | 'queue' = 'storage', options: EmbeddedRedisOptions = {}): Promise<EmbeddedRedis> {
   if (!hasRedisServer()) throw new RedisServerMissingError();
   const dir = resolve(rootDirectory, role === 'queue' ? 'redis-queue' : 'redis');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -84,37 +103,81 @@ export async function startEmbeddedRedis(rootDirectory: string, role: 'storage' 
     '--port', String(port), '--loglevel', 'warning', '--logfile', '',
   ];
   if (useSocket) args.push('--unixsocket', socket, '--unixsocketperm', '700');
-  const child: ChildProcess = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (d) => { output += String(d); });
-  child.stderr!.on('data', (d) => { output += String(d); });
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const url = useSocket ? `unix://${socket}` : `redis://127.0.0.1:${port}`;
-  let done = false;
-  void exited.then(() => { done = true; });
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    if (done) throw new Error(`embedded redis-server exited during start-up: ${output.trim()}`);
-    const probe = useSocket ? new Redis({ path: socket, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null }) : new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => undefined);
-    try {
-      await probe.connect();
-      await probe.ping();
-      probe.disconnect();
-      break;
-    } catch {
-      probe.disconnect();
-      if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`embedded redis-server did not become ready: ${output.trim()}`); }
-      await new Promise((r) => setTimeout(r, 10));
+
+  /** Spawns redis-server and resolves once it answers PING; `exited` settles when it exits. */
+  const launch = async (): Promise<{ child: ChildProcess; exited: Promise<string> }> => {
+    const child: ChildProcess = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own words: the start-up banner until it answers, then (the last 2 KB of) what it says
+    // while it runs, which names the cause when it dies.
+    let output = '';
+    const collect = (d: Buffer) => { output = (output + String(d)).slice(-2048); };
+    child.stdout!.on('data', collect);
+    child.stderr!.on('data', collect);
+    let done = false;
+    const exited = new Promise<string>((r) => child.once('exit', (code, signal) => {
+      done = true;
+      r(`${signal ? `signal ${signal}` : `exit code ${code}`}${output.trim() ? `: ${output.trim()}` : ''}`);
+    }));
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      if (done) throw new Error(`embedded redis-server exited during start-up: ${output.trim()}`);
+      const probe = useSocket ? new Redis({ path: socket, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null }) : new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on('error', () => undefined);
+      try {
+        await probe.connect();
+        await probe.ping();
+        probe.disconnect();
+        output = '';
+        return { child, exited };
+      } catch {
+        probe.disconnect();
+        if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`embedded redis-server did not become ready: ${output.trim()}`); }
+        await new Promise((r) => setTimeout(r, 10));
+      }
     }
-  }
+  };
+
+  let current = await launch();
+  let stopping = false;
+  let wake: (() => void) | undefined;
+  const pause = (ms: number) => new Promise<void>((r) => {
+    const t = setTimeout(r, ms);
+    wake = () => { clearTimeout(t); r(); };
+  });
+  const tell = (m: string) => options.onEvent?.(`embedded ${role} redis-server: ${m}`);
+  // The supervisor: runs until stop(); each turn waits for the current process to exit.
+  const supervised = (async () => {
+    for (;;) {
+      const why = await current.exited;
+      if (stopping) return;
+      tell(`exited unexpectedly (${why}); starting it again`);
+      for (let delay = RESTART_DELAY_MS; ; delay = Math.min(delay * 2, RESTART_DELAY_MAX_MS)) {
+        if (stopping) return;
+        await pause(delay);
+        if (stopping) return;
+        try {
+          current = await launch();
+        } catch (err) {
+          tell(`${(err as Error).message}; trying again`);
+          continue;
+        }
+        if (stopping) { current.child.kill('SIGTERM'); await current.exited; return; }
+        tell('running again');
+        break;
+      }
+    }
+  })();
   return {
     url,
     async stop() {
-      if (done) return;
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
+      if (!stopping) {
+        stopping = true;
+        wake?.();
+        current.child.kill('SIGTERM');
+      }
+      const t = setTimeout(() => current.child.kill('SIGKILL'), 10_000);
+      await supervised;
       clearTimeout(t);
     },
   };

@@ -14,6 +14,9 @@ import type { Redis } from 'ioredis';
 import { ShardKeys, parseObjectKey } from './keys.js';
 import { StatusError } from '../apimachinery/errors.js';
 
+/** How long one XREAD of the tailer blocks waiting for new events (ms). */
+const TAIL_BLOCK_MS = 2000;
+
 /** A cached object. */
 export interface CacheEntry {
   /** Object key (`<group>/<resource>/<cluster>/[<ns>/]<name>`). */
@@ -258,7 +261,7 @@ export class WatchCache {
     let backoff = 50;
     while (!this.stopped) {
       try {
-        const res = await tailer.xread('COUNT', 2000, 'BLOCK', 2000, 'STREAMS', this.keys.events, `${this.revision}-0`);
+        const res = await tailer.xread('COUNT', 2000, 'BLOCK', TAIL_BLOCK_MS, 'STREAMS', this.keys.events, `${this.revision}-0`);
         backoff = 50;
         if (!res || this.stopped) continue;
         for (const [, entries] of res) {
@@ -459,7 +462,15 @@ export class WatchCache {
     for (const byCluster of this.watchers.values()) for (const set of byCluster.values()) for (const w of set) w.onTerminate();
     this.watchers.clear();
     this.tailer?.disconnect();
-    await this.tailDone?.catch(() => undefined);
+    // A connected tailer's XREAD fails at once on disconnect. One that is waiting to reconnect
+    // (Redis down) keeps it pending for good (ioredis leaves the offline queue unsettled when a
+    // reconnect is cancelled), so stopping does not wait longer than the XREAD's own block time.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.tailDone?.catch(() => undefined),
+      new Promise((r) => { timer = setTimeout(r, TAIL_BLOCK_MS + 500); }),
+    ]);
+    clearTimeout(timer);
   }
 }
 

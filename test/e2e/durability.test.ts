@@ -6,12 +6,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adminCreds, call, CM, freePort, sleep, startRedis, startTestServer } from '../helpers.js';
 
-function startCli(root: string, port: number): Promise<{ proc: ChildProcess; url: string }> {
+function startCli(root: string, port: number): Promise<{ proc: ChildProcess; url: string; output: () => string }> {
   const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'start', '--root-directory', root, '--secure-port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout!.on('data', (d) => { out += String(d); });
@@ -19,7 +19,7 @@ function startCli(root: string, port: number): Promise<{ proc: ChildProcess; url
   return new Promise((resolve, reject) => {
     const t = setInterval(() => {
       const m = /ready in \d+ ms at (https:\/\/\S+)/.exec(out);
-      if (m) { clearInterval(t); resolve({ proc, url: m[1]! }); }
+      if (m) { clearInterval(t); resolve({ proc, url: m[1]!, output: () => out }); }
       if (proc.exitCode !== null) { clearInterval(t); reject(new Error(`kcp-ts start exited: ${out}`)); }
     }, 20);
   });
@@ -70,6 +70,33 @@ test('kill -9 during writes loses no acknowledged write; data survives restarts'
   assert.equal(await stopCli(proc), 0);
 });
 
+test('an embedded redis-server that dies is started again: data kept, controllers work on', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'kcp-redis-restart-'));
+  const port = await freePort();
+  const { proc, url, output } = await startCli(root, port);
+  const creds = adminCreds(root);
+  const srv = { url };
+  const NS = '/clusters/root/api/v1/namespaces/default/configmaps';
+  const WS = '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces';
+  try {
+    assert.equal((await call(srv, creds, 'POST', NS, CM('before'))).status, 201);
+    for (const dir of ['redis', 'redis-queue']) process.kill(Number(readFileSync(join(root, dir, 'redis.pid'), 'utf8')), 'SIGKILL');
+    let r = { status: 0 } as Awaited<ReturnType<typeof call>>;
+    for (let i = 0; i < 100 && r.status !== 201; i++) { r = await call(srv, creds, 'POST', NS, CM('after')); if (r.status !== 201) await sleep(100); }
+    assert.equal(r.status, 201, r.body);
+    assert.equal((await call(srv, creds, 'GET', `${NS}/before`)).status, 200, 'the acknowledged write survived (AOF)');
+    // The queue instance came back empty: informers enqueued again, a new workspace gets Ready.
+    assert.equal((await call(srv, creds, 'POST', WS, { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name: 'after-restart' } })).status, 201);
+    let phase: string | undefined;
+    for (let i = 0; i < 100 && phase !== 'Ready'; i++) { phase = (await call(srv, creds, 'GET', `${WS}/after-restart`)).json.status?.phase; if (phase !== 'Ready') await sleep(100); }
+    assert.equal(phase, 'Ready');
+    assert.match(output(), /embedded storage redis-server: exited unexpectedly \(signal SIGKILL\); starting it again/);
+    assert.match(output(), /embedded queue redis-server: running again/);
+  } finally {
+    assert.equal(await stopCli(proc), 0);
+  }
+});
+
 test('missing redis-server gives one clear line and a non-zero exit', async () => {
   const root = mkdtempSync(join(tmpdir(), 'kcp-noredis-'));
   const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'start', '--root-directory', root, '--secure-port', '0'], { env: { ...process.env, PATH: '/nonexistent' }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -100,6 +127,22 @@ test('Redis unreachable → 503, then recovery without restart', async () => {
     assert.deepEqual(list.json.items.map((i: any) => i.metadata.name).sort(), ['after', 'before']);
   } finally {
     await srv.stop();
+    await redis.stop();
+  }
+});
+
+test('a server whose Redis is down still stops, within seconds', async () => {
+  const redis = await startRedis();
+  const srv = await startTestServer(redis);
+  try {
+    redis.kill9();
+    await sleep(300);
+    const t0 = Date.now();
+    const outcome = await Promise.race([srv.stop().then(() => 'stopped'), sleep(20_000).then(() => 'still stopping')]);
+    assert.equal(outcome, 'stopped');
+    // Bounded by the queue thread's graceful close and one tailer block, not by Redis.
+    assert.ok(Date.now() - t0 < 15_000, `stop took ${Date.now() - t0} ms`);
+  } finally {
     await redis.stop();
   }
 });
