@@ -60,8 +60,12 @@ export interface AppContext {
   homeWorkspace(user: UserInfo): Promise<KubeObject>;
   /** Create handler of virtual resources (access reviews). */
   createVirtual(desc: ResourceDescriptor, body: KubeObject, user: UserInfo, cluster: string): KubeObject;
-  /** `create` on `serviceaccounts/<name>/token` (TokenRequest, src/auth/serviceaccounts.ts). */
-  createToken?(scope: RequestScope, name: string, body: unknown): Promise<KubeObject>;
+  /**
+   * `create` handlers of the descriptors' `extraSubresources`, by `<group>/<plural>/<subresource>`
+   * (core group empty), e.g. `/serviceaccounts/token` (TokenRequest, src/auth/serviceaccounts.ts).
+   * A listed subresource without a handler answers 404.
+   */
+  subresourceCreate?: Record<string, (scope: RequestScope, name: string, body: unknown) => Promise<KubeObject>>;
   logger?: boolean | object;
 }
 
@@ -315,9 +319,11 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     case 'create': {
       const out = negotiateOutput(accept, false);
       const obj = decodeBody(req.headers['content-type'], body, scope.duplicateFields = []);
-      if (info.subresource === 'token') {
-        if (!ctx.createToken) throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
-        return send(reply, 201, await ctx.createToken(scope, info.name, obj), out);
+      // Only extra subresources take `create` (the checks above answered 404/405 for the others).
+      if (info.subresource) {
+        const create = ctx.subresourceCreate?.[`${desc.group}/${desc.plural}/${info.subresource}`];
+        if (!create) throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
+        return send(reply, 201, await create(scope, info.name, obj), out);
       }
       if (desc.virtual) {
         const checked = store.checkBody(obj, scope);

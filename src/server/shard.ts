@@ -196,7 +196,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       }),
       isReady: () => ready && cache.isReady && storage.client.status === 'ready',
       get externalAddress() { return externalAddress; },
-      createToken: (scope, name, body) => createTokenRequest({ tokens: saTokens, serviceAccounts: storeOf('serviceaccounts', ''), secrets: storeOf('secrets', '') }, scope, name, body),
+      subresourceCreate: {
+        '/serviceaccounts/token': (scope, name, body) => createTokenRequest({ tokens: saTokens, serviceAccounts: storeOf('serviceaccounts', ''), secrets: storeOf('secrets', '') }, scope, name, body),
+      },
       createVirtual: (desc, body, user, cluster) => {
         const exists = cache.getEntry(LOGICAL_CLUSTERS_GR, cluster, '', 'cluster') !== undefined;
         if (desc.kind === 'SelfSubjectReview') return evaluateSelfSubjectReview(body, user);
