@@ -16,7 +16,7 @@ export interface FlagSpec {
 }
 
 /** Flags understood by every command (connection flags and klog's `-v`). */
-export const COMMON_FLAGS: FlagSpec[] = [
+const COMMON_FLAGS: FlagSpec[] = [
   { name: 'kubeconfig', type: 'string' },
   { name: 'context', type: 'string' },
   { name: 'user', type: 'string' },
@@ -36,7 +36,7 @@ export const COMMON_FLAGS: FlagSpec[] = [
 ];
 
 /** Flags of the individual commands. */
-export const COMMAND_FLAGS: Record<string, FlagSpec[]> = {
+const COMMAND_FLAGS: Record<string, FlagSpec[]> = {
   '': [{ name: 'short', type: 'bool' }, { name: 'interactive', short: 'i', type: 'bool' }],
   use: [{ name: 'short', type: 'bool' }],
   current: [{ name: 'short', type: 'bool' }],

@@ -95,7 +95,7 @@ function filesToRead(rules: LoadingRules): string[] {
  * The file new entries are written to (client-go `GetDefaultFilename`): the explicit file, else the
  * first existing file of the list, else the first of the list.
  */
-export function defaultFilename(rules: LoadingRules): string {
+function defaultFilename(rules: LoadingRules): string {
   if (rules.explicitPath) return rules.explicitPath;
   return rules.precedence.find((f) => existsSync(f)) ?? rules.precedence[0]!;
 }

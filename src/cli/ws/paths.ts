@@ -13,7 +13,7 @@ import { ROOT, isValidPath } from '../../tenancy/paths.js';
 export { ROOT, isValidPath } from '../../tenancy/paths.js';
 
 /** Separator of path segments (`root:org:team`), logicalcluster's `separator`. */
-export const SEPARATOR = ':';
+const SEPARATOR = ':';
 
 /**
  * The parent of a path (`root:org` for `root:org:team`), or `undefined` for a top-level path.
@@ -133,9 +133,9 @@ export interface ParsedUseArgument {
 }
 
 /** Note printed when a path starts with `root` instead of `:root` (kcp `use.go`, LEGACY). */
-export const LEGACY_ROOT_NOTE = "Note: Using 'root:' to define an absolute path is no longer supported. Instead, use ':root' to specify an absolute path.";
+const LEGACY_ROOT_NOTE = "Note: Using 'root:' to define an absolute path is no longer supported. Instead, use ':root' to specify an absolute path.";
 /** Note printed after `kubectl ws` without argument entered the home workspace (kcp `use.go`). */
-export const NO_ARG_NOTE = "Note: 'kubectl ws' now matches 'cd' semantics: go to home workspace. 'kubectl ws -' to go back. 'kubectl ws .' to print current workspace.";
+const NO_ARG_NOTE = "Note: 'kubectl ws' now matches 'cd' semantics: go to home workspace. 'kubectl ws -' to go back. 'kubectl ws .' to print current workspace.";
 
 /**
  * Interprets the argument of `kubectl ws [use]` as kcp's `UseWorkspaceOptions.Run` does before
