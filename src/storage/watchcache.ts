@@ -14,9 +14,6 @@ import type { Redis } from 'ioredis';
 import { ShardKeys, parseObjectKey } from './keys.js';
 import { StatusError } from '../apimachinery/errors.js';
 
-/** How long one XREAD of the tailer blocks waiting for new events (ms). */
-const TAIL_BLOCK_MS = 2000;
-
 /** A cached object. */
 export interface CacheEntry {
   /** Object key (`<group>/<resource>/<cluster>/[<ns>/]<name>`). */
@@ -261,7 +258,7 @@ export class WatchCache {
     let backoff = 50;
     while (!this.stopped) {
       try {
-        const res = await tailer.xread('COUNT', 2000, 'BLOCK', TAIL_BLOCK_MS, 'STREAMS', this.keys.events, `${this.revision}-0`);
+        const res = await tailer.xread('COUNT', 2000, 'BLOCK', 2000, 'STREAMS', this.keys.events, `${this.revision}-0`);
         backoff = 50;
         if (!res || this.stopped) continue;
         for (const [, entries] of res) {
@@ -461,16 +458,12 @@ export class WatchCache {
     this.stopped = true;
     for (const byCluster of this.watchers.values()) for (const set of byCluster.values()) for (const w of set) w.onTerminate();
     this.watchers.clear();
+    // Disconnecting fails a pending XREAD at once, except while the tailer waits to reconnect
+    // (Redis down): ioredis then cancels the reconnect and leaves its offline queue unsettled, so
+    // the loop never comes back and there is nothing to wait for.
+    const reconnecting = this.tailer?.status === 'reconnecting';
     this.tailer?.disconnect();
-    // A connected tailer's XREAD fails at once on disconnect. One that is waiting to reconnect
-    // (Redis down) keeps it pending for good (ioredis leaves the offline queue unsettled when a
-    // reconnect is cancelled), so stopping does not wait longer than the XREAD's own block time.
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      this.tailDone?.catch(() => undefined),
-      new Promise((r) => { timer = setTimeout(r, TAIL_BLOCK_MS + 500); }),
-    ]);
-    clearTimeout(timer);
+    if (!reconnecting) await this.tailDone?.catch(() => undefined);
   }
 }
 
