@@ -97,7 +97,7 @@ export interface ControllerOptions {
 }
 
 /** How long one closing step of a queue thread waits for BullMQ (ms). */
-export const GRACEFUL_CLOSE_MS = 5_000;
+const GRACEFUL_CLOSE_MS = 5_000;
 
 /** What a queue thread reports to its owner. */
 export interface QueueThreadEvents {
@@ -197,19 +197,18 @@ export class QueueThread {
 
   /**
    * Waits for a closing step at most {@link GRACEFUL_CLOSE_MS}. BullMQ closes its workers and
-   * queues through Redis and waits for it without end while it is unreachable; after one step
-   * ran out of time the next ones do not wait (until a step answers again), so stopping a server
-   * whose queue Redis is down takes seconds, not forever.
+   * queues through Redis and waits for it without end while it is unreachable; once one step
+   * ran out of time the later ones do not wait at all, so stopping a server whose queue Redis is
+   * down takes seconds, not forever.
    */
   private async gracefully(step: Promise<unknown>): Promise<void> {
     if (this.unresponsive) { step.catch(() => undefined); return; }
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([
+    this.unresponsive = await Promise.race([
       step.then(() => false, () => false),
       new Promise<boolean>((r) => { timer = setTimeout(() => r(true), GRACEFUL_CLOSE_MS); }),
     ]);
     clearTimeout(timer);
-    this.unresponsive = timedOut;
   }
 
   /**
