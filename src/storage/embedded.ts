@@ -13,7 +13,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
-import { Redis } from 'ioredis';
+import { connectRedis } from './redis.js';
 
 /** A running embedded Redis. */
 export interface EmbeddedRedis {
@@ -122,7 +122,7 @@ export async function startEmbeddedRedis(rootDirectory: string, role: 'storage' 
     const deadline = Date.now() + 15_000;
     for (;;) {
       if (done) throw new Error(`embedded redis-server exited during start-up: ${output.trim()}`);
-      const probe = useSocket ? new Redis({ path: socket, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null }) : new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      const probe = connectRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       probe.on('error', () => undefined);
       try {
         await probe.connect();
