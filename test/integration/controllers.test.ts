@@ -31,7 +31,9 @@ test('two controllers on one queue never reconcile the same key at once; the las
     inFlight.set(key, n);
     maxInFlight = Math.max(maxInFlight, n);
     (starts[key] ??= []).push(Date.now());
-    await sleep(15);
+    // Longer than the gap between two enqueues of one key (each awaited enqueue waits for its
+    // batch, about batchPeriodMs), so enqueues land while the key's job runs and are folded.
+    await sleep(50);
     inFlight.set(key, n - 1);
   };
   const a = new Controller({ name: 'mutex', prefix: '{t}:ctrl', thread: thread(), concurrency: 8, reconcile });
