@@ -55,6 +55,17 @@ export async function startRedis(dir = mkdtempSync(join(tmpdir(), 'kcp-redis-'))
 
 export function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
 
+/** Polls `fn` every 25 ms until it returns a truthy value, which it returns; fails (naming `what` and the last value) after `ms`. */
+export async function eventually<T>(what: string, fn: () => Promise<T>, ms = 8000): Promise<Exclude<T, false | 0 | '' | null | undefined>> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const last = await fn();
+    if (last) return last as Exclude<T, false | 0 | '' | null | undefined>;
+    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(last)} after ${ms} ms`);
+    await sleep(25);
+  }
+}
+
 /** Credentials read from the server's PKI directory. */
 export interface Creds { ca: string; cert: string; key: string }
 

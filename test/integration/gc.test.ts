@@ -7,7 +7,7 @@
  */
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CM, call, createLogicalCluster, sleep, type Res, type TestServer, useTestServer } from '../helpers.js';
+import { CM, call, createLogicalCluster, eventually, sleep, type Res, type TestServer, useTestServer } from '../helpers.js';
 
 let srv: TestServer;
 
@@ -16,18 +16,6 @@ useTestServer((s) => { srv = s; });
 // system:masters: the bare logical cluster of the custom-resource tests has no RBAC for kcp-admin.
 const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => call(srv, srv.masters, method, path, body, headers);
 const NS = (ns: string, cluster = 'root') => `/clusters/${cluster}/api/v1/namespaces/${ns}`;
-
-/** Polls until `fn` returns a truthy value; fails with the last value after `ms`. */
-async function eventually<T>(what: string, fn: () => Promise<T>, ms = 8000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: T;
-  for (;;) {
-    last = await fn();
-    if (last) return last;
-    if (Date.now() > deadline) assert.fail(`${what}: still ${JSON.stringify(last)} after ${ms} ms`);
-    await sleep(25);
-  }
-}
 
 const gone = (path: string) => eventually(`${path} gone`, async () => (await api('GET', path)).status === 404);
 

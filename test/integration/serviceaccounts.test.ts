@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair, importPKCS8 } from 'jose';
-import { call, createLogicalCluster, kubectl, sleep, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
+import { call, createLogicalCluster, eventually, kubectl, sleep, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
 
 let redis: TestRedis;
 let srv: TestServer;
@@ -30,15 +30,6 @@ async function requestToken(cluster: string, sa: string, spec: Record<string, un
   const res = await admin('POST', `${CORE(cluster)}/serviceaccounts/${sa}/token`, tokenRequest(spec));
   assert.equal(res.status, 201, res.body);
   return res.json.status.token as string;
-}
-
-/** Polls until `fn` returns true (the watch cache may trail a write by a moment). */
-async function eventually(what: string, fn: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await sleep(25);
-  }
 }
 
 async function createSA(cluster: string, name: string): Promise<any> {
