@@ -420,7 +420,7 @@ async function redisCeiling(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Custom resources (issue: custom resources per logical cluster)
 
-const CRD_DIR = join(BENCH_DIR, '..', '..', 'shared', 'testdata', 'crds');
+const CRD_DIR = join(BENCH_DIR, '..', 'test', 'fixtures', 'crds');
 
 function crdBodies(dir: string): string[] {
   return readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort().map((f) => JSON.stringify(parseYaml(readFileSync(join(dir, f), 'utf8'))));

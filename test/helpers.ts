@@ -16,10 +16,10 @@ import { startServer, type RunningServer, type ServerOptions } from '../src/inde
 const execFileP = promisify(execFile);
 
 /**
- * Real input nobody on this project wrote (cert-manager and prometheus-operator CRDs): the
- * `shared/testdata/crds` folder beside the repository.
+ * Real input nobody on this project wrote (cert-manager and prometheus-operator CRDs), copied into
+ * `test/fixtures/crds` with their upstream source, version and licence (test/fixtures/README.md).
  */
-export const TESTDATA_CRDS = join(import.meta.dirname, '..', '..', 'shared', 'testdata', 'crds');
+export const TESTDATA_CRDS = join(import.meta.dirname, 'fixtures', 'crds');
 
 /** A free loopback TCP port. */
 export async function freePort(): Promise<number> {

@@ -1,4 +1,4 @@
-/** Process entry of the `kcp-ts` command (bin/kcp-ts.js runs the compiled form of this file). */
+/** Process entry of the `kcp-ts` command (bin/kcp-ts runs the compiled form of this file). */
 import { main } from './main.js';
 
 main(process.argv.slice(2)).then((code) => process.exit(code), (err: unknown) => {

@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse, parseAllDocuments } from 'yaml';
+import { TESTDATA_CRDS } from '../helpers.js';
 import type { KubeObject } from '../../src/apimachinery/meta.js';
 import { StatusError } from '../../src/apimachinery/errors.js';
 import {
@@ -12,7 +14,7 @@ import {
 const CM = builtinSchemaResolver('', 'v1', 'ConfigMap')!;
 const SA = builtinSchemaResolver('', 'v1', 'ServiceAccount')!;
 const ROLE = builtinSchemaResolver('rbac.authorization.k8s.io', 'v1', 'Role')!;
-const crd = parse(readFileSync('/work/shared/testdata/crds/cert-manager/cert-manager.io_certificates.yaml', 'utf8')) as {
+const crd = parse(readFileSync(join(TESTDATA_CRDS, 'cert-manager', 'cert-manager.io_certificates.yaml'), 'utf8')) as {
   spec: { versions: Array<{ name: string; schema: { openAPIV3Schema: object } }> };
 };
 const CERT = crdSchemaResolver(crd.spec.versions.find((v) => v.name === 'v1')!.schema.openAPIV3Schema);
@@ -277,10 +279,6 @@ test('addedFieldSet equals compare(nothing, object).added (the create fast path)
   const { addedFieldSet, compare, TypeResolver } = await import('../../src/apimachinery/fieldmanager/typed.js');
   const { builtinSchemaResolver, crdSchemaResolver } = await import('../../src/apimachinery/fieldmanager/schema.js');
   const { kcpResources } = await import('../../src/apis/kcp/index.js');
-  const { readdirSync } = await import('node:fs');
-  const { join } = await import('node:path');
-  const { parseAllDocuments } = await import('yaml');
-  const { TESTDATA_CRDS } = await import('../helpers.js');
   const cases: Array<[unknown, ReturnType<typeof crdSchemaResolver>]> = [];
   const crdSchema = builtinSchemaResolver('apiextensions.k8s.io', 'v1', 'CustomResourceDefinition')!;
   for (const f of readdirSync(TESTDATA_CRDS, { recursive: true }) as string[]) {

@@ -1,4 +1,4 @@
-/** Process entry of the `kubectl-ws` command (bin/kubectl-ws.js runs the compiled form of this file). */
+/** Process entry of the `kubectl-ws` command (bin/kubectl-ws runs the compiled form of this file). */
 import { kubectlWs } from '../kubectl-ws.js';
 
 kubectlWs(process.argv.slice(2)).then((code) => { process.exitCode = code; }, (err: unknown) => {

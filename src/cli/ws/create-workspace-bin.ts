@@ -1,4 +1,4 @@
-/** Process entry of the `kubectl-create-workspace` command (bin/kubectl-create-workspace.js runs its compiled form). */
+/** Process entry of the `kubectl-create-workspace` command (bin/kubectl-create-workspace runs its compiled form). */
 import { kubectlCreateWorkspace } from '../kubectl-ws.js';
 
 kubectlCreateWorkspace(process.argv.slice(2)).then((code) => { process.exitCode = code; }, (err: unknown) => {
