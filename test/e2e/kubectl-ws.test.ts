@@ -245,4 +245,18 @@ describe('kubectl ws', () => {
     assert.equal(parse(readFileSync(first, 'utf8'))['current-context'], 'workspace.kcp.io/current');
     assert.equal((await kubectl(['get', 'namespace', 'ns-org', '-o', 'name'], { KUBECONFIG: list })).stdout, 'namespace/ns-org\n');
   });
+
+  test('the shipped executables: the repository\'s bin/ on PATH gives kubectl the ws and create workspace plugins', async () => {
+    // What the README tells users to do; needs the compiled plugin (`npm test` builds first).
+    const shipped = fileURLToPath(new URL('../../bin', import.meta.url));
+    const own = join(dir, 'shipped.kubeconfig');
+    copyFileSync(srv.kubeconfigPath, own);
+    const path = `${shipped}${delimiter}${process.env.PATH ?? ''}`;
+    const created = await kubectl(['create', 'workspace', 'shipped', '--enter'], { PATH: path, KUBECONFIG: own });
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stdout, /Current workspace is 'root:shipped' \(type root:organization\)\.\n$/);
+    assert.equal(created.stderr, '', 'kubectl create workspace prints no deprecation notice');
+    const current = await kubectl(['ws', '.'], { PATH: path, KUBECONFIG: own });
+    assert.match(current.stdout, /^Current workspace is 'root:shipped'/);
+  });
 });
