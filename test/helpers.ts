@@ -206,4 +206,45 @@ export function versionedKubectl(v: string): string {
   throw new Error(`${name} is not installed (looked on PATH and beside kubectl)`);
 }
 
+/** A `kcp-ts` process run as a user runs it: the built `bin/kcp-ts` (npm test builds first). */
+export interface CliProcess {
+  proc: ChildProcess;
+  /** Everything it wrote to stdout and stderr so far. */
+  output(): string;
+  /** Resolves to the server URL once it printed "ready", rejects if it exits first. */
+  ready: Promise<string>;
+  /** Resolves to the exit code (or the signal's name) once it exited. */
+  exited: Promise<number | string>;
+}
+
+/** Path of the shipped `kcp-ts` executable. */
+export const KCP_TS_BIN = join(import.meta.dirname, '..', 'bin', 'kcp-ts');
+
+/**
+ * Runs `kcp-ts <args>`. With `detached`, it leads its own process group, so a test can signal the
+ * group as a terminal's Ctrl-C does (`process.kill(-proc.pid, 'SIGINT')`).
+ */
+export function spawnCli(args: string[], opts: { cwd?: string; detached?: boolean; env?: NodeJS.ProcessEnv } = {}): CliProcess {
+  const proc = spawn(process.execPath, [KCP_TS_BIN, ...args], { cwd: opts.cwd, env: opts.env ?? process.env, detached: opts.detached ?? false, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout!.on('data', (d) => { out += String(d); });
+  proc.stderr!.on('data', (d) => { out += String(d); });
+  const exited = new Promise<number | string>((r) => proc.once('exit', (code, signal) => r(code ?? signal ?? -1)));
+  const ready = new Promise<string>((resolve, reject) => {
+    const t = setInterval(() => {
+      const m = /ready in \d+ ms at (https:\/\/\S+)/.exec(out);
+      if (m) { clearInterval(t); resolve(m[1]!); }
+    }, 20);
+    void exited.then((code) => { clearInterval(t); reject(new Error(`kcp-ts ${args.join(' ')} exited (${code}) before it was ready: ${out}`)); });
+  });
+  ready.catch(() => undefined);
+  return { proc, output: () => out, ready, exited };
+}
+
+/** Stops a `kcp-ts` process with SIGTERM (if it still runs) and resolves to its exit code. */
+export async function stopCli(cli: CliProcess): Promise<number | string> {
+  if (cli.proc.exitCode === null && cli.proc.signalCode === null) cli.proc.kill('SIGTERM');
+  return cli.exited;
+}
+
 export const CM = (name: string, data: Record<string, string> = { a: '1' }, labels?: Record<string, string>) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(labels ? { labels } : {}) }, data });

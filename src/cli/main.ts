@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { startServer, type ServerOptions } from '../server/shard.js';
-import { RedisServerMissingError } from '../storage/embedded.js';
+import { ShutdownSignals } from './signals.js';
 
 const USAGE = `Usage: kcp-ts start [flags]
 
@@ -25,8 +25,12 @@ Flags:
   -h, --help                this help
 `;
 
-/** Runs the CLI with `argv` (without node and script). Resolves to the exit code. */
-export async function main(argv: string[]): Promise<number> {
+/**
+ * Runs the CLI with `argv` (without node and script). Resolves to the exit code. `shutdown`
+ * (default: installed now) is how SIGTERM/SIGINT reach it; bin.ts installs it before loading this
+ * module so that no moment of a process's life is without handlers.
+ */
+export async function main(argv: string[], shutdown = new ShutdownSignals()): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === '-h' || command === '--help' || command === 'help') { process.stdout.write(USAGE); return command ? 0 : 2; }
   if (command !== 'start') { process.stderr.write(`kcp-ts: unknown command "${command}"\n\n${USAGE}`); return 2; }
@@ -52,24 +56,24 @@ export async function main(argv: string[]): Promise<number> {
     externalHostname: values['external-hostname'], shardName: values['shard-name'], redisUrl: values['redis-url'],
     queueRedisUrl: values['queue-redis-url'], tokenAuthFile: values['token-auth-file'], logger: values.verbose ? { level: 'info' } : { level: 'warn' },
   };
-  const t0 = performance.now();
-  let server;
   try {
-    server = await startServer(opts);
-  } catch (err) {
-    if (err instanceof RedisServerMissingError) process.stderr.write(`kcp-ts start: ${err.message}\n`);
-    else process.stderr.write(`kcp-ts start: ${(err as Error).message}\n`);
-    return 1;
+    const t0 = performance.now();
+    let server;
+    try {
+      server = await startServer({ ...opts, signal: shutdown.signal });
+    } catch (err) {
+      if (shutdown.signal.aborted) return 0;
+      process.stderr.write(`kcp-ts start: ${(err as Error).message}\n`);
+      return 1;
+    }
+    process.stdout.write(`kcp-ts shard "${opts.shardName ?? 'root'}" ready in ${Math.round(performance.now() - t0)} ms at ${server.url}\n`);
+    process.stdout.write(`Redis: ${server.redisUrl}\n`);
+    process.stdout.write(`Use it:  export KUBECONFIG=${server.kubeconfigPath}; kubectl get namespaces\n`);
+    const running = server;
+    return await new Promise<number>((resolveExit) => {
+      shutdown.onShutdown(() => { running.stop().then(() => resolveExit(0), () => resolveExit(1)); });
+    });
+  } finally {
+    shutdown.dispose();
   }
-  process.stdout.write(`kcp-ts shard "${opts.shardName ?? 'root'}" ready in ${Math.round(performance.now() - t0)} ms at ${server.url}\n`);
-  process.stdout.write(`Redis: ${server.redisUrl}\n`);
-  process.stdout.write(`Use it:  export KUBECONFIG=${server.kubeconfigPath}; kubectl get namespaces\n`);
-  return new Promise<number>((resolveExit) => {
-    const shutdown = (signal: string) => {
-      process.stdout.write(`received ${signal}, shutting down\n`);
-      server!.stop().then(() => resolveExit(0), () => resolveExit(1));
-    };
-    process.once('SIGTERM', () => shutdown('SIGTERM'));
-    process.once('SIGINT', () => shutdown('SIGINT'));
-  });
 }

@@ -34,6 +34,7 @@ import { homeWorkspaces } from '../tenancy/home.js';
 import { startControllers } from '../controllers/index.js';
 import { NAMESPACES_GR } from '../controllers/namespace/controller.js';
 import { classifyClusterSegment } from '../tenancy/paths.js';
+import { lockRootDirectory } from './rootlock.js';
 
 /** Options of `startServer` (flag names of `kcp-ts start`, as kcp's). */
 export interface ServerOptions {
@@ -66,6 +67,12 @@ export interface ServerOptions {
   logger?: boolean | object;
   /** Run the controllers in this process (default true). */
   controllers?: boolean;
+  /**
+   * Aborts the start-up: `startServer` then undoes what it did (stops what it started, releases
+   * the root directory) and rejects with an `AbortError`. Has no effect once it resolved; stop a
+   * running server with `stop()`.
+   */
+  signal?: AbortSignal;
 }
 
 /** A running server. */
@@ -84,19 +91,63 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/**
+ * `promise`, or a rejection with the signal's reason as soon as `signal` aborts (the promise's own
+ * outcome is then ignored).
+ */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) { onAbort(); return; }
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 function writeAtomic(path: string, content: string): void {
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, content, { mode: 0o600 });
   renameSync(tmp, path);
 }
 
-/** Starts a shard and resolves once it serves and is ready. */
+/**
+ * Starts a shard and resolves once it serves and is ready.
+ *
+ * Takes the root directory's lock before touching anything in it (see rootlock.ts) and holds it
+ * until `stop()`. On every failure, and when `options.signal` aborts, what was started is stopped
+ * again and the lock released before the promise rejects.
+ *
+ * @throws RootDirectoryInUseError when another process serves the same root directory
+ * @throws RedisServerMissingError when an embedded Redis is needed and redis-server is missing
+ * @throws DOMException `AbortError` when `options.signal` aborted the start-up
+ */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
+  const signal = options.signal;
+  signal?.throwIfAborted();
   const root = resolve(options.rootDirectory ?? '.kcp');
   mkdirSync(root, { recursive: true, mode: 0o700 });
+  const lock = await lockRootDirectory(root, options.rootDirectory ?? '.kcp');
+  let running: RunningServer;
+  try {
+    running = await startLocked(root, options, signal);
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+  const stopServer = running.stop;
+  let stopped: Promise<void> | undefined;
+  running.stop = () => stopped ??= stopServer().finally(() => lock.release());
+  return running;
+}
+
+/** `startServer` once the root directory is locked. */
+async function startLocked(root: string, options: ServerOptions, signal: AbortSignal | undefined): Promise<RunningServer> {
   const bindAddress = options.bindAddress ?? '127.0.0.1';
   const shard = options.shardName ?? 'root';
   const external = options.externalHostname;
+  // Checked after every step that takes time; what the step started is in `cleanups` by then.
+  const checkpoint = () => signal?.throwIfAborted();
   const pki = await ensurePki(root, {
     hostnames: external && !isIP(external) ? [external] : [],
     ipAddresses: [...(external && isIP(external) ? [external] : []), ...(bindAddress !== '0.0.0.0' && bindAddress !== '::' && isIP(bindAddress) ? [bindAddress] : [])],
@@ -110,12 +161,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   let queueRedisUrl: string;
   try {
     const embed = async (role: 'storage' | 'queue') => {
-      const e = await startEmbeddedRedis(root, role, { onEvent: (m) => warn(m) });
+      checkpoint();
+      const e = await startEmbeddedRedis(root, role, { onEvent: (m) => warn(m), signal });
       embedded.push(e);
       return e.url;
     };
     redisUrl = options.redisUrl ?? await embed('storage');
     queueRedisUrl = options.queueRedisUrl ?? options.redisUrl ?? await embed('queue');
+    checkpoint();
   } catch (err) {
     await stopEmbedded();
     throw err;
@@ -123,16 +176,19 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   try {
     const storage = new RedisStorage({ url: redisUrl, shard, streamMaxLen: options.streamMaxLen });
     cleanups.push(() => storage.close());
-    await storage.ready();
+    await abortable(storage.ready(), signal);
+    checkpoint();
     if (queueRedisUrl !== redisUrl && (options.controllers ?? true)) {
       // The queue thread would wait for it silently: an unreachable queue Redis fails the start.
       const probe = connectRedis(queueRedisUrl);
       probe.on('error', () => undefined);
-      try { await waitForRedis(probe, queueRedisUrl); } finally { probe.disconnect(); }
+      try { await abortable(waitForRedis(probe, queueRedisUrl), signal); } finally { probe.disconnect(); }
     }
+    checkpoint();
     const cache = new WatchCache(storage.client, new ShardKeys(shard), { historySize: options.watchHistorySize });
     cleanups.push(() => cache.stop());
     await cache.start();
+    checkpoint();
 
     const clusterKnown = async (cluster: string): Promise<boolean> => {
       if (cache.getEntry(LOGICAL_CLUSTERS_GR, cluster, '', 'cluster')) return true;
@@ -210,6 +266,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     if (options.logger) warn = (m) => app.log.warn(m);
 
     await app.listen({ port: options.securePort ?? 6443, host: bindAddress });
+    checkpoint();
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : (options.securePort ?? 6443);
     const host = external ?? (bindAddress === '0.0.0.0' || bindAddress === '::' ? 'localhost' : bindAddress);
@@ -218,6 +275,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const url = `https://${hostPort}`;
 
     await bootstrapShard(storeOf, masters, { name: shard, baseURL: url, externalURL: url, virtualWorkspaceURL: url });
+    checkpoint();
 
     if (options.controllers ?? true) {
       const stop = await startControllers({
@@ -225,6 +283,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         storeOf, masters, log: app.log,
       });
       cleanups.unshift(stop);
+      checkpoint();
     }
 
     const kubeconfigPath = join(root, 'admin.kubeconfig');

@@ -49,7 +49,9 @@ function alive(pid: number): boolean {
 
 /**
  * A previous server killed with SIGKILL leaves its Redis child running on the same data
- * directory; two writers on one AOF would corrupt it, so stop the orphan first.
+ * directory; two writers on one AOF would corrupt it, so stop the orphan first. Only called by
+ * the holder of the root directory's lock (src/server/rootlock.ts): a redis-server named by the
+ * pid file then cannot belong to a live server.
  */
 async function stopOrphan(pidFile: string): Promise<void> {
   if (!existsSync(pidFile)) return;
@@ -70,6 +72,8 @@ export interface EmbeddedRedisOptions {
    * (default: nothing).
    */
   onEvent?(message: string): void;
+  /** Aborts the start-up: the redis-server is stopped and the call rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 /** First and longest wait before a redis-server that died is started again, in ms. */
@@ -107,7 +111,9 @@ export async function startEmbeddedRedis(rootDirectory: string, role: 'storage' 
 
   /** Spawns redis-server and resolves once it answers PING; `exited` settles when it exits. */
   const launch = async (): Promise<{ child: ChildProcess; exited: Promise<string> }> => {
-    const child: ChildProcess = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group: a Ctrl-C in a terminal signals the whole foreground group, and the
+    // redis-server must stop when the server stops it (after its clients closed), not before.
+    const child: ChildProcess = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     // Its own words: the start-up banner until it answers, then (the last 2 KB of) what it says
     // while it runs, which names the cause when it dies.
     let output = '';
@@ -122,6 +128,7 @@ export async function startEmbeddedRedis(rootDirectory: string, role: 'storage' 
     const deadline = Date.now() + 15_000;
     for (;;) {
       if (done) throw new Error(`embedded redis-server exited during start-up: ${output.trim()}`);
+      if (options.signal?.aborted) { child.kill('SIGTERM'); await exited; throw options.signal.reason; }
       const probe = connectRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       probe.on('error', () => undefined);
       try {

@@ -5,36 +5,22 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { adminCreds, call, CM, eventually, freePort, sleep, startRedis, startTestServer } from '../helpers.js';
+import { adminCreds, call, CM, eventually, freePort, sleep, spawnCli, startRedis, startTestServer, stopCli, type CliProcess } from '../helpers.js';
 
-function startCli(root: string, port: number): Promise<{ proc: ChildProcess; url: string; output: () => string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'start', '--root-directory', root, '--secure-port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  proc.stdout!.on('data', (d) => { out += String(d); });
-  proc.stderr!.on('data', (d) => { out += String(d); });
-  return new Promise((resolve, reject) => {
-    const t = setInterval(() => {
-      const m = /ready in \d+ ms at (https:\/\/\S+)/.exec(out);
-      if (m) { clearInterval(t); resolve({ proc, url: m[1]!, output: () => out }); }
-      if (proc.exitCode !== null) { clearInterval(t); reject(new Error(`kcp-ts start exited: ${out}`)); }
-    }, 20);
-  });
-}
-
-async function stopCli(proc: ChildProcess): Promise<number | null> {
-  if (proc.exitCode !== null) return proc.exitCode;
-  proc.kill('SIGTERM');
-  return new Promise((r) => proc.once('exit', (code) => r(code)));
+/** `kcp-ts start` on `root` and `port`; resolves once it is ready. */
+async function startCli(root: string, port: number): Promise<{ cli: CliProcess; proc: ChildProcess; url: string; output: () => string }> {
+  const cli = spawnCli(['start', '--root-directory', root, '--secure-port', String(port)]);
+  return { cli, proc: cli.proc, url: await cli.ready, output: cli.output };
 }
 
 test('kill -9 during writes loses no acknowledged write; data survives restarts', async () => {
   const root = mkdtempSync(join(tmpdir(), 'kcp-durable-'));
   const port = await freePort();
-  let { proc, url } = await startCli(root, port);
+  let { cli, proc, url } = await startCli(root, port);
   const creds = adminCreds(root);
   const srv = { url };
   const NS = '/clusters/root/api/v1/namespaces/default/configmaps';
@@ -56,24 +42,24 @@ test('kill -9 during writes loses no acknowledged write; data survives restarts'
   await Promise.all(writers);
   assert.ok(acked.length >= 200);
 
-  ({ proc, url } = await startCli(root, port));
+  ({ cli, proc, url } = await startCli(root, port));
   const list = await call({ url }, creds, 'GET', NS);
   assert.equal(list.status, 200);
   const stored = new Set(list.json.items.map((i: any) => i.metadata.name));
   const lost = acked.filter((n) => !stored.has(n));
   assert.deepEqual(lost, [], `acknowledged writes lost after kill -9: ${lost.length}`);
   // Clean shutdown, then a third start still has everything.
-  assert.equal(await stopCli(proc), 0);
-  ({ proc, url } = await startCli(root, port));
+  assert.equal(await stopCli(cli), 0);
+  ({ cli, proc, url } = await startCli(root, port));
   const again = await call({ url }, creds, 'GET', NS);
   assert.equal(again.json.items.length, list.json.items.length);
-  assert.equal(await stopCli(proc), 0);
+  assert.equal(await stopCli(cli), 0);
 });
 
 test('an embedded redis-server that dies is started again: data kept, controllers work on', async () => {
   const root = mkdtempSync(join(tmpdir(), 'kcp-redis-restart-'));
   const port = await freePort();
-  const { proc, url, output } = await startCli(root, port);
+  const { cli, url, output } = await startCli(root, port);
   const creds = adminCreds(root);
   const srv = { url };
   const NS = '/clusters/root/api/v1/namespaces/default/configmaps';
@@ -94,18 +80,15 @@ test('an embedded redis-server that dies is started again: data kept, controller
     assert.match(output(), /embedded storage redis-server: exited unexpectedly \(signal SIGKILL\); starting it again/);
     assert.match(output(), /embedded queue redis-server: running again/);
   } finally {
-    assert.equal(await stopCli(proc), 0);
+    assert.equal(await stopCli(cli), 0);
   }
 });
 
 test('missing redis-server gives one clear line and a non-zero exit', async () => {
   const root = mkdtempSync(join(tmpdir(), 'kcp-noredis-'));
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'start', '--root-directory', root, '--secure-port', '0'], { env: { ...process.env, PATH: '/nonexistent' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let err = '';
-  proc.stderr!.on('data', (d) => { err += String(d); });
-  const code = await new Promise((r) => proc.once('exit', r));
-  assert.notEqual(code, 0);
-  assert.match(err, /redis-server was not found on PATH: install it .*apt-get install redis-server.* or pass --redis-url/);
+  const cli = spawnCli(['start', '--root-directory', root, '--secure-port', '0'], { env: { ...process.env, PATH: '/nonexistent' } });
+  assert.equal(await cli.exited, 1);
+  assert.match(cli.output(), /redis-server was not found on PATH: install it .*apt-get install redis-server.* or pass --redis-url/);
 });
 
 test('Redis unreachable → 503, then recovery without restart', async () => {
@@ -187,7 +170,7 @@ test('kill -9 of Redis during writes loses no acknowledged write (AOF appendfsyn
 test('kill -9 while workspaces are being created: after a restart every acknowledged workspace becomes Ready, with one logical cluster each', async () => {
   const root = mkdtempSync(join(tmpdir(), 'kcp-durable-ws-'));
   const port = await freePort();
-  let { proc, url } = await startCli(root, port);
+  let { cli, proc, url } = await startCli(root, port);
   const creds = adminCreds(root);
   const WS = '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces';
   const body = (name: string) => ({ apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name } });
@@ -208,7 +191,7 @@ test('kill -9 while workspaces are being created: after a restart every acknowle
   stop = true;
   await Promise.all(writers);
 
-  ({ proc, url } = await startCli(root, port));
+  ({ cli, proc, url } = await startCli(root, port));
   try {
     const deadline = Date.now() + 40_000;
     let items: any[] = [];
@@ -229,6 +212,6 @@ test('kill -9 while workspaces are being created: after a restart every acknowle
     const owned = lcs.filter((l: any) => l.spec.owner?.resource === 'workspaces');
     assert.equal(owned.length, items.length, 'one logical cluster per workspace, no leftovers');
   } finally {
-    assert.equal(await stopCli(proc), 0);
+    assert.equal(await stopCli(cli), 0);
   }
 });
