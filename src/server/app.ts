@@ -23,6 +23,7 @@ import type { ClusterAPIs } from '../apiextensions/registry.js';
 import type { Metrics } from './metrics.js';
 import { buildOpenAPIV2, buildOpenAPIV3GroupVersion, buildOpenAPIV3Root } from '../apis/openapi.js';
 import { encodeOpenAPIV2Protobuf } from '../apis/openapiv2proto.js';
+import { answerHealth, healthEndpointOf, HEALTH_ENDPOINTS, type HealthCheck, type HealthEndpoint } from './health.js';
 
 /** Maximum request body: 3 MiB, as kube-apiserver's default `MaxRequestBodyBytes`. */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -43,8 +44,8 @@ export interface AppContext {
   metrics: Metrics;
   /** Whether a logical cluster exists (LogicalCluster `cluster` stored in it). */
   clusterExists(cluster: string): Promise<boolean>;
-  /** Whether the shard is ready to serve (`/readyz`). */
-  isReady(): boolean;
+  /** The checks of `/livez`, `/readyz` and `/healthz` (health.ts). */
+  healthChecks: Record<HealthEndpoint, readonly HealthCheck[]>;
   /** Address clients use (`host:port`), for `/api` serverAddressByClientCIDRs. */
   externalAddress: string;
   /**
@@ -118,13 +119,12 @@ export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca
     else finish(result);
   });
 
-  const health = (check: () => boolean) => async (_req: FastifyRequest, reply: FastifyReply) => {
-    if (!check()) { reply.code(500).type('text/plain').send('[-]shard-ready failed: reason withheld\nhealthz check failed\n'); return; }
-    reply.type('text/plain').send('ok');
-  };
-  app.get('/healthz', health(() => true));
-  app.get('/livez', health(() => true));
-  app.get('/readyz', health(ctx.isReady));
+  // At the server's base without authentication (probes); under /clusters/<path> in handle().
+  for (const endpoint of HEALTH_ENDPOINTS) {
+    const serve = async (req: FastifyRequest, reply: FastifyReply) => serveHealth(ctx, req, reply, endpoint, req.url.split('?')[0]!.slice(endpoint.length + 1));
+    app.get(`/${endpoint}`, serve);
+    app.get(`/${endpoint}/*`, serve);
+  }
   app.get('/version', async () => VERSION_INFO);
   app.get('/metrics', async (req, reply) => {
     await authorizeNonResource(ctx, req, '/metrics', '');
@@ -151,6 +151,12 @@ export function toStatusError(err: unknown): StatusError {
   if (e?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || e?.statusCode === 415) return new StatusError(415, 'UnsupportedMediaType', e.message ?? 'unsupported media type');
   if (e?.statusCode && e.statusCode >= 400 && e.statusCode < 500) return new StatusError(400, 'BadRequest', e.message ?? 'bad request');
   return new StatusError(500, 'InternalError', `Internal error occurred: ${e?.message ?? String(err)}`);
+}
+
+/** Answers a health endpoint (health.ts) in kube's plain-text form; failing checks are logged. */
+function serveHealth(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, endpoint: HealthEndpoint, subPath: string): void {
+  const res = answerHealth(endpoint, ctx.healthChecks[endpoint], subPath, queryOf(req), (name, reason) => req.log.warn(`${endpoint} check ${name} failed: ${reason}`));
+  reply.code(res.code).header('x-content-type-options', 'nosniff').type('text/plain; charset=utf-8').send(res.body);
 }
 
 function sendStatus(reply: FastifyReply, err: StatusError): void {
@@ -214,6 +220,10 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   }
   if (!info.isResourceRequest) {
     await authorizeNonResource(ctx, req, info.path, info.cluster === '*' ? '' : info.cluster);
+    // What kube serves at its base, served at every /clusters/<path> base too (as kcp).
+    if (req.method === 'GET' && (info.path === '/version' || info.path === '/version/')) return send(reply, 200, VERSION_INFO, negotiateOutput(req.headers.accept, false));
+    const health = req.method === 'GET' ? healthEndpointOf(info.path) : undefined;
+    if (health) return serveHealth(ctx, req, reply, health[0], health[1]);
     return serveDiscovery(ctx, req, reply, info);
   }
   if (info.verb === 'get' && info.name === '~' && info.apiGroup === 'tenancy.kcp.io' && info.resource === 'workspaces' && !info.subresource && info.cluster === 'root') {

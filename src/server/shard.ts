@@ -35,6 +35,7 @@ import { startControllers } from '../controllers/index.js';
 import { NAMESPACES_GR } from '../controllers/namespace/controller.js';
 import { classifyClusterSegment } from '../tenancy/paths.js';
 import { lockRootDirectory } from './rootlock.js';
+import type { HealthCheck } from './health.js';
 
 /** Options of `startServer` (flag names of `kcp-ts start`, as kcp's). */
 export interface ServerOptions {
@@ -234,7 +235,8 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     const hub = new WatchHub(cache, () => storage.currentRevision(), options.bookmarkIntervalMs);
     cleanups.push(async () => hub.closeAll());
     const metrics = new Metrics(() => hub.size, () => cache.size);
-    let ready = false;
+    let started = false;
+    let stopping: Promise<void> | undefined;
     let externalAddress = '';
 
     const app = buildApp({
@@ -250,7 +252,14 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
           user, verb: 'create', cluster: 'root', isResourceRequest: true, namespace: '', apiGroup: 'tenancy.kcp.io', resource: 'workspaces', subresource: '', name: '~', path: '',
         }, true).allowed,
       }),
-      isReady: () => ready && cache.isReady && storage.client.status === 'ready',
+      healthChecks: (() => {
+        const ping: HealthCheck = { name: 'ping', check: () => undefined };
+        const redis: HealthCheck = { name: 'redis', check: () => storage.client.status === 'ready' ? undefined : `storage Redis connection is ${storage.client.status}` };
+        const watchCache: HealthCheck = { name: 'watch-cache', check: () => cache.isReady ? undefined : 'the watch cache has not synced from Redis' };
+        const bootstrapped: HealthCheck = { name: 'poststarthook/bootstrap-shard', check: () => started ? undefined : 'not finished' };
+        const shutdown: HealthCheck = { name: 'shutdown', check: () => stopping ? 'the server is shutting down' : undefined };
+        return { livez: [ping], readyz: [ping, redis, watchCache, bootstrapped, shutdown], healthz: [ping, redis, watchCache, bootstrapped] };
+      })(),
       get externalAddress() { return externalAddress; },
       subresourceCreate: {
         '/serviceaccounts/token': (scope, name, body) => createTokenRequest({ tokens: saTokens, serviceAccounts: storeOf('serviceaccounts', ''), secrets: storeOf('secrets', '') }, scope, name, body),
@@ -304,14 +313,12 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       ],
       currentContext: 'root',
     }));
-    ready = true;
+    started = true;
 
-    let stopping: Promise<void> | undefined;
     return {
       url, port, kubeconfigPath, caPem: pki.ca.certPem, redisUrl, app,
       stop() {
         stopping ??= (async () => {
-          ready = false;
           hub.closeAll();
           for (const c of cleanups) await c().catch(() => undefined);
           await stopEmbedded();
