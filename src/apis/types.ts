@@ -19,6 +19,13 @@ export interface AdmissionAttributes {
   subresource?: string;
 }
 
+/** What delete admission sees of a request. */
+export interface DeleteAdmissionAttributes {
+  /** Logical cluster of the object. */
+  cluster: string;
+  user: UserInfo;
+}
+
 /** One column of `as=Table` output (`metav1.TableColumnDefinition`) plus how to compute its cell. */
 export interface TableColumn {
   name: string;
@@ -74,6 +81,12 @@ export interface ResourceStrategy {
    * before validation; synchronous, so it reads state from in-memory indexes only.
    */
   admit?(obj: KubeObject, attrs: AdmissionAttributes): void;
+  /**
+   * Admission of a delete request (kube's validating admission with operation DELETE): `obj` is
+   * the stored object (read-only); throws a StatusError (usually 403 Forbidden) to refuse.
+   * Runs on every delete request, dry-run and already-terminating objects included.
+   */
+  admitDelete?(obj: KubeObject, attrs: DeleteAdmissionAttributes): void;
   /** Extra field-selector fields beyond metadata.name/metadata.namespace: name → value getter. */
   selectableFields?: Record<string, (obj: KubeObject) => string>;
 }

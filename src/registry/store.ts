@@ -810,6 +810,7 @@ export class Store {
       if (pre?.resourceVersion && pre.resourceVersion !== m.resourceVersion) {
         throw conflict(this.gr, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${m.resourceVersion}`);
       }
+      this.desc.strategy?.admitDelete?.(obj, { cluster: scope.cluster, user: scope.user });
       const heldByStrategy = Boolean(this.desc.strategy?.deletionPending?.(obj));
       if (m.deletionTimestamp && heldByStrategy) return { deleted: false, json: JSON.stringify(obj) };
       const gc = gcFinalizersForDelete(m.finalizers, opts);

@@ -28,7 +28,7 @@ import { bootstrapShard } from './bootstrap.js';
 import { kcpResources } from '../apis/kcp/index.js';
 import { LOGICAL_CLUSTERS_GR, LogicalClusterIndex } from '../tenancy/index.js';
 import { WorkspaceTypeResolver } from '../tenancy/workspacetypes.js';
-import { workspaceAdmission } from '../tenancy/admission.js';
+import { namespaceDeleteAdmission, workspaceAdmission } from '../tenancy/admission.js';
 import { logicalClusterAdmission } from '../tenancy/logicalclusters.js';
 import { homeWorkspaces } from '../tenancy/home.js';
 import { startControllers } from '../controllers/index.js';
@@ -212,7 +212,8 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     const index = new LogicalClusterIndex(cache);
     const authz = new Authorizer(cache, index);
     const types = new WorkspaceTypeResolver(cache, index);
-    const resources = [...BUILTIN_RESOURCES, ...kcpResources({
+    const namespaceDelete = namespaceDeleteAdmission((cluster) => index.get(cluster)?.deleting ?? false);
+    const resources = [...BUILTIN_RESOURCES.map((d) => d.group === '' && d.plural === 'namespaces' ? { ...d, strategy: { ...d.strategy, admitDelete: namespaceDelete } } : d), ...kcpResources({
       workspaces: workspaceAdmission({
         index, types,
         canUseType: (user, cluster, name) => authz.authorize({

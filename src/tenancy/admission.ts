@@ -132,3 +132,22 @@ export function workspaceAdmission(deps: WorkspaceAdmissionDeps): (obj: KubeObje
     }
   };
 }
+
+/** Namespaces no delete request may remove (kube's NamespaceLifecycle immortal namespaces). */
+export const IMMORTAL_NAMESPACES: ReadonlySet<string> = new Set(['default', 'kube-system', 'kube-public']);
+
+/**
+ * The delete admission of Namespaces: kcp's WorkspaceNamespaceLifecycle, i.e. kube's
+ * NamespaceLifecycle rule that `default`, `kube-system` and `kube-public` may not be deleted
+ * (403 Forbidden `namespaces "default" is forbidden: this namespace may not be deleted`), except
+ * while their logical cluster itself is being deleted, when its content goes with it.
+ *
+ * @param clusterTerminating whether a logical cluster's LogicalCluster has a deletionTimestamp
+ */
+export function namespaceDeleteAdmission(clusterTerminating: (cluster: string) => boolean): (obj: KubeObject, attrs: { cluster: string }) => void {
+  return (obj, attrs) => {
+    const name = obj.metadata.name ?? '';
+    if (!IMMORTAL_NAMESPACES.has(name) || clusterTerminating(attrs.cluster)) return;
+    throw new StatusError(403, 'Forbidden', `namespaces "${name}" is forbidden: this namespace may not be deleted`, { name, kind: 'namespaces' });
+  };
+}

@@ -287,6 +287,28 @@ describe('controller runtime', () => {
 });
 
 describe('deletion', () => {
+  test('default, kube-system and kube-public may not be deleted (kcp WorkspaceNamespaceLifecycle), by anyone, dry run included', async () => {
+    for (const name of ['kube-system', 'kube-public', 'other']) {
+      assert.equal((await as(undefined, 'POST', '/clusters/root:org:team/api/v1/namespaces', { metadata: { name } })).status, 201);
+    }
+    for (const name of ['default', 'kube-system', 'kube-public']) {
+      for (const [who, res] of [
+        ['admin', await as(undefined, 'DELETE', `/clusters/root:org:team/api/v1/namespaces/${name}`)],
+        ['system:masters', await call(srv, srv.masters, 'DELETE', `/clusters/root:org:team/api/v1/namespaces/${name}`)],
+        ['dry run', await as(undefined, 'DELETE', `/clusters/root:org:team/api/v1/namespaces/${name}?dryRun=All`)],
+      ] as const) {
+        assert.equal(res.status, 403, `${who} deleting ${name}: ${res.body}`);
+        assert.equal(res.json.reason, 'Forbidden');
+        assert.equal(res.json.message, `namespaces "${name}" is forbidden: this namespace may not be deleted`);
+        assert.deepEqual(res.json.details, { name, kind: 'namespaces' });
+      }
+      const ns = await as(undefined, 'GET', `/clusters/root:org:team/api/v1/namespaces/${name}`);
+      assert.equal(ns.status, 200);
+      assert.equal(ns.json.status.phase, 'Active', `${name} untouched`);
+    }
+    assert.equal((await as(undefined, 'DELETE', '/clusters/root:org:team/api/v1/namespaces/other')).status, 200, 'other namespaces are deleted as usual');
+  });
+
   test('terminators hold the deletion until they remove themselves from the LogicalCluster status', async () => {
     const wt = { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceType', metadata: { name: 'guarded' }, spec: { terminator: true, extend: { with: [{ name: 'universal', path: 'root' }] } } };
     assert.equal((await as(undefined, 'POST', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspacetypes', wt)).status, 201);
