@@ -17,6 +17,7 @@ import { validateObjectMeta } from '../apimachinery/validation.js';
 import { parseLabelSelector, matchesLabels, type LabelSelector } from '../apimachinery/labels.js';
 import { parseFieldSelector, matchesFields, type FieldSelector } from '../apimachinery/fields.js';
 import { duplicateFields } from '../apimachinery/duplicatefields.js';
+import { decodeJSONPatchBody } from '../apimachinery/jsonsyntax.js';
 import { strategicMergePatch, BUILTIN_PATCH_META, OBJECT_META_PATCH_META } from '../apimachinery/strategicmerge.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import { BUILTIN_SCHEMAS, definitionName } from '../apis/schemas/index.js';
@@ -350,7 +351,11 @@ export class Store {
   private validate(obj: KubeObject, old?: KubeObject): void {
     const causes: StatusCause[] = validateObjectMeta(obj.metadata, this.desc.namespaced, this.desc.strategy?.nameRule ?? 'dns1123Subdomain');
     const s = this.desc.strategy;
-    if (s) causes.push(...(old ? (s.validateUpdate?.(obj, old) ?? s.validate?.(obj) ?? []) : (s.validate?.(obj) ?? [])));
+    const typeCauses = s ? (old ? (s.validateUpdate?.(obj, old) ?? s.validate?.(obj) ?? []) : (s.validate?.(obj) ?? [])) : [];
+    // A name already refused by the object-meta rules is not refused again by a schema's
+    // pattern on metadata.name (kcp's Workspace has one): one error per field says it.
+    const metaFields = new Set(causes.map((c) => c.field));
+    causes.push(...typeCauses.filter((c) => !(c.field === 'metadata.name' || c.field === 'metadata.generateName') || !metaFields.has(c.field)));
     if (old) {
       if (obj.metadata.name !== old.metadata.name) causes.push({ reason: 'FieldValueInvalid', field: 'metadata.name', message: 'field is immutable' });
     }
@@ -669,11 +674,8 @@ export class Store {
    * itself carries a resourceVersion.
    */
   async patch(scope: RequestScope, name: string, contentType: string, patchBody: Buffer, subresource?: string): Promise<string> {
-    let patch: unknown;
+    const patch = decodeJSONPatchBody(patchBody);
     const text = patchBody.toString('utf8');
-    try { patch = JSON.parse(text); } catch (e) {
-      throw badRequest(`error decoding patch: ${(e as Error).message}`);
-    }
     // A strategic merge patch is strictly decoded as a map (duplicate keys reported); JSON and
     // merge patches are checked only through their result (k8s.io/apiserver handlers/patch.go).
     if (contentType === PATCH_TYPES.strategic) scope = { ...scope, duplicateFields: duplicateFields(text) };
@@ -774,8 +776,7 @@ export class Store {
 
   /** PATCH of `/scale`: the patch applies to the Scale view, then as `updateScale`. */
   async patchScale(scope: RequestScope, name: string, contentType: string, patchBody: Buffer): Promise<string> {
-    let patch: unknown;
-    try { patch = JSON.parse(patchBody.toString('utf8')); } catch (e) { throw badRequest(`error decoding patch: ${(e as Error).message}`); }
+    const patch = decodeJSONPatchBody(patchBody);
     const current = this.toScale(this.decode(await this.get(scope, name)));
     const patched = contentType === PATCH_TYPES.strategic ? strategicMergePatch(current, patch, OBJECT_META_PATCH_META) : this.applyPatch(current, contentType, patch);
     const result = patched as KubeObject;

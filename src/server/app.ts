@@ -15,7 +15,7 @@ import { fieldValidationMode } from '../apimachinery/pruning.js';
 import { PATCH_TYPES, Store, type DeleteOptions, type ListOptions, type RequestScope, type UserInfo } from '../registry/store.js';
 import type { CacheEntry } from '../storage/watchcache.js';
 import { parseRequestInfo, queryBool, type RequestInfo } from './requestinfo.js';
-import { decodeBody, decodeYaml, negotiateOutput, type OutputFormat } from './negotiation.js';
+import { decodeApplyPatch, decodeBody, negotiateOutput, type OutputFormat } from './negotiation.js';
 import { parseIncludeObject, partialObjectMetadata, toTable } from './table.js';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
 import type { WatchHub } from './watch.js';
@@ -328,7 +328,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     }
     case 'create': {
       const out = negotiateOutput(accept, false);
-      const obj = decodeBody(req.headers['content-type'], body, scope.duplicateFields = []);
+      const obj = decodeBody(req.headers['content-type'], body, desc.kind, scope.duplicateFields = []);
       // Only extra subresources take `create` (the checks above answered 404/405 for the others).
       if (info.subresource) {
         const create = ctx.subresourceCreate?.[`${desc.group}/${desc.plural}/${info.subresource}`];
@@ -345,7 +345,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     }
     case 'update': {
       const out = negotiateOutput(accept, false);
-      const obj = decodeBody(req.headers['content-type'], body, scope.duplicateFields = []);
+      const obj = decodeBody(req.headers['content-type'], body, desc.kind, scope.duplicateFields = []);
       if (info.subresource === 'scale') return send(reply, 200, await store.updateScale(scope, info.name, obj), out);
       const res = await store.update(scope, info.name, obj, info.subresource || undefined);
       addWarnings();
@@ -363,7 +363,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
         if (!query.get('fieldManager')) {
           throw invalid('PatchOptions', 'meta.k8s.io', '', [{ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' }]);
         }
-        const res = await store.apply(scope, info.name, decodeYaml(body.toString('utf8')), queryBool(query, 'force') === true);
+        const res = await store.apply(scope, info.name, decodeApplyPatch(body), queryBool(query, 'force') === true);
         addWarnings();
         return sendObject(reply, res.created ? 201 : 200, res.json, desc, out, query);
       }
@@ -430,7 +430,7 @@ function deleteOptions(req: FastifyRequest, query: URLSearchParams): DeleteOptio
   const body = req.body as Buffer | undefined;
   let opts: DeleteOptions = {};
   if (body && body.length) {
-    const parsed = decodeBody(req.headers['content-type'], body);
+    const parsed = decodeBody(req.headers['content-type'], body, 'DeleteOptions');
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw badRequest('DeleteOptions must be an object');
     const kind = (parsed as { kind?: string }).kind;
     if (kind !== undefined && kind !== 'DeleteOptions') throw badRequest(`the body must be a DeleteOptions object, got kind "${kind}"`);

@@ -8,6 +8,7 @@ import { duplicateFields } from '../apimachinery/duplicatefields.js';
 import { parseAllDocuments } from 'yaml';
 import { StatusError, badRequest } from '../apimachinery/errors.js';
 import { decodeKubernetesProtobuf, isKubernetesProtobuf } from '../apimachinery/protobuf.js';
+import { jsonSyntaxError, summarizeBody } from '../apimachinery/jsonsyntax.js';
 
 /** One parsed media range of an Accept header. */
 interface MediaRange { type: string; subtype: string; params: Record<string, string> }
@@ -60,33 +61,73 @@ export function negotiateOutput(accept: string | undefined, list: boolean, allow
 
 /**
  * Decodes a JSON or YAML request body into a value. Throws 400 (malformed) or 415 (format).
- * When `duplicates` is given, the paths of keys a JSON body repeats are appended to it (strict
- * decoding; `JSON.parse` itself keeps the last value).
+ * A malformed body is reported as kube-apiserver does (handlers' transformDecodeError): `the
+ * object provided is unrecognized (must be of type <kind>): couldn't get version/kind; json parse
+ * error: <Go's encoding/json message> (<summary of the body>)`, or `error converting YAML to JSON:
+ * yaml: line N: …` for YAML.
+ *
+ * @param expectedKind the kind the endpoint takes (`ConfigMap`, `DeleteOptions`), named in errors
+ * @param duplicates when given, the paths of keys a JSON body repeats are appended to it (strict
+ *   decoding; `JSON.parse` itself keeps the last value)
  */
-export function decodeBody(contentType: string | undefined, body: Buffer | undefined, duplicates?: string[]): unknown {
-  if (!body || body.length === 0) throw badRequest('the request body is empty');
+export function decodeBody(contentType: string | undefined, body: Buffer | undefined, expectedKind: string, duplicates?: string[]): unknown {
+  const data = body ?? Buffer.alloc(0);
   const ct = (contentType ?? 'application/json').split(';')[0]!.trim().toLowerCase();
-  const text = ct.includes('protobuf') ? '' : body.toString('utf8');
+  const unrecognized = (why: string) => badRequest(`the object provided is unrecognized (must be of type ${expectedKind}): ${why} (${summarizeBody(data)})`);
   if (ct === 'application/json' || ct === '' || ct === '*/*') {
+    const text = data.toString('utf8');
     let value: unknown;
-    try { value = JSON.parse(text); } catch (e) {
-      throw badRequest(`error decoding JSON body: ${(e as Error).message}`);
+    try { value = JSON.parse(text); } catch {
+      throw unrecognized(`couldn't get version/kind; json parse error: ${jsonSyntaxError(data) ?? 'invalid JSON'}`);
     }
     if (duplicates) duplicates.push(...duplicateFields(text));
     return value;
   }
-  if (ct === 'application/yaml' || ct === 'application/x-yaml' || ct === 'text/yaml') return decodeYaml(text);
+  if (ct === 'application/yaml' || ct === 'application/x-yaml' || ct === 'text/yaml') {
+    if (data.length === 0) throw unrecognized(`couldn't get version/kind; json parse error: unexpected end of JSON input`);
+    try { return parseYamlDocument(data.toString('utf8')); } catch (err) {
+      if (err instanceof YamlSyntaxError) throw unrecognized(err.message);
+      throw err;
+    }
+  }
   // kubectl >= 1.32 sends typed-client bodies (create configmap, auth can-i, …) as protobuf.
-  if (isKubernetesProtobuf(ct)) return decodeKubernetesProtobuf(body);
+  if (isKubernetesProtobuf(ct)) {
+    if (data.length === 0) throw unrecognized('empty body');
+    return decodeKubernetesProtobuf(data);
+  }
   throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf`);
 }
 
-/** Parses one YAML document; multiple documents or syntax errors are 400. */
-export function decodeYaml(text: string): unknown {
+/** A body that is not one YAML document; the message is kube's (`error converting YAML to JSON: yaml: …`). */
+class YamlSyntaxError extends Error {}
+
+/**
+ * Parses one YAML document. Throws YamlSyntaxError with `error converting YAML to JSON: yaml:
+ * line N: <reason>` (sigs.k8s.io/yaml's wording, as kube reports) for syntax errors and for more
+ * than one document.
+ */
+function parseYamlDocument(text: string): unknown {
   const docs = parseAllDocuments(text);
-  if (!Array.isArray(docs)) throw badRequest('error decoding YAML body: empty document');
-  if (docs.length !== 1) throw badRequest(`error decoding YAML body: expected one document, found ${docs.length}`);
+  if (!Array.isArray(docs)) return null; // empty input: YAML's null
+  if (docs.length !== 1) throw new YamlSyntaxError(`error converting YAML to JSON: yaml: expected one document, found ${docs.length}`);
   const doc = docs[0]!;
-  if (doc.errors.length) throw badRequest(`error decoding YAML body: ${doc.errors[0]!.message}`);
+  const first = doc.errors[0];
+  if (first) {
+    // The yaml library's message ends with " at line L, column C:" and a code frame.
+    const reason = first.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+    const line = first.linePos?.[0]?.line;
+    throw new YamlSyntaxError(`error converting YAML to JSON: yaml: ${line ? `line ${line}: ` : ''}${reason}`);
+  }
   return doc.toJSON();
+}
+
+/**
+ * Decodes the body of a server-side apply patch (YAML or JSON, one document). Throws 400 `error
+ * decoding YAML: …` as kube's apply patcher does.
+ */
+export function decodeApplyPatch(body: Buffer): unknown {
+  try { return parseYamlDocument(body.toString('utf8')); } catch (err) {
+    if (err instanceof YamlSyntaxError) throw badRequest(`error decoding YAML: ${err.message}`);
+    throw err;
+  }
 }

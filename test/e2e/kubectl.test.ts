@@ -33,6 +33,23 @@ describe('kubectl 1.32', () => {
     }
   });
 
+  test('explain shows kcp\'s descriptions; a field and its type are described once each', async () => {
+    const ws = (await kc(['explain', 'workspaces'])).stdout;
+    assert.match(ws, /DESCRIPTION:\n\s+Workspace defines a generic Kubernetes-cluster-like endpoint/);
+    assert.match((await kc(['explain', 'workspaces.spec.type'])).stdout, /type defines properties of the workspace/);
+    assert.match((await kc(['explain', 'logicalclusters.status.phase'])).stdout, /Phase of the logical cluster/);
+    const spec = (await kc(['explain', 'namespaces.spec'])).stdout;
+    const description = /DESCRIPTION:\n([\s\S]*?)\n\s*FIELDS:/.exec(spec)?.[1] ?? '';
+    const text = description.split('\n').map((l) => l.trim()).filter(Boolean).join(' ');
+    assert.match(text, /^Spec defines the behavior of the Namespace\. More info: \S+ NamespaceSpec describes the attributes of a Namespace\.$/, spec);
+  });
+
+  test('delete of the default namespace is refused as in kube', async () => {
+    const r = await kc(['delete', 'namespace', 'default'], { allowFail: true });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /Error from server \(Forbidden\): namespaces "default" is forbidden: this namespace may not be deleted/);
+  });
+
   test('create (typed, protobuf bodies), get -o yaml|json|wide', async () => {
     await kc(['create', 'namespace', 'e2e']);
     await kc(['-n', 'e2e', 'create', 'configmap', 'typed', '--from-literal=a=1', '--from-literal=b=2']);

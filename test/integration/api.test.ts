@@ -218,12 +218,27 @@ describe('events: core v1 and events.k8s.io/v1 share storage', () => {
 });
 
 describe('bad input gets a Status', () => {
-  test('malformed JSON and YAML → 400', async () => {
+  test('malformed JSON and YAML → 400 with kube\'s decode errors, never a JavaScript parser message', async () => {
     const r = await api('POST', `${NS}/configmaps`, '{"metadata": ');
     assert.equal(r.status, 400);
     assert.equal(r.json.kind, 'Status');
+    assert.equal(r.json.reason, 'BadRequest');
+    assert.equal(r.json.message, 'the object provided is unrecognized (must be of type ConfigMap): couldn\'t get version/kind; json parse error: unexpected end of JSON input ({"metadata": )');
+    const n = await api('POST', `${NS}/configmaps`, 'not json');
+    assert.equal(n.json.message, 'the object provided is unrecognized (must be of type ConfigMap): couldn\'t get version/kind; json parse error: invalid character \'o\' in literal null (expecting \'u\') (6e6f74206a736f6e)');
     const y = await api('POST', `${NS}/configmaps`, 'metadata: [unclosed', { 'content-type': 'application/yaml' });
     assert.equal(y.status, 400);
+    assert.match(y.json.message, /^the object provided is unrecognized \(must be of type ConfigMap\): error converting YAML to JSON: yaml: line 1: /);
+    const p = await api('PATCH', `${NS}/configmaps/anything`, '{"data":', { 'content-type': 'application/merge-patch+json' });
+    assert.equal(p.status, 400);
+    assert.equal(p.json.message, 'error decoding patch: unexpected end of JSON input');
+    const a = await api('PATCH', `${NS}/configmaps/anything?fieldManager=m`, 'a: [', { 'content-type': 'application/apply-patch+yaml' });
+    assert.equal(a.status, 400);
+    assert.match(a.json.message, /^error decoding YAML: error converting YAML to JSON: yaml: line 1: /);
+    const d = await api('DELETE', `${NS}/configmaps/anything`, '{]');
+    assert.equal(d.status, 400);
+    assert.match(d.json.message, /^the object provided is unrecognized \(must be of type DeleteOptions\): couldn't get version\/kind; json parse error: invalid character ']'/);
+    for (const res of [r, n, y, p, a, d]) assert.doesNotMatch(res.json.message, /Unexpected|is not valid JSON|position \d/);
     const ok = await api('POST', `${NS}/configmaps`, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fromyaml\n', { 'content-type': 'application/yaml' });
     assert.equal(ok.status, 201);
   });

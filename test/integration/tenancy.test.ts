@@ -114,6 +114,18 @@ describe('workspace lifecycle', () => {
     assert.equal(lc.status, 422, lc.body);
   });
 
+  test('an invalid workspace name is reported once; one the object-meta rules allow but kcp\'s pattern refuses, by the pattern', async () => {
+    const bad = await as(undefined, 'POST', WS('root'), workspace('Bad_Name'));
+    assert.equal(bad.status, 422, bad.body);
+    assert.deepEqual(bad.json.details.causes.map((c: any) => c.field), ['metadata.name']);
+    assert.equal(bad.json.message.split('metadata.name').length - 1, 1, bad.json.message);
+    // Dots pass the DNS-subdomain rule of object metadata, not kcp's DNS-label pattern.
+    const dotted = await as(undefined, 'POST', WS('root'), workspace('a.b'));
+    assert.equal(dotted.status, 422, dotted.body);
+    assert.deepEqual(dotted.json.details.causes.map((c: any) => c.field), ['metadata.name']);
+    assert.match(dotted.json.details.causes[0].message, /should match/);
+  });
+
   test('admission: spec.cluster/URL are not settable, types must allow the parent, use needs permission', async () => {
     const cluster = await as('alice-token', 'POST', WS('root:org'), workspace('x', undefined, { cluster: 'abc' }));
     assert.equal(cluster.status, 403);

@@ -41,7 +41,7 @@ const crd = kindSchema(
 );
 
 const crdSpec = object(
-  'How a custom resource is served.',
+  'CustomResourceDefinitionSpec describes how a custom resource is served.',
   {
     conversion: ref(`${P}.CustomResourceConversion`, 'How objects are converted between versions. Defaults to None.'),
     group: str('API group of the resource, served at /apis/<group>/...; must match the part of the name after the first dot.'),
@@ -57,7 +57,7 @@ const crdSpec = object(
   { required: ['group', 'names', 'scope', 'versions'] },
 );
 
-const crdStatus = object('Observed state of a CustomResourceDefinition.', {
+const crdStatus = object('CustomResourceDefinitionStatus reports the names accepted and the conditions of a CustomResourceDefinition.', {
   acceptedNames: ref(`${P}.CustomResourceDefinitionNames`, 'Names actually being served; may differ from spec.names on conflicts.'),
   conditions: arrayOf(ref(`${P}.CustomResourceDefinitionCondition`), 'Latest observations of the definition state.', {
     listType: 'map',
@@ -68,7 +68,7 @@ const crdStatus = object('Observed state of a CustomResourceDefinition.', {
 });
 
 const crdNames = object(
-  'Names of a custom resource.',
+  'CustomResourceDefinitionNames lists the resource and kind names of a custom resource.',
   {
     categories: stringList('Groupings the resource belongs to, e.g. `all`, for `kubectl get <category>`.'),
     kind: str('CamelCase kind of the objects.'),
@@ -159,7 +159,7 @@ const subresourceScale = object(
 );
 
 const conversion = object(
-  'How custom objects are converted between versions.',
+  'CustomResourceConversion chooses the conversion strategy of a CustomResourceDefinition.',
   {
     strategy: str('None (only apiVersion changes) or Webhook.'),
     webhook: ref(`${P}.WebhookConversion`, 'Webhook configuration; required for the Webhook strategy.'),
@@ -168,7 +168,7 @@ const conversion = object(
 );
 
 const webhookConversion = object(
-  'Conversion webhook configuration.',
+  'WebhookConversion configures a conversion webhook: where it is and which ConversionReview versions it accepts.',
   {
     clientConfig: ref(`${P}.WebhookClientConfig`, 'How to reach the webhook.'),
     conversionReviewVersions: stringList('ConversionReview versions the webhook understands, in preference order.'),
@@ -176,7 +176,7 @@ const webhookConversion = object(
   { required: ['conversionReviewVersions'] },
 );
 
-const webhookClientConfig = object('How to connect to a webhook: a URL or an in-cluster service.', {
+const webhookClientConfig = object('WebhookClientConfig holds how to connect to a webhook: a URL or an in-cluster service, and the CA bundle to trust.', {
   caBundle: bytes('PEM CA bundle used to verify the webhook\'s serving certificate.'),
   service: ref(`${P}.ServiceReference`, 'In-cluster service of the webhook.'),
   url: str('HTTPS URL of the webhook.'),
@@ -270,7 +270,7 @@ function anyValue(description: string): Schema {
   return { description, 'x-kubernetes-preserve-unknown-fields': true };
 }
 
-const externalDocumentation = object('Link to external documentation.', {
+const externalDocumentation = object('ExternalDocumentation points at more documentation of a schema.', {
   description: str('Description of the link.'),
   url: str('The URL.'),
 });

@@ -64,7 +64,7 @@ const selfSubjectAccessReviewSpec = object(
   },
 );
 
-const resourceAttributes = object('Attributes of a resource request, as seen by the authorizer.', {
+const resourceAttributes = object('ResourceAttributes are the authorization attributes of a resource request, as the authorizer sees them.', {
   fieldSelector: ref(`${AUTHORIZATION}.FieldSelectorAttributes`, 'Field selector restricting the request, if any.'),
   group: str('API group of the resource; "*" means all.'),
   labelSelector: ref(`${AUTHORIZATION}.LabelSelectorAttributes`, 'Label selector restricting the request, if any.'),
@@ -81,12 +81,12 @@ const nonResourceAttributes = object('Attributes of a non-resource request.', {
   verb: str('Standard HTTP verb, lower case.'),
 });
 
-const fieldSelectorAttributes = object('A field selector of the request being authorized.', {
+const fieldSelectorAttributes = object('FieldSelectorAttributes carry a field selector, raw or parsed into requirements.', {
   rawSelector: str('The selector as sent in the query string. Ignored if `requirements` is set.'),
   requirements: arrayOf(ref(`${META}.FieldSelectorRequirement`), 'Parsed selector requirements.', { listType: 'atomic' }),
 });
 
-const labelSelectorAttributes = object('A label selector of the request being authorized.', {
+const labelSelectorAttributes = object('LabelSelectorAttributes carry a label selector, raw or parsed into requirements.', {
   rawSelector: str('The selector as sent in the query string. Ignored if `requirements` is set.'),
   requirements: arrayOf(ref(`${META}.LabelSelectorRequirement`), 'Parsed selector requirements.', { listType: 'atomic' }),
 });

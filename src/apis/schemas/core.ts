@@ -37,16 +37,16 @@ const namespace = kindSchema(
   'Namespace',
   'A Namespace scopes names: most objects live in exactly one namespace.',
   {
-    spec: ref(`${CORE}.NamespaceSpec`, 'Desired state of the namespace (its finalizers).'),
-    status: ref(`${CORE}.NamespaceStatus`, 'Observed state of the namespace.'),
+    spec: ref(`${CORE}.NamespaceSpec`, 'Spec defines the behavior of the Namespace. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status'),
+    status: ref(`${CORE}.NamespaceStatus`, 'Status describes the current status of the Namespace. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status'),
   },
 );
 
-const namespaceSpec = object('Desired state of a namespace.', {
+const namespaceSpec = object('NamespaceSpec describes the attributes of a Namespace.', {
   finalizers: stringList('Finalizers that must be cleared before the namespace is removed from storage.'),
 });
 
-const namespaceStatus = object('Observed state of a namespace.', {
+const namespaceStatus = object('NamespaceStatus is information about the current status of a Namespace.', {
   conditions: arrayOf(ref(`${CORE}.NamespaceCondition`), 'Latest observations of the namespace state.', {
     listType: 'map',
     mapKeys: ['type'],
@@ -158,7 +158,7 @@ const eventSource = object('Component that reported an event.', {
   host: str('Node the event was generated on.'),
 });
 
-const eventSeries = object('Data about a series of events that keep recurring.', {
+const eventSeries = object('EventSeries counts the occurrences of a recurring event and when it was last seen.', {
   count: int32('Number of occurrences in the series so far.'),
   lastObservedTime: ref(MICRO_TIME, 'When the last occurrence was observed.'),
 });
@@ -168,7 +168,7 @@ const limitRange = kindSchema('', 'v1', 'LimitRange', 'A LimitRange sets resourc
 });
 
 const limitRangeSpec = object(
-  'The limits of a LimitRange.',
+  'LimitRangeSpec lists the LimitRangeItems to enforce.',
   {
     limits: arrayOf(ref(`${CORE}.LimitRangeItem`), 'The limits, one entry per kind of object.', { listType: 'atomic' }),
   },
@@ -193,13 +193,13 @@ const resourceQuota = kindSchema('', 'v1', 'ResourceQuota', 'A ResourceQuota cap
   status: ref(`${CORE}.ResourceQuotaStatus`, 'The enforced limits and current usage.'),
 });
 
-const resourceQuotaSpec = object('Desired hard limits of a quota.', {
+const resourceQuotaSpec = object('ResourceQuotaSpec defines the hard limits of a ResourceQuota.', {
   hard: resourceList('Hard limit per named resource.'),
   scopeSelector: ref(`${CORE}.ScopeSelector`, 'Selects which objects the quota tracks, by scope; ANDed with `scopes`.'),
   scopes: stringList('Filters that must all match an object for it to be tracked by the quota.'),
 });
 
-const resourceQuotaStatus = object('Enforced limits and observed usage of a quota.', {
+const resourceQuotaStatus = object('ResourceQuotaStatus is the enforced hard limits and the current usage.', {
   hard: resourceList('Hard limits being enforced.'),
   used: resourceList('Current observed total usage in the namespace.'),
 });

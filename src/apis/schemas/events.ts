@@ -35,7 +35,7 @@ const event = kindSchema(
 );
 
 const eventSeries = object(
-  'Data about a series of events that keep recurring.',
+  'EventSeries counts the occurrences of a recurring event and when it was last seen.',
   {
     count: int32('Number of occurrences in the series so far.'),
     lastObservedTime: ref(MICRO_TIME, 'When the last occurrence was observed.'),
@@ -47,7 +47,7 @@ const lease = kindSchema('coordination.k8s.io', 'v1', 'Lease', 'A Lease is a tim
   spec: ref(`${COORDINATION}.LeaseSpec`, 'The lease holder and timing.'),
 });
 
-const leaseSpec = object('Holder and timing of a lease.', {
+const leaseSpec = object('LeaseSpec is the specification of a Lease: its holder and timing.', {
   acquireTime: ref(MICRO_TIME, 'When the current holder acquired the lease.'),
   holderIdentity: str('Identity of the current holder.'),
   leaseDurationSeconds: int32('How long candidates must wait after the last renewal before they may take over the lease.'),

@@ -103,7 +103,7 @@ const managedFieldsEntry = object(
 );
 
 const fieldsV1: Schema = {
-  description: 'Set of fields in the structured-merge-diff trie format (`f:<name>`, `k:<keys>`, `v:<value>`, `i:<index>`).',
+  description: 'FieldsV1 stores a set of fields in the structured-merge-diff trie format (`f:<name>`, `k:<keys>`, `v:<value>`, `i:<index>`).',
   type: 'object',
   'x-kubernetes-preserve-unknown-fields': true,
 };

@@ -48,7 +48,7 @@ const subject = object(
 );
 
 const roleRefSchema = object(
-  'Points at the Role or ClusterRole being granted.',
+  'RoleRef contains information that points to the role being used.',
   {
     apiGroup: str('API group of the role, rbac.authorization.k8s.io.'),
     kind: str('Role or ClusterRole.'),
