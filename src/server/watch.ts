@@ -114,8 +114,11 @@ class ActiveWatch implements CacheWatcher {
     this.lastRv = ev.rv;
     const now = this.req.filter(entry);
     if (ev.type === 'ADDED') { if (now) this.write('ADDED', this.req.encode(entry)); return; }
-    const before = prev ? this.req.filter(prev) : false;
-    if (ev.type === 'DELETED') { if (before || now) this.write('DELETED', this.req.encode(entry)); return; }
+    if (ev.type === 'DELETED') { if ((prev && this.req.filter(prev)) || now) this.write('DELETED', this.req.encode(entry)); return; }
+    // A MODIFIED event replayed from history loaded at start-up may not know the state it
+    // replaced: the object existed, so it is MODIFIED when it matches and, when it does not, a
+    // DELETED the client ignores if it never held the object (never a missed removal).
+    const before = prev ? this.req.filter(prev) : true;
     if (now && before) this.write('MODIFIED', this.req.encode(entry));
     else if (now) this.write('ADDED', this.req.encode(entry));
     else if (before) this.write('DELETED', this.req.encode(entry));

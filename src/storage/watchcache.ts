@@ -34,7 +34,11 @@ export interface CacheEntry {
 /** Watch event type, as in `metav1.WatchEvent`. */
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
-/** One applied change; `prev` is the state it replaced (absent for ADDED). */
+/**
+ * One applied change; `prev` is the state it replaced. It is absent for ADDED, and for a MODIFIED
+ * event loaded from the stream at start-up whose previous state lies before the retained history
+ * (unknown: the stream stores only new states). A DELETED event's `entry` is the deleted state.
+ */
 export interface CacheEvent {
   rv: number;
   type: EventType;
@@ -202,9 +206,15 @@ export class WatchCache {
         if (Number(events[i]![0].split('-')[0]) !== expect) break;
         start = i;
       }
+      // The stream holds new states only; an event's previous state is the one its object's
+      // preceding event in the window made (watch filters and listAt need it).
+      const last = new Map<string, CacheEntry>();
       for (const [id, fields] of events.slice(start)) {
         const ev = this.decode(id, fields);
-        if (ev) this.history.push(ev);
+        if (!ev) continue;
+        if (ev.type !== 'ADDED') ev.prev = last.get(ev.entry.key) ?? (ev.type === 'DELETED' ? ev.entry : undefined);
+        if (ev.type === 'DELETED') last.delete(ev.entry.key); else last.set(ev.entry.key, ev.entry);
+        this.history.push(ev);
       }
     }
     this.revision = rv0;
@@ -372,7 +382,8 @@ export class WatchCache {
   /**
    * The list as it was at revision `rv` (for `continue` tokens and `resourceVersionMatch=Exact`):
    * the current list with the history's later events undone. Throws 410 Expired when the
-   * history no longer reaches back to `rv`.
+   * history no longer reaches back to `rv`, or when an event to undo has an unknown previous
+   * state (loaded at start-up, its object's prior write older than the window).
    */
   listAt(groupResource: string, cluster: string, namespace: string | undefined, rv: number): readonly CacheEntry[] {
     const now = this.list(groupResource, cluster, namespace);
@@ -388,9 +399,10 @@ export class WatchCache {
       const e = ev.entry;
       if (e.groupResource !== groupResource || (cluster !== '*' && e.cluster !== cluster) || (namespace && e.namespace !== namespace)) continue;
       changed = true;
-      // Undo: an ADDED object was not there; otherwise the state before the event was `prev`
-      // (a DELETED event of an object the cache never held carries only its final state).
-      if (ev.type === 'ADDED') view.delete(e.key); else view.set(e.key, ev.prev ?? e);
+      // Undo: an ADDED object was not there; otherwise the state before the event was `prev`.
+      if (ev.type === 'ADDED') view.delete(e.key);
+      else if (ev.prev) view.set(e.key, ev.prev);
+      else throw new StatusError(410, 'Expired', `The resourceVersion for the provided list is too old.`);
     }
     if (!changed) return now;
     return [...view.values()].sort(compareEntries);

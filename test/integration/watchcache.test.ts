@@ -57,6 +57,33 @@ test('two servers on one Redis: writes on one are listed and watched on the othe
   assert.equal(ev[0].object.metadata.resourceVersion, created.json.metadata.resourceVersion);
 });
 
+test('a server started later replays the history with the event types of the writes, and lists at an older resourceVersion', async () => {
+  const created = await call(a, a.creds, 'POST', NS, CM('replayed', { v: '1' }, { tier: 'x' }));
+  const from = created.json.metadata.resourceVersion;
+  const modified = await call(a, a.creds, 'PUT', `${NS}/replayed`, { ...created.json, data: { v: '2' } });
+  assert.equal(modified.status, 200);
+  const moved = await call(a, a.creds, 'PUT', `${NS}/replayed`, { ...modified.json, metadata: { ...modified.json.metadata, labels: { tier: 'y' } } });
+  assert.equal(moved.status, 200);
+  assert.equal((await call(a, a.creds, 'DELETE', `${NS}/replayed`)).status, 200);
+  // Its watch cache is loaded from the stream, which holds new states only.
+  const late = await startTestServer(redis, { watchHistorySize: 20 });
+  try {
+    const all = watch(late, late.creds, `${NS}?watch=true&resourceVersion=${from}`);
+    const selected = watch(late, late.creds, `${NS}?watch=true&resourceVersion=${from}&labelSelector=tier%3Dx`);
+    const types = (await all.waitFor(3)).filter((e) => e.object.metadata.name === 'replayed').map((e) => e.type);
+    const selectedTypes = (await selected.waitFor(2)).filter((e) => e.object.metadata.name === 'replayed').map((e) => e.type);
+    all.close(); selected.close();
+    assert.deepEqual(types, ['MODIFIED', 'MODIFIED', 'DELETED']);
+    // Leaving the selector is a DELETED for a selector watch, as kube's cacher reports it.
+    assert.deepEqual(selectedTypes, ['MODIFIED', 'DELETED']);
+    const then = await call(late, late.creds, 'GET', `${NS}?resourceVersion=${from}&resourceVersionMatch=Exact`);
+    assert.equal(then.status, 200, then.body);
+    assert.deepEqual(then.json.items.find((i: any) => i.metadata.name === 'replayed')?.data, { v: '1' });
+  } finally {
+    await late.stop();
+  }
+});
+
 test('/metrics exposes request counts and open watches; needs credentials', async () => {
   const w = watch(a, a.creds, `${NS}?watch=true`);
   await w.status;
