@@ -96,6 +96,18 @@ test('Ctrl-C (SIGINT to the whole process group) stops cleanly: exit 0, no Redis
   assert.equal(existsSync(join(root, 'kcp-ts.lock')), false);
 });
 
+test('stopped after its output reader went away (kcp-ts start | head): exit 0, nothing left running', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'kcp-epipe-'));
+  const cli = spawnCli(['start', '--root-directory', root, '--secure-port', '0']);
+  await cli.ready;
+  cli.proc.stdout!.destroy();
+  cli.proc.stderr!.destroy();
+  cli.proc.kill('SIGTERM'); // its "shutting down" line now meets EPIPE
+  assert.equal(await cli.exited, 0);
+  assert.deepEqual(redisServersOf(root), []);
+  assert.equal(existsSync(join(root, 'kcp-ts.lock')), false);
+});
+
 test('SIGTERM at any moment of start-up: exit 0, no redis-server left, the root directory free for the next start', async () => {
   const root = mkdtempSync(join(tmpdir(), 'kcp-early-term-'));
   // From just after the process runs JavaScript to after it is ready (a start takes ~0.5–1.5 s).
