@@ -5,6 +5,7 @@
  * and service account tokens (JWTs issued by the shard, src/auth/serviceaccounts.ts), tried in
  * that order for bearer tokens as kube-apiserver's union authenticator does.
  */
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { TLSSocket } from 'node:tls';
 import type { UserInfo } from '../registry/store.js';
@@ -61,25 +62,63 @@ export function userInfoJSON(user: UserInfo): { username: string; uid?: string; 
   return v;
 }
 
+/**
+ * Request-header authentication (kube-apiserver's `--requestheader-*` flags,
+ * https://kubernetes.io/docs/tasks/extend-kubernetes/configure-aggregation-layer/#authentication-flow):
+ * a client certificate signed by `clientCA` whose CN is in `allowedNames` (any CN when empty) may
+ * state the user in headers — the front-proxy's way of passing on whom it authenticated.
+ */
+export interface RequestHeaderConfig {
+  /** PEM of the CA that signs the proxies' client certificates (kcp-ts: the front-proxy CA). */
+  clientCA: string;
+  /** CNs allowed to state identities (kube `--requestheader-allowed-names`); empty = any. */
+  allowedNames: string[];
+  /** Headers with the user name, first non-empty wins (default `X-Remote-User`). */
+  usernameHeaders: string[];
+  /** Headers with groups, each value one group (default `X-Remote-Group`). */
+  groupHeaders: string[];
+  /** Prefixes of extra headers: `<prefix><key>: value`, key percent-decoded and lower-cased (default `X-Remote-Extra-`). */
+  extraHeaderPrefixes: string[];
+}
+
+/** kube-apiserver's usual request-header names, as kcp's front-proxy sends them. */
+export const DEFAULT_REQUEST_HEADERS = { usernameHeaders: ['X-Remote-User'], groupHeaders: ['X-Remote-Group'], extraHeaderPrefixes: ['X-Remote-Extra-'] } as const;
+
 /** Result of authentication: a user, or why not. */
 export type AuthnResult = { user: UserInfo } | { error: string } | undefined;
 
 /** Authenticates requests by client certificate or bearer token. */
 export class Authenticator {
   private readonly certUsers = new WeakMap<TLSSocket, UserInfo | null>();
+  /** Per connection: whether its certificate is a proxy's allowed to state identities (or why not). */
+  private readonly proxies = new WeakMap<TLSSocket, true | { error: string } | null>();
+  private readonly requestHeaderCA: X509Certificate | undefined;
 
   /**
    * `tokens`: the static token file; `serviceAccounts`: the shard's service account token
-   * authenticator (bearer tokens not in the file are tried there).
+   * authenticator (bearer tokens not in the file are tried there); `requestHeader`: identities
+   * stated by a front-proxy. The TLS server must trust `requestHeader.clientCA` besides the client
+   * CA; a certificate of the request-header CA never authenticates as its own CN.
    */
-  constructor(private readonly tokens: Map<string, UserInfo> = new Map(), private readonly serviceAccounts?: ServiceAccountTokens) {}
+  constructor(private readonly tokens: Map<string, UserInfo> = new Map(), private readonly serviceAccounts?: ServiceAccountTokens, private readonly requestHeader?: RequestHeaderConfig) {
+    this.requestHeaderCA = requestHeader ? new X509Certificate(requestHeader.clientCA) : undefined;
+  }
 
   /**
    * Returns the user, an error (bad credentials → 401), or undefined when no credentials were
    * presented. Synchronous except for the first use of a service account token (its signature is
-   * verified once, then cached): then a promise of the same.
+   * verified once, then cached): then a promise of the same. Order as kube's union authenticator:
+   * request header (a front-proxy's certificate and a user header), bearer token, client certificate.
    */
-  authenticate(socket: TLSSocket | undefined, authorization: string | undefined): AuthnResult | Promise<AuthnResult> {
+  authenticate(socket: TLSSocket | undefined, authorization: string | undefined, headers: NodeJS.Dict<string[]> = {}): AuthnResult | Promise<AuthnResult> {
+    const proxy = socket ? this.proxyOf(socket) : null;
+    if (proxy !== null) {
+      if (proxy !== true) return proxy;
+      const user = this.headerUser(headers);
+      if (user) return { user };
+      // A proxy passing a request on without a user header: its bearer token, if any, decides.
+      if (!authorization) return undefined;
+    }
     if (authorization) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
       if (!m) return { error: 'invalid bearer token' };
@@ -90,7 +129,7 @@ export class Authenticator {
       if (sa instanceof Promise) return sa.then((r) => r ?? { error: 'invalid bearer token' });
       return sa;
     }
-    if (!socket || typeof socket.getPeerCertificate !== 'function') return undefined;
+    if (!socket || typeof socket.getPeerCertificate !== 'function' || proxy !== null) return undefined;
     let cached = this.certUsers.get(socket);
     if (cached === undefined) {
       cached = null;
@@ -109,6 +148,46 @@ export class Authenticator {
       this.certUsers.set(socket, cached);
     }
     return cached ? { user: cached } : undefined;
+  }
+
+  /** `true` for an allowed proxy, an error for a request-header CA certificate with another CN, else null. */
+  private proxyOf(socket: TLSSocket): true | { error: string } | null {
+    if (!this.requestHeaderCA || typeof socket.getPeerX509Certificate !== 'function') return null;
+    let known = this.proxies.get(socket);
+    if (known === undefined) {
+      known = null;
+      const cert = socket.authorized ? socket.getPeerX509Certificate() : undefined;
+      if (cert && cert.checkIssued(this.requestHeaderCA) && cert.verify(this.requestHeaderCA.publicKey)) {
+        const cn = /(?:^|\n)CN=([^\n]*)/.exec(cert.subject)?.[1] ?? '';
+        const allowed = this.requestHeader!.allowedNames;
+        known = allowed.length === 0 || allowed.includes(cn) ? true : { error: `requestheader: client certificate CN "${cn}" is not in the allowed names` };
+      }
+      this.proxies.set(socket, known);
+    }
+    return known;
+  }
+
+  /**
+   * The user a proxy states in the request headers (each header line one value, as Node's
+   * `headersDistinct` keeps them: a group may contain a comma), or undefined without a user name.
+   */
+  private headerUser(headers: NodeJS.Dict<string[]>): UserInfo | undefined {
+    const cfg = this.requestHeader!;
+    const values = (name: string): string[] => headers[name.toLowerCase()] ?? [];
+    const name = cfg.usernameHeaders.map((h) => values(h)[0]?.trim()).find((v) => v);
+    if (!name) return undefined;
+    const groups = cfg.groupHeaders.flatMap((h) => values(h).map((g) => g.trim()).filter(Boolean));
+    const extra: Record<string, string[]> = {};
+    for (const prefix of cfg.extraHeaderPrefixes) {
+      const p = prefix.toLowerCase();
+      for (const [header, v] of Object.entries(headers)) {
+        if (!header.startsWith(p) || header.length === p.length || v === undefined) continue;
+        let key: string;
+        try { key = decodeURIComponent(header.slice(p.length)).toLowerCase(); } catch { continue; }
+        (extra[key] ??= []).push(...v);
+      }
+    }
+    return withAuthenticated({ name, groups, ...(Object.keys(extra).length ? { extra } : {}) });
   }
 }
 

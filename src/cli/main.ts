@@ -3,12 +3,18 @@
  * Exit codes: 0 after SIGTERM/SIGINT, 1 on start-up failure, 2 on usage errors.
  */
 import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
 import { startServer, type ServerOptions } from '../server/shard.js';
+import { startInstance } from '../server/instance.js';
+import { readKubeconfig, resolveKubeconfigContext } from '../pki/kubeconfig.js';
+import type { Connection } from '../client/rest.js';
 import { ShutdownSignals } from './signals.js';
 
 const USAGE = `Usage: kcp-ts start [flags]
 
-Runs a kcp-ts shard: a multi-tenant, Kubernetes-compatible API server.
+Runs a kcp-ts shard: a multi-tenant, Kubernetes-compatible API server. With --shards N, runs a
+whole instance in this process: the root shard, N-1 more shards and a front-proxy on
+--secure-port (the shards on the ports after it); admin.kubeconfig points at the front-proxy.
 
 Flags:
   --root-directory DIR      PKI, kubeconfig and embedded Redis data (default ".kcp")
@@ -21,6 +27,15 @@ Flags:
   --queue-redis-url URL     Redis of the controllers' queues, needs no persistence (default: the
                             --redis-url Redis, else a second embedded, non-persistent redis-server)
   --token-auth-file FILE    static bearer tokens, kube-apiserver CSV format
+  --shards N                run N shards and a front-proxy (default 1: one shard, no proxy)
+  --root-shard-kubeconfig-file FILE
+                            this shard is not the root: register it in the root shard the
+                            kubeconfig's current context names (URL, CA, client certificate)
+  --shard-base-url URL      URL other shards and the front-proxy reach this shard at
+  --shard-external-url URL  URL clients reach workspaces at (the front-proxy's)
+  --shard-virtual-workspace-url URL
+  --shard-labels K=V,...    labels of this shard's Shard object (matched by workspace placement)
+  --pki-directory DIR       the instance's PKI shared by its shards (default: --root-directory)
   -v, --verbose             log every request
   -h, --help                this help
 `;
@@ -42,6 +57,9 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
         'root-directory': { type: 'string' }, 'secure-port': { type: 'string' }, 'bind-address': { type: 'string' },
         'external-hostname': { type: 'string' }, 'shard-name': { type: 'string' }, 'redis-url': { type: 'string' },
         'queue-redis-url': { type: 'string' }, 'token-auth-file': { type: 'string' }, verbose: { type: 'boolean', short: 'v' }, help: { type: 'boolean', short: 'h' },
+        shards: { type: 'string' }, 'root-shard-kubeconfig-file': { type: 'string' }, 'shard-base-url': { type: 'string' },
+        'shard-external-url': { type: 'string' }, 'shard-virtual-workspace-url': { type: 'string' }, 'shard-labels': { type: 'string' },
+        'pki-directory': { type: 'string' },
       },
     }));
   } catch (err) {
@@ -51,23 +69,39 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   if (values.help) { process.stdout.write(USAGE); return 0; }
   const port = values['secure-port'] === undefined ? 6443 : Number(values['secure-port']);
   if (!Number.isInteger(port) || port < 0 || port > 65535) { process.stderr.write(`kcp-ts start: invalid --secure-port "${values['secure-port']}"\n`); return 2; }
+  const shardCount = values.shards === undefined ? 1 : Number(values.shards);
+  if (!Number.isInteger(shardCount) || shardCount < 1 || shardCount > 64) { process.stderr.write(`kcp-ts start: invalid --shards "${values.shards}" (1 to 64)\n`); return 2; }
+  let labels: Record<string, string> | undefined;
+  let rootShard: Connection | undefined;
+  try {
+    labels = values['shard-labels'] ? parseLabels(values['shard-labels']) : undefined;
+    rootShard = values['root-shard-kubeconfig-file'] ? connectionFromKubeconfig(values['root-shard-kubeconfig-file']) : undefined;
+  } catch (err) {
+    process.stderr.write(`kcp-ts start: ${(err as Error).message}\n`);
+    return 2;
+  }
   const opts: ServerOptions = {
     rootDirectory: values['root-directory'], securePort: port, bindAddress: values['bind-address'],
     externalHostname: values['external-hostname'], shardName: values['shard-name'], redisUrl: values['redis-url'],
     queueRedisUrl: values['queue-redis-url'], tokenAuthFile: values['token-auth-file'], logger: values.verbose ? { level: 'info' } : { level: 'warn' },
+    rootShard, shardBaseURL: values['shard-base-url'], shardExternalURL: values['shard-external-url'],
+    shardVirtualWorkspaceURL: values['shard-virtual-workspace-url'], shardLabels: labels, pkiDirectory: values['pki-directory'],
   };
   try {
     const t0 = performance.now();
-    let server;
+    let server: { url: string; kubeconfigPath: string; stop(): Promise<void> };
     try {
-      server = await startServer({ ...opts, signal: shutdown.signal });
+      server = shardCount > 1
+        ? await startInstance({ rootDirectory: opts.rootDirectory, securePort: port, bindAddress: opts.bindAddress, tokenAuthFile: opts.tokenAuthFile, logger: opts.logger, shards: shardCount, signal: shutdown.signal })
+        : await startServer({ ...opts, signal: shutdown.signal });
     } catch (err) {
       if (shutdown.signal.aborted) return 0;
       process.stderr.write(`kcp-ts start: ${(err as Error).message}\n`);
       return 1;
     }
-    process.stdout.write(`kcp-ts shard "${opts.shardName ?? 'root'}" ready in ${Math.round(performance.now() - t0)} ms at ${server.url}\n`);
-    process.stdout.write(`Redis: ${server.redisUrl}\n`);
+    const what = shardCount > 1 ? `instance (${shardCount} shards, front-proxy)` : `shard "${opts.shardName ?? 'root'}"`;
+    process.stdout.write(`kcp-ts ${what} ready in ${Math.round(performance.now() - t0)} ms at ${server.url}\n`);
+    if ('redisUrl' in server) process.stdout.write(`Redis: ${String(server.redisUrl)}\n`);
     process.stdout.write(`Use it:  export KUBECONFIG=${server.kubeconfigPath}; kubectl get namespaces\n`);
     const running = server;
     return await new Promise<number>((resolveExit) => {
@@ -76,4 +110,22 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   } finally {
     shutdown.dispose();
   }
+}
+
+/** `k=v,k2=v2` → labels. @throws Error naming a malformed entry */
+function parseLabels(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) throw new Error(`invalid --shard-labels entry "${part}" (want key=value)`);
+    out[part.slice(0, eq)] = part.slice(eq + 1);
+  }
+  return out;
+}
+
+/** The server, CA and client credentials of a kubeconfig's current context. @throws KubeconfigError */
+function connectionFromKubeconfig(path: string): Connection {
+  const ctx = resolveKubeconfigContext(readKubeconfig(readFileSync(path, 'utf8')));
+  const url = new URL(ctx.server);
+  return { url: url.origin, ca: ctx.caPem ?? '', cert: ctx.certPem, key: ctx.keyPem, token: ctx.token };
 }

@@ -11,6 +11,12 @@
  * | `admin.crt`, `admin.key`               | client `kcp-admin`, group `system:kcp:admin`              |
  * | `system-admin.crt`, `system-admin.key` | client `system:admin`, group `system:masters`             |
  * | `sa.key`                               | ECDSA P-256 key signing service account tokens (ES256)    |
+ * | `front-proxy-ca.crt`, `…key`           | request-header CA (CN `kcp-ts-front-proxy-ca`), signs only the next pair |
+ * | `front-proxy-client.crt`, `…key`       | client `kcp-front-proxy`: the front-proxy's identity towards shards |
+ *
+ * The request-header CA is separate from the CA, as kube's front-proxy-ca: shards trust identity
+ * headers (`X-Remote-User`, …) only from certificates it signed, and the CA that signs users'
+ * client certificates (and, later, CertificateSigningRequests) can never mint that identity.
  *
  * Every file is written atomically (temporary file in the same directory, fsync, rename, fsync of
  * the directory), so a crash leaves either the old file or the new one, never a truncated one. A key
@@ -56,6 +62,10 @@ export interface ServerPki {
   admin: StoredKeyPair;
   /** Client certificate of user {@link SYSTEM_ADMIN_USER} in group {@link SYSTEM_ADMIN_GROUP}. */
   systemAdmin: StoredKeyPair;
+  /** The request-header CA: shards accept identity headers only from certificates it signed. */
+  frontProxyCA: StoredKeyPair;
+  /** Client certificate {@link FRONT_PROXY_USER} of the front-proxy, signed by `frontProxyCA`. */
+  frontProxyClient: StoredKeyPair;
   /**
    * Signing key of service account tokens (PKCS#8 PEM, ECDSA P-256), generated once and kept
    * across restarts: tokens issued before a restart stay valid.
@@ -99,6 +109,10 @@ export const SYSTEM_ADMIN_USER = 'system:admin';
 export const SYSTEM_ADMIN_GROUP = 'system:masters';
 /** CommonName of a CA created by {@link ensurePki}. */
 export const CA_COMMON_NAME = 'kcp-ts-ca';
+/** CommonName of the request-header CA created by {@link ensurePki}. */
+export const FRONT_PROXY_CA_COMMON_NAME = 'kcp-ts-front-proxy-ca';
+/** User (CN) of the front-proxy's client certificate; shards' default `--requestheader-allowed-names`. */
+export const FRONT_PROXY_USER = 'kcp-front-proxy';
 /** CommonName of the serving certificate. */
 export const SERVING_COMMON_NAME = 'kcp-ts-apiserver';
 /** DNS SANs every serving certificate carries. */
@@ -117,6 +131,8 @@ export const PKI_FILE_NAMES = {
   serving: 'apiserver',
   admin: 'admin',
   systemAdmin: 'system-admin',
+  frontProxyCA: 'front-proxy-ca',
+  frontProxyClient: 'front-proxy-client',
 } as const;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -181,7 +197,7 @@ async function ensurePkiLocked(dir: string, opts: EnsurePkiOptions): Promise<Ser
   await removeStaleTempFiles(dir);
   const issued: string[] = [];
 
-  const ca = await ensureCA(dir, issued);
+  const ca = await ensureCA(dir, PKI_FILE_NAMES.ca, CA_COMMON_NAME, issued);
   const caNotAfter = inspectCertificate(ca.certPem).notAfter.getTime();
   // Renewal only helps if a new certificate would outlive the current one: leaves are capped at
   // the CA's notAfter, so near the CA's end they would otherwise be re-issued on every call.
@@ -201,18 +217,20 @@ async function ensurePkiLocked(dir: string, opts: EnsurePkiOptions): Promise<Ser
       }),
   });
 
-  const clientLeaf = (name: string, user: string, group: string): Promise<StoredKeyPair> =>
-    ensureLeaf(dir, name, ca, issued, {
+  const clientLeaf = (name: string, user: string, group: string, signer: KeyPair = ca): Promise<StoredKeyPair> =>
+    ensureLeaf(dir, name, signer, issued, {
       usable: (info) =>
         info.extendedKeyUsages.includes(EKU_CLIENT_AUTH) &&
         info.commonName === user &&
         info.organizations.length === 1 &&
         info.organizations[0] === group &&
         fresh(info),
-      issue: () => issueClientCert(ca, { user, groups: [group] }),
+      issue: () => issueClientCert(signer, { user, groups: [group] }),
     });
   const admin = await clientLeaf(PKI_FILE_NAMES.admin, ADMIN_USER, ADMIN_GROUP);
   const systemAdmin = await clientLeaf(PKI_FILE_NAMES.systemAdmin, SYSTEM_ADMIN_USER, SYSTEM_ADMIN_GROUP);
+  const frontProxyCA = await ensureCA(dir, PKI_FILE_NAMES.frontProxyCA, FRONT_PROXY_CA_COMMON_NAME, issued);
+  const frontProxyClient = await clientLeaf(PKI_FILE_NAMES.frontProxyClient, FRONT_PROXY_USER, FRONT_PROXY_USER, frontProxyCA);
   const serviceAccountKey = await ensureServiceAccountKey(dir);
 
   const servingInfo = inspectCertificate(serving.certPem);
@@ -222,6 +240,8 @@ async function ensurePkiLocked(dir: string, opts: EnsurePkiOptions): Promise<Ser
     serving,
     admin,
     systemAdmin,
+    frontProxyCA,
+    frontProxyClient,
     serviceAccountKey,
     servingDnsNames: servingInfo.dnsNames,
     servingIpAddresses: servingInfo.ipAddresses,
@@ -229,10 +249,10 @@ async function ensurePkiLocked(dir: string, opts: EnsurePkiOptions): Promise<Ser
   };
 }
 
-/** Loads, validates or creates the CA; see {@link ensurePki} for the rules. */
-async function ensureCA(dir: string, issued: string[]): Promise<StoredKeyPair> {
-  const certPath = join(dir, `${PKI_FILE_NAMES.ca}.crt`);
-  const keyPath = join(dir, `${PKI_FILE_NAMES.ca}.key`);
+/** Loads, validates or creates the CA `<name>.crt`/`<name>.key`; see {@link ensurePki} for the rules. */
+async function ensureCA(dir: string, name: string, commonName: string, issued: string[]): Promise<StoredKeyPair> {
+  const certPath = join(dir, `${name}.crt`);
+  const keyPath = join(dir, `${name}.key`);
   // A few rounds at most: each round either returns, throws, or observes another process's write.
   for (let attempt = 0; attempt < 5; attempt++) {
     const certPem = await readOptional(certPath);
@@ -249,18 +269,18 @@ async function ensureCA(dir: string, issued: string[]): Promise<StoredKeyPair> {
       );
     }
     if (keyPem === undefined) {
-      const fresh = await createCA(CA_COMMON_NAME);
+      const fresh = await createCA(commonName);
       if (!(await writeFileAtomic(keyPath, fresh.keyPem, KEY_MODE, true))) continue; // lost a race
       if (await writeFileAtomic(certPath, fresh.certPem, CERT_MODE, true)) {
-        issued.push(PKI_FILE_NAMES.ca);
+        issued.push(name);
         return { ...fresh, certPath, keyPath };
       }
       continue;
     }
     // ca.key without ca.crt: crash between the two writes, or a deleted certificate.
-    const rebuilt = await createCA(CA_COMMON_NAME, undefined, keyPem);
+    const rebuilt = await createCA(commonName, undefined, keyPem);
     if (await writeFileAtomic(certPath, rebuilt.certPem, CERT_MODE, true)) {
-      issued.push(PKI_FILE_NAMES.ca);
+      issued.push(name);
       return { certPem: rebuilt.certPem, keyPem, certPath, keyPath };
     }
   }

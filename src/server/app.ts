@@ -80,7 +80,7 @@ declare module 'fastify' {
 const PUBLIC_PATHS = new Set(['/healthz', '/livez', '/readyz', '/version']);
 
 /** Builds the Fastify app (not listening). `https` holds the TLS options. */
-export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca: string }): FastifyInstance {
+export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca: string | string[] }): FastifyInstance {
   const app = Fastify({
     https: { key: https.key, cert: https.cert, ca: https.ca, requestCert: true, rejectUnauthorized: false },
     logger: ctx.logger ?? false,
@@ -113,7 +113,7 @@ export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca
       if (PUBLIC_PATHS.has(path) || path.startsWith('/readyz/') || path.startsWith('/livez/') || path.startsWith('/healthz/')) { done(); return; }
       sendStatus(reply, new StatusError(401, 'Unauthorized', 'Unauthorized'));
     };
-    const result = ctx.authn.authenticate(req.raw.socket as TLSSocket, req.headers.authorization);
+    const result = ctx.authn.authenticate(req.raw.socket as TLSSocket, req.headers.authorization, req.raw.headersDistinct);
     // Only a service account token's first use is asynchronous (signature verification).
     if (result instanceof Promise) result.then(finish, (err: unknown) => sendStatus(reply, toStatusError(err)));
     else finish(result);

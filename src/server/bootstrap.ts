@@ -52,8 +52,22 @@ const ROOT_WORKSPACE_TYPES: Array<[string, object]> = [
   ['home', { extend: { with: [{ name: 'universal', path: 'root' }] }, defaultChildWorkspaceType: { name: 'universal', path: 'root' }, limitAllowedParents: { none: true } }],
 ];
 
-/** URLs of the running shard, recorded in its `Shard` object. */
-export interface ShardURLs { name: string; baseURL: string; externalURL: string; virtualWorkspaceURL: string }
+/** URLs of the running shard, recorded in its `Shard` object, and its labels. */
+export interface ShardURLs { name: string; baseURL: string; externalURL: string; virtualWorkspaceURL: string; labels?: Record<string, string> }
+
+/** The `core.kcp.io/v1alpha1 Shard` object of a shard. */
+export function shardObject(shard: ShardURLs): KubeObject {
+  return {
+    apiVersion: 'core.kcp.io/v1alpha1', kind: 'Shard',
+    metadata: { name: shard.name, ...(shard.labels && Object.keys(shard.labels).length ? { labels: shard.labels } : {}) },
+    spec: { baseURL: shard.baseURL, externalURL: shard.externalURL, virtualWorkspaceURL: shard.virtualWorkspaceURL },
+  };
+}
+
+/** Whether a stored Shard object differs from what the shard would register (spec or labels). */
+export function shardObjectDiffers(current: KubeObject, wanted: KubeObject): boolean {
+  return JSON.stringify(current.spec) !== JSON.stringify(wanted.spec) || JSON.stringify(current.metadata.labels ?? {}) !== JSON.stringify(wanted.metadata.labels ?? {});
+}
 
 /**
  * Creates what a shard needs, ignoring objects that already exist: the `root` and
@@ -63,14 +77,17 @@ export interface ShardURLs { name: string; baseURL: string; externalURL: string;
  * `system:authenticated`, `use` of the universal/organization/team types, tenancy reader, home
  * workspace creation) and the `Shard` object of this shard (kept up to date on every start).
  */
-export async function bootstrapShard(stores: (plural: string, group: string) => Store, masters: (cluster: string, ns?: string) => RequestScope, shard: ShardURLs): Promise<void> {
+export async function bootstrapShard(stores: (plural: string, group: string) => Store, masters: (cluster: string, ns?: string) => RequestScope, shard: ShardURLs, opts: { root: boolean } = { root: true }): Promise<void> {
   const ensure = async (store: Store, scope: RequestScope, obj: KubeObject) => {
     try { await store.create(scope, obj); } catch (err) {
       if (!isStatus(err, 409)) throw err;
     }
   };
   const lc = stores('logicalclusters', 'core.kcp.io');
-  for (const [cluster, annotations] of [[ROOT, ROOT_ANNOTATIONS], [SYSTEM_ADMIN_CLUSTER, {}]] as const) {
+  // Every shard has its own system:admin (the bootstrap policy applies to its logical clusters);
+  // root and its content live on the root shard only.
+  const clusters = opts.root ? [[ROOT, ROOT_ANNOTATIONS], [SYSTEM_ADMIN_CLUSTER, {}]] as const : [[SYSTEM_ADMIN_CLUSTER, {}]] as const;
+  for (const [cluster, annotations] of clusters) {
     const scope = masters(cluster);
     await ensure(lc, scope, { apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster', metadata: { name: 'cluster', annotations: { ...annotations } }, spec: {} });
     const current = lc.decode(await lc.get(scope, 'cluster'));
@@ -79,13 +96,6 @@ export async function bootstrapShard(stores: (plural: string, group: string) => 
     if (status.phase !== 'Ready' || status.URL !== url) {
       await lc.update(scope, 'cluster', { ...current, status: { ...status, phase: 'Ready', URL: url } }, 'status');
     }
-  }
-
-  const root = masters(ROOT);
-  await ensure(stores('namespaces', ''), root, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
-  const types = stores('workspacetypes', 'tenancy.kcp.io');
-  for (const [name, spec] of ROOT_WORKSPACE_TYPES) {
-    await ensure(types, root, { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceType', metadata: { name }, spec });
   }
 
   const roles = stores('clusterroles', 'rbac.authorization.k8s.io');
@@ -120,6 +130,14 @@ export async function bootstrapShard(stores: (plural: string, group: string) => 
     groupBinding('system:kcp:logical-cluster-admin', 'system:kcp:logical-cluster-admin', ['system:kcp:logical-cluster-admin']),
   ]) await ensure(bindings, sys, b);
 
+  if (!opts.root) return;
+  const root = masters(ROOT);
+  await ensure(stores('namespaces', ''), root, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+  const types = stores('workspacetypes', 'tenancy.kcp.io');
+  for (const [name, spec] of ROOT_WORKSPACE_TYPES) {
+    await ensure(types, root, { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceType', metadata: { name }, spec });
+  }
+
   // The root workspace's RBAC (kcp config/root).
   await ensure(roles, root, clusterRole('system:kcp:universal-workspacetype-use', [
     { apiGroups: ['tenancy.kcp.io'], resources: ['workspacetypes'], resourceNames: ['universal', 'organization', 'team'], verbs: ['use'] },
@@ -136,8 +154,8 @@ export async function bootstrapShard(stores: (plural: string, group: string) => 
 
   // This shard, as kcp registers it in root (core.kcp.io/v1alpha1 Shard).
   const shards = stores('shards', 'core.kcp.io');
-  const shardSpec = { baseURL: shard.baseURL, externalURL: shard.externalURL, virtualWorkspaceURL: shard.virtualWorkspaceURL };
-  await ensure(shards, root, { apiVersion: 'core.kcp.io/v1alpha1', kind: 'Shard', metadata: { name: shard.name }, spec: shardSpec });
+  const wanted = shardObject(shard);
+  await ensure(shards, root, wanted);
   const current = shards.decode(await shards.get(root, shard.name));
-  if (JSON.stringify(current.spec) !== JSON.stringify(shardSpec)) await shards.update(root, shard.name, { ...current, spec: shardSpec });
+  if (shardObjectDiffers(current, wanted)) await shards.update(root, shard.name, { ...current, metadata: { ...current.metadata, labels: wanted.metadata.labels }, spec: wanted.spec });
 }

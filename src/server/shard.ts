@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync, renameSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { ensurePki } from '../pki/store.js';
+import { ensurePki, type ServerPki } from '../pki/store.js';
 import { buildKubeconfig } from '../pki/kubeconfig.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../storage/embedded.js';
 import { RedisStorage, connectRedis, waitForRedis } from '../storage/redis.js';
@@ -14,7 +14,9 @@ import { WatchCache } from '../storage/watchcache.js';
 import { ShardKeys } from '../storage/keys.js';
 import { Store, type RequestScope, type StoreBackend } from '../registry/store.js';
 import { BUILTIN_RESOURCES } from '../apis/builtin.js';
-import { Authenticator, loadTokenFile } from '../auth/authn.js';
+import { Authenticator, DEFAULT_REQUEST_HEADERS, loadTokenFile, type RequestHeaderConfig } from '../auth/authn.js';
+import type { Connection } from '../client/rest.js';
+import { FRONT_PROXY_USER } from '../pki/store.js';
 import { ServiceAccountTokens, createTokenRequest } from '../auth/serviceaccounts.js';
 import { Authorizer, SYSTEM_MASTERS } from '../auth/authorizer.js';
 import { evaluateAccessReview, evaluateRulesReview, evaluateSelfSubjectReview } from '../auth/reviews.js';
@@ -24,7 +26,10 @@ import { buildApp } from './app.js';
 import { APIRegistry } from '../apiextensions/registry.js';
 import { WatchHub } from './watch.js';
 import { Metrics } from './metrics.js';
-import { bootstrapShard } from './bootstrap.js';
+import { bootstrapShard, type ShardURLs } from './bootstrap.js';
+import { RestClient } from '../client/rest.js';
+import { ShardDirectory, shardInfoOf, type ShardInfo } from '../shards/directory.js';
+import { registerShard } from '../shards/registration.js';
 import { kcpResources } from '../apis/kcp/index.js';
 import { LOGICAL_CLUSTERS_GR, LogicalClusterIndex } from '../tenancy/index.js';
 import { WorkspaceTypeResolver } from '../tenancy/workspacetypes.js';
@@ -49,6 +54,36 @@ export interface ServerOptions {
   externalHostname?: string;
   /** Shard name (default `root`); also the Redis hash tag of the shard's keys. */
   shardName?: string;
+  /**
+   * The root shard, for a shard that is not the root (kcp `--root-shard-kubeconfig-file`): its URL,
+   * CA and credentials with which this shard registers its `Shard` object there and reads the
+   * instance's shards. Absent: this is the root shard.
+   */
+  rootShard?: Connection;
+  /** URL other shards and the front-proxy reach this shard at (kcp `--shard-base-url`; default its own URL). */
+  shardBaseURL?: string;
+  /** URL clients reach workspaces at, written into `Workspace.spec.URL` (kcp `--shard-external-url`; default the base URL). */
+  shardExternalURL?: string;
+  /** kcp `--shard-virtual-workspace-url` (default the base URL). */
+  shardVirtualWorkspaceURL?: string;
+  /** Labels of this shard's `Shard` object, matched by workspaces' `spec.location.selector`. */
+  shardLabels?: Record<string, string>;
+  /**
+   * Directory of the instance's PKI (CA, front-proxy CA, service-account key), shared by its shards
+   * and front-proxy (default: the root directory).
+   */
+  pkiDirectory?: string;
+  /**
+   * Client certificate and key (PEM) this shard uses towards the other shards (kcp
+   * `--shard-client-cert-file`/`--shard-client-key-file`); default the PKI's system:admin pair.
+   */
+  shardClientCert?: { cert: string; key: string };
+  /**
+   * Request-header authentication (kube `--requestheader-*`); default: the PKI's front-proxy CA,
+   * allowed name `kcp-front-proxy`, `X-Remote-User`/`X-Remote-Group`/`X-Remote-Extra-`. `false`
+   * turns it off.
+   */
+  requestHeader?: Partial<RequestHeaderConfig> | false;
   /** External Redis (`redis://…` or `unix://…`); without it an embedded redis-server is started. */
   redisUrl?: string;
   /**
@@ -106,6 +141,33 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Pro
   });
 }
 
+/**
+ * Writes `<dir>/admin.kubeconfig` for a server at `url` (a shard, or an instance's front-proxy):
+ * contexts `root` (current), `base` and `system:admin`, users kcp-admin and the system:masters
+ * shard admin. Returns its path.
+ */
+export function writeAdminKubeconfig(dir: string, url: string, pki: Pick<ServerPki, 'ca' | 'admin' | 'systemAdmin'>): string {
+  const kubeconfigPath = join(dir, 'admin.kubeconfig');
+  writeAtomic(kubeconfigPath, buildKubeconfig({
+    clusters: [
+      { name: 'root', server: `${url}/clusters/root`, caPem: pki.ca.certPem },
+      { name: 'base', server: url, caPem: pki.ca.certPem },
+      { name: 'system:admin', server: `${url}/clusters/system:admin`, caPem: pki.ca.certPem },
+    ],
+    users: [
+      { name: 'kcp-admin', certPem: pki.admin.certPem, keyPem: pki.admin.keyPem },
+      { name: 'shard-admin', certPem: pki.systemAdmin.certPem, keyPem: pki.systemAdmin.keyPem },
+    ],
+    contexts: [
+      { name: 'root', cluster: 'root', user: 'kcp-admin' },
+      { name: 'base', cluster: 'base', user: 'kcp-admin' },
+      { name: 'system:admin', cluster: 'system:admin', user: 'shard-admin' },
+    ],
+    currentContext: 'root',
+  }));
+  return kubeconfigPath;
+}
+
 function writeAtomic(path: string, content: string): void {
   const tmp = `${path}.tmp-${process.pid}`;
   writeFileSync(tmp, content, { mode: 0o600 });
@@ -142,6 +204,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   return running;
 }
 
+/** Path (under a logical cluster) of the WorkspaceTypes every shard reads from every shard. */
+const WORKSPACE_TYPES_PATH = 'apis/tenancy.kcp.io/v1alpha1/workspacetypes';
+
+/** Feeds `listener` the Shard objects of the root workspace in `cache`, now and on every change. */
+function watchLocalShards(cache: WatchCache, listener: (shards: ShardInfo[]) => void): void {
+  const emit = () => listener(cache.list('core.kcp.io/shards', 'root').map((e) => shardInfoOf(JSON.parse(e.json) as KubeObject)));
+  cache.subscribe((ev) => { if (!ev || (ev.entry.groupResource === 'core.kcp.io/shards' && ev.entry.cluster === 'root')) emit(); });
+  emit();
+}
+
 /** `startServer` once the root directory is locked. */
 async function startLocked(root: string, options: ServerOptions, signal: AbortSignal | undefined): Promise<RunningServer> {
   const bindAddress = options.bindAddress ?? '127.0.0.1';
@@ -149,7 +221,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
   const external = options.externalHostname;
   // Checked after every step that takes time; what the step started is in `cleanups` by then.
   const checkpoint = () => signal?.throwIfAborted();
-  const pki = await ensurePki(root, {
+  const pki = await ensurePki(options.pkiDirectory ? resolve(options.pkiDirectory) : root, {
     hostnames: external && !isIP(external) ? [external] : [],
     ipAddresses: [...(external && isIP(external) ? [external] : []), ...(bindAddress !== '0.0.0.0' && bindAddress !== '::' && isIP(bindAddress) ? [bindAddress] : [])],
   });
@@ -232,7 +304,12 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     const masters = (cluster: string, namespace?: string): RequestScope => ({ cluster, namespace, user: { name: 'system:kcp:controller', groups: [SYSTEM_MASTERS] } });
 
     const saTokens = await ServiceAccountTokens.load({ privateKeyPem: pki.serviceAccountKey.keyPem, objects: cache });
-    const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map(), saTokens);
+    const requestHeader: RequestHeaderConfig | undefined = options.requestHeader === false ? undefined : {
+      clientCA: pki.frontProxyCA.certPem, allowedNames: [FRONT_PROXY_USER],
+      usernameHeaders: [...DEFAULT_REQUEST_HEADERS.usernameHeaders], groupHeaders: [...DEFAULT_REQUEST_HEADERS.groupHeaders],
+      extraHeaderPrefixes: [...DEFAULT_REQUEST_HEADERS.extraHeaderPrefixes], ...(options.requestHeader ?? {}),
+    };
+    const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map(), saTokens, requestHeader);
     const hub = new WatchHub(cache, () => storage.currentRevision(), options.bookmarkIntervalMs);
     cleanups.push(async () => hub.closeAll());
     const metrics = new Metrics(() => hub.size, () => cache.size);
@@ -271,7 +348,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         return desc.kind === 'SelfSubjectRulesReview' ? evaluateRulesReview(authz, body, user, cluster, exists) : evaluateAccessReview(authz, body, user, cluster, exists);
       },
       logger: options.logger,
-    }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: pki.ca.certPem });
+    }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: requestHeader ? [pki.ca.certPem, requestHeader.clientCA] : pki.ca.certPem });
     cleanups.unshift(() => app.close());
     if (options.logger) warn = (m) => app.log.warn(m);
 
@@ -284,8 +361,31 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     externalAddress = hostPort;
     const url = `https://${hostPort}`;
 
-    await bootstrapShard(storeOf, masters, { name: shard, baseURL: url, externalURL: url, virtualWorkspaceURL: url });
+    const isRoot = !options.rootShard;
+    const baseURL = options.shardBaseURL ?? url;
+    const shardURLs: ShardURLs = {
+      name: shard, baseURL, externalURL: options.shardExternalURL ?? baseURL, virtualWorkspaceURL: options.shardVirtualWorkspaceURL ?? baseURL, labels: options.shardLabels,
+    };
+    await bootstrapShard(storeOf, masters, shardURLs, { root: isRoot });
     checkpoint();
+
+    // The other shards of the instance: their Shard objects (local on the root shard, read from
+    // the root shard elsewhere), logical clusters and WorkspaceTypes.
+    const shardCredentials = { ca: pki.ca.certPem, ...(options.shardClientCert ?? { cert: pki.systemAdmin.certPem, key: pki.systemAdmin.keyPem }) };
+    const directory = new ShardDirectory({
+      self: shard,
+      shards: options.rootShard ? { remote: options.rootShard } : { local: (listener) => watchLocalShards(cache, listener) },
+      credentials: shardCredentials,
+      replicate: [WORKSPACE_TYPES_PATH],
+      log: (m) => warn(m),
+    });
+    cleanups.unshift(() => directory.stop());
+    if (options.rootShard) {
+      const rootClient = new RestClient(options.rootShard, 2);
+      const registration = new AbortController();
+      const registered = registerShard(rootClient, shardURLs, registration.signal, (why) => warn(`registering shard ${shard} in the root shard: ${why}; retrying`));
+      cleanups.unshift(async () => { registration.abort(); await registered; rootClient.close(); });
+    }
 
     if (options.controllers ?? true) {
       const stop = await startControllers({
@@ -296,24 +396,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       checkpoint();
     }
 
-    const kubeconfigPath = join(root, 'admin.kubeconfig');
-    writeAtomic(kubeconfigPath, buildKubeconfig({
-      clusters: [
-        { name: 'root', server: `${url}/clusters/root`, caPem: pki.ca.certPem },
-        { name: 'base', server: url, caPem: pki.ca.certPem },
-        { name: 'system:admin', server: `${url}/clusters/system:admin`, caPem: pki.ca.certPem },
-      ],
-      users: [
-        { name: 'kcp-admin', certPem: pki.admin.certPem, keyPem: pki.admin.keyPem },
-        { name: 'shard-admin', certPem: pki.systemAdmin.certPem, keyPem: pki.systemAdmin.keyPem },
-      ],
-      contexts: [
-        { name: 'root', cluster: 'root', user: 'kcp-admin' },
-        { name: 'base', cluster: 'base', user: 'kcp-admin' },
-        { name: 'system:admin', cluster: 'system:admin', user: 'shard-admin' },
-      ],
-      currentContext: 'root',
-    }));
+    const kubeconfigPath = writeAdminKubeconfig(root, url, pki);
     started = true;
 
     return {

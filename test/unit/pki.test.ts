@@ -267,13 +267,17 @@ test('ensurePki: generates once, reuses, adds SANs, repairs missing files', asyn
   const dir = join(root, 'nested', 'pki');
   try {
     const first = await ensurePki(dir, { hostnames: [], ipAddresses: [] });
-    assert.deepEqual(first.issued, ['ca', 'apiserver', 'admin', 'system-admin']);
+    assert.deepEqual(first.issued, ['ca', 'apiserver', 'admin', 'system-admin', 'front-proxy-ca', 'front-proxy-client']);
+    // The front-proxy identity is signed by its own CA only: the users' CA cannot mint it.
+    assert.ok(isIssuedBy(first.frontProxyClient.certPem, first.frontProxyCA.certPem));
+    assert.ok(!isIssuedBy(first.frontProxyClient.certPem, first.ca.certPem));
+    assert.equal(inspectCertificate(first.frontProxyClient.certPem).commonName, 'kcp-front-proxy');
     assert.deepEqual(first.servingDnsNames, ['localhost']);
     assert.deepEqual(first.servingIpAddresses, ['127.0.0.1', '::1']);
     assert.equal(first.ca.certPath, join(dir, 'ca.crt'));
     assert.equal(first.serving.keyPath, join(dir, 'apiserver.key'));
     assert.deepEqual((await readdir(dir)).sort(), [
-      'admin.crt', 'admin.key', 'apiserver.crt', 'apiserver.key', 'ca.crt', 'ca.key', 'sa.key', 'system-admin.crt', 'system-admin.key',
+      'admin.crt', 'admin.key', 'apiserver.crt', 'apiserver.key', 'ca.crt', 'ca.key', 'front-proxy-ca.crt', 'front-proxy-ca.key', 'front-proxy-client.crt', 'front-proxy-client.key', 'sa.key', 'system-admin.crt', 'system-admin.key',
     ]);
     if (posix) {
       assert.equal((await stat(dir)).mode & 0o777, 0o700);
@@ -356,7 +360,7 @@ test('ensurePki: concurrent first calls agree on one CA', async () => {
     const results = await Promise.all([1, 2, 3].map(() => ensurePki(dir, { hostnames: [], ipAddresses: [] })));
     const caSerials = new Set(results.map((r) => inspectCertificate(r.ca.certPem).serialNumber));
     assert.equal(caSerials.size, 1);
-    assert.deepEqual(results.map((r) => r.issued.length), [4, 0, 0]);
+    assert.deepEqual(results.map((r) => r.issued.length), [6, 0, 0]);
   } finally {
     await rm(root, { recursive: true, force: true });
   }

@@ -1,0 +1,149 @@
+/**
+ * A list-and-watch informer over HTTPS (client-go's reflector, reduced): lists a collection, then
+ * watches from the list's resourceVersion with bookmarks; after a cut it resumes from the last
+ * resourceVersion it saw, and after 410 Expired it lists again. Used wherever kcp-ts reads
+ * another process's objects: shards reading each other's replicated objects and the
+ * front-proxy's path index.
+ */
+import { request } from 'node:https';
+import type { KubeObject } from '../apimachinery/meta.js';
+import type { RestClient } from './rest.js';
+
+/** What an informer reports. */
+export interface InformerHandlers {
+  /** A (re)list: `items` is the whole collection now; forget anything not in it. */
+  replace(items: KubeObject[]): void;
+  /** One change after the last list. */
+  event(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject): void;
+  /** Connection state changes: `synced` after a successful list or resumed watch, `disconnected` when cut. */
+  state?(state: 'synced' | 'disconnected', error?: string): void;
+}
+
+/** Options of a {@link RemoteInformer}. */
+export interface RemoteInformerOptions {
+  /** Collection path, e.g. `/clusters/*\/apis/core.kcp.io/v1alpha1/logicalclusters`. */
+  path: string;
+  /** Extra query of list and watch (e.g. `labelSelector=…`), without `?`. */
+  query?: string;
+  /** `Accept` header (e.g. PartialObjectMetadata), default JSON. */
+  accept?: string;
+  /** Wait before reconnecting after a failure, doubling up to 5 s; default 100 ms. */
+  initialBackoffMs?: number;
+}
+
+/** Keeps `handlers` in step with a remote collection until {@link stop}. */
+export class RemoteInformer {
+  private stopped = false;
+  private rv = '';
+  private synced = false;
+  private current: { destroy(): void } | undefined;
+  private wake: (() => void) | undefined;
+  private readonly done: Promise<void>;
+  /** Resolves after the first successful list. */
+  readonly hasSynced: Promise<void>;
+  private markSynced!: () => void;
+
+  constructor(private readonly client: RestClient, private readonly opts: RemoteInformerOptions, private readonly handlers: InformerHandlers) {
+    this.hasSynced = new Promise((r) => { this.markSynced = r; });
+    this.done = this.run();
+  }
+
+  /** Whether the last list or watch succeeded and no cut has been seen since. */
+  get isSynced(): boolean { return this.synced; }
+
+  /** Stops watching; resolves when the loop ended. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.current?.destroy();
+    this.wake?.();
+    await this.done;
+  }
+
+  private async run(): Promise<void> {
+    let backoff = this.opts.initialBackoffMs ?? 100;
+    while (!this.stopped) {
+      try {
+        if (!this.rv) await this.list();
+        const outcome = await this.watch();
+        if (outcome === 'expired') this.rv = '';
+        backoff = this.opts.initialBackoffMs ?? 100;
+        if (outcome === 'expired' || outcome === 'ended') continue;
+      } catch (err) {
+        if (this.stopped) break;
+        this.setState('disconnected', err instanceof Error ? err.message : String(err));
+      }
+      await this.sleep(backoff);
+      backoff = Math.min(backoff * 2, 5000);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((r) => {
+      const t = setTimeout(r, ms);
+      this.wake = () => { clearTimeout(t); r(); };
+    });
+  }
+
+  private setState(state: 'synced' | 'disconnected', error?: string): void {
+    if ((state === 'synced') === this.synced) return;
+    this.synced = state === 'synced';
+    this.handlers.state?.(state, error);
+  }
+
+  private async list(): Promise<void> {
+    const q = this.opts.query ? `?${this.opts.query}` : '';
+    const res = await this.client.request('GET', `${this.opts.path}${q}`, undefined, { headers: this.opts.accept ? { accept: this.opts.accept } : {} });
+    if (res.status !== 200) throw new Error(`list ${this.opts.path}: ${res.status} ${res.json?.message ?? res.body.slice(0, 200)}`);
+    this.handlers.replace((res.json.items ?? []) as KubeObject[]);
+    this.rv = String(res.json.metadata?.resourceVersion ?? '');
+    this.setState('synced');
+    this.markSynced();
+  }
+
+  /** Watches from `this.rv`; resolves `expired` on 410, `ended` when the server closed the stream. */
+  private watch(): Promise<'expired' | 'ended'> {
+    const q = `watch=true&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(this.rv)}${this.opts.query ? `&${this.opts.query}` : ''}`;
+    return new Promise((resolve, reject) => {
+      const req = request(this.client.requestOptions('GET', `${this.opts.path}?${q}`, this.opts.accept ? { accept: this.opts.accept } : {}), (res) => {
+        if (res.statusCode === 410) { res.resume(); resolve('expired'); return; }
+        if (res.statusCode !== 200) {
+          res.resume();
+          reject(new Error(`watch ${this.opts.path}: ${res.statusCode}`));
+          return;
+        }
+        this.setState('synced');
+        let buf = '';
+        let expired = false;
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buf += chunk;
+          let i: number;
+          while ((i = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, i);
+            buf = buf.slice(i + 1);
+            if (!line.trim()) continue;
+            let ev: { type: string; object: KubeObject & { code?: number } };
+            try { ev = JSON.parse(line); } catch { req.destroy(new Error('undecodable watch event')); return; }
+            const rv = ev.object?.metadata?.resourceVersion;
+            if (ev.type === 'ERROR') {
+              expired = ev.object.code === 410;
+              req.destroy();
+              return;
+            }
+            if (rv) this.rv = rv;
+            if (ev.type === 'ADDED' || ev.type === 'MODIFIED' || ev.type === 'DELETED') this.handlers.event(ev.type, ev.object);
+          }
+        });
+        res.on('error', () => undefined);
+        res.on('close', () => {
+          if (expired) resolve('expired');
+          else if (this.stopped) resolve('ended');
+          else { this.setState('disconnected', 'watch closed'); resolve('ended'); }
+        });
+      });
+      this.current = req;
+      req.on('error', (err) => reject(err));
+      req.end();
+    });
+  }
+}

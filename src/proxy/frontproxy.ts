@@ -1,0 +1,206 @@
+/**
+ * The front-proxy (`kcp-ts front-proxy`): one URL space over every shard of an instance, as kcp's
+ * pkg/proxy. It terminates TLS, authenticates the client (client certificates of the instance's
+ * client CA, the static token file), and forwards `/clusters/<path or name>/…` to the shard
+ * holding that logical cluster over mTLS with its own certificate, stating the user in kube's
+ * request headers (`X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-<key>`), which shards trust
+ * only from the front-proxy CA. Other bearer tokens (service-account tokens of any shard) are
+ * passed on for the shard to verify. Responses, watches included, are streamed, not buffered.
+ *
+ * Its index (path → shard, logical cluster) is a {@link ShardDirectory}: watches on every shard's
+ * LogicalClusters, so a new workspace is routable as soon as the watch event arrives.
+ *
+ * Answers of its own are Kubernetes `Status` objects: 403 for an unknown path (exactly as one
+ * shard answers, so existence is not revealed), 403 for `/clusters/*` (wildcard requests go to
+ * shards directly, as in kcp), 503 with `Retry-After` when the owning shard is unreachable.
+ */
+import { X509Certificate } from 'node:crypto';
+import { Agent, createServer, request, type Server } from 'node:https';
+import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import { StatusError } from '../apimachinery/errors.js';
+import { AUTHENTICATED_GROUP } from '../auth/authn.js';
+import type { UserInfo } from '../registry/store.js';
+import type { Connection } from '../client/rest.js';
+import { ShardDirectory } from '../shards/directory.js';
+import { ROOT } from '../tenancy/paths.js';
+
+/** Options of {@link startFrontProxy} (flags of `kcp-ts front-proxy`). */
+export interface FrontProxyOptions {
+  /** Port to listen on (0 picks one). */
+  securePort: number;
+  /** Address to listen on (default 127.0.0.1). */
+  bindAddress?: string;
+  /** Serving certificate and key (PEM). */
+  servingCert: string;
+  servingKey: string;
+  /** CA (PEM) whose client certificates authenticate users. */
+  clientCA: string;
+  /** The root shard: its URL, its CA and the credentials the index watches shards with. */
+  rootShard: Connection;
+  /** The front-proxy's client certificate (signed by the shards' request-header CA) for forwarding. */
+  proxyClientCert: string;
+  proxyClientKey: string;
+  /** Static tokens (kube CSV format, loaded): token → user. */
+  tokens?: Map<string, UserInfo>;
+  /** Notices. */
+  log?: (message: string) => void;
+}
+
+/** A running front-proxy. */
+export interface RunningFrontProxy {
+  url: string;
+  port: number;
+  directory: ShardDirectory;
+  server: Server;
+  stop(): Promise<void>;
+}
+
+/** Request headers never passed on: hop-by-hop ones (RFC 9110 §7.6.1) and identity a client might forge. */
+const DROPPED = /^(connection|keep-alive|proxy-connection|transfer-encoding|te|trailer|upgrade|host|x-remote-.*)$/i;
+
+function statusBody(err: StatusError): string {
+  return JSON.stringify(err.toStatus());
+}
+
+function answer(res: ServerResponse, err: StatusError, retryAfter?: number): void {
+  if (res.headersSent) { res.destroy(); return; }
+  const body = statusBody(err);
+  res.writeHead(err.code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(retryAfter ? { 'retry-after': String(retryAfter) } : {}) });
+  res.end(body);
+}
+
+/** The `/clusters/<segment>` of a path, or undefined for paths outside any logical cluster. */
+export function clusterSegment(path: string): string | undefined {
+  if (!path.startsWith('/clusters/')) return undefined;
+  const end = path.indexOf('/', 10);
+  return decodeURIComponent(end < 0 ? path.slice(10) : path.slice(10, end));
+}
+
+/**
+ * Starts the front-proxy; resolves once it listens and its index has synced (or 10 s passed).
+ * @throws when the port cannot be bound
+ */
+export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningFrontProxy> {
+  const log = opts.log ?? (() => undefined);
+  const clientCA = new X509Certificate(opts.clientCA);
+  const directory = new ShardDirectory({
+    shards: { remote: opts.rootShard },
+    credentials: { ca: opts.rootShard.ca, cert: opts.rootShard.cert, key: opts.rootShard.key },
+    log,
+  });
+  const users = new WeakMap<TLSSocket, UserInfo | null>();
+
+  const certUser = (socket: TLSSocket): UserInfo | null | { error: string } => {
+    let u = users.get(socket);
+    if (u !== undefined) return u;
+    u = null;
+    const cert = socket.getPeerX509Certificate?.();
+    if (cert) {
+      if (!socket.authorized || !cert.checkIssued(clientCA) || !cert.verify(clientCA.publicKey)) return { error: 'client certificate not signed by the client CA' };
+      const cn = /(?:^|\n)CN=([^\n]*)/.exec(cert.subject)?.[1];
+      const groups = [...cert.subject.matchAll(/(?:^|\n)O=([^\n]*)/g)].map((m) => m[1]!);
+      if (cn) u = { name: cn, groups: groups.includes(AUTHENTICATED_GROUP) ? groups : [...groups, AUTHENTICATED_GROUP] };
+    }
+    users.set(socket, u);
+    return u;
+  };
+
+  const server = createServer({ key: opts.servingKey, cert: opts.servingCert, ca: opts.clientCA, requestCert: true, rejectUnauthorized: false }, (req, res) => {
+    void route(req, res).catch((err: unknown) => answer(res, new StatusError(503, 'ServiceUnavailable', `front-proxy: ${err instanceof Error ? err.message : String(err)}`), 1));
+  });
+  // Watches are long; a slow client must not hold a socket forever before sending its headers.
+  server.headersTimeout = 60_000;
+  server.requestTimeout = 0;
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    const path = url.split('?')[0]!;
+    if (path === '/livez' || path === '/readyz' || path === '/healthz') {
+      // Ready once the index knows the shards (the root shard's Shard objects were listed).
+      const ready = path === '/livez' || directory.get(ROOT) !== undefined;
+      res.writeHead(ready ? 200 : 500, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end(ready ? 'ok' : 'index not synced');
+      return;
+    }
+    // Authentication: a bearer token in the token file, else any other token is the shard's to
+    // verify; else the client certificate; else anonymous (the shard answers 401 where kube would).
+    let user: UserInfo | undefined;
+    let passToken = false;
+    const auth = req.headers.authorization;
+    if (auth) {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+      const known = m ? opts.tokens?.get(m[1]!) : undefined;
+      if (known) user = known.groups.includes(AUTHENTICATED_GROUP) ? known : { ...known, groups: [...known.groups, AUTHENTICATED_GROUP] };
+      else passToken = true;
+    } else {
+      const u = certUser(req.socket as TLSSocket);
+      if (u && 'error' in u) { answer(res, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
+      if (u) user = u;
+    }
+
+    let segment: string | undefined;
+    try { segment = clusterSegment(path); } catch { answer(res, new StatusError(400, 'BadRequest', `invalid path ${JSON.stringify(path)}`)); return; }
+    let shard = segment === undefined ? directory.get(ROOT) : undefined;
+    if (segment !== undefined) {
+      if (!user && !passToken) { answer(res, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
+      if (segment === '*') { answer(res, new StatusError(403, 'Forbidden', 'wildcard requests (/clusters/*) are not served through the front-proxy')); return; }
+      const loc = directory.locate(segment);
+      if (!loc) { answer(res, new StatusError(403, 'Forbidden', `"${segment}" workspace access not permitted`)); return; }
+      shard = directory.get(loc.shard);
+    }
+    if (!shard) { answer(res, new StatusError(503, 'ServiceUnavailable', 'the root shard is not known yet'), 1); return; }
+
+    const headers: OutgoingHttpHeaders = {};
+    for (const [k, v] of Object.entries(req.headers)) if (!DROPPED.test(k) && v !== undefined) headers[k] = v;
+    if (user) {
+      delete headers.authorization;
+      headers['x-remote-user'] = user.name;
+      if (user.groups.length) headers['x-remote-group'] = user.groups;
+      for (const [k, vs] of Object.entries(user.extra ?? {})) headers[`x-remote-extra-${encodeURIComponent(k)}`] = vs;
+    }
+    const target = new URL(shard.baseURL);
+    const up = request({
+      host: target.hostname.replace(/^\[|\]$/g, ''), port: target.port || 443, method: req.method, path: url, headers,
+      ca: opts.rootShard.ca, cert: opts.proxyClientCert, key: opts.proxyClientKey, agent: agentFor(shard.baseURL),
+    }, (upRes) => {
+      const out: OutgoingHttpHeaders = {};
+      for (const [k, v] of Object.entries(upRes.headers)) if (!/^(connection|keep-alive|transfer-encoding)$/i.test(k) && v !== undefined) out[k] = v;
+      res.writeHead(upRes.statusCode ?? 502, out);
+      // Streamed: a watch's events go out as they arrive.
+      if (typeof res.flushHeaders === 'function') res.flushHeaders();
+      upRes.pipe(res);
+      upRes.on('error', () => res.destroy());
+    });
+    up.on('error', (err: NodeJS.ErrnoException) => {
+      answer(res, new StatusError(503, 'ServiceUnavailable', `shard ${shard!.name} is unavailable: ${err.code ?? err.message}`, { retryAfterSeconds: 1 }), 1);
+    });
+    res.on('close', () => { if (!res.writableFinished) up.destroy(); });
+    req.pipe(up);
+  }
+
+  const agents = new Map<string, Agent>();
+  function agentFor(base: string): Agent {
+    let a = agents.get(base);
+    if (!a) { a = new Agent({ keepAlive: true, maxSockets: 256 }); agents.set(base, a); }
+    return a;
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.securePort, opts.bindAddress ?? '127.0.0.1', () => { server.off('error', reject); resolve(); });
+  });
+  await directory.synced();
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : opts.securePort;
+  const host = opts.bindAddress && opts.bindAddress !== '0.0.0.0' && opts.bindAddress !== '::' ? opts.bindAddress : '127.0.0.1';
+  return {
+    url: `https://${host.includes(':') ? `[${host}]` : host}:${port}`, port, directory, server,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(() => r(undefined)));
+      for (const a of agents.values()) a.destroy();
+      await directory.stop();
+    },
+  };
+}

@@ -1,0 +1,244 @@
+/**
+ * What one process knows about the other shards of its kcp-ts instance, kept current by watches:
+ * the `Shard` objects of the root workspace, every shard's logical clusters (path → shard and
+ * logical cluster, phase) and the objects every shard must read although one shard holds them
+ * (WorkspaceTypes today; APIExports and APIResourceSchemas join them later).
+ *
+ * Replication is a list+watch (RemoteInformer) per shard and resource over the shards' own API,
+ * authenticated with the instance's shard client certificate: the lag is watch delivery
+ * (milliseconds), a shard that is down keeps its last known objects until it returns (its
+ * informers resume from their last resourceVersion, or list again after 410), and nothing but
+ * the shards' own storage holds the data. docs/architecture.md ("Shards") gives the reasons.
+ *
+ * Used by every shard (for scheduling, path resolution and type lookup across shards) and by the
+ * front-proxy (its path index).
+ */
+import { CLUSTER_ANNOTATION, type KubeObject } from '../apimachinery/meta.js';
+import { RemoteInformer } from '../client/informer.js';
+import { RestClient, type Connection } from '../client/rest.js';
+import { PATH_ANNOTATION, ROOT } from '../tenancy/paths.js';
+
+/** A shard as its `core.kcp.io/v1alpha1 Shard` object describes it. */
+export interface ShardInfo {
+  name: string;
+  /** URL other shards and the front-proxy reach it at. */
+  baseURL: string;
+  /** URL clients reach its workspaces at (the front-proxy's, in an instance with one). */
+  externalURL: string;
+  virtualWorkspaceURL: string;
+  labels: Record<string, string>;
+}
+
+/** Where a logical cluster lives. */
+export interface ClusterLocation {
+  shard: string;
+  /** Logical cluster name. */
+  cluster: string;
+  /** Canonical workspace path ('' when unknown). */
+  path: string;
+  /** `status.phase` of its LogicalCluster. */
+  phase: string;
+}
+
+/** Reads `Shard` objects into {@link ShardInfo}. */
+export function shardInfoOf(obj: KubeObject): ShardInfo {
+  const spec = (obj.spec ?? {}) as { baseURL?: string; externalURL?: string; virtualWorkspaceURL?: string };
+  const baseURL = spec.baseURL ?? '';
+  return {
+    name: obj.metadata.name!, baseURL, externalURL: spec.externalURL || baseURL,
+    virtualWorkspaceURL: spec.virtualWorkspaceURL || baseURL, labels: { ...(obj.metadata.labels ?? {}) },
+  };
+}
+
+/** Where the Shard objects come from: the root shard over HTTPS, or the caller (the root shard itself). */
+export type ShardSource = { remote: Connection } | { local: (listener: (shards: ShardInfo[]) => void) => void };
+
+/** Options of a {@link ShardDirectory}. */
+export interface ShardDirectoryOptions {
+  /** Name of the shard this process is (its own objects are not watched), if any. */
+  self?: string;
+  shards: ShardSource;
+  /** CA and client certificate for reaching the shards' base URLs. */
+  credentials: Omit<Connection, 'url'>;
+  /**
+   * Group/version/resource paths replicated besides LogicalClusters, e.g.
+   * `apis/tenancy.kcp.io/v1alpha1/workspacetypes`; read with {@link replicated}.
+   */
+  replicate?: string[];
+  /** Called on any change of shards or logical clusters (after the maps are updated). */
+  onChange?: (what: { shard: string; location?: ClusterLocation; deleted?: boolean }) => void;
+  /** Notices (a shard unreachable, back again). */
+  log?: (message: string) => void;
+}
+
+interface Watched {
+  info: ShardInfo;
+  client: RestClient;
+  informers: RemoteInformer[];
+  /** Logical cluster names of this shard, for removal on relist. */
+  clusters: Set<string>;
+  /** Replicated objects: resource path → `cluster/name` → object. */
+  objects: Map<string, Map<string, KubeObject>>;
+}
+
+/** The instance's shards and where each logical cluster lives. */
+export class ShardDirectory {
+  private readonly shards = new Map<string, ShardInfo>();
+  private readonly watched = new Map<string, Watched>();
+  private readonly byPath = new Map<string, ClusterLocation>();
+  private readonly byName = new Map<string, ClusterLocation>();
+  private rootInformer: RemoteInformer | undefined;
+  private rootClient: RestClient | undefined;
+  private stopped = false;
+
+  constructor(private readonly opts: ShardDirectoryOptions) {
+    if ('remote' in opts.shards) {
+      this.rootClient = new RestClient(opts.shards.remote, 4);
+      const seen = new Map<string, ShardInfo>();
+      this.rootInformer = new RemoteInformer(this.rootClient, { path: `/clusters/${ROOT}/apis/core.kcp.io/v1alpha1/shards` }, {
+        replace: (items) => { seen.clear(); for (const o of items) seen.set(o.metadata.name!, shardInfoOf(o)); this.setShards([...seen.values()]); },
+        event: (type, o) => { if (type === 'DELETED') seen.delete(o.metadata.name!); else seen.set(o.metadata.name!, shardInfoOf(o)); this.setShards([...seen.values()]); },
+      });
+    } else {
+      opts.shards.local((list) => this.setShards(list));
+    }
+  }
+
+  /** Resolves once the shard list and every watched shard's first list arrived (or after `timeoutMs`). */
+  async synced(timeoutMs = 10_000): Promise<void> {
+    const all = async () => {
+      await this.rootInformer?.hasSynced;
+      await Promise.all([...this.watched.values()].flatMap((w) => w.informers.map((i) => i.hasSynced)));
+    };
+    await Promise.race([all(), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+  }
+
+  /** Every known shard (including this process's own). */
+  list(): ShardInfo[] { return [...this.shards.values()]; }
+
+  /** One shard by name. */
+  get(name: string): ShardInfo | undefined { return this.shards.get(name); }
+
+  /** Whether the watches of a shard are connected (false for unknown shards; true for self). */
+  reachable(name: string): boolean {
+    if (name === this.opts.self) return true;
+    const w = this.watched.get(name);
+    return w !== undefined && w.informers.every((i) => i.isSynced);
+  }
+
+  /** The logical cluster a workspace path or logical cluster name designates, on another shard. */
+  locate(pathOrName: string): ClusterLocation | undefined {
+    return this.byPath.get(pathOrName) ?? this.byName.get(pathOrName);
+  }
+
+  /** Number of logical clusters known on other shards. */
+  get size(): number { return this.byName.size; }
+
+  /** A replicated object of another shard (`resource` as given in `replicate`). */
+  replicated(resource: string, cluster: string, name: string): KubeObject | undefined {
+    for (const w of this.watched.values()) {
+      const o = w.objects.get(resource)?.get(`${cluster}/${name}`);
+      if (o) return o;
+    }
+    return undefined;
+  }
+
+  /** A client for a shard's base URL, with the instance's shard credentials. */
+  client(shard: string): RestClient | undefined {
+    return this.watched.get(shard)?.client;
+  }
+
+  /** Stops every watch and closes connections. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.rootInformer?.stop();
+    this.rootClient?.close();
+    await Promise.all([...this.watched.values()].map((w) => this.unwatch(w)));
+    this.watched.clear();
+  }
+
+  private setShards(list: ShardInfo[]): void {
+    if (this.stopped) return;
+    const names = new Set(list.map((s) => s.name));
+    for (const [name, w] of this.watched) {
+      const now = list.find((s) => s.name === name);
+      if (!now || now.baseURL !== w.info.baseURL) { this.watched.delete(name); void this.unwatch(w); }
+    }
+    this.shards.clear();
+    for (const s of list) this.shards.set(s.name, s);
+    for (const s of list) {
+      const w = this.watched.get(s.name);
+      if (w) { w.info = s; continue; }
+      if (s.name !== this.opts.self && s.baseURL) this.watch(s);
+    }
+    for (const name of [...this.watched.keys()]) if (!names.has(name)) this.watched.delete(name);
+    this.opts.onChange?.({ shard: '' });
+  }
+
+  private watch(info: ShardInfo): void {
+    const client = new RestClient({ ...this.opts.credentials, url: info.baseURL }, 16);
+    const w: Watched = { info, client, informers: [], clusters: new Set(), objects: new Map() };
+    this.watched.set(info.name, w);
+    const log = this.opts.log ?? (() => undefined);
+    let lost = false;
+    const state = (s: 'synced' | 'disconnected', error?: string) => {
+      if (this.stopped || !this.watched.has(info.name)) return;
+      if (s === 'disconnected' && !lost) { lost = true; log(`shard ${info.name} (${info.baseURL}) unreachable: ${error ?? ''}`); }
+      if (s === 'synced' && lost) { lost = false; log(`shard ${info.name} reachable again`); }
+    };
+    w.informers.push(new RemoteInformer(client, { path: '/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters' }, {
+      replace: (items) => {
+        const fresh = new Set<string>();
+        for (const o of items) fresh.add(this.putCluster(w, o));
+        for (const name of w.clusters) if (!fresh.has(name)) this.removeCluster(w, name);
+        w.clusters = fresh;
+      },
+      event: (type, o) => {
+        if (type === 'DELETED') { const name = clusterOf(o); this.removeCluster(w, name); w.clusters.delete(name); }
+        else w.clusters.add(this.putCluster(w, o));
+      },
+      state,
+    }));
+    for (const resource of this.opts.replicate ?? []) {
+      const objects = new Map<string, KubeObject>();
+      w.objects.set(resource, objects);
+      const key = (o: KubeObject) => `${clusterOf(o)}/${o.metadata.name}`;
+      w.informers.push(new RemoteInformer(client, { path: `/clusters/*/${resource}` }, {
+        replace: (items) => { objects.clear(); for (const o of items) objects.set(key(o), o); this.opts.onChange?.({ shard: info.name }); },
+        event: (type, o) => { if (type === 'DELETED') objects.delete(key(o)); else objects.set(key(o), o); this.opts.onChange?.({ shard: info.name }); },
+      }));
+    }
+  }
+
+  private async unwatch(w: Watched): Promise<void> {
+    await Promise.all(w.informers.map((i) => i.stop()));
+    for (const name of w.clusters) this.removeCluster(w, name);
+    w.client.close();
+  }
+
+  private putCluster(w: Watched, o: KubeObject): string {
+    const cluster = clusterOf(o);
+    const path = o.metadata.annotations?.[PATH_ANNOTATION] ?? (cluster === ROOT ? ROOT : '');
+    const phase = ((o.status ?? {}) as { phase?: string }).phase ?? 'Scheduling';
+    const old = this.byName.get(cluster);
+    if (old?.path && old.path !== path && this.byPath.get(old.path) === old) this.byPath.delete(old.path);
+    const loc: ClusterLocation = { shard: w.info.name, cluster, path, phase };
+    this.byName.set(cluster, loc);
+    if (path) this.byPath.set(path, loc);
+    this.opts.onChange?.({ shard: w.info.name, location: loc });
+    return cluster;
+  }
+
+  private removeCluster(w: Watched, cluster: string): void {
+    const old = this.byName.get(cluster);
+    if (!old || old.shard !== w.info.name) return;
+    this.byName.delete(cluster);
+    if (old.path && this.byPath.get(old.path) === old) this.byPath.delete(old.path);
+    this.opts.onChange?.({ shard: w.info.name, location: old, deleted: true });
+  }
+}
+
+/** The logical cluster of an object listed across clusters (kcp's `kcp.io/cluster` annotation). */
+export function clusterOf(o: KubeObject): string {
+  return o.metadata.annotations?.[CLUSTER_ANNOTATION] ?? '';
+}

@@ -1,0 +1,125 @@
+/**
+ * An instance of two shards behind the front-proxy (startInstance, as `kcp-ts start --shards 2`):
+ * shard registration, routing by workspace path and logical cluster name, kube's request-header
+ * identity between front-proxy and shards, and a shard going away and coming back.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'node:https';
+import { adminCreds, call, eventually, kubectl, type Creds } from '../helpers.js';
+import { startInstance, type RunningInstance } from '../../src/server/instance.js';
+import { startServer } from '../../src/server/shard.js';
+import { ensurePki } from '../../src/pki/store.js';
+import { issueClientCert } from '../../src/pki/certs.js';
+
+let root: string;
+let inst: RunningInstance;
+let admin: Creds;
+let masters: Creds;
+const LC = (path: string) => ({ metadata: { name: 'cluster', annotations: { 'kcp.io/path': path } } });
+
+before(async () => {
+  root = mkdtempSync(join(tmpdir(), 'kcp-shards-'));
+  inst = await startInstance({ rootDirectory: root, shards: 2, securePort: 0 });
+  admin = adminCreds(root);
+  masters = adminCreds(root, 'system-admin');
+});
+after(async () => { await inst?.stop(); });
+
+test('every shard registers its Shard object in root; the admin kubeconfig points at the front-proxy', async () => {
+  const shards = await call(inst, admin, 'GET', '/clusters/root/apis/core.kcp.io/v1alpha1/shards');
+  assert.equal(shards.status, 200, shards.body);
+  assert.deepEqual(shards.json.items.map((s: any) => [s.metadata.name, s.spec.baseURL]).sort(), [['root', inst.shards[0]!.url], ['shard-1', inst.shards[1]!.url]]);
+  const ns = await kubectl(inst.kubeconfigPath, ['get', 'namespaces', '-o', 'name']);
+  assert.equal(ns.stdout.trim(), 'namespace/default');
+  assert.match((await kubectl(inst.kubeconfigPath, ['config', 'view', '--minify', '-o', 'jsonpath={.clusters[0].cluster.server}'])).stdout, new RegExp(`^${inst.url}/clusters/root$`));
+});
+
+test('a logical cluster on shard-1 is routed by path and by name as soon as its watch event arrives', async () => {
+  const created = await call(inst.shards[1]!, masters, 'POST', '/clusters/routed1/apis/core.kcp.io/v1alpha1/logicalclusters', LC('root:routed'));
+  assert.equal(created.status, 201, created.body);
+  const t0 = Date.now();
+  const byPath = await eventually('root:routed routable', async () => {
+    const r = await call(inst, admin, 'POST', '/clusters/root:routed/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'on-shard-1' } });
+    return r.status === 201 && r;
+  }, 5000);
+  assert.equal(byPath.status, 201);
+  assert.ok(Date.now() - t0 < 3000, `routable after ${Date.now() - t0} ms`);
+  // It went to shard-1: the object is there, not on the root shard.
+  assert.equal((await call(inst.shards[1]!, admin, 'GET', '/clusters/routed1/api/v1/namespaces/on-shard-1')).status, 200);
+  assert.equal((await call(inst, admin, 'GET', '/clusters/routed1/api/v1/namespaces/on-shard-1')).status, 200);
+});
+
+test('unknown paths get the answer one shard gives; /clusters/* is not proxied; no credentials → 401', async () => {
+  const viaProxy = await call(inst, admin, 'GET', '/clusters/root:nowhere/api/v1/configmaps');
+  const direct = await call(inst.shards[0]!, admin, 'GET', '/clusters/root:nowhere/api/v1/configmaps');
+  assert.equal(viaProxy.status, 403);
+  assert.deepEqual(viaProxy.json, direct.json);
+  const wildcard = await call(inst, masters, 'GET', '/clusters/*/api/v1/configmaps');
+  assert.equal(wildcard.status, 403);
+  assert.equal(wildcard.json.kind, 'Status');
+  assert.equal((await call(inst, { ca: admin.ca }, 'GET', '/clusters/root/api/v1/namespaces')).status, 401);
+});
+
+test('shards take identity headers only from the front-proxy certificate', async () => {
+  const whoami = { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' };
+  const path = '/clusters/root/apis/authentication.k8s.io/v1/selfsubjectreviews';
+  // Through the proxy: the client's own identity, whatever X-Remote-* it sends.
+  const proxied = await call(inst, admin, 'POST', path, whoami, { 'x-remote-user': 'mallory', 'x-remote-group': 'system:masters' });
+  assert.equal(proxied.status, 201, proxied.body);
+  assert.deepEqual(proxied.json.status.userInfo, { username: 'kcp-admin', groups: ['system:kcp:admin', 'system:authenticated'] });
+  // Straight to a shard with a user certificate: the headers are ignored.
+  const direct = await call(inst.shards[0]!, admin, 'POST', path, whoami, { 'x-remote-user': 'mallory' });
+  assert.equal(direct.json.status.userInfo.username, 'kcp-admin');
+  // The front-proxy certificate states identities, groups one per header line (commas kept).
+  const pki = await ensurePki(root, { hostnames: [], ipAddresses: [] });
+  const proxyCreds = { ca: pki.ca.certPem, cert: pki.frontProxyClient.certPem, key: pki.frontProxyClient.keyPem };
+  const stated = await rawPost(inst.shards[0]!.url, proxyCreds, path, whoami, [['X-Remote-User', 'carol'], ['X-Remote-Group', 'team,a'], ['X-Remote-Group', 'team-b'], ['X-Remote-Extra-Scopes', 'x']]);
+  assert.equal(stated.status, 201, JSON.stringify(stated.json));
+  assert.deepEqual(stated.json.status.userInfo, { username: 'carol', groups: ['team,a', 'team-b', 'system:authenticated'], extra: { scopes: ['x'] } });
+  // Another certificate of the front-proxy CA is not allowed to (kube --requestheader-allowed-names).
+  const other = await issueClientCert(pki.frontProxyCA, { user: 'not-the-proxy', groups: [] });
+  const refused = await rawPost(inst.shards[0]!.url, { ca: pki.ca.certPem, cert: other.certPem, key: other.keyPem }, path, whoami, [['X-Remote-User', 'carol']]);
+  assert.equal(refused.status, 401);
+});
+
+test('a shard going away: 503 with Retry-After for its workspaces, the others keep working; back without restarting anything', async () => {
+  const shard1 = inst.shards[1]!;
+  await shard1.stop();
+  const down = await call(inst, admin, 'GET', '/clusters/root:routed/api/v1/namespaces');
+  assert.equal(down.status, 503, down.body);
+  assert.equal(down.headers['retry-after'], '1');
+  assert.equal(down.json.reason, 'ServiceUnavailable');
+  assert.equal((await call(inst, admin, 'GET', '/clusters/root/api/v1/namespaces')).status, 200);
+  // The same shard again, at the same address, with its data.
+  const port = Number(new URL(shard1.url).port);
+  const pki = await ensurePki(root, { hostnames: [], ipAddresses: [] });
+  inst.shards[1] = await startServer({
+    rootDirectory: join(root, 'shards', 'shard-1'), pkiDirectory: root, shardName: 'shard-1', securePort: port,
+    rootShard: { url: inst.shards[0]!.url, ca: pki.ca.certPem, cert: pki.systemAdmin.certPem, key: pki.systemAdmin.keyPem },
+  });
+  const back = await eventually('root:routed served again', async () => {
+    const r = await call(inst, admin, 'GET', '/clusters/root:routed/api/v1/namespaces/on-shard-1');
+    return r.status === 200 && r;
+  }, 10_000);
+  assert.equal(back.json.metadata.name, 'on-shard-1');
+});
+
+/** A POST with repeated headers (node's `call` helper sends each header once). */
+function rawPost(url: string, creds: Creds, path: string, body: unknown, headers: Array<[string, string]>): Promise<{ status: number; json: any }> {
+  const u = new URL(url + path);
+  const data = Buffer.from(JSON.stringify(body));
+  const flat = [['host', u.host], ['content-type', 'application/json'], ['content-length', String(data.length)], ...headers].flat();
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', ca: creds.ca, cert: creds.cert, key: creds.key, agent: false, headers: flat as unknown as Record<string, string> }, (res) => {
+      let text = '';
+      res.on('data', (c) => { text += c; });
+      res.on('end', () => { let json: unknown; try { json = JSON.parse(text); } catch { json = text; } resolve({ status: res.statusCode ?? 0, json }); });
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
