@@ -78,9 +78,10 @@ export interface ResourceStrategy {
    * Admission of this resource (kube's mutating then validating admission plugins): may default
    * fields from the request's identity and logical cluster, or refuse the write by throwing a
    * StatusError (usually 403 Forbidden). Runs after prepareForCreate / prepareForUpdate and
-   * before validation; synchronous, so it reads state from in-memory indexes only.
+   * before validation. It should read state from in-memory indexes; it may return a promise for
+   * the rare check that asks another shard (workspace types held by another shard).
    */
-  admit?(obj: KubeObject, attrs: AdmissionAttributes): void;
+  admit?(obj: KubeObject, attrs: AdmissionAttributes): void | Promise<void>;
   /**
    * Admission of a delete request (kube's validating admission with operation DELETE): `obj` is
    * the stored object (read-only); throws a StatusError (usually 403 Forbidden) to refuse.

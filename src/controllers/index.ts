@@ -20,13 +20,16 @@ import { serviceAccountInformer, serviceAccountReconciler } from './serviceaccou
 import { startGarbageCollector } from './garbagecollector/controller.js';
 import { logicalClusterReconciler } from './logicalcluster/controller.js';
 import { CLUSTER_ANNOTATION_KEY, workspaceReconciler } from './workspace/controller.js';
+import type { ShardDirectory } from '../shards/directory.js';
 
 /** What the controllers need from the shard they run in. */
 export interface ControllerHost {
   /** Shard name (hash tag of the queues' keys). */
   shard: string;
-  /** URL clients reach the shard at (`https://host:port`). */
+  /** URL clients reach the shard's workspaces at (`https://host:port`; the front-proxy's in an instance with one). */
   url: string;
+  /** The instance's other shards, for scheduling workspaces onto them; absent: this shard only. */
+  shards?: ShardDirectory;
   /** Redis of the controllers' queues (`redis://…` or `unix://…`; needs no persistence). */
   queueRedisUrl: string;
   cache: WatchCache;
@@ -112,6 +115,8 @@ export async function startControllers(h: ControllerHost): Promise<() => Promise
     logicalClusters: lcStore, clusterRoleBindings: h.storeOf('clusterrolebindings', 'rbac.authorization.k8s.io'),
     storesOf: (cluster) => h.registry.forCluster(cluster).storedStores(), scope: h.masters, externalURL: () => h.url,
     ownerExists: (o) => {
+      // A Workspace on another shard: its own controller deletes this LogicalCluster with it.
+      if (!h.index.get(o.cluster)) return true;
       const e = h.cache.getEntry('tenancy.kcp.io/workspaces', o.cluster, '', o.name);
       return e !== undefined && e.json.includes(`"uid":"${o.uid}"`);
     },
@@ -135,15 +140,24 @@ export async function startControllers(h: ControllerHost): Promise<() => Promise
     reconcile: workspaceReconciler({
       workspaces: wsStore, logicalClusters: lcStore, index: h.index, types: h.types, shardName: h.shard,
       externalURL: () => h.url, scope: h.masters, initializeLogicalCluster: lcReconciler.initialize, prepareLogicalCluster: lcReconciler.prepare,
+      shards: h.shards,
     }),
     onError: (key, err) => h.log.warn({ key, err }, 'workspace reconcile failed'),
   });
   const wsCtl = wsController;
   stops.push(() => wsCtl.close());
   const unfinished = (e: { json: string }) => !e.json.includes('"phase":"Ready"') || e.json.includes('"deletionTimestamp"');
-  // A new LogicalCluster of a Workspace is initialized by the workspace controller itself.
+  // A new LogicalCluster of a Workspace on this shard is born initialized by the workspace
+  // controller; one a Workspace on another shard created over HTTPS (still `Scheduling`) is this
+  // controller's to initialize.
   const unsubscribeLc = informer(h.cache, LOGICAL_CLUSTERS_GR, lcController, (e, type) =>
-    type !== 'DELETED' && unfinished(e) && !(type === 'ADDED' && e.json.includes('"resource":"workspaces"')));
+    type !== 'DELETED' && unfinished(e) && !(type === 'ADDED' && e.json.includes('"resource":"workspaces"') && !e.json.includes('"phase":"Scheduling"')));
+  // A LogicalCluster on another shard that changed phase, is being deleted or is gone moves its
+  // Workspace here on.
+  const unsubscribeRemote = h.shards?.subscribe((c) => {
+    const owner = c.location?.owner;
+    if (owner && h.index.get(owner.cluster)) wsCtl.enqueue(`${owner.cluster}|${owner.name}`).catch(() => undefined);
+  });
   // Workspaces need work when unscheduled or deleting; Initializing → Ready is reported by the
   // logical cluster controller (ownerProgressed), a resync looks at every unfinished one.
   const unsubscribeWs = informer(h.cache, 'tenancy.kcp.io/workspaces', wsCtl, (e, type) => {
@@ -177,7 +191,7 @@ export async function startControllers(h: ControllerHost): Promise<() => Promise
     }
     if (h.index.get(e.cluster)?.deleting) lcController.enqueue(`${e.cluster}|cluster`).catch(() => undefined);
   });
-  stops.push(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); });
+  stops.push(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); unsubscribeRemote?.(); });
   const stop = async () => { for (const s of stops.reverse()) await s().catch(() => undefined); };
   try {
     await Promise.all([nsController, crdController, saController, gc.controller, lcController, wsCtl].map((c) => c.ready()));

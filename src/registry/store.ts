@@ -395,7 +395,7 @@ export class Store {
       this.desc.strategy?.prepareForCreate?.(obj);
       obj.status = status;
     } else this.desc.strategy?.prepareForCreate?.(obj);
-    this.desc.strategy?.admit?.(obj, { operation: 'create', cluster: scope.cluster, user: scope.user });
+    await this.desc.strategy?.admit?.(obj, { operation: 'create', cluster: scope.cluster, user: scope.user });
     this.validate(obj);
     if (this.desc.namespaced && !namespaceKnown) await this.backend.checkNamespace(scope.cluster, meta.namespace!);
     if (!applied) this.trackUpdate(undefined, obj, scope);
@@ -444,7 +444,7 @@ export class Store {
       const key = store.objectKey(scope, name);
       const old = await store.readBase(scope, key, name, precondition);
       if (!old) throw notFound(store.gr, name);
-      const u = store.prepareUpdate(scope, old, next, undefined, precondition);
+      const u = await store.prepareUpdate(scope, old, next, undefined, precondition);
       if (u.action === 'delete') throw new Error('commit: an update may not complete a deletion');
       sent.push(u.action === 'none' ? JSON.stringify(old) : ops.push({ op: 'update', objectKey: key, obj: u.merged, expectedRv: u.oldRv }) - 1);
     }
@@ -607,7 +607,7 @@ export class Store {
    * and completes a pending deletion when the last finalizer is gone.
    */
   private async applyUpdate(scope: RequestScope, key: string, old: KubeObject, next: KubeObject, subresource: string | undefined, precondition: string | undefined, applied = false): Promise<string> {
-    const u = this.prepareUpdate(scope, old, next, subresource, precondition, applied);
+    const u = await this.prepareUpdate(scope, old, next, subresource, precondition, applied);
     if (u.action === 'none') return JSON.stringify(old);
     if (scope.dryRun) return JSON.stringify(u.merged);
     const res = await this.persist(u.action, key, u.merged, u.oldRv);
@@ -619,7 +619,7 @@ export class Store {
    * Everything an update does before writing (`applyUpdate`): the object to write and whether
    * the write is an update, the delete that completes a pending deletion, or nothing (no change).
    */
-  private prepareUpdate(scope: RequestScope, old: KubeObject, next: KubeObject, subresource: string | undefined, precondition: string | undefined, applied = false): { action: 'update' | 'delete' | 'none'; merged: KubeObject; oldRv: string } {
+  private async prepareUpdate(scope: RequestScope, old: KubeObject, next: KubeObject, subresource: string | undefined, precondition: string | undefined, applied = false): Promise<{ action: 'update' | 'delete' | 'none'; merged: KubeObject; oldRv: string }> {
     const oldRv = old.metadata.resourceVersion!;
     if (precondition && precondition !== oldRv) {
       throw conflict(this.gr, old.metadata.name!, 'the object has been modified; please apply your changes to the latest version and try again');
@@ -653,7 +653,7 @@ export class Store {
       }
     }
     if (this.desc.strategy?.tracksGeneration && (!subresource || subresource === 'scale') && specChanged(old, merged)) m.generation = (o.generation ?? 1) + 1;
-    this.desc.strategy?.admit?.(merged, { operation: 'update', cluster: scope.cluster, user: scope.user, old, subresource });
+    await this.desc.strategy?.admit?.(merged, { operation: 'update', cluster: scope.cluster, user: scope.user, old, subresource });
     this.validate(merged, old);
     if (!applied) this.trackUpdate(old, merged, scope, subresource);
     m.resourceVersion = oldRv;

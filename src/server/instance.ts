@@ -6,6 +6,7 @@
  * Layout of the root directory: the PKI, `admin.kubeconfig` and the root shard's data at its top,
  * shard `shard-<i>` under `shards/shard-<i>/` (its own lock and Redis).
  */
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { startFrontProxy, type RunningFrontProxy } from '../proxy/frontproxy.js';
 import { startServer, writeAdminKubeconfig, type RunningServer, type ServerOptions } from './shard.js';
@@ -38,8 +39,14 @@ export interface RunningInstance {
 export async function startInstance(opts: InstanceOptions): Promise<RunningInstance> {
   if (!Number.isInteger(opts.shards) || opts.shards < 1) throw new RangeError(`--shards must be a positive integer, got ${opts.shards}`);
   const root = resolve(opts.rootDirectory ?? '.kcp');
-  const base = opts.securePort ?? 6443;
-  const portOf = (i: number) => (base === 0 ? 0 : base + 1 + i);
+  // Every port is known before anything starts: shards write the front-proxy's URL into their
+  // workspaces' spec.URL (their external URL).
+  const requested = opts.securePort ?? 6443;
+  const ports = requested === 0 ? await freePorts(opts.shards + 1, opts.bindAddress ?? '127.0.0.1') : Array.from({ length: opts.shards + 1 }, (_, i) => requested + i);
+  const base = ports[0];
+  const portOf = (i: number) => ports[i + 1];
+  const host = opts.bindAddress && opts.bindAddress !== '0.0.0.0' && opts.bindAddress !== '::' ? opts.bindAddress : (opts.bindAddress ? 'localhost' : '127.0.0.1');
+  const proxyURL = `https://${host.includes(':') ? `[${host}]` : host}:${base}`;
   const shards: RunningServer[] = [];
   let proxy: RunningFrontProxy | undefined;
   const stopAll = async () => {
@@ -47,7 +54,7 @@ export async function startInstance(opts: InstanceOptions): Promise<RunningInsta
     for (const s of shards.reverse()) await s.stop().catch(() => undefined);
   };
   try {
-    const common = { bindAddress: opts.bindAddress, tokenAuthFile: opts.tokenAuthFile, logger: opts.logger, signal: opts.signal, pkiDirectory: root };
+    const common = { bindAddress: opts.bindAddress, tokenAuthFile: opts.tokenAuthFile, logger: opts.logger, signal: opts.signal, pkiDirectory: root, shardExternalURL: proxyURL };
     const rootShard = await startServer({ ...common, rootDirectory: root, securePort: portOf(0) });
     shards.push(rootShard);
     const pki = await ensurePki(root, { hostnames: [], ipAddresses: [] });
@@ -70,4 +77,16 @@ export async function startInstance(opts: InstanceOptions): Promise<RunningInsta
     await stopAll();
     throw err;
   }
+}
+
+/** `n` distinct free TCP ports on `host`, held open together while they are found so none repeats. */
+async function freePorts(n: number, host: string): Promise<number[]> {
+  const servers = await Promise.all(Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, host, () => res(s));
+  })));
+  const ports = servers.map((s) => { const a = s.address(); return typeof a === 'object' && a ? a.port : 0; });
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
 }

@@ -22,6 +22,7 @@ import { Authorizer, SYSTEM_MASTERS } from '../auth/authorizer.js';
 import { evaluateAccessReview, evaluateRulesReview, evaluateSelfSubjectReview } from '../auth/reviews.js';
 import { StatusError, notFound } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
+import type { UserInfo } from '../registry/store.js';
 import { buildApp } from './app.js';
 import { APIRegistry } from '../apiextensions/registry.js';
 import { WatchHub } from './watch.js';
@@ -214,6 +215,30 @@ function watchLocalShards(cache: WatchCache, listener: (shards: ShardInfo[]) => 
   emit();
 }
 
+/**
+ * Asks the shard holding logical cluster `cluster` whether `user` may do what `attributes` say
+ * there (a SubjectAccessReview, kube's authorization.k8s.io/v1, evaluated by that shard's
+ * authorizer over its own RBAC): the decision for a WorkspaceType of another shard.
+ * @throws StatusError 503 (Retry-After 1) when that shard cannot be asked
+ */
+async function remoteAccessReview(directory: ShardDirectory, shard: string, cluster: string, user: UserInfo, attributes: { verb: string; group: string; resource: string; name: string }): Promise<boolean> {
+  const client = directory.client(shard);
+  const unavailable = (why: string) => new StatusError(503, 'ServiceUnavailable', `cannot authorize in logical cluster "${cluster}" on shard "${shard}": ${why}`, { retryAfterSeconds: 1 });
+  if (!client) throw unavailable('the shard is not known here');
+  const review = {
+    apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview',
+    spec: { user: user.name, groups: user.groups, ...(user.uid ? { uid: user.uid } : {}), ...(user.extra ? { extra: user.extra } : {}), resourceAttributes: attributes },
+  };
+  let answer;
+  try {
+    answer = await client.request('POST', `/clusters/${cluster}/apis/authorization.k8s.io/v1/subjectaccessreviews`, review, { timeoutMs: 5000 });
+  } catch (err) {
+    throw unavailable((err as Error).message);
+  }
+  if (answer.status !== 201 && answer.status !== 200) throw unavailable(`${answer.status} ${answer.json?.message ?? ''}`.trim());
+  return answer.json?.status?.allowed === true;
+}
+
 /** `startServer` once the root directory is locked. */
 async function startLocked(root: string, options: ServerOptions, signal: AbortSignal | undefined): Promise<RunningServer> {
   const bindAddress = options.bindAddress ?? '127.0.0.1';
@@ -283,14 +308,32 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     };
     const index = new LogicalClusterIndex(cache);
     const authz = new Authorizer(cache, index);
-    const types = new WorkspaceTypeResolver(cache, index);
+    // The other shards of the instance: their Shard objects (local on the root shard, read from
+    // the root shard elsewhere), logical clusters and WorkspaceTypes.
+    const shardCredentials = { ca: pki.ca.certPem, ...(options.shardClientCert ?? { cert: pki.systemAdmin.certPem, key: pki.systemAdmin.keyPem }) };
+    const directory = new ShardDirectory({
+      self: shard,
+      shards: options.rootShard ? { remote: options.rootShard } : { local: (listener) => watchLocalShards(cache, listener) },
+      credentials: shardCredentials,
+      replicate: [WORKSPACE_TYPES_PATH],
+      log: (m) => warn(m),
+    });
+    cleanups.unshift(() => directory.stop());
+    const types = new WorkspaceTypeResolver(cache, index, {
+      resolvePath: (path) => directory.locate(path)?.cluster,
+      get: (cluster, name) => directory.replicated(WORKSPACE_TYPES_PATH, cluster, name),
+    });
     const namespaceDelete = namespaceDeleteAdmission((cluster) => index.get(cluster)?.deleting ?? false);
     const resources = [...BUILTIN_RESOURCES.map((d) => d.group === '' && d.plural === 'namespaces' ? { ...d, strategy: { ...d.strategy, admitDelete: namespaceDelete } } : d), ...kcpResources({
       workspaces: workspaceAdmission({
         index, types,
-        canUseType: (user, cluster, name) => authz.authorize({
-          user, verb: 'use', cluster, isResourceRequest: true, namespace: '', apiGroup: 'tenancy.kcp.io', resource: 'workspacetypes', subresource: '', name, path: '',
-        }, index.get(cluster) !== undefined).allowed,
+        canUseType: (user, cluster, name) => {
+          const remote = index.get(cluster) ? undefined : directory.locate(cluster);
+          if (remote) return remoteAccessReview(directory, remote.shard, remote.cluster, user, { verb: 'use', group: 'tenancy.kcp.io', resource: 'workspacetypes', name });
+          return authz.authorize({
+            user, verb: 'use', cluster, isResourceRequest: true, namespace: '', apiGroup: 'tenancy.kcp.io', resource: 'workspacetypes', subresource: '', name, path: '',
+          }, index.get(cluster) !== undefined).allowed;
+        },
       }),
       logicalclusters: logicalClusterAdmission,
     })];
@@ -369,17 +412,6 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     await bootstrapShard(storeOf, masters, shardURLs, { root: isRoot });
     checkpoint();
 
-    // The other shards of the instance: their Shard objects (local on the root shard, read from
-    // the root shard elsewhere), logical clusters and WorkspaceTypes.
-    const shardCredentials = { ca: pki.ca.certPem, ...(options.shardClientCert ?? { cert: pki.systemAdmin.certPem, key: pki.systemAdmin.keyPem }) };
-    const directory = new ShardDirectory({
-      self: shard,
-      shards: options.rootShard ? { remote: options.rootShard } : { local: (listener) => watchLocalShards(cache, listener) },
-      credentials: shardCredentials,
-      replicate: [WORKSPACE_TYPES_PATH],
-      log: (m) => warn(m),
-    });
-    cleanups.unshift(() => directory.stop());
     if (options.rootShard) {
       const rootClient = new RestClient(options.rootShard, 2);
       const registration = new AbortController();
@@ -389,7 +421,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
 
     if (options.controllers ?? true) {
       const stop = await startControllers({
-        shard, url, queueRedisUrl, cache, backend, registry, index, types, metrics: metrics.controllers,
+        shard, url: shardURLs.externalURL, shards: directory, queueRedisUrl, cache, backend, registry, index, types, metrics: metrics.controllers,
         storeOf, masters, log: app.log,
       });
       cleanups.unshift(stop);

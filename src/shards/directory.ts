@@ -38,7 +38,16 @@ export interface ClusterLocation {
   path: string;
   /** `status.phase` of its LogicalCluster. */
   phase: string;
+  /** The Workspace owning it (LogicalCluster `spec.owner` of resource `workspaces`), if any. */
+  owner?: { cluster: string; name: string; uid: string };
+  /** Whether its LogicalCluster is being deleted. */
+  deleting: boolean;
+  /** `status.initializers` still to run, when any. */
+  initializers?: string[];
 }
+
+/** A change the directory saw: the shard list (`shard` ''), or one logical cluster of a shard. */
+export interface DirectoryChange { shard: string; location?: ClusterLocation; deleted?: boolean }
 
 /** Reads `Shard` objects into {@link ShardInfo}. */
 export function shardInfoOf(obj: KubeObject): ShardInfo {
@@ -65,8 +74,8 @@ export interface ShardDirectoryOptions {
    * `apis/tenancy.kcp.io/v1alpha1/workspacetypes`; read with {@link replicated}.
    */
   replicate?: string[];
-  /** Called on any change of shards or logical clusters (after the maps are updated). */
-  onChange?: (what: { shard: string; location?: ClusterLocation; deleted?: boolean }) => void;
+  /** Called on any change of shards or logical clusters (after the maps are updated); see also {@link ShardDirectory.subscribe}. */
+  onChange?: (what: DirectoryChange) => void;
   /** Notices (a shard unreachable, back again). */
   log?: (message: string) => void;
 }
@@ -90,6 +99,7 @@ export class ShardDirectory {
   private rootInformer: RemoteInformer | undefined;
   private rootClient: RestClient | undefined;
   private stopped = false;
+  private readonly listeners = new Set<(what: DirectoryChange) => void>();
 
   constructor(private readonly opts: ShardDirectoryOptions) {
     if ('remote' in opts.shards) {
@@ -148,6 +158,17 @@ export class ShardDirectory {
     return this.watched.get(shard)?.client;
   }
 
+  /** Calls `listener` on every later change (as `onChange`); returns the function that unsubscribes. */
+  subscribe(listener: (what: DirectoryChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => { this.listeners.delete(listener); };
+  }
+
+  private changed(what: DirectoryChange): void {
+    this.opts.onChange?.(what);
+    for (const l of this.listeners) l(what);
+  }
+
   /** Stops every watch and closes connections. */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -172,7 +193,7 @@ export class ShardDirectory {
       if (s.name !== this.opts.self && s.baseURL) this.watch(s);
     }
     for (const name of [...this.watched.keys()]) if (!names.has(name)) this.watched.delete(name);
-    this.opts.onChange?.({ shard: '' });
+    this.changed({ shard: '' });
   }
 
   private watch(info: ShardInfo): void {
@@ -204,8 +225,8 @@ export class ShardDirectory {
       w.objects.set(resource, objects);
       const key = (o: KubeObject) => `${clusterOf(o)}/${o.metadata.name}`;
       w.informers.push(new RemoteInformer(client, { path: `/clusters/*/${resource}` }, {
-        replace: (items) => { objects.clear(); for (const o of items) objects.set(key(o), o); this.opts.onChange?.({ shard: info.name }); },
-        event: (type, o) => { if (type === 'DELETED') objects.delete(key(o)); else objects.set(key(o), o); this.opts.onChange?.({ shard: info.name }); },
+        replace: (items) => { objects.clear(); for (const o of items) objects.set(key(o), o); this.changed({ shard: info.name }); },
+        event: (type, o) => { if (type === 'DELETED') objects.delete(key(o)); else objects.set(key(o), o); this.changed({ shard: info.name }); },
       }));
     }
   }
@@ -222,10 +243,14 @@ export class ShardDirectory {
     const phase = ((o.status ?? {}) as { phase?: string }).phase ?? 'Scheduling';
     const old = this.byName.get(cluster);
     if (old?.path && old.path !== path && this.byPath.get(old.path) === old) this.byPath.delete(old.path);
-    const loc: ClusterLocation = { shard: w.info.name, cluster, path, phase };
+    const loc: ClusterLocation = { shard: w.info.name, cluster, path, phase, deleting: Boolean(o.metadata.deletionTimestamp) };
+    const initializers = ((o.status ?? {}) as { initializers?: string[] }).initializers;
+    if (initializers?.length) loc.initializers = initializers;
+    const owner = (o.spec as { owner?: { resource?: string; cluster?: string; name?: string; uid?: string } } | undefined)?.owner;
+    if (owner?.resource === 'workspaces' && owner.cluster && owner.name) loc.owner = { cluster: owner.cluster, name: owner.name, uid: owner.uid ?? '' };
     this.byName.set(cluster, loc);
     if (path) this.byPath.set(path, loc);
-    this.opts.onChange?.({ shard: w.info.name, location: loc });
+    this.changed({ shard: w.info.name, location: loc });
     return cluster;
   }
 
@@ -234,7 +259,7 @@ export class ShardDirectory {
     if (!old || old.shard !== w.info.name) return;
     this.byName.delete(cluster);
     if (old.path && this.byPath.get(old.path) === old) this.byPath.delete(old.path);
-    this.opts.onChange?.({ shard: w.info.name, location: old, deleted: true });
+    this.changed({ shard: w.info.name, location: old, deleted: true });
   }
 }
 

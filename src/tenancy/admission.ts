@@ -33,8 +33,12 @@ export const OWNER_ANNOTATION = 'experimental.tenancy.kcp.io/owner';
 export interface WorkspaceAdmissionDeps {
   index: LogicalClusterIndex;
   types: WorkspaceTypeResolver;
-  /** Whether `user` may `use` the WorkspaceType `name` in logical cluster `cluster`. */
-  canUseType(user: UserInfo, cluster: string, name: string): boolean;
+  /**
+   * Whether `user` may `use` the WorkspaceType `name` in logical cluster `cluster` (asynchronous
+   * when that logical cluster is on another shard, which decides). Throws a StatusError (503)
+   * when it cannot be decided.
+   */
+  canUseType(user: UserInfo, cluster: string, name: string): boolean | Promise<boolean>;
 }
 
 /** The owner annotation value: `{"username":…,"uid":…,"groups":[…],"extra":{…}}` (empty fields omitted). */
@@ -63,8 +67,8 @@ function wellTyped(obj: KubeObject): boolean {
 interface WorkspaceSpec { cluster?: string; URL?: string; type?: WorkspaceTypeRef; mount?: unknown }
 
 /** Builds the `admit` hook of the Workspace resource. */
-export function workspaceAdmission(deps: WorkspaceAdmissionDeps): (obj: KubeObject, attrs: AdmissionAttributes) => void {
-  return (obj, attrs) => {
+export function workspaceAdmission(deps: WorkspaceAdmissionDeps): (obj: KubeObject, attrs: AdmissionAttributes) => Promise<void> {
+  return async (obj, attrs) => {
     const privileged = attrs.user.groups.includes(SYSTEM_MASTERS);
     // Wrongly typed input is left to validation (422 with the field path), not mutated or read.
     if (!wellTyped(obj)) return;
@@ -114,7 +118,7 @@ export function workspaceAdmission(deps: WorkspaceAdmissionDeps): (obj: KubeObje
     spec.type = { name: childType.name, path: childType.path };
 
     const typeCluster = deps.index.resolvePath(childType.path) ?? childType.path;
-    if (!deps.canUseType(attrs.user, typeCluster, childType.name)) {
+    if (!await deps.canUseType(attrs.user, typeCluster, childType.name)) {
       throw refused(name, `unable to use workspace type ${qualifiedName(childType)}: missing verb='use' permission on workspacetype`);
     }
     let errs: string[];

@@ -42,24 +42,41 @@ export function qualifiedName(t: { path: string; name: string }): string {
   return joinPath(t.path, t.name);
 }
 
-/** Resolves WorkspaceTypes through the watch cache and the logical cluster path index. */
+/**
+ * WorkspaceTypes held by the other shards of an instance, as replicated to this one (kcp reads
+ * them from its cache server): the logical cluster of a path, and a type object in a cluster.
+ */
+export interface RemoteWorkspaceTypes {
+  resolvePath(path: string): string | undefined;
+  get(cluster: string, name: string): KubeObject | undefined;
+}
+
+/**
+ * Resolves WorkspaceTypes through the watch cache and the logical cluster path index, then
+ * through the types replicated from the instance's other shards (`remote`).
+ */
 export class WorkspaceTypeResolver {
   /** Parsed specs by `<cluster>/<name>`, reused while the resourceVersion is unchanged. */
-  private readonly parsed = new Map<string, { rv: number; spec: WorkspaceTypeSpec }>();
+  private readonly parsed = new Map<string, { rv: number | string; spec: WorkspaceTypeSpec }>();
 
-  constructor(private readonly cache: WatchCache, private readonly index: LogicalClusterIndex) {}
+  constructor(private readonly cache: WatchCache, private readonly index: LogicalClusterIndex, private readonly remote?: RemoteWorkspaceTypes) {}
 
-  /** The type `name` in the workspace at `path`, if it exists. */
+  /** The type `name` in the workspace at `path`, if it exists on this shard or, replicated, on another. */
   get(path: string, name: string): ResolvedType | undefined {
-    const cluster = this.index.resolvePath(path) ?? (path === ROOT ? ROOT : undefined);
+    const local = this.index.resolvePath(path) ?? (path === ROOT && this.index.get(ROOT) ? ROOT : undefined);
+    const cluster = local ?? this.remote?.resolvePath(path) ?? (path === ROOT ? ROOT : undefined);
     if (!cluster) return undefined;
-    const e = this.cache.getEntry(WORKSPACE_TYPES_GR, cluster, '', name);
+    let e: { rv: number | string; json?: string; obj?: KubeObject } | undefined = this.cache.getEntry(WORKSPACE_TYPES_GR, cluster, '', name);
+    if (!e && this.remote) {
+      const obj = this.remote.get(cluster, name);
+      if (obj) e = { rv: obj.metadata.resourceVersion ?? '', obj };
+    }
     if (!e) return undefined;
     const key = `${cluster}/${name}`;
     let p = this.parsed.get(key);
     if (!p || p.rv !== e.rv) {
       if (this.parsed.size > 10_000) this.parsed.clear();
-      p = { rv: e.rv, spec: ((JSON.parse(e.json) as KubeObject).spec ?? {}) as WorkspaceTypeSpec };
+      p = { rv: e.rv, spec: ((e.obj ?? JSON.parse(e.json!) as KubeObject).spec ?? {}) as WorkspaceTypeSpec };
       this.parsed.set(key, p);
     }
     return { path, name, spec: p.spec };

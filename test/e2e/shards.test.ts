@@ -5,9 +5,11 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { copyFileSync, mkdtempSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { request } from 'node:https';
 import { adminCreds, call, eventually, kubectl, type Creds } from '../helpers.js';
 import { startInstance, type RunningInstance } from '../../src/server/instance.js';
@@ -15,6 +17,7 @@ import { startServer } from '../../src/server/shard.js';
 import { ensurePki } from '../../src/pki/store.js';
 import { issueClientCert } from '../../src/pki/certs.js';
 
+const execFileP = promisify(execFile);
 let root: string;
 let inst: RunningInstance;
 let admin: Creds;
@@ -86,6 +89,69 @@ test('shards take identity headers only from the front-proxy certificate', async
   assert.equal(refused.status, 401);
 });
 
+const WS = '/apis/tenancy.kcp.io/v1alpha1/workspaces';
+const SHARDS = '/clusters/root/apis/core.kcp.io/v1alpha1/shards';
+const workspace = (name: string, selector?: Record<string, string>) => ({
+  apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name }, spec: selector ? { location: { selector: { matchLabels: selector } } } : {},
+});
+const ready = (at: string, name: string, ms = 10_000) => eventually(`${at}:${name} Ready`, async () => {
+  const r = await call(inst, admin, 'GET', `/clusters/${at}${WS}/${name}`);
+  return r.json?.status?.phase === 'Ready' && r.json;
+}, ms);
+
+test('workspaces are scheduled onto the shard their location selector picks; paths resolve across shards; deletion reaches across', async () => {
+  for (const [shard, region] of [['root', 'us'], ['shard-1', 'eu']]) {
+    const r = await call(inst, masters, 'PATCH', `${SHARDS}/${shard}`, { metadata: { labels: { region } } }, { 'content-type': 'application/merge-patch+json' });
+    assert.equal(r.status, 200, r.body);
+  }
+  // Created in root (root shard), placed on shard-1.
+  assert.equal((await call(inst, admin, 'POST', `/clusters/root${WS}`, workspace('eu-org', { region: 'eu' }))).status, 201);
+  const org = await ready('root', 'eu-org');
+  assert.equal(org.metadata.annotations['core.kcp.io/shard'], 'shard-1');
+  assert.equal(org.spec.URL, `${inst.url}/clusters/root:eu-org`);
+  const lc = await call(inst.shards[1]!, masters, 'GET', `/clusters/${org.spec.cluster}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`);
+  assert.equal(lc.status, 200, lc.body);
+  assert.equal(lc.json.metadata.annotations['kcp.io/path'], 'root:eu-org');
+  assert.equal((await call(inst.shards[0]!, masters, 'GET', `/clusters/${org.spec.cluster}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`)).status, 404);
+  // Initialized there (default namespace, the owner's workspace-admin binding), reached by its URL.
+  const ns = await kubectl(inst.kubeconfigPath, ['--server', org.spec.URL, 'get', 'namespaces', '-o', 'name']);
+  assert.equal(ns.stdout.trim(), 'namespace/default', ns.stderr);
+  assert.equal((await call(inst.shards[1]!, masters, 'GET', `/clusters/${org.spec.cluster}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/workspace-admin`)).status, 200);
+
+  // A child of it (its parent on shard-1) placed back on the root shard; its type resolved from
+  // root's WorkspaceTypes, which shard-1 reads replicated.
+  assert.equal((await call(inst, admin, 'POST', `/clusters/root:eu-org${WS}`, workspace('us-team', { region: 'us' }))).status, 201);
+  const team = await ready('root:eu-org', 'us-team');
+  assert.equal(team.metadata.annotations['core.kcp.io/shard'], 'root');
+  assert.equal((await call(inst.shards[0]!, masters, 'GET', `/clusters/${team.spec.cluster}/api/v1/namespaces/default`)).status, 200);
+  const deep = await call(inst, admin, 'POST', '/clusters/root:eu-org:us-team/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'deep' } });
+  assert.equal(deep.status, 201, deep.body);
+  // kubectl ws walks the tree through the front-proxy.
+  const kubeconfig = join(root, 'ws.kubeconfig');
+  copyFileSync(inst.kubeconfigPath, kubeconfig);
+  const ws = await execFileP('kubectl', ['ws', 'root:eu-org:us-team'], { env: { ...process.env, KUBECONFIG: kubeconfig, PATH: `${join(import.meta.dirname, '..', '..', 'bin')}${delimiter}${process.env.PATH}` } });
+  assert.match(ws.stdout, /Current workspace is 'root:eu-org:us-team'/);
+  const there = await execFileP('kubectl', ['get', 'namespace', 'deep', '-o', 'name'], { env: { ...process.env, KUBECONFIG: kubeconfig } });
+  assert.equal(there.stdout.trim(), 'namespace/deep');
+
+  // No shard matches: Scheduling with kcp's reason, nothing created.
+  assert.equal((await call(inst, admin, 'POST', `/clusters/root${WS}`, workspace('nowhere', { region: 'mars' }))).status, 201);
+  const stuck = await eventually('nowhere Unschedulable', async () => {
+    const r = await call(inst, admin, 'GET', `/clusters/root${WS}/nowhere`);
+    return r.json?.status?.conditions?.find((c: any) => c.type === 'WorkspaceScheduled' && c.reason === 'Unschedulable') && r.json;
+  });
+  assert.equal(stuck.status.phase, 'Scheduling');
+  assert.match(stuck.status.conditions.find((c: any) => c.type === 'WorkspaceScheduled').message, /No available shards/);
+  assert.equal((await call(inst, admin, 'DELETE', `/clusters/root${WS}/nowhere`)).status, 200);
+
+  // Deleting the parent deletes its logical cluster on shard-1, whose content (the child
+  // workspace) takes the child's logical cluster on the root shard with it.
+  assert.equal((await call(inst, admin, 'DELETE', `/clusters/root${WS}/eu-org`)).status, 200);
+  await eventually('eu-org gone', async () => (await call(inst, admin, 'GET', `/clusters/root${WS}/eu-org`)).status === 404, 15_000);
+  await eventually('its LogicalCluster gone from shard-1', async () => (await call(inst.shards[1]!, masters, 'GET', `/clusters/${org.spec.cluster}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`)).status !== 200, 15_000);
+  await eventually('the child LogicalCluster gone from root shard', async () => (await call(inst.shards[0]!, masters, 'GET', `/clusters/${team.spec.cluster}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`)).status !== 200, 15_000);
+});
+
 test('a shard going away: 503 with Retry-After for its workspaces, the others keep working; back without restarting anything', async () => {
   const shard1 = inst.shards[1]!;
   await shard1.stop();
@@ -94,11 +160,18 @@ test('a shard going away: 503 with Retry-After for its workspaces, the others ke
   assert.equal(down.headers['retry-after'], '1');
   assert.equal(down.json.reason, 'ServiceUnavailable');
   assert.equal((await call(inst, admin, 'GET', '/clusters/root/api/v1/namespaces')).status, 200);
+  // A workspace for the missing shard waits, saying why.
+  assert.equal((await call(inst, admin, 'POST', `/clusters/root${WS}`, workspace('patient', { region: 'eu' }))).status, 201);
+  const waiting = await eventually('patient waits for shard-1', async () => {
+    const r = await call(inst, admin, 'GET', `/clusters/root${WS}/patient`);
+    return r.json?.status?.conditions?.find((c: any) => c.type === 'WorkspaceScheduled' && c.reason === 'ShardUnavailable') && r.json;
+  });
+  assert.equal(waiting.status.phase, 'Scheduling');
   // The same shard again, at the same address, with its data.
   const port = Number(new URL(shard1.url).port);
   const pki = await ensurePki(root, { hostnames: [], ipAddresses: [] });
   inst.shards[1] = await startServer({
-    rootDirectory: join(root, 'shards', 'shard-1'), pkiDirectory: root, shardName: 'shard-1', securePort: port,
+    rootDirectory: join(root, 'shards', 'shard-1'), pkiDirectory: root, shardName: 'shard-1', securePort: port, shardExternalURL: inst.url,
     rootShard: { url: inst.shards[0]!.url, ca: pki.ca.certPem, cert: pki.systemAdmin.certPem, key: pki.systemAdmin.keyPem },
   });
   const back = await eventually('root:routed served again', async () => {
@@ -106,6 +179,8 @@ test('a shard going away: 503 with Retry-After for its workspaces, the others ke
     return r.status === 200 && r;
   }, 10_000);
   assert.equal(back.json.metadata.name, 'on-shard-1');
+  const placed = await ready('root', 'patient', 15_000);
+  assert.equal(placed.metadata.annotations['core.kcp.io/shard'], 'shard-1');
 });
 
 /** A POST with repeated headers (node's `call` helper sends each header once). */
