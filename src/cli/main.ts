@@ -1,5 +1,6 @@
 /**
- * `kcp-ts` command line. `kcp-ts start [flags]` runs a shard (flag names as kcp's).
+ * `kcp-ts` command line. `kcp-ts start [flags]` runs a shard (flag names as kcp's);
+ * `kcp-ts front-proxy [flags]` the front-proxy (frontproxy.ts).
  * Exit codes: 0 after SIGTERM/SIGINT, 1 on start-up failure, 2 on usage errors.
  */
 import { parseArgs } from 'node:util';
@@ -9,8 +10,12 @@ import { startInstance } from '../server/instance.js';
 import { readKubeconfig, resolveKubeconfigContext } from '../pki/kubeconfig.js';
 import type { Connection } from '../client/rest.js';
 import { ShutdownSignals } from './signals.js';
+import { frontProxyMain } from './frontproxy.js';
+import { readFlagFile } from './flags.js';
+import type { RequestHeaderConfig } from '../auth/authn.js';
 
 const USAGE = `Usage: kcp-ts start [flags]
+       kcp-ts front-proxy [flags]   (kcp-ts front-proxy --help)
 
 Runs a kcp-ts shard: a multi-tenant, Kubernetes-compatible API server. With --shards N, runs a
 whole instance in this process: the root shard, N-1 more shards and a front-proxy on
@@ -36,6 +41,17 @@ Flags:
   --shard-virtual-workspace-url URL
   --shard-labels K=V,...    labels of this shard's Shard object (matched by workspace placement)
   --pki-directory DIR       the instance's PKI shared by its shards (default: --root-directory)
+  --shard-client-cert-file FILE, --shard-client-key-file FILE
+                            client certificate towards the other shards (default: the PKI's
+                            system:admin certificate)
+  --requestheader-client-ca-file FILE
+                            CA of the front-proxy's client certificate (default: the PKI's
+                            front-proxy-ca.crt)
+  --requestheader-allowed-names NAMES
+                            common names allowed to state identities (default "kcp-front-proxy")
+  --requestheader-username-headers, --requestheader-group-headers,
+  --requestheader-extra-headers-prefix LIST
+                            header names (default X-Remote-User, X-Remote-Group, X-Remote-Extra-)
   -v, --verbose             log every request
   -h, --help                this help
 `;
@@ -48,6 +64,7 @@ Flags:
 export async function main(argv: string[], shutdown = new ShutdownSignals()): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === '-h' || command === '--help' || command === 'help') { process.stdout.write(USAGE); return command ? 0 : 2; }
+  if (command === 'front-proxy') return frontProxyMain(rest, shutdown);
   if (command !== 'start') { process.stderr.write(`kcp-ts: unknown command "${command}"\n\n${USAGE}`); return 2; }
   let values;
   try {
@@ -59,7 +76,10 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
         'queue-redis-url': { type: 'string' }, 'token-auth-file': { type: 'string' }, verbose: { type: 'boolean', short: 'v' }, help: { type: 'boolean', short: 'h' },
         shards: { type: 'string' }, 'root-shard-kubeconfig-file': { type: 'string' }, 'shard-base-url': { type: 'string' },
         'shard-external-url': { type: 'string' }, 'shard-virtual-workspace-url': { type: 'string' }, 'shard-labels': { type: 'string' },
-        'pki-directory': { type: 'string' },
+        'pki-directory': { type: 'string' }, 'shard-client-cert-file': { type: 'string' }, 'shard-client-key-file': { type: 'string' },
+        'requestheader-client-ca-file': { type: 'string' }, 'requestheader-allowed-names': { type: 'string' },
+        'requestheader-username-headers': { type: 'string' }, 'requestheader-group-headers': { type: 'string' },
+        'requestheader-extra-headers-prefix': { type: 'string' },
       },
     }));
   } catch (err) {
@@ -73,9 +93,19 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   if (!Number.isInteger(shardCount) || shardCount < 1 || shardCount > 64) { process.stderr.write(`kcp-ts start: invalid --shards "${values.shards}" (1 to 64)\n`); return 2; }
   let labels: Record<string, string> | undefined;
   let rootShard: Connection | undefined;
+  let shardClientCert: { cert: string; key: string } | undefined;
+  const requestHeader: Partial<RequestHeaderConfig> = {};
+  const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
   try {
     labels = values['shard-labels'] ? parseLabels(values['shard-labels']) : undefined;
     rootShard = values['root-shard-kubeconfig-file'] ? connectionFromKubeconfig(values['root-shard-kubeconfig-file']) : undefined;
+    if (Boolean(values['shard-client-cert-file']) !== Boolean(values['shard-client-key-file'])) throw new Error('--shard-client-cert-file and --shard-client-key-file go together');
+    if (values['shard-client-cert-file']) shardClientCert = { cert: readFlagFile('shard-client-cert-file', values['shard-client-cert-file']), key: readFlagFile('shard-client-key-file', values['shard-client-key-file']!) };
+    if (values['requestheader-client-ca-file']) requestHeader.clientCA = readFlagFile('requestheader-client-ca-file', values['requestheader-client-ca-file']);
+    if (values['requestheader-allowed-names'] !== undefined) requestHeader.allowedNames = list(values['requestheader-allowed-names']);
+    if (values['requestheader-username-headers']) requestHeader.usernameHeaders = list(values['requestheader-username-headers']);
+    if (values['requestheader-group-headers']) requestHeader.groupHeaders = list(values['requestheader-group-headers']);
+    if (values['requestheader-extra-headers-prefix']) requestHeader.extraHeaderPrefixes = list(values['requestheader-extra-headers-prefix']);
   } catch (err) {
     process.stderr.write(`kcp-ts start: ${(err as Error).message}\n`);
     return 2;
@@ -86,6 +116,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     queueRedisUrl: values['queue-redis-url'], tokenAuthFile: values['token-auth-file'], logger: values.verbose ? { level: 'info' } : { level: 'warn' },
     rootShard, shardBaseURL: values['shard-base-url'], shardExternalURL: values['shard-external-url'],
     shardVirtualWorkspaceURL: values['shard-virtual-workspace-url'], shardLabels: labels, pkiDirectory: values['pki-directory'],
+    shardClientCert, requestHeader,
   };
   try {
     const t0 = performance.now();
