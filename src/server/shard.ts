@@ -369,6 +369,19 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       },
       homeWorkspace: homeWorkspaces({
         logicalClusters: storeOf('logicalclusters', 'core.kcp.io'), index, types, scope: masters,
+        remote: {
+          self: shard,
+          shardNames: () => directory.list().map((s) => s.name),
+          locate: (cluster) => directory.locate(cluster),
+          create: async (target, cluster, lc) => {
+            const client = directory.client(target);
+            const unavailable = (why: string) => new StatusError(503, 'ServiceUnavailable', `cannot create the home workspace on shard "${target}": ${why}`, { retryAfterSeconds: 1 });
+            if (!client) throw unavailable('the shard is not known here');
+            let r;
+            try { r = await client.request('POST', `/clusters/${cluster}/apis/core.kcp.io/v1alpha1/logicalclusters`, lc, { timeoutMs: 5000 }); } catch (err) { throw unavailable((err as Error).message); }
+            if (r.status !== 201 && r.status !== 409) throw unavailable(`${r.status} ${r.json?.message ?? ''}`.trim());
+          },
+        },
         mayCreate: (user) => authz.authorize({
           user, verb: 'create', cluster: 'root', isResourceRequest: true, namespace: '', apiGroup: 'tenancy.kcp.io', resource: 'workspaces', subresource: '', name: '~', path: '',
         }, true).allowed,

@@ -44,6 +44,8 @@ export interface ClusterLocation {
   deleting: boolean;
   /** `status.initializers` still to run, when any. */
   initializers?: string[];
+  /** `status.URL`: where clients reach it. */
+  URL?: string;
 }
 
 /** A change the directory saw: the shard list (`shard` ''), or one logical cluster of a shard. */
@@ -244,8 +246,9 @@ export class ShardDirectory {
     const old = this.byName.get(cluster);
     if (old?.path && old.path !== path && this.byPath.get(old.path) === old) this.byPath.delete(old.path);
     const loc: ClusterLocation = { shard: w.info.name, cluster, path, phase, deleting: Boolean(o.metadata.deletionTimestamp) };
-    const initializers = ((o.status ?? {}) as { initializers?: string[] }).initializers;
+    const { initializers, URL } = (o.status ?? {}) as { initializers?: string[]; URL?: string };
     if (initializers?.length) loc.initializers = initializers;
+    if (URL) loc.URL = URL;
     const owner = (o.spec as { owner?: { resource?: string; cluster?: string; name?: string; uid?: string } } | undefined)?.owner;
     if (owner?.resource === 'workspaces' && owner.cluster && owner.name) loc.owner = { cluster: owner.cluster, name: owner.name, uid: owner.uid ?? '' };
     this.byName.set(cluster, loc);

@@ -16,6 +16,7 @@ import { startInstance, type RunningInstance } from '../../src/server/instance.j
 import { startServer } from '../../src/server/shard.js';
 import { ensurePki } from '../../src/pki/store.js';
 import { issueClientCert } from '../../src/pki/certs.js';
+import { homeShardOf } from '../../src/tenancy/home.js';
 
 const execFileP = promisify(execFile);
 let root: string;
@@ -150,6 +151,25 @@ test('workspaces are scheduled onto the shard their location selector picks; pat
   await eventually('eu-org gone', async () => (await call(inst, admin, 'GET', `/clusters/root${WS}/eu-org`)).status === 404, 15_000);
   await eventually('its LogicalCluster gone from shard-1', async () => (await call(inst.shards[1]!, masters, 'GET', `/clusters/${org.spec.cluster}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`)).status !== 200, 15_000);
   await eventually('the child LogicalCluster gone from root shard', async () => (await call(inst.shards[0]!, masters, 'GET', `/clusters/${team.spec.cluster}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`)).status !== 200, 15_000);
+});
+
+test('a home workspace (~) goes to the shard its user hashes to, and is used through the front-proxy', async () => {
+  let name = 'alice';
+  for (let i = 0; homeShardOf(name, ['root', 'shard-1']) !== 'shard-1'; i++) name = `alice-${i}`;
+  const pki = await ensurePki(root, { hostnames: [], ipAddresses: [] });
+  const cert = await issueClientCert(pki.ca, { user: name, groups: [] });
+  const user = { ca: pki.ca.certPem, cert: cert.certPem, key: cert.keyPem };
+  const first = await call(inst, user, 'GET', `/clusters/root${WS}/~`);
+  assert.equal(first.status, 429, first.body);
+  assert.equal(first.headers['retry-after'], '1');
+  const home = await eventually('home Ready', async () => { const r = await call(inst, user, 'GET', `/clusters/root${WS}/~`); return r.status === 200 && r.json; });
+  assert.equal(home.spec.URL, `${inst.url}/clusters/user:${name}`);
+  assert.equal((await call(inst.shards[1]!, masters, 'GET', `/clusters/${home.spec.cluster}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`)).status, 200);
+  const cm = await call(inst, user, 'POST', `/clusters/user:${name}/api/v1/namespaces/default/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'mine' } });
+  assert.equal(cm.status, 201, cm.body);
+  // Another user cannot get in.
+  const other = await issueClientCert(pki.ca, { user: `not-${name}`, groups: [] });
+  assert.equal((await call(inst, { ca: pki.ca.certPem, cert: other.certPem, key: other.keyPem }, 'GET', `/clusters/user:${name}/api/v1/namespaces/default/configmaps`)).status, 403);
 });
 
 test('a shard going away: 503 with Retry-After for its workspaces, the others keep working; back without restarting anything', async () => {
