@@ -27,7 +27,8 @@ Flags:
   --bind-address ADDR       listen address (default 127.0.0.1)
   --external-hostname HOST  host name clients use (added to the serving certificate)
   --shard-name NAME         shard name (default "root")
-  --redis-url URL           use an existing Redis (redis://HOST:PORT or unix:///path) instead of
+  --redis-url URL           use an existing Redis (redis://HOST:PORT or unix:///path, or a Redis
+                            Cluster: redis-cluster://HOST:PORT[,HOST:PORT...]) instead of
                             starting an embedded redis-server
   --queue-redis-url URL     Redis of the controllers' queues, needs no persistence (default: the
                             --redis-url Redis, else a second embedded, non-persistent redis-server)

@@ -2,7 +2,7 @@
  * Object storage of one shard on Redis: atomic writes through the write script, direct reads.
  * Lists and watches do not come here: they are served by the watch cache (./watchcache.ts).
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { ShardKeys } from './keys.js';
 import { COMMIT_SCRIPT, WRITE_SCRIPT } from './scripts.js';
 import { unavailable } from '../apimachinery/errors.js';
@@ -47,17 +47,31 @@ export type CommitResult =
   | { ok: true; written: Array<string | undefined> }
   | { ok: false; index: number; reason: 'exists' | 'notfound' | 'conflict' };
 
+/**
+ * A connection to one Redis server, or to a Redis Cluster. A shard's keys all carry its hash tag
+ * (keys.ts), so in a cluster they live in one slot on one master: every command and script of a
+ * shard runs on that node, and shards spread over the cluster's masters.
+ */
+export type RedisClient = Redis | Cluster;
+
+/** URL scheme of a Redis Cluster: `redis-cluster://HOST:PORT[,HOST:PORT…]` (any reachable nodes; the rest are discovered). */
+export const REDIS_CLUSTER_SCHEME = 'redis-cluster:';
+
 /** Options of the Redis connection used by a shard. */
 export interface RedisStorageOptions {
-  /** `redis://host:port/db` or `unix:///path/to/socket`. */
+  /** `redis://host:port/db`, `unix:///path/to/socket` or `redis-cluster://host:port,host:port`. */
   url: string;
   shard: string;
   /** Approximate number of watch events kept in the stream (default 100,000). */
   streamMaxLen?: number;
 }
 
-/** Opens an ioredis client for a `redis://` or `unix://` URL; commands fail fast while disconnected. */
-export function connectRedis(url: string, extra: RedisOptions = {}): Redis {
+/**
+ * Opens an ioredis client for a `redis://`, `unix://` or `redis-cluster://` URL; commands fail
+ * fast while disconnected.
+ * @throws Error for a `redis-cluster://` URL without a valid `host:port`
+ */
+export function connectRedis(url: string, extra: RedisOptions = {}): RedisClient {
   const base: RedisOptions = {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
@@ -68,12 +82,58 @@ export function connectRedis(url: string, extra: RedisOptions = {}): Redis {
     lazyConnect: false,
     ...extra,
   };
+  if (url.startsWith(REDIS_CLUSTER_SCHEME)) {
+    const { retryStrategy, enableOfflineQueue, enableAutoPipelining, lazyConnect, ...nodeOptions } = base;
+    const options: ClusterOptions = {
+      redisOptions: nodeOptions, enableOfflineQueue, enableAutoPipelining, lazyConnect,
+      clusterRetryStrategy: (times) => (retryStrategy ? retryStrategy(times) : Math.min(50 * times, 1000)),
+    };
+    return new Cluster(clusterNodes(url), options);
+  }
   if (url.startsWith('unix://')) return new Redis({ ...base, path: url.slice('unix://'.length) });
   return new Redis(url, base);
 }
 
+/** The `host:port` nodes of a `redis-cluster://` URL. @throws Error naming a malformed node */
+export function clusterNodes(url: string): Array<{ host: string; port: number }> {
+  const list = url.slice(REDIS_CLUSTER_SCHEME.length).replace(/^\/\//, '').replace(/\/.*$/, '');
+  const nodes = list.split(',').filter(Boolean).map((hp) => {
+    const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(hp);
+    if (!m || Number(m[2]) > 65535) throw new Error(`invalid Redis Cluster node "${hp}" in ${url} (want host:port)`);
+    return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+  });
+  if (!nodes.length) throw new Error(`no nodes in Redis Cluster URL ${url}`);
+  return nodes;
+}
+
+/** A second connection like `client` (to the same server or cluster) with other options. */
+export function duplicateClient(client: RedisClient, options: RedisOptions): RedisClient {
+  if (client instanceof Cluster) {
+    const { enableOfflineQueue, enableAutoPipelining, ...nodeOptions } = options;
+    return client.duplicate(undefined, { redisOptions: { ...client.options.redisOptions, ...nodeOptions }, enableOfflineQueue, enableAutoPipelining });
+  }
+  return client.duplicate(options);
+}
+
+/**
+ * SCANs every key matching `pattern` (one `prefix*` pattern of a shard) and hands them over in
+ * batches: on a single server one cursor, in a cluster on every master (the shard's keys are on
+ * one of them; the others return none).
+ */
+export async function scanKeys(client: RedisClient, pattern: string, onBatch: (keys: string[]) => Promise<void>): Promise<void> {
+  const nodes = client instanceof Cluster ? client.nodes('master') : [client];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      if (batch.length) await onBatch(batch);
+    } while (cursor !== '0');
+  }
+}
+
 /** Resolves once `client` is connected; rejects with `cannot connect to Redis at <url>` after `timeoutMs`. */
-export async function waitForRedis(client: Redis, url: string, timeoutMs = 10_000): Promise<void> {
+export async function waitForRedis(client: RedisClient, url: string, timeoutMs = 10_000): Promise<void> {
   if (client.status === 'ready') return;
   await new Promise<void>((resolve, reject) => {
     const t = setTimeout(() => { cleanup(); reject(new Error(`cannot connect to Redis at ${url}`)); }, timeoutMs);
@@ -97,7 +157,7 @@ export function mapRedisError(err: unknown): never {
 /** The Redis side of one shard's storage. */
 export class RedisStorage {
   readonly keys: ShardKeys;
-  readonly client: Redis;
+  readonly client: RedisClient;
   private readonly maxLen: string;
 
   constructor(readonly options: RedisStorageOptions) {

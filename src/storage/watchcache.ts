@@ -10,7 +10,7 @@
  *
  * Memory: one entry per object holding its stored JSON string and labels (no parsed copy).
  */
-import type { Redis } from 'ioredis';
+import { duplicateClient, scanKeys, type RedisClient } from './redis.js';
 import { ShardKeys, parseObjectKey } from './keys.js';
 import { StatusError } from '../apimachinery/errors.js';
 
@@ -146,13 +146,13 @@ export class WatchCache {
   private revision = 0;
   private waiters: { rv: number; resolve: () => void }[] = [];
   private stopped = false;
-  private tailer: Redis | undefined;
+  private tailer: RedisClient | undefined;
   private tailDone: Promise<void> | undefined;
   private ready = false;
   /** Number of objects cached. */
   size = 0;
 
-  constructor(private readonly client: Redis, private readonly keys: ShardKeys, opts: WatchCacheOptions = {}) {
+  constructor(private readonly client: RedisClient, private readonly keys: ShardKeys, opts: WatchCacheOptions = {}) {
     this.historySize = opts.historySize ?? 20_000;
   }
 
@@ -170,7 +170,7 @@ export class WatchCache {
   /** Loads the shard and starts tailing. Resolves when the cache is consistent. */
   async start(): Promise<void> {
     await this.load();
-    this.tailer = this.client.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResendUnfulfilledCommands: true });
+    this.tailer = duplicateClient(this.client, { enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResendUnfulfilledCommands: true });
     this.tailer.on('error', () => { /* reconnects by itself */ });
     this.tailDone = this.tail();
     this.ready = true;
@@ -180,21 +180,16 @@ export class WatchCache {
     const rv0 = Number((await this.client.get(this.keys.rv)) ?? '0');
     this.resources.clear();
     this.size = 0;
-    let cursor = '0';
     const prefixLen = this.keys.objectPrefix.length;
-    do {
-      const [next, batch] = await this.client.scan(cursor, 'MATCH', `${this.keys.objectPrefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (batch.length) {
-        const values = await this.client.mget(...batch);
-        for (let i = 0; i < batch.length; i++) {
-          const json = values[i];
-          if (json == null) continue;
-          const entry = makeEntry(batch[i]!.slice(prefixLen), json, revisionOfJson(json));
-          this.put(entry);
-        }
+    await scanKeys(this.client, `${this.keys.objectPrefix}*`, async (batch) => {
+      const values = await this.client.mget(...batch);
+      for (let i = 0; i < batch.length; i++) {
+        const json = values[i];
+        if (json == null) continue;
+        const entry = makeEntry(batch[i]!.slice(prefixLen), json, revisionOfJson(json));
+        this.put(entry);
       }
-    } while (cursor !== '0');
+    });
     // History: the retained events up to rv0, so watches resume across restarts.
     this.history = [];
     if (rv0 > 0) {
