@@ -29,6 +29,7 @@ import { runCount, runLoad, summarize, type LoadResult, type Req } from './lib/l
 import { cpuSecondsOf, freshRoot, killAllSync, removeRoot, startServerProc, waitForQuiet, type ServerProc } from './lib/procs.js';
 import { nowMs, openWatches } from './lib/watchers.js';
 import { wsCreate, wsDelete, wsMemory, type Report } from './workspaces.js';
+import { killInstancesSync, proxyOverhead, proxyRestart, shardsWs } from './shards.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS = join(BENCH_DIR, 'results.json');
@@ -503,7 +504,18 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'ws-create': () => workspaceScenario('ws-create', wsCreate),
   'ws-memory': () => workspaceScenario('ws-memory', wsMemory),
   'ws-delete': () => workspaceScenario('ws-delete', wsDelete),
+  // Three shards and a front-proxy as separate processes (bench/shards.ts; needs npm run build).
+  'shards-ws': () => instanceScenario('shards-ws', shardsWs),
+  'proxy-overhead': () => instanceScenario('proxy-overhead', proxyOverhead),
+  'proxy-restart': () => instanceScenario('proxy-restart', proxyRestart),
 };
+
+/** Runs an instance scenario (bench/shards.ts, which starts its own processes) and records its report. */
+async function instanceScenario(name: string, run: () => Promise<Report>): Promise<void> {
+  const r = await run();
+  results[name] = r.result;
+  rows.push(...r.rows);
+}
 
 /** Runs a workspace scenario (bench/workspaces.ts) on a fresh server and records its report. */
 async function workspaceScenario(name: string, run: (s: ServerProc) => Promise<Report>): Promise<void> {
@@ -559,6 +571,7 @@ function cleanupSync(): void {
   for (const c of extraChildren) { try { c.kill('SIGKILL'); } catch { /* gone */ } }
   extraChildren.clear();
   killAllSync();
+  killInstancesSync();
 }
 const onSignal = (sig: NodeJS.Signals) => { cleanupSync(); process.exit(sig === 'SIGINT' ? 130 : 143); };
 process.on('SIGINT', onSignal);

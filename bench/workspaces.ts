@@ -34,7 +34,7 @@ const WS = (path: string) => `/clusters/${path}/apis/tenancy.kcp.io/v1alpha1/wor
 const body = (name: string) => JSON.stringify({ apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name } });
 
 /** Watches the Workspaces of a parent and reports when each becomes Ready (ms, performance clock). */
-function watchReady(url: string, creds: Creds, parent: string, onReady: (name: string, at: number) => void, onDeleted?: (name: string) => void): { close(): void; opened: Promise<void> } {
+export function watchReady(url: string, creds: Creds, parent: string, onReady: (name: string, at: number) => void, onDeleted?: (name: string) => void): { close(): void; opened: Promise<void> } {
   const u = new URL(url);
   const agent = new Agent({ keepAlive: true, ca: creds.ca, cert: creds.cert, key: creds.key, servername: 'localhost' });
   let resolveOpened!: () => void;

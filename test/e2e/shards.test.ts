@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { request } from 'node:https';
-import { adminCreds, call, eventually, kubectl, type Creds } from '../helpers.js';
+import { adminCreds, call, eventually, kubectl, watch, type Creds } from '../helpers.js';
 import { startInstance, type RunningInstance } from '../../src/server/instance.js';
 import { startServer } from '../../src/server/shard.js';
 import { ensurePki } from '../../src/pki/store.js';
@@ -55,6 +55,19 @@ test('a logical cluster on shard-1 is routed by path and by name as soon as its 
   // It went to shard-1: the object is there, not on the root shard.
   assert.equal((await call(inst.shards[1]!, admin, 'GET', '/clusters/routed1/api/v1/namespaces/on-shard-1')).status, 200);
   assert.equal((await call(inst, admin, 'GET', '/clusters/routed1/api/v1/namespaces/on-shard-1')).status, 200);
+});
+
+test('watches through the front-proxy stream each event as it happens', async () => {
+  const w = watch(inst, admin, '/clusters/root:routed/api/v1/namespaces/on-shard-1/configmaps?watch=true');
+  await new Promise((r) => setTimeout(r, 200));
+  for (const name of ['w1', 'w2']) {
+    const t0 = Date.now();
+    assert.equal((await call(inst, admin, 'POST', '/clusters/root:routed/api/v1/namespaces/on-shard-1/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } })).status, 201);
+    const events = await w.waitFor(name === 'w1' ? 1 : 2, 3000);
+    assert.equal(events.at(-1).object.metadata.name, name);
+    assert.ok(Date.now() - t0 < 1000, `event after ${Date.now() - t0} ms`);
+  }
+  w.close();
 });
 
 test('unknown paths get the answer one shard gives; /clusters/* is not proxied; no credentials → 401', async () => {
