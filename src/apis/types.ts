@@ -5,7 +5,7 @@
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { StatusCause } from '../apimachinery/errors.js';
 import type { NameRule } from '../apimachinery/validation.js';
-import type { UserInfo } from '../registry/store.js';
+import type { TransactionItem, UserInfo } from '../registry/store.js';
 
 /** What admission sees of a write (kube's `admission.Attributes`, reduced). */
 export interface AdmissionAttributes {
@@ -90,6 +90,14 @@ export interface ResourceStrategy {
   admitDelete?(obj: KubeObject, attrs: DeleteAdmissionAttributes): void;
   /** Extra field-selector fields beyond metadata.name/metadata.namespace: name → value getter. */
   selectableFields?: Record<string, (obj: KubeObject) => string>;
+  /**
+   * Objects born with this one (a create request, not apply or dry run): the object's initial
+   * status and other objects of the shard written in the same atomic transaction (Store.commit),
+   * e.g. a LogicalCluster created by another shard's workspace scheduler is created already
+   * initialized with the owner's binding and its built-in initializers' objects, as kcp's
+   * scheduler and initializers would leave it. Undefined: a plain create.
+   */
+  initialContent?(obj: KubeObject, attrs: { cluster: string; user: UserInfo }): { status: Record<string, unknown>; content: TransactionItem[] } | undefined;
 }
 
 /** Static description of a served resource. */

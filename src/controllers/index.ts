@@ -8,7 +8,7 @@
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { APIRegistry } from '../apiextensions/registry.js';
 import { CRD_GR, descriptorsForCRD } from '../apiextensions/customresources.js';
-import { Store, type RequestScope, type StoreBackend } from '../registry/store.js';
+import { Store, type RequestScope, type StoreBackend, type TransactionItem } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
 import { LOGICAL_CLUSTERS_GR, type LogicalClusterIndex } from '../tenancy/index.js';
 import { clusterNameFor } from '../tenancy/paths.js';
@@ -45,11 +45,19 @@ export interface ControllerHost {
   log: { warn(obj: object, msg: string): void };
 }
 
-/**
- * Starts every controller; resolves, once their workers run, to the function that stops them
- * (finishing running reconciles).
- */
-export async function startControllers(h: ControllerHost): Promise<() => Promise<void>> {
+/** Running controllers. */
+export interface RunningControllers {
+  /** Stops them, finishing running reconciles. */
+  stop(): Promise<void>;
+  /**
+   * A new LogicalCluster's initialized status and initial content (the logical cluster
+   * controller's `prepare`), for creating it already initialized in one transaction.
+   */
+  prepareLogicalCluster(cluster: string, lc: KubeObject): { status: Record<string, unknown>; content: TransactionItem[] };
+}
+
+/** Starts every controller; resolves once their workers run. */
+export async function startControllers(h: ControllerHost): Promise<RunningControllers> {
   const stops: (() => Promise<void>)[] = [];
   const prefix = `{${h.shard}}:ctrl`;
   // One queue thread for every controller of the host; closed after them (stops run in reverse).
@@ -199,5 +207,5 @@ export async function startControllers(h: ControllerHost): Promise<() => Promise
     await stop();
     throw err;
   }
-  return stop;
+  return { stop, prepareLogicalCluster: (cluster, lc) => lcReconciler.prepare(cluster, lc) as { status: Record<string, unknown>; content: TransactionItem[] } };
 }

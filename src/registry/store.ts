@@ -364,6 +364,12 @@ export class Store {
 
   /** Create (POST). Returns the stored JSON (or, with dryRun, the object that would be stored). */
   async create(scope: RequestScope, body: unknown, applied = false): Promise<string> {
+    const initial = applied || scope.dryRun || !isPlainObject(body) ? undefined : this.desc.strategy?.initialContent?.(body as KubeObject, { cluster: scope.cluster, user: scope.user });
+    if (initial) {
+      // Born with its initial status and content, in one transaction (see initialContent).
+      const written = await Store.commit([...initial.content, { store: this, scope: { ...scope, withStatus: true }, create: { ...(body as KubeObject), status: initial.status } }]);
+      return written[initial.content.length]!;
+    }
     const { obj, generated } = await this.prepareCreate(scope, body, applied);
     const meta = obj.metadata;
     if (scope.dryRun) return JSON.stringify(obj);
@@ -912,4 +918,8 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   if (ak.length !== bk.length) return false;
   for (const k of ak) if (!jsonEqual(ao[k], bo[k])) return false;
   return true;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

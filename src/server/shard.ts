@@ -12,7 +12,7 @@ import { startEmbeddedRedis, type EmbeddedRedis } from '../storage/embedded.js';
 import { RedisStorage, connectRedis, waitForRedis } from '../storage/redis.js';
 import { WatchCache } from '../storage/watchcache.js';
 import { ShardKeys } from '../storage/keys.js';
-import { Store, type RequestScope, type StoreBackend } from '../registry/store.js';
+import { Store, type RequestScope, type StoreBackend, type TransactionItem } from '../registry/store.js';
 import { BUILTIN_RESOURCES } from '../apis/builtin.js';
 import { Authenticator, DEFAULT_REQUEST_HEADERS, loadTokenFile, type RequestHeaderConfig } from '../auth/authn.js';
 import type { Connection } from '../client/rest.js';
@@ -323,6 +323,16 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       resolvePath: (path) => directory.locate(path)?.cluster,
       get: (cluster, name) => directory.replicated(WORKSPACE_TYPES_PATH, cluster, name),
     });
+    // A LogicalCluster created over the API (by another shard's scheduler, or home workspaces)
+    // is born initialized, as the logical cluster controller would leave it: set once the
+    // controllers run (without them it stays Scheduling for another process's controllers).
+    let prepareLogicalCluster: ((cluster: string, lc: KubeObject) => { status: Record<string, unknown>; content: TransactionItem[] }) | undefined;
+    const initialLogicalCluster = (lc: KubeObject, attrs: { cluster: string }) => {
+      const phase = (lc.status as { phase?: string } | undefined)?.phase;
+      if (!prepareLogicalCluster || lc.metadata?.name !== 'cluster' || (phase && phase !== 'Scheduling')) return undefined;
+      // Malformed input is left to the create's validation (422), not to this hook.
+      try { return prepareLogicalCluster(attrs.cluster, lc); } catch { return undefined; }
+    };
     const namespaceDelete = namespaceDeleteAdmission((cluster) => index.get(cluster)?.deleting ?? false);
     const resources = [...BUILTIN_RESOURCES.map((d) => d.group === '' && d.plural === 'namespaces' ? { ...d, strategy: { ...d.strategy, admitDelete: namespaceDelete } } : d), ...kcpResources({
       workspaces: workspaceAdmission({
@@ -336,7 +346,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         },
       }),
       logicalclusters: logicalClusterAdmission,
-    })];
+    }).map((d) => d.group === 'core.kcp.io' && d.plural === 'logicalclusters' ? { ...d, strategy: { ...d.strategy, initialContent: initialLogicalCluster } } : d)];
     const registry = new APIRegistry(cache, backend, resources);
     const storeOf = (plural: string, group: string): Store => {
       const d = resources.find((x) => x.plural === plural && x.group === group);
@@ -433,11 +443,12 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     }
 
     if (options.controllers ?? true) {
-      const stop = await startControllers({
+      const controllers = await startControllers({
         shard, url: shardURLs.externalURL, shards: directory, queueRedisUrl, cache, backend, registry, index, types, metrics: metrics.controllers,
         storeOf, masters, log: app.log,
       });
-      cleanups.unshift(stop);
+      cleanups.unshift(controllers.stop);
+      prepareLogicalCluster = controllers.prepareLogicalCluster;
       checkpoint();
     }
 

@@ -10,7 +10,7 @@ import { descriptorsForCRD } from '../../apiextensions/customresources.js';
 import { KCP_CRDS } from './crds.js';
 
 /** Admission hooks of kcp resources, by plural. */
-export type KcpAdmission = Partial<Record<'workspaces' | 'workspacetypes' | 'logicalclusters' | 'shards', (obj: KubeObject, attrs: AdmissionAttributes) => void>>;
+export type KcpAdmission = Partial<Record<'workspaces' | 'workspacetypes' | 'logicalclusters' | 'shards', (obj: KubeObject, attrs: AdmissionAttributes) => void | Promise<void>>>;
 
 /** The descriptors of kcp's resources (one per served version), with the given admission hooks. */
 export function kcpResources(admission: KcpAdmission = {}): ResourceDescriptor[] {

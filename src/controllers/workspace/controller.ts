@@ -352,19 +352,20 @@ async function scheduleRemote(deps: WorkspaceReconcilerDeps, newName: () => stri
   const info = deps.shards?.get(shard);
   const client = deps.shards?.client(shard);
   if (!info || !client) return waitForShard(deps, parent, ws, status, shard, 'not known to this shard');
-  let lc: KubeObject | undefined;
+  // Created first (that shard creates it initialized, with its content, in one transaction);
+  // read only when it exists already (a retry, or the name is taken).
+  let lc: KubeObject;
   try {
-    const got = await client.request('GET', logicalClusterPath(clusterName), undefined, { timeoutMs: 5000 });
-    if (got.status === 200) lc = got.json as KubeObject;
-    else if (got.status !== 404 && got.status !== 403) return waitForShard(deps, parent, ws, status, shard, `${got.status} ${got.json?.message ?? ''}`.trim());
-    if (!lc) {
-      const built = await newLogicalCluster(deps, parent, parentPath, path, ws, status, typeRef, shard);
-      if ('requeueAfterMs' in built) return built;
-      const created = await client.request('POST', `/clusters/${clusterName}/apis/core.kcp.io/v1alpha1/logicalclusters`, built.lc, { timeoutMs: 5000 });
-      if (created.status === 409) return { requeueAfterMs: 0 };
-      if (created.status !== 201) return waitForShard(deps, parent, ws, status, shard, `${created.status} ${created.json?.message ?? ''}`.trim());
-      lc = created.json as KubeObject;
-    }
+    const built = await newLogicalCluster(deps, parent, parentPath, path, ws, status, typeRef, shard);
+    if ('requeueAfterMs' in built) return built;
+    const created = await client.request('POST', `/clusters/${clusterName}/apis/core.kcp.io/v1alpha1/logicalclusters`, built.lc, { timeoutMs: 5000 });
+    if (created.status === 201) lc = created.json as KubeObject;
+    else if (created.status === 409) {
+      const got = await client.request('GET', logicalClusterPath(clusterName), undefined, { timeoutMs: 5000 });
+      if (got.status === 404) return { requeueAfterMs: 0 };
+      if (got.status !== 200) return waitForShard(deps, parent, ws, status, shard, `${got.status} ${got.json?.message ?? ''}`.trim());
+      lc = got.json as KubeObject;
+    } else return waitForShard(deps, parent, ws, status, shard, `${created.status} ${created.json?.message ?? ''}`.trim());
   } catch (err) {
     return waitForShard(deps, parent, ws, status, shard, (err as Error).message);
   }
