@@ -29,6 +29,16 @@ export interface RemoteInformerOptions {
   accept?: string;
   /** Wait before reconnecting after a failure, doubling up to 5 s; default 100 ms. */
   initialBackoffMs?: number;
+  /**
+   * Lists in pages of this many objects (`limit`/`continue`, default 1000), so a large
+   * collection never arrives as one response; a page token expired (410) restarts the list.
+   */
+  pageSize?: number;
+  /**
+   * Reduces each listed object to what the handlers need before the next page is fetched
+   * (objects of a big list are not all held at once); default: kept whole.
+   */
+  slim?: (obj: KubeObject) => KubeObject;
 }
 
 /** Keeps `handlers` in step with a remote collection until {@link stop}. */
@@ -91,11 +101,23 @@ export class RemoteInformer {
   }
 
   private async list(): Promise<void> {
-    const q = this.opts.query ? `?${this.opts.query}` : '';
-    const res = await this.client.request('GET', `${this.opts.path}${q}`, undefined, { headers: this.opts.accept ? { accept: this.opts.accept } : {} });
-    if (res.status !== 200) throw new Error(`list ${this.opts.path}: ${res.status} ${res.json?.message ?? res.body.slice(0, 200)}`);
-    this.handlers.replace((res.json.items ?? []) as KubeObject[]);
-    this.rv = String(res.json.metadata?.resourceVersion ?? '');
+    const items: KubeObject[] = [];
+    const limit = this.opts.pageSize ?? 1000;
+    const slim = this.opts.slim ?? ((o: KubeObject) => o);
+    let token = '';
+    let rv = '';
+    do {
+      const q = `limit=${limit}${token ? `&continue=${encodeURIComponent(token)}` : ''}${this.opts.query ? `&${this.opts.query}` : ''}`;
+      const res = await this.client.request('GET', `${this.opts.path}?${q}`, undefined, { headers: this.opts.accept ? { accept: this.opts.accept } : {} });
+      if (res.status === 410 && token) { items.length = 0; token = ''; continue; }
+      if (res.status !== 200) throw new Error(`list ${this.opts.path}: ${res.status} ${res.json?.message ?? res.body.slice(0, 200)}`);
+      for (const o of (res.json.items ?? []) as KubeObject[]) items.push(slim(o));
+      token = String(res.json.metadata?.continue ?? '');
+      // Every page is of the first page's snapshot.
+      rv ||= String(res.json.metadata?.resourceVersion ?? '');
+    } while (token);
+    this.handlers.replace(items);
+    this.rv = rv;
     this.setState('synced');
     this.markSynced();
   }
@@ -131,7 +153,7 @@ export class RemoteInformer {
               return;
             }
             if (rv) this.rv = rv;
-            if (ev.type === 'ADDED' || ev.type === 'MODIFIED' || ev.type === 'DELETED') this.handlers.event(ev.type, ev.object);
+            if (ev.type === 'ADDED' || ev.type === 'MODIFIED' || ev.type === 'DELETED') this.handlers.event(ev.type, this.opts.slim ? this.opts.slim(ev.object) : ev.object);
           }
         });
         res.on('error', () => undefined);

@@ -88,7 +88,7 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
   const directory = new ShardDirectory({
     shards: { remote: opts.rootShard },
     credentials: { ca: opts.rootShard.ca, cert: opts.rootShard.cert, key: opts.rootShard.key },
-    log,
+    log, routingOnly: true,
   });
   const users = new WeakMap<TLSSocket, UserInfo | null>();
 
