@@ -5,8 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
-import { startServer, type ServerOptions } from '../server/shard.js';
-import { startInstance } from '../server/instance.js';
+import type { ServerOptions } from '../server/shard.js';
 import { readKubeconfig, resolveKubeconfigContext } from '../pki/kubeconfig.js';
 import type { Connection } from '../client/rest.js';
 import { ShutdownSignals } from './signals.js';
@@ -123,6 +122,8 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     const t0 = performance.now();
     let server: { url: string; kubeconfigPath: string; stop(): Promise<void> };
     try {
+      // Loaded here, not at the top: `kcp-ts front-proxy` needs none of the server's modules.
+      const [{ startServer }, { startInstance }] = await Promise.all([import('../server/shard.js'), import('../server/instance.js')]);
       server = shardCount > 1
         ? await startInstance({ rootDirectory: opts.rootDirectory, securePort: port, bindAddress: opts.bindAddress, tokenAuthFile: opts.tokenAuthFile, logger: opts.logger, shards: shardCount, signal: shutdown.signal })
         : await startServer({ ...opts, signal: shutdown.signal });

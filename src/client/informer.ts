@@ -27,6 +27,8 @@ export interface RemoteInformerOptions {
   query?: string;
   /** `Accept` header (e.g. PartialObjectMetadata), default JSON. */
   accept?: string;
+  /** `Accept` header of the list requests only (e.g. PartialObjectMetadataList), default `accept`. */
+  listAccept?: string;
   /** Wait before reconnecting after a failure, doubling up to 5 s; default 100 ms. */
   initialBackoffMs?: number;
   /**
@@ -108,7 +110,8 @@ export class RemoteInformer {
     let rv = '';
     do {
       const q = `limit=${limit}${token ? `&continue=${encodeURIComponent(token)}` : ''}${this.opts.query ? `&${this.opts.query}` : ''}`;
-      const res = await this.client.request('GET', `${this.opts.path}?${q}`, undefined, { headers: this.opts.accept ? { accept: this.opts.accept } : {} });
+      const accept = this.opts.listAccept ?? this.opts.accept;
+      const res = await this.client.request('GET', `${this.opts.path}?${q}`, undefined, { headers: accept ? { accept } : {} });
       if (res.status === 410 && token) { items.length = 0; token = ''; continue; }
       if (res.status !== 200) throw new Error(`list ${this.opts.path}: ${res.status} ${res.json?.message ?? res.body.slice(0, 200)}`);
       for (const o of (res.json.items ?? []) as KubeObject[]) items.push(slim(o));

@@ -216,7 +216,9 @@ export class ShardDirectory {
       if (s === 'synced' && lost) { lost = false; log(`shard ${info.name} reachable again`); }
     };
     const slim = this.opts.routingOnly ? slimForRouting : slimLogicalCluster;
-    w.informers.push(new RemoteInformer(client, { path: '/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters', slim }, {
+    // Routing needs metadata only: the (re)list of a big shard comes without spec and status.
+    const listAccept = this.opts.routingOnly ? 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1' : undefined;
+    w.informers.push(new RemoteInformer(client, { path: '/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters', slim, listAccept }, {
       replace: (items) => {
         const fresh = new Set<string>();
         for (const o of items) fresh.add(this.putCluster(w, o));
