@@ -210,10 +210,24 @@ export class ShardDirectory {
     this.watched.set(info.name, w);
     const log = this.opts.log ?? (() => undefined);
     let lost = false;
+    // Said once a cut lasted a second: a watch ending and resuming at once (a shard restarting
+    // its watches, shards of one process stopping together) is no news.
+    let pending: NodeJS.Timeout | undefined;
     const state = (s: 'synced' | 'disconnected', error?: string) => {
       if (this.stopped || !this.watched.has(info.name)) return;
-      if (s === 'disconnected' && !lost) { lost = true; log(`shard ${info.name} (${info.baseURL}) unreachable: ${error ?? ''}`); }
-      if (s === 'synced' && lost) { lost = false; log(`shard ${info.name} reachable again`); }
+      if (s === 'disconnected' && !lost && !pending) {
+        pending = setTimeout(() => {
+          pending = undefined;
+          if (this.stopped || !this.watched.has(info.name) || this.reachable(info.name)) return;
+          lost = true;
+          log(`shard ${info.name} (${info.baseURL}) unreachable: ${error ?? ''}`);
+        }, 1000);
+        pending.unref();
+      }
+      if (s === 'synced') {
+        if (pending && this.reachable(info.name)) { clearTimeout(pending); pending = undefined; }
+        if (lost && this.reachable(info.name)) { lost = false; log(`shard ${info.name} reachable again`); }
+      }
     };
     const slim = this.opts.routingOnly ? slimForRouting : slimLogicalCluster;
     // Routing needs metadata only: the (re)list of a big shard comes without spec and status.
