@@ -459,7 +459,9 @@ function createContext(s: Session, o: { name: string; clusterURL?: string; overw
 
 function packageVersion(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    // src/cli/ when run from the sources, dist/src/cli/ when built.
+    const up = import.meta.url.endsWith('.ts') ? '../../package.json' : '../../../package.json';
+    const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as { version?: string };
     return pkg.version ?? '<unknown>';
   } catch { return '<unknown>'; }
 }

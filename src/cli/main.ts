@@ -52,6 +52,11 @@ Flags:
   --requestheader-username-headers, --requestheader-group-headers,
   --requestheader-extra-headers-prefix LIST
                             header names (default X-Remote-User, X-Remote-Group, X-Remote-Extra-)
+  --tls-cert-file FILE, --tls-private-key-file FILE, --client-ca-file FILE,
+  --service-account-signing-key-file FILE
+                            certificates as files (all four, with --shard-client-cert-file):
+                            no PKI directory is managed and no admin.kubeconfig written (what
+                            the operator's shards run with)
   -v, --verbose             log every request
   -h, --help                this help
 `;
@@ -80,6 +85,8 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
         'requestheader-client-ca-file': { type: 'string' }, 'requestheader-allowed-names': { type: 'string' },
         'requestheader-username-headers': { type: 'string' }, 'requestheader-group-headers': { type: 'string' },
         'requestheader-extra-headers-prefix': { type: 'string' },
+        'tls-cert-file': { type: 'string' }, 'tls-private-key-file': { type: 'string' }, 'client-ca-file': { type: 'string' },
+        'service-account-signing-key-file': { type: 'string' },
       },
     }));
   } catch (err) {
@@ -95,12 +102,23 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   let rootShard: Connection | undefined;
   let shardClientCert: { cert: string; key: string } | undefined;
   const requestHeader: Partial<RequestHeaderConfig> = {};
+  let certificates: ServerOptions['certificates'];
   const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
   try {
     labels = values['shard-labels'] ? parseLabels(values['shard-labels']) : undefined;
     rootShard = values['root-shard-kubeconfig-file'] ? connectionFromKubeconfig(values['root-shard-kubeconfig-file']) : undefined;
     if (Boolean(values['shard-client-cert-file']) !== Boolean(values['shard-client-key-file'])) throw new Error('--shard-client-cert-file and --shard-client-key-file go together');
     if (values['shard-client-cert-file']) shardClientCert = { cert: readFlagFile('shard-client-cert-file', values['shard-client-cert-file']), key: readFlagFile('shard-client-key-file', values['shard-client-key-file']!) };
+    const certFlags = ['tls-cert-file', 'tls-private-key-file', 'client-ca-file', 'service-account-signing-key-file'] as const;
+    const givenCertFlags = certFlags.filter((f) => values[f] !== undefined);
+    if (givenCertFlags.length > 0) {
+      if (givenCertFlags.length < certFlags.length) throw new Error(`--${certFlags.join(', --')} go together (missing --${certFlags.filter((f) => values[f] === undefined).join(', --')})`);
+      if (!shardClientCert) throw new Error('a shard given its certificates needs --shard-client-cert-file and --shard-client-key-file');
+      certificates = {
+        servingCert: readFlagFile('tls-cert-file', values['tls-cert-file']!), servingKey: readFlagFile('tls-private-key-file', values['tls-private-key-file']!),
+        clientCA: readFlagFile('client-ca-file', values['client-ca-file']!), serviceAccountSigningKey: readFlagFile('service-account-signing-key-file', values['service-account-signing-key-file']!),
+      };
+    }
     if (values['requestheader-client-ca-file']) requestHeader.clientCA = readFlagFile('requestheader-client-ca-file', values['requestheader-client-ca-file']);
     if (values['requestheader-allowed-names'] !== undefined) requestHeader.allowedNames = list(values['requestheader-allowed-names']);
     if (values['requestheader-username-headers']) requestHeader.usernameHeaders = list(values['requestheader-username-headers']);
@@ -116,7 +134,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     queueRedisUrl: values['queue-redis-url'], tokenAuthFile: values['token-auth-file'], logger: values.verbose ? { level: 'info' } : { level: 'warn' },
     rootShard, shardBaseURL: values['shard-base-url'], shardExternalURL: values['shard-external-url'],
     shardVirtualWorkspaceURL: values['shard-virtual-workspace-url'], shardLabels: labels, pkiDirectory: values['pki-directory'],
-    shardClientCert, requestHeader,
+    shardClientCert, requestHeader, certificates,
   };
   try {
     const t0 = performance.now();
@@ -135,7 +153,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     const what = shardCount > 1 ? `instance (${shardCount} shards, front-proxy)` : `shard "${opts.shardName ?? 'root'}"`;
     process.stdout.write(`kcp-ts ${what} ready in ${Math.round(performance.now() - t0)} ms at ${server.url}\n`);
     if ('redisUrl' in server) process.stdout.write(`Redis: ${String(server.redisUrl)}\n`);
-    process.stdout.write(`Use it:  export KUBECONFIG=${server.kubeconfigPath}; kubectl get namespaces\n`);
+    if (server.kubeconfigPath) process.stdout.write(`Use it:  export KUBECONFIG=${server.kubeconfigPath}; kubectl get namespaces\n`);
     const running = server;
     return await new Promise<number>((resolveExit) => {
       shutdown.onShutdown(() => { running.stop().then(() => resolveExit(0), () => resolveExit(1)); });

@@ -75,6 +75,14 @@ export interface ServerOptions {
    */
   pkiDirectory?: string;
   /**
+   * Certificates given as files, as kube-apiserver takes them (`--tls-cert-file`, …), instead of a
+   * PKI directory this shard manages: what a shard run by the operator gets, its Secrets mounted
+   * read-only. With it nothing is written to a PKI directory, `shardClientCert` is required (the
+   * shard's identity towards the other shards), request-header authentication needs
+   * `requestHeader.clientCA`, and no admin kubeconfig is written (`kubeconfigPath` is '').
+   */
+  certificates?: ProvidedCertificates;
+  /**
    * Client certificate and key (PEM) this shard uses towards the other shards (kcp
    * `--shard-client-cert-file`/`--shard-client-key-file`); default the PKI's system:admin pair.
    */
@@ -110,6 +118,17 @@ export interface ServerOptions {
    * running server with `stop()`.
    */
   signal?: AbortSignal;
+}
+
+/** PEM contents of the certificates of {@link ServerOptions.certificates}. */
+export interface ProvidedCertificates {
+  /** Serving certificate (chain) and its key: kube `--tls-cert-file`, `--tls-private-key-file`. */
+  servingCert: string;
+  servingKey: string;
+  /** CA(s) of client certificates, also what other shards' serving certificates are checked against: kube `--client-ca-file`. */
+  clientCA: string;
+  /** Private key signing service account tokens: kube `--service-account-signing-key-file`. */
+  serviceAccountSigningKey: string;
 }
 
 /** A running server. */
@@ -239,6 +258,13 @@ async function remoteAccessReview(directory: ShardDirectory, shard: string, clus
   return answer.json?.status?.allowed === true;
 }
 
+/** What a shard needs of a PKI: the managed one ({@link ensurePki}) or certificates given as files. */
+type ShardPki = ServerPki | {
+  ca: { certPem: string };
+  serving: { certPem: string; keyPem: string };
+  serviceAccountKey: { keyPem: string };
+};
+
 /** `startServer` once the root directory is locked. */
 async function startLocked(root: string, options: ServerOptions, signal: AbortSignal | undefined): Promise<RunningServer> {
   const bindAddress = options.bindAddress ?? '127.0.0.1';
@@ -246,10 +272,18 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
   const external = options.externalHostname;
   // Checked after every step that takes time; what the step started is in `cleanups` by then.
   const checkpoint = () => signal?.throwIfAborted();
-  const pki = await ensurePki(options.pkiDirectory ? resolve(options.pkiDirectory) : root, {
-    hostnames: external && !isIP(external) ? [external] : [],
-    ipAddresses: [...(external && isIP(external) ? [external] : []), ...(bindAddress !== '0.0.0.0' && bindAddress !== '::' && isIP(bindAddress) ? [bindAddress] : [])],
-  });
+  const given = options.certificates;
+  if (given && !options.shardClientCert) throw new Error('a shard given its certificates needs a client certificate towards the other shards (--shard-client-cert-file)');
+  const pki: ShardPki = given
+    ? {
+      ca: { certPem: given.clientCA }, serving: { certPem: given.servingCert, keyPem: given.servingKey },
+      serviceAccountKey: { keyPem: given.serviceAccountSigningKey },
+    }
+    : await ensurePki(options.pkiDirectory ? resolve(options.pkiDirectory) : root, {
+      hostnames: external && !isIP(external) ? [external] : [],
+      ipAddresses: [...(external && isIP(external) ? [external] : []), ...(bindAddress !== '0.0.0.0' && bindAddress !== '::' && isIP(bindAddress) ? [bindAddress] : [])],
+    });
+  const managed = 'systemAdmin' in pki ? pki : undefined;
   const embedded: EmbeddedRedis[] = [];
   // Until the server's logger exists, supervision messages of the embedded Redis go to stderr.
   let warn = (m: string): void => { process.stderr.write(`kcp-ts: ${m}\n`); };
@@ -310,7 +344,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     const authz = new Authorizer(cache, index);
     // The other shards of the instance: their Shard objects (local on the root shard, read from
     // the root shard elsewhere), logical clusters and WorkspaceTypes.
-    const shardCredentials = { ca: pki.ca.certPem, ...(options.shardClientCert ?? { cert: pki.systemAdmin.certPem, key: pki.systemAdmin.keyPem }) };
+    const shardCredentials = { ca: pki.ca.certPem, ...(options.shardClientCert ?? { cert: managed!.systemAdmin.certPem, key: managed!.systemAdmin.keyPem }) };
     const directory = new ShardDirectory({
       self: shard,
       shards: options.rootShard ? { remote: options.rootShard } : { local: (listener) => watchLocalShards(cache, listener) },
@@ -357,8 +391,9 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     const masters = (cluster: string, namespace?: string): RequestScope => ({ cluster, namespace, user: { name: 'system:kcp:controller', groups: [SYSTEM_MASTERS] } });
 
     const saTokens = await ServiceAccountTokens.load({ privateKeyPem: pki.serviceAccountKey.keyPem, objects: cache });
-    const requestHeader: RequestHeaderConfig | undefined = options.requestHeader === false ? undefined : {
-      clientCA: pki.frontProxyCA.certPem, allowedNames: [FRONT_PROXY_USER],
+    const requestHeaderCA = options.requestHeader === false ? undefined : (options.requestHeader?.clientCA ?? managed?.frontProxyCA.certPem);
+    const requestHeader: RequestHeaderConfig | undefined = requestHeaderCA === undefined ? undefined : {
+      clientCA: requestHeaderCA, allowedNames: [FRONT_PROXY_USER],
       usernameHeaders: [...DEFAULT_REQUEST_HEADERS.usernameHeaders], groupHeaders: [...DEFAULT_REQUEST_HEADERS.groupHeaders],
       extraHeaderPrefixes: [...DEFAULT_REQUEST_HEADERS.extraHeaderPrefixes], ...(options.requestHeader ?? {}),
     };
@@ -452,7 +487,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       checkpoint();
     }
 
-    const kubeconfigPath = writeAdminKubeconfig(root, url, pki);
+    const kubeconfigPath = managed ? writeAdminKubeconfig(root, url, managed) : '';
     started = true;
 
     return {

@@ -24,7 +24,7 @@ function readmeBlock(heading: string): string {
 }
 
 test('the README library example runs: starts a shard, kubectl lists its namespaces, stop() cleans up', async () => {
-  assert.ok(existsSync(join(REPO, 'dist', 'index.js')), 'dist/ is built (npm test runs npm run build first)');
+  assert.ok(existsSync(join(REPO, 'dist', 'src', 'index.js')), 'dist/ is built (npm test runs npm run build first)');
   const project = mkdtempSync(join(tmpdir(), 'kcp-ts-user-'));
   try {
     mkdirSync(join(project, 'node_modules'));
