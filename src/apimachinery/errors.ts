@@ -137,3 +137,16 @@ export function unavailable(message: string, retryAfterSeconds = 1): StatusError
 export function internalError(message: string): StatusError {
   return new StatusError(500, 'InternalError', `Internal error occurred: ${message}`);
 }
+
+/** Why a workspace may not be entered when nothing more specific may be told (kcp's wording). */
+export const NO_WORKSPACE_ACCESS = 'no verb=access permission on /';
+
+/**
+ * 403 for a request into a workspace the caller may not enter, worded the same whether the
+ * workspace exists or not (kcp's "workspace access not permitted"), so that the answer does not
+ * reveal which workspaces exist. `segment` is the `/clusters/<segment>` the client sent (never
+ * the logical cluster it resolves to); `why` defaults to {@link NO_WORKSPACE_ACCESS}.
+ */
+export function workspaceAccessDenied(segment: string, why: string = NO_WORKSPACE_ACCESS): StatusError {
+  return new StatusError(403, 'Forbidden', `${JSON.stringify(segment)} workspace access not permitted: ${why}`);
+}

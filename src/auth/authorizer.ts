@@ -7,6 +7,7 @@
  * (https://kubernetes.io/docs/reference/access-authn-authz/rbac/). ClusterRoles referenced by a
  * binding resolve in the binding's logical cluster first, then in `system:admin`.
  */
+import { NO_WORKSPACE_ACCESS } from '../apimachinery/errors.js';
 import type { UserInfo } from '../registry/store.js';
 import type { WatchCache, CacheEvent } from '../storage/watchcache.js';
 import type { LogicalClusterIndex } from '../tenancy/index.js';
@@ -22,6 +23,9 @@ const KCP_ADMIN = 'system:kcp:admin';
 const WORKSPACE_BOOTSTRAPPER = 'system:kcp:tenancy:workspace-bootstrapper';
 /** Phases in which a logical cluster's content may be accessed (kcp workspace content authorizer). */
 const ACCESSIBLE_PHASES = new Set(['Initializing', 'Ready', 'Inactive', 'Terminating', 'Deleting']);
+
+/** Why a wildcard (`/clusters/*`) request is refused. */
+const WILDCARD_DENIED = 'wildcard requests are only allowed for system:masters';
 
 /** What is being authorized (`authorizer.Attributes`). */
 export interface AuthzAttributes {
@@ -210,7 +214,24 @@ export class Authorizer {
     if (serviceAccount) return undefined;
     const access: AuthzAttributes = { ...a, verb: 'access', isResourceRequest: false, path: '/', apiGroup: '', resource: '', subresource: '', name: '', namespace: '' };
     if (this.rbacAllows(SYSTEM_ADMIN_CLUSTER, access, true) || this.rbacAllows(a.cluster, access, true)) return undefined;
-    return 'no verb=access permission on /';
+    return NO_WORKSPACE_ACCESS;
+  }
+
+  /**
+   * Whether `user` may enter logical cluster `cluster` at all, before anything else of a request
+   * is looked at (its resource, its impersonation headers): `system:masters` anywhere; for
+   * wildcard requests (`*`) nobody else; otherwise the cluster must exist and kcp's workspace
+   * checks pass (required groups, phase, verb `access` on `/`). Returns the denial reason, or
+   * undefined when allowed. A missing logical cluster and one without access give the same
+   * reason ({@link NO_WORKSPACE_ACCESS}), so existence does not leak.
+   */
+  workspaceGate(user: UserInfo, cluster: string, clusterExists: boolean): string | undefined {
+    if (!cluster) return undefined;
+    user = serviceAccountClusterMismatch(user, cluster) ?? user;
+    if (user.groups.includes(SYSTEM_MASTERS)) return undefined;
+    if (cluster === '*') return WILDCARD_DENIED;
+    if (!clusterExists) return NO_WORKSPACE_ACCESS;
+    return this.workspaceDenial({ user, verb: 'access', cluster, isResourceRequest: false, namespace: '', apiGroup: '', resource: '', subresource: '', name: '', path: '/' });
   }
 
   /**
@@ -223,9 +244,9 @@ export class Authorizer {
     if (foreign) a = { ...a, user: foreign };
     if (a.user.groups.includes(SYSTEM_MASTERS)) return { allowed: true, reason: 'system:masters' };
     if (a.cluster && a.cluster !== '*' && !clusterExists) {
-      return { allowed: false, reason: `"${a.cluster}" workspace access not permitted` };
+      return { allowed: false, reason: `workspace access not permitted: ${NO_WORKSPACE_ACCESS}` };
     }
-    if (a.cluster === '*') return { allowed: false, reason: 'wildcard requests are only allowed for system:masters' };
+    if (a.cluster === '*') return { allowed: false, reason: WILDCARD_DENIED };
     const denial = this.workspaceDenial(a);
     if (denial) return { allowed: false, reason: denial };
     const bootstrap = this.rbacAllows(SYSTEM_ADMIN_CLUSTER, a, true);

@@ -19,7 +19,7 @@ import { createServer, type Server } from 'node:https';
 import { Pool, type Dispatcher } from 'undici';
 import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { StatusError } from '../apimachinery/errors.js';
+import { StatusError, workspaceAccessDenied } from '../apimachinery/errors.js';
 import { AUTHENTICATED_GROUP } from '../auth/authn.js';
 import type { UserInfo } from '../registry/store.js';
 import type { Connection } from '../client/rest.js';
@@ -147,7 +147,8 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
       if (!user && !passToken) { answer(res, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
       if (segment === '*') { answer(res, new StatusError(403, 'Forbidden', 'wildcard requests (/clusters/*) are not served through the front-proxy')); return; }
       const loc = directory.locate(segment);
-      if (!loc) { answer(res, new StatusError(403, 'Forbidden', `"${segment}" workspace access not permitted`)); return; }
+      // Worded as a shard words a workspace one may not enter: existence does not leak.
+      if (!loc) { answer(res, workspaceAccessDenied(segment)); return; }
       shard = directory.get(loc.shard);
     }
     if (!shard) { answer(res, new StatusError(503, 'ServiceUnavailable', 'the root shard is not known yet'), 1); return; }

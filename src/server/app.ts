@@ -5,7 +5,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TLSSocket } from 'node:tls';
 import { stringify as toYaml } from 'yaml';
-import { StatusError, badRequest, forbidden, invalid, methodNotAllowed, notFound } from '../apimachinery/errors.js';
+import { StatusError, badRequest, forbidden, invalid, methodNotAllowed, notFound, workspaceAccessDenied } from '../apimachinery/errors.js';
 import { CLUSTER_ANNOTATION, type KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import type { Authenticator, AuthnResult } from '../auth/authn.js';
@@ -186,6 +186,18 @@ function queryOf(req: FastifyRequest): URLSearchParams {
   return new URLSearchParams(q < 0 ? '' : req.url.slice(q + 1));
 }
 
+/** Whether the request is `GET /clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~` (the caller's home workspace). */
+function isHomeWorkspaceRequest(info: RequestInfo): boolean {
+  return info.verb === 'get' && info.name === '~' && info.apiGroup === 'tenancy.kcp.io' && info.resource === 'workspaces' && !info.subresource && info.cluster === 'root';
+}
+
+/** 403 in kube-apiserver's wording for a request refused before its resource was resolved. */
+function forbiddenRequest(user: UserInfo, info: RequestInfo, why: string): StatusError {
+  if (!info.isResourceRequest) return new StatusError(403, 'Forbidden', `forbidden: User "${user.name}" cannot ${info.verb} path "${info.path}": ${why}`);
+  const scope = info.namespace ? `in the namespace "${info.namespace}"` : 'at the cluster scope';
+  return forbidden(user.name, info.verb, { group: info.apiGroup, resource: info.subresource ? `${info.resource}/${info.subresource}` : info.resource }, info.name || undefined, why, scope);
+}
+
 /** Resolves a URL resource to its descriptor and store, or throws 404. */
 function resolveStore(ctx: AppContext, info: RequestInfo): Store {
   const store = ctx.apis(info.cluster).store(info.apiGroup, info.apiVersion, info.resource);
@@ -199,14 +211,26 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   const query = queryOf(req);
   const info = parseRequestInfo(req.method, rawPath, query);
   req.kcpInfo = info;
+  const home = isHomeWorkspaceRequest(info);
   if (info.cluster && info.cluster !== '*') {
-    const resolved = ctx.resolveCluster(info.cluster);
+    const segment = info.cluster;
+    const resolved = ctx.resolveCluster(segment);
     // An unknown path is refused like a logical cluster one may not access: nothing is revealed.
-    if (resolved === undefined) throw new StatusError(403, 'Forbidden', `"${info.cluster}" workspace access not permitted`);
+    if (resolved === undefined) throw workspaceAccessDenied(segment);
     info.cluster = resolved;
+    // The workspace gate comes before anything that depends on the logical cluster's content
+    // (its resources and CRDs, subresources, verbs, impersonation), so that a caller without
+    // access gets one answer whether the workspace exists or not. `~` is everyone's (kcp).
+    if (!home) {
+      const denial = ctx.authz.workspaceGate(req.kcpUser!, resolved, await ctx.clusterExists(resolved));
+      if (denial) throw workspaceAccessDenied(segment, denial);
+    }
+  } else if (info.cluster === '*') {
+    const denial = ctx.authz.workspaceGate(req.kcpUser!, '*', true);
+    if (denial) throw forbiddenRequest(req.kcpUser!, info, denial);
   }
   const h = req.headers;
-  if (h['impersonate-user'] !== undefined || h['impersonate-group'] !== undefined || h['impersonate-uid'] !== undefined) {
+  if (h['impersonate-user'] !== undefined || h['impersonate-group'] !== undefined || h['impersonate-uid'] !== undefined || Object.keys(h).some((k) => k.startsWith('impersonate-extra-'))) {
     const cluster = info.cluster === '*' ? '' : info.cluster;
     req.kcpUser = impersonate(ctx.authz, req.kcpUser!, h, cluster, cluster ? await ctx.clusterExists(cluster) : true);
   }
@@ -226,7 +250,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     if (health) return serveHealth(ctx, req, reply, health[0], health[1]);
     return serveDiscovery(ctx, req, reply, info);
   }
-  if (info.verb === 'get' && info.name === '~' && info.apiGroup === 'tenancy.kcp.io' && info.resource === 'workspaces' && !info.subresource && info.cluster === 'root') {
+  if (home) {
     return send(reply, 200, await ctx.homeWorkspace(user), negotiateOutput(req.headers.accept, false));
   }
   const store = resolveStore(ctx, info);
@@ -489,9 +513,11 @@ function sendList(reply: FastifyReply, items: CacheEntry[], listMeta: Record<str
 }
 
 function serveDiscovery(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, info: RequestInfo): void {
+  const parts = info.path.split('/').filter(Boolean);
+  // A path that is no discovery document is unknown whatever the method (kube: 404, not 405).
+  if (parts[0] !== 'api' && parts[0] !== 'apis') throw notFound({ group: '', resource: '' }, info.path);
   if (info.verb !== 'get') throw methodNotAllowed('the server does not allow this method on the requested resource');
   const descs = ctx.apis(info.cluster).descriptors;
-  const parts = info.path.split('/').filter(Boolean);
   const out = negotiateOutput(req.headers.accept, false, parts.length === 1);
   if (parts.length === 1 && out.discovery) {
     const doc = aggregatedDiscovery(descs, parts[0] === 'api', out.discovery);
