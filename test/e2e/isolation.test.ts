@@ -513,6 +513,27 @@ describe('isolation attacks', () => {
     assert.equal(lc.json.metadata.deletionTimestamp, undefined, 'root:b is not being deleted');
   });
 
+  test('alice cannot re-path her workspace\'s LogicalCluster onto root:b', async () => {
+    const LC = '/clusters/root:a/apis/core.kcp.io/v1alpha1/logicalclusters/cluster';
+    const attempts: Array<[string, unknown, string]> = [
+      ['PATCH', { metadata: { annotations: { 'kcp.io/path': 'root:b' } } }, 'application/merge-patch+json'],
+      ['PATCH', { metadata: { annotations: { 'kcp.io/path': `root:${GHOST}` } } }, 'application/merge-patch+json'],
+      ['PATCH', { metadata: { annotations: { 'internal.tenancy.kcp.io/type': 'root:root' } } }, 'application/merge-patch+json'],
+      ['PATCH', { metadata: { labels: { 'tenancy.kcp.io/workspace': 'b' } } }, 'application/merge-patch+json'],
+    ];
+    for (const [method, body, ct] of attempts) {
+      const res = await raw(caOnly(), method, LC, body, { ...aliceHeaders(), 'content-type': ct });
+      assert.ok(res.status === 403 || res.status === 422, `${JSON.stringify(body)}: ${res.status} ${res.body.slice(0, 300)}`);
+    }
+    const current = await admin('GET', LC);
+    const put = await raw(caOnly(), 'PUT', LC, { ...current.json, metadata: { ...current.json.metadata, annotations: { ...current.json.metadata.annotations, 'kcp.io/path': 'root:b' } } }, aliceHeaders());
+    assert.ok(put.status === 403 || put.status === 422, `PUT: ${put.status} ${put.body.slice(0, 300)}`);
+    // root:b still leads to root:b's logical cluster, root:a to alice's.
+    const secret = await admin('GET', `/clusters/root:b/api/v1/namespaces/${M.ns}/secrets/${M.secret}`);
+    assert.equal(secret.status, 200, secret.body);
+    assert.equal((await admin('GET', LC)).json.metadata.annotations['kcp.io/path'], 'root:a');
+  });
+
   test('root:b is unchanged after all attacks', async () => {
     const after0 = await snapshotB();
     const changed = [...new Set([...before0.keys(), ...after0.keys()])].filter((k) => before0.get(k) !== after0.get(k));
