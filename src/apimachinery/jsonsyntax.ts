@@ -8,6 +8,7 @@
  * Source of the messages and states: Go's encoding/json/scanner.go (RFC 8259 grammar).
  */
 import { badRequest } from './errors.js';
+import { MAX_NESTING_DEPTH, jsonDeeperThan } from './depth.js';
 
 /** Go's quoteChar: a byte in single quotes, escaped as strconv.Quote does. */
 function quoteChar(c: number): string {
@@ -162,6 +163,7 @@ export function jsonSyntaxError(data: Uint8Array): string | undefined {
  * @throws StatusError 400 BadRequest `error decoding patch: <Go's encoding/json message>`
  */
 export function decodeJSONPatchBody(body: Buffer): unknown {
+  if (jsonDeeperThan(body)) throw badRequest(`error decoding patch: exceeded max depth of ${MAX_NESTING_DEPTH}`);
   try { return JSON.parse(body.toString('utf8')); } catch {
     throw badRequest(`error decoding patch: ${jsonSyntaxError(body) ?? 'invalid JSON'}`);
   }

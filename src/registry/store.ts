@@ -18,6 +18,7 @@ import { parseLabelSelector, matchesLabels, type LabelSelector } from '../apimac
 import { parseFieldSelector, matchesFields, type FieldSelector } from '../apimachinery/fields.js';
 import { duplicateFields } from '../apimachinery/duplicatefields.js';
 import { decodeJSONPatchBody } from '../apimachinery/jsonsyntax.js';
+import { MAX_NESTING_DEPTH, valueDeeperThan } from '../apimachinery/depth.js';
 import { strategicMergePatch, BUILTIN_PATCH_META, OBJECT_META_PATCH_META } from '../apimachinery/strategicmerge.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import { BUILTIN_SCHEMAS, definitionName } from '../apis/schemas/index.js';
@@ -260,6 +261,8 @@ export class Store {
   /** Throws 400 unless the body is an object of this kind (apiVersion/kind may be omitted). */
   checkBody(body: unknown, scope: RequestScope): KubeObject {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the body of the request must be a JSON or YAML object');
+    // A patch may deepen an object one level per request: the limit holds for what is stored too.
+    if (valueDeeperThan(body)) throw badRequest(`the object is nested deeper than ${MAX_NESTING_DEPTH} levels`);
     const obj = body as KubeObject;
     if (obj.kind !== undefined && obj.kind !== this.desc.kind) {
       throw badRequest(`the kind of the provided object "${String(obj.kind)}" does not match the expected kind "${this.desc.kind}"`);

@@ -5,10 +5,11 @@
  * be produced, 415 for bodies in an unsupported format.
  */
 import { duplicateFields } from '../apimachinery/duplicatefields.js';
-import { parseAllDocuments } from 'yaml';
+import { isMap, isScalar, isSeq, isPair, parseAllDocuments, type Node as YamlNode } from 'yaml';
 import { StatusError, badRequest } from '../apimachinery/errors.js';
 import { decodeKubernetesProtobuf, isKubernetesProtobuf } from '../apimachinery/protobuf.js';
 import { jsonSyntaxError, summarizeBody } from '../apimachinery/jsonsyntax.js';
+import { MAX_NESTING_DEPTH, MAX_YAML_TOKENS, jsonDeeperThan, tooDeep, valueDeeperThan, yamlTooComplex } from '../apimachinery/depth.js';
 
 /** One parsed media range of an Accept header. */
 interface MediaRange { type: string; subtype: string; params: Record<string, string> }
@@ -75,6 +76,7 @@ export function decodeBody(contentType: string | undefined, body: Buffer | undef
   const ct = (contentType ?? 'application/json').split(';')[0]!.trim().toLowerCase();
   const unrecognized = (why: string) => badRequest(`the object provided is unrecognized (must be of type ${expectedKind}): ${why} (${summarizeBody(data)})`);
   if (ct === 'application/json' || ct === '' || ct === '*/*') {
+    if (jsonDeeperThan(data)) throw unrecognized(`couldn't get version/kind; json parse error: exceeded max depth of ${MAX_NESTING_DEPTH}`);
     const text = data.toString('utf8');
     let value: unknown;
     try { value = JSON.parse(text); } catch {
@@ -93,7 +95,9 @@ export function decodeBody(contentType: string | undefined, body: Buffer | undef
   // kubectl >= 1.32 sends typed-client bodies (create configmap, auth can-i, …) as protobuf.
   if (isKubernetesProtobuf(ct)) {
     if (data.length === 0) throw unrecognized('empty body');
-    return decodeKubernetesProtobuf(data);
+    const obj = decodeKubernetesProtobuf(data);
+    if (valueDeeperThan(obj)) throw tooDeep('protobuf');
+    return obj;
   }
   throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf`);
 }
@@ -103,22 +107,78 @@ class YamlSyntaxError extends Error {}
 
 /**
  * Parses one YAML document. Throws YamlSyntaxError with `error converting YAML to JSON: yaml:
- * line N: <reason>` (sigs.k8s.io/yaml's wording, as kube reports) for syntax errors and for more
- * than one document.
+ * line N: <reason>` (sigs.k8s.io/yaml's wording, as kube reports) for syntax errors, duplicate
+ * keys, more than one document, nesting deeper than MAX_NESTING_DEPTH and alias bombs; 413 for
+ * a YAML text over MAX_YAML_TOKENS tokens. A text that is JSON (what clients send) is parsed as
+ * JSON, in linear time.
  */
 function parseYamlDocument(text: string): unknown {
-  const docs = parseAllDocuments(text);
+  const first = /\S/.exec(text)?.[0];
+  if (first === '{' || first === '[') {
+    const data = Buffer.from(text);
+    if (jsonDeeperThan(data)) throw new YamlSyntaxError(`error converting YAML to JSON: yaml: exceeded max depth of ${MAX_NESTING_DEPTH}`);
+    let value: unknown;
+    try { value = JSON.parse(text); } catch { value = undefined; }
+    if (value !== undefined) {
+      const dup = duplicateFields(text)[0];
+      if (dup !== undefined) throw new YamlSyntaxError(`error converting YAML to JSON: yaml: mapping key "${dup}" already defined`);
+      return value;
+    }
+  }
+  // The composer recurses per nesting level and spends microseconds per token: refuse deep or
+  // huge texts before it runs (depth.ts).
+  const complex = yamlTooComplex(text);
+  if (complex === 'depth') throw new YamlSyntaxError(`error converting YAML to JSON: yaml: exceeded max depth of ${MAX_NESTING_DEPTH}`);
+  if (complex === 'size') throw new StatusError(413, 'RequestEntityTooLarge', `the YAML body has more than ${MAX_YAML_TOKENS} tokens: send it as JSON`);
+  // The library's uniqueKeys check is quadratic in a map's size: keys are checked below instead.
+  const docs = parseAllDocuments(text, { uniqueKeys: false });
   if (!Array.isArray(docs)) return null; // empty input: YAML's null
   if (docs.length !== 1) throw new YamlSyntaxError(`error converting YAML to JSON: yaml: expected one document, found ${docs.length}`);
   const doc = docs[0]!;
-  const first = doc.errors[0];
-  if (first) {
+  const error = doc.errors[0];
+  if (error) {
     // The yaml library's message ends with " at line L, column C:" and a code frame.
-    const reason = first.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
-    const line = first.linePos?.[0]?.line;
+    const reason = error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+    const line = error.linePos?.[0]?.line;
     throw new YamlSyntaxError(`error converting YAML to JSON: yaml: ${line ? `line ${line}: ` : ''}${reason}`);
   }
-  return doc.toJSON();
+  const dupAt = duplicateYamlKey(doc.contents);
+  if (dupAt !== undefined) {
+    const line = text.slice(0, dupAt).split('\n').length;
+    throw new YamlSyntaxError(`error converting YAML to JSON: yaml: line ${line}: Map keys must be unique`);
+  }
+  let value: unknown;
+  // Aliases are resolved here: an alias bomb ("billion laughs") is refused by the library's alias
+  // count (ReferenceError), and one that contains itself makes a cyclic value.
+  try { value = doc.toJSON(); } catch (err) {
+    throw new YamlSyntaxError(`error converting YAML to JSON: yaml: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (valueDeeperThan(value)) throw new YamlSyntaxError(`error converting YAML to JSON: yaml: exceeded max depth of ${MAX_NESTING_DEPTH} (or an alias that contains itself)`);
+  return value;
+}
+
+/** Offset of the first key a YAML map repeats (scalar keys compared by value), or undefined; iterative, linear. */
+function duplicateYamlKey(root: unknown): number | undefined {
+  const stack: unknown[] = [root];
+  while (stack.length) {
+    const node = stack.pop();
+    if (isMap(node)) {
+      const seen = new Set<string>();
+      for (const item of node.items) {
+        if (!isPair(item)) continue;
+        const key = item.key as YamlNode | null;
+        const id = isScalar(key) ? `${typeof key.value}:${String(key.value)}` : key === null ? 'null' : undefined;
+        if (id !== undefined) {
+          if (seen.has(id)) return key?.range?.[0] ?? 0;
+          seen.add(id);
+        }
+        stack.push(item.value);
+      }
+    } else if (isSeq(node)) {
+      for (const item of node.items) stack.push(item);
+    }
+  }
+  return undefined;
 }
 
 /**
