@@ -15,6 +15,7 @@ import type { RequestHeaderConfig } from '../auth/authn.js';
 
 const USAGE = `Usage: kcp-ts start [flags]
        kcp-ts front-proxy [flags]   (kcp-ts front-proxy --help)
+       kcp-ts operator [flags]      (kcp-ts operator --help)
 
 Runs a kcp-ts shard: a multi-tenant, Kubernetes-compatible API server. With --shards N, runs a
 whole instance in this process: the root shard, N-1 more shards and a front-proxy on
@@ -70,6 +71,11 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   const [command, ...rest] = argv;
   if (!command || command === '-h' || command === '--help' || command === 'help') { process.stdout.write(USAGE); return command ? 0 : 2; }
   if (command === 'front-proxy') return frontProxyMain(rest, shutdown);
+  if (command === 'operator') {
+    // Loaded only here: a shard needs none of the operator's modules (nor client-node).
+    const { operatorMain } = await import('../../operator/main.js');
+    return operatorMain(rest, shutdown);
+  }
   if (command !== 'start') { process.stderr.write(`kcp-ts: unknown command "${command}"\n\n${USAGE}`); return 2; }
   let values;
   try {

@@ -1,0 +1,78 @@
+/**
+ * Informers on the host cluster: @kubernetes/client-node `makeInformer` (list, then watch from the
+ * list's resourceVersion, relist on 410) with what an operator needs around it: a promise that
+ * resolves once the first list is in the cache, restart with backoff after any watch error
+ * (client-node's informer stops on errors), and one handler for every change.
+ */
+import { makeInformer, type Informer, type KubernetesObject, type ObjectCache } from '@kubernetes/client-node';
+import type { HostObject, TypedObject } from '../api/types.js';
+import { collectionPath, type HostClient } from './client.js';
+
+/** What changed: an object added, updated or deleted (also replayed for every object after a relist). */
+export type ChangeHandler<T> = (obj: T, type: 'add' | 'update' | 'delete') => void;
+
+/** Options of a {@link HostInformer}. */
+export interface HostInformerOptions {
+  /** Only this namespace (default all). */
+  namespace?: string;
+  /** Only objects matching this label selector. */
+  labelSelector?: string;
+  /** Told about watch errors before the informer restarts. */
+  onError?: (err: unknown) => void;
+}
+
+/** A cache of one kind on the host cluster, kept current by a watch (see the module comment). */
+export class HostInformer<T extends TypedObject> {
+  private readonly informer: Informer<KubernetesObject> & ObjectCache<KubernetesObject>;
+  private readonly handlers: ChangeHandler<T>[] = [];
+  private stopped = false;
+  private failures = 0;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private readonly firstSync: Promise<void>;
+
+  constructor(client: HostClient, readonly kind: string, private readonly opts: HostInformerOptions = {}) {
+    const path = collectionPath(kind, opts.namespace);
+    const list = () => client.list<HostObject>(kind, opts.namespace, opts.labelSelector) as unknown as ReturnType<Parameters<typeof makeInformer>[2]>;
+    this.informer = makeInformer(client.kubeConfig, path, list, opts.labelSelector);
+    for (const type of ['add', 'update', 'delete'] as const) {
+      this.informer.on(type, (obj) => { for (const h of this.handlers) h(obj as unknown as T, type); });
+    }
+    this.informer.on('error', (err) => {
+      if (this.stopped) return;
+      opts.onError?.(err);
+      // client-node's informer has stopped: start it again, 0.5 s … 30 s later.
+      const delay = Math.min(30_000, 500 * 2 ** Math.min(this.failures++, 6));
+      this.restartTimer = setTimeout(() => { if (!this.stopped) this.informer.start().then(() => { this.failures = 0; }, () => undefined); }, delay);
+      this.restartTimer.unref();
+    });
+    this.firstSync = new Promise<void>((resolve) => {
+      const attempt = () => {
+        if (this.stopped) { resolve(); return; }
+        this.informer.start().then(resolve, (err: unknown) => {
+          opts.onError?.(err);
+          setTimeout(attempt, Math.min(30_000, 500 * 2 ** Math.min(this.failures++, 6))).unref();
+        });
+      };
+      attempt();
+    });
+  }
+
+  /** Resolves once the first list is in the cache. */
+  synced(): Promise<void> { return this.firstSync; }
+
+  /** Calls `handler` on every change from now on. */
+  onChange(handler: ChangeHandler<T>): void { this.handlers.push(handler); }
+
+  /** Every cached object (of one namespace with `namespace`). */
+  list(namespace?: string): T[] { return this.informer.list(namespace) as unknown as T[]; }
+
+  /** One cached object, or undefined. */
+  get(name: string, namespace?: string): T | undefined { return this.informer.get(name, namespace) as unknown as T | undefined; }
+
+  /** Stops the watch. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.restartTimer);
+    await this.informer.stop();
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * The operator's controller manager: informers on the host cluster (@kubernetes/client-node)
+ * feeding the same BullMQ controller runtime the server's controllers run on
+ * (src/controllers/runtime.ts). Keys are `<namespace>/<name>`; any change of an instance's host
+ * objects, of the instance or of one of its Shards enqueues the instance and all its Shards (their
+ * versions depend on each other during a rollout), so every reconcile is level-triggered and
+ * nothing is lost when the queue's Redis is empty (its state is rebuilt from the informers).
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import { Controller, ControllerMetrics, QueueThread, type Reconcile } from '../src/controllers/runtime.js';
+import { LABELS, type HostObject, type KcpInstance, type RootWorkspace, type Shard } from './api/types.js';
+import { HostClient } from './kube/client.js';
+import { HostInformer } from './kube/informers.js';
+import { MANAGED_SELECTOR, OWNED_KINDS, type OperatorContext, type OwnedKind } from './context.js';
+import { reconcileInstance } from './reconcilers/instance.js';
+import { reconcileShard } from './reconcilers/shard.js';
+
+/** Options of {@link startOperator}. */
+export interface OperatorOptions {
+  /** Credentials of the host cluster. */
+  kubeConfig: KubeConfig;
+  /** Reconcile only this namespace (default: all). */
+  namespace?: string;
+  /** Redis of the controllers' queues (`redis://…`), e.g. the operator pod's sidecar; needs no persistence. */
+  queueRedisUrl: string;
+  /** BullMQ key prefix (default `{kcp-ts-operator}`): operators sharing a Redis need different ones. */
+  queuePrefix?: string;
+  /** Log lines (default: stderr). */
+  log?: (msg: string) => void;
+  /** Where controller metrics go. */
+  registry?: Registry;
+  /** Parallel reconciles per controller (default 4). */
+  concurrency?: number;
+  /** Clock (ms); tests move it. */
+  now?: () => number;
+}
+
+/** A running operator. */
+export interface RunningOperator {
+  /** Resolves once every informer has listed. */
+  synced: Promise<void>;
+  /** Requests sent to the host cluster so far (reads, writes). */
+  client: HostClient;
+  /** Reconciles that failed so far (retried with backoff). */
+  errors: () => number;
+  stop(): Promise<void>;
+}
+
+/** Starts the informers and controllers (see the module comment). */
+export async function startOperator(opts: OperatorOptions): Promise<RunningOperator> {
+  const log = opts.log ?? ((m: string) => process.stderr.write(`kcp-ts operator: ${m}\n`));
+  const client = new HostClient(opts.kubeConfig);
+  const ns = opts.namespace;
+  const informerOpts = (labelSelector?: string) => ({ namespace: ns, labelSelector, onError: (err: unknown) => log(`watch: ${(err as Error)?.message ?? String(err)}; restarting`) });
+  const owned = Object.fromEntries(OWNED_KINDS.map((k) => [k, new HostInformer<HostObject>(client, k, informerOpts(MANAGED_SELECTOR))])) as Record<OwnedKind, HostInformer<HostObject>>;
+  const ctx: OperatorContext = {
+    client, log, now: opts.now ?? Date.now, owned,
+    instances: new HostInformer<KcpInstance>(client, 'KcpInstance', informerOpts()),
+    shards: new HostInformer<Shard>(client, 'Shard', informerOpts()),
+    rootWorkspaces: new HostInformer<RootWorkspace>(client, 'RootWorkspace', informerOpts()),
+  };
+  const informers = [ctx.instances, ctx.shards, ctx.rootWorkspaces, ...Object.values(owned)];
+  const synced = Promise.all(informers.map((i) => i.synced())).then(() => undefined);
+
+  const thread = new QueueThread(opts.queueRedisUrl, {
+    onError: (err) => log(`controller queue: ${(err as Error).message}`),
+    onQueuesLost: () => enqueueAll(),
+  });
+  const metrics = opts.registry ? new ControllerMetrics(opts.registry) : undefined;
+  let errors = 0;
+  const controller = (name: string, reconcile: (ctx: OperatorContext, key: string) => ReturnType<Reconcile>) => new Controller({
+    name, prefix: opts.queuePrefix ?? '{kcp-ts-operator}', thread, concurrency: opts.concurrency ?? 4, metrics,
+    // Reconciles wait for the caches: a key reconciled against a half-listed cache would prune what it has not seen.
+    reconcile: async (key) => { await synced; return reconcile(ctx, key); },
+    onError: (key, err) => { errors++; log(`${name} ${key}: ${(err as Error).message}`); },
+  });
+  const instances = controller('kcpinstance', reconcileInstance);
+  const shards = controller('shard', reconcileShard);
+
+  const keyOf = (o: { metadata: { namespace?: string; name: string } }) => `${o.metadata.namespace}/${o.metadata.name}`;
+  const enqueueInstance = (namespace: string, name: string) => {
+    instances.enqueue(`${namespace}/${name}`).catch(() => undefined);
+    for (const s of ctx.shards.list(namespace)) if (s.spec.instanceRef.name === name) shards.enqueue(keyOf(s)).catch(() => undefined);
+  };
+  ctx.instances.onChange((o) => enqueueInstance(o.metadata.namespace!, o.metadata.name));
+  ctx.shards.onChange((o) => {
+    shards.enqueue(keyOf(o)).catch(() => undefined);
+    enqueueInstance(o.metadata.namespace!, o.spec.instanceRef.name);
+  });
+  for (const inf of Object.values(owned)) {
+    inf.onChange((o) => {
+      const instance = o.metadata.labels?.[LABELS.instance];
+      if (instance) enqueueInstance(o.metadata.namespace!, instance);
+    });
+  }
+  const enqueueAll = () => {
+    for (const i of ctx.instances.list()) enqueueInstance(i.metadata.namespace!, i.metadata.name);
+    for (const s of ctx.shards.list()) shards.enqueue(keyOf(s)).catch(() => undefined);
+  };
+  await Promise.all([instances.ready(), shards.ready()]);
+  synced.then(enqueueAll, () => undefined);
+
+  return {
+    synced, client, errors: () => errors,
+    async stop() {
+      await Promise.all(informers.map((i) => i.stop().catch(() => undefined)));
+      await instances.close();
+      await shards.close();
+      await thread.close();
+    },
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * Conditions in kstatus style (sigs.k8s.io/cli-utils kstatus, read by Argo CD and Flux): the
+ * operator's `Ready`, `Progressing` and `Degraded`, mirrored by kstatus's abnormal-true pair
+ * `Reconciling` (= Progressing) and `Stalled` (= Degraded), with `observedGeneration`; so kstatus
+ * computes `Current` for a converged object, `InProgress` while it converges and `Failed` after a
+ * rollback. Status is written only when it changed.
+ */
+import type { Condition, TypedObject } from './api/types.js';
+import type { OperatorContext } from './context.js';
+import { firstDifference } from './kube/apply.js';
+
+/** The state an object's conditions describe. */
+export interface Health {
+  ready: boolean;
+  progressing: boolean;
+  degraded: boolean;
+  /** CamelCase reason of the state, e.g. `Available`, `Creating`, `RollingOut`, `RolledBack`. */
+  reason: string;
+  message: string;
+}
+
+/**
+ * The five conditions of `health` at `generation`; a condition whose status did not change keeps
+ * its `lastTransitionTime` from `previous`.
+ */
+export function conditionsOf(health: Health, generation: number | undefined, previous: Condition[] | undefined, now: Date): Condition[] {
+  const status = (b: boolean): Condition['status'] => (b ? 'True' : 'False');
+  const want: [string, boolean][] = [
+    ['Ready', health.ready], ['Progressing', health.progressing], ['Degraded', health.degraded],
+    ['Reconciling', health.progressing], ['Stalled', health.degraded],
+  ];
+  return want.map(([type, value]) => {
+    const before = previous?.find((c) => c.type === type);
+    const s = status(value);
+    return {
+      type, status: s, reason: health.reason, message: health.message,
+      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+      lastTransitionTime: before && before.status === s && before.lastTransitionTime ? before.lastTransitionTime : now.toISOString().replace(/\.\d+Z$/, 'Z'),
+    };
+  });
+}
+
+/**
+ * Applies `status` to `obj`'s status subresource when it differs from the live status; returns
+ * whether it wrote. The comparison covers what is declared (extra live fields are the server's).
+ */
+export async function writeStatus(ctx: OperatorContext, obj: TypedObject & { status?: unknown }, status: Record<string, unknown>): Promise<boolean> {
+  const live = (obj as { status?: Record<string, unknown> }).status ?? {};
+  if (!firstDifference(status, live) && !firstDifference(live, status)) return false;
+  await ctx.client.apply({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace }, status }, 'status');
+  return true;
+}

@@ -1,0 +1,219 @@
+/**
+ * The operator and its Helm chart on a real kube-apiserver (+ etcd, + kube-controller-manager's
+ * garbage collector, deployment and statefulset controllers) and a real helm: the chart lints,
+ * renders objects the apiserver accepts, installs; the operator, run with the chart's
+ * ServiceAccount (real RBAC), reconciles a KcpInstance with two Shards into every expected host
+ * object; certificates chain to the instance's CAs; nothing is written once converged; drift is
+ * undone; deleting the KcpInstance leaves nothing behind.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { inspectCertificate, isIssuedBy } from '../../src/pki/certs.js';
+import { readKubeconfig, resolveKubeconfigContext } from '../../src/pki/kubeconfig.js';
+import { startOperator, type RunningOperator } from '../../operator/manager.js';
+import { startHostCluster, kstatus, type HostCluster } from '../hostcluster.js';
+import { eventually, sleep, startRedis, type TestRedis } from '../helpers.js';
+
+const CHART = join(import.meta.dirname, '..', '..', 'charts', 'kcp-operator');
+const NS = 'kcp-system';
+
+describe('operator and Helm chart on a real kube-apiserver', { timeout: 600_000 }, () => {
+  let host: HostCluster;
+  let redis: TestRedis;
+  let operator: RunningOperator | undefined;
+  const logs: string[] = [];
+
+  before(async () => {
+    [host, redis] = await Promise.all([startHostCluster(), startRedis()]);
+  });
+  after(async () => {
+    await operator?.stop();
+    await redis?.stop();
+    await host?.stop();
+  });
+
+  const getJson = async (args: string[]) => JSON.parse((await host.kubectl([...args, '-o', 'json'])).stdout);
+  const names = async (kind: string, selector = 'app.kubernetes.io/instance=kcp') =>
+    ((await getJson(['get', kind, '-n', NS, ...(selector ? ['-l', selector] : [])])).items as { metadata: { name: string } }[]).map((o) => o.metadata.name).sort();
+  const secretData = async (name: string, key: string) => Buffer.from((await getJson(['get', 'secret', name, '-n', NS])).data[key], 'base64').toString();
+
+  it('helm lint passes and helm template renders objects the kube-apiserver accepts (server-side dry run)', async () => {
+    const lint = await host.helm(['lint', CHART, '--strict']);
+    assert.match(lint.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+    await host.kubectl(['create', 'namespace', NS]);
+    const rendered = (await host.helm(['template', 'kcp-operator', CHART, '-n', NS])).stdout;
+    for (const kind of ['CustomResourceDefinition', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Deployment', 'Service']) {
+      assert.match(rendered, new RegExp(`^kind: ${kind}$`, 'm'), `renders a ${kind}`);
+    }
+    const dry = await host.kubectl(['apply', '--dry-run=server', '-f', '-'], { input: rendered });
+    assert.match(dry.stdout, /customresourcedefinition.apiextensions.k8s.io\/kcpinstances.operator.kcp-ts.io created \(server dry run\)/);
+    assert.match(dry.stdout, /deployment.apps\/kcp-operator created \(server dry run\)/);
+    // values.schema.json refuses a mistyped value with a clear error.
+    const bad = await host.helm(['template', 'x', CHART, '--set', 'replicaCount=two'], { allowFail: true });
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /replicaCount/);
+  });
+
+  it('helm install creates the CRDs (established), RBAC and the operator Deployment with its Redis sidecar', async () => {
+    await host.helm(['install', 'kcp-operator', CHART, '-n', NS]);
+    for (const crd of ['kcpinstances', 'shards', 'rootworkspaces']) {
+      await host.kubectl(['wait', '--for=condition=Established', `crd/${crd}.operator.kcp-ts.io`, '--timeout=30s']);
+    }
+    const dep = await getJson(['get', 'deployment', 'kcp-operator', '-n', NS]);
+    const pod = dep.spec.template.spec;
+    assert.equal(pod.serviceAccountName, 'kcp-operator');
+    assert.deepEqual(pod.containers[0].args.slice(0, 2), ['operator', '--redis-url=redis://127.0.0.1:6379']);
+    assert.equal(pod.initContainers[0].restartPolicy, 'Always', 'Redis is a native sidecar');
+    assert.equal(pod.securityContext.runAsNonRoot, true);
+    assert.equal(pod.containers[0].securityContext.readOnlyRootFilesystem, true);
+    // Least privilege: the operator may not touch what it has no business with.
+    const can = async (verb: string, resource: string) => (await host.kubectl(['auth', 'can-i', verb, resource, '-n', NS, '--as', `system:serviceaccount:${NS}:kcp-operator`], { allowFail: true })).stdout.trim();
+    assert.equal(await can('patch', 'deployments.apps'), 'yes');
+    assert.equal(await can('update', 'kcpinstances.operator.kcp-ts.io/status'), 'yes');
+    assert.equal(await can('create', 'pods'), 'no');
+    assert.equal(await can('delete', 'customresourcedefinitions.apiextensions.k8s.io'), 'no');
+    assert.equal(await can('create', 'clusterrolebindings.rbac.authorization.k8s.io'), 'no');
+  });
+
+  it('reconciles a KcpInstance with two Shards into every expected object, with its ServiceAccount\'s RBAC', async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(await host.serviceAccountKubeconfig(NS, 'kcp-operator'));
+    operator = await startOperator({ kubeConfig: kc, queueRedisUrl: redis.url, log: (m) => logs.push(m) });
+    await host.kubectl(['apply', '-f', '-'], {
+      input: [
+        'apiVersion: operator.kcp-ts.io/v1alpha1\nkind: KcpInstance\nmetadata: {name: kcp, namespace: kcp-system}\nspec:\n  version: "0.1.0"\n  external: {hostname: kcp.example.com, port: 443}\n  frontProxy: {service: {type: LoadBalancer, annotations: {example.com/lb: internal}}}\n',
+        'apiVersion: operator.kcp-ts.io/v1alpha1\nkind: Shard\nmetadata: {name: alpha, namespace: kcp-system}\nspec: {instanceRef: {name: kcp}, labels: {region: eu}}\n',
+        'apiVersion: operator.kcp-ts.io/v1alpha1\nkind: Shard\nmetadata: {name: beta, namespace: kcp-system}\nspec: {instanceRef: {name: kcp}, redis: {mode: External, external: {url: "redis://redis.example.com:6379", credentialsSecretRef: {name: beta-redis}}}}\n',
+      ].join('---\n'),
+    });
+    const wantDeployments = ['kcp-front-proxy', 'kcp-shard-alpha', 'kcp-shard-beta', 'kcp-shard-root'];
+    await eventually('Deployments', async () => JSON.stringify(await names('deployments')) === JSON.stringify(wantDeployments), 60_000);
+    // beta's Redis is external: no StatefulSet of its own.
+    await eventually('StatefulSets', async () => JSON.stringify(await names('statefulsets')) === JSON.stringify(['kcp-shard-alpha-redis', 'kcp-shard-root-redis']), 30_000);
+    assert.deepEqual(await names('services'), ['kcp-front-proxy', 'kcp-shard-alpha', 'kcp-shard-alpha-redis', 'kcp-shard-beta', 'kcp-shard-root', 'kcp-shard-root-redis']);
+    assert.deepEqual(await names('configmaps'), ['kcp-ca-bundle', 'kcp-shard-alpha-redis', 'kcp-shard-root-redis']);
+    const wantSecrets = [
+      'kcp-admin-kubeconfig', 'kcp-ca', 'kcp-front-proxy-ca', 'kcp-front-proxy-client', 'kcp-front-proxy-kubeconfig', 'kcp-front-proxy-serving',
+      'kcp-service-account-key', 'kcp-shard-alpha-client', 'kcp-shard-alpha-root-kubeconfig', 'kcp-shard-alpha-serving',
+      'kcp-shard-beta-client', 'kcp-shard-beta-root-kubeconfig', 'kcp-shard-beta-serving', 'kcp-shard-root-client', 'kcp-shard-root-serving',
+    ];
+    await eventually('Secrets', async () => JSON.stringify(await names('secrets')) === JSON.stringify(wantSecrets), 30_000);
+
+    // Objects of the root shard and the front-proxy belong to the instance, a Shard's to the Shard.
+    const inst = await getJson(['get', 'kcpinstance', 'kcp', '-n', NS]);
+    const alpha = await getJson(['get', 'shards.operator.kcp-ts.io', 'alpha', '-n', NS]);
+    const root = await getJson(['get', 'deployment', 'kcp-shard-root', '-n', NS]);
+    assert.equal(root.metadata.ownerReferences[0].uid, inst.metadata.uid);
+    assert.equal(root.metadata.labels['app.kubernetes.io/managed-by'], 'kcp-ts-operator');
+    assert.equal(root.metadata.labels['app.kubernetes.io/version'], '0.1.0');
+    const a = await getJson(['get', 'deployment', 'kcp-shard-alpha', '-n', NS]);
+    assert.equal(a.metadata.ownerReferences[0].uid, alpha.metadata.uid);
+    assert.ok(alpha.metadata.finalizers.includes('operator.kcp-ts.io/shard-registration'));
+    assert.ok(alpha.metadata.ownerReferences.some((r: { uid: string }) => r.uid === inst.metadata.uid), 'a Shard is owned by its instance');
+    const c = a.spec.template.spec.containers[0];
+    assert.equal(c.image, 'ghcr.io/kcp-ts/kcp-ts:0.1.0');
+    assert.ok(c.args.includes('--shard-name=alpha') && c.args.includes('--shard-labels=region=eu'));
+    assert.ok(c.args.includes('--root-shard-kubeconfig-file=/etc/kcp-ts/root-kubeconfig/kubeconfig'));
+    assert.ok(c.args.includes('--redis-url=redis://kcp-shard-alpha-redis.kcp-system.svc:6379'));
+    assert.ok(c.args.includes('--shard-external-url=https://kcp.example.com:443'));
+    assert.equal(c.readinessProbe.httpGet.path, '/readyz');
+    assert.equal(c.livenessProbe.httpGet.path, '/livez');
+    assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+    assert.equal(a.spec.template.spec.securityContext.runAsNonRoot, true);
+    const b = (await getJson(['get', 'deployment', 'kcp-shard-beta', '-n', NS])).spec.template.spec.containers[0];
+    assert.ok(b.args.includes('--redis-url=redis://:$(REDIS_PASSWORD)@redis.example.com:6379'), b.args.join(' '));
+    assert.deepEqual(b.env[0].valueFrom.secretKeyRef, { name: 'beta-redis', key: 'password' });
+    const redisSts = await getJson(['get', 'statefulset', 'kcp-shard-root-redis', '-n', NS]);
+    assert.equal(redisSts.spec.volumeClaimTemplates[0].spec.resources.requests.storage, '1Gi');
+    assert.match((await getJson(['get', 'configmap', 'kcp-shard-root-redis', '-n', NS])).data['redis.conf'], /appendfsync always/);
+    const proxySvc = await getJson(['get', 'service', 'kcp-front-proxy', '-n', NS]);
+    assert.equal(proxySvc.spec.type, 'LoadBalancer');
+    assert.equal(proxySvc.metadata.annotations['example.com/lb'], 'internal');
+    assert.equal(proxySvc.spec.ports[0].port, 443);
+  });
+
+  it('certificates chain to the instance CAs with the right SANs; the admin kubeconfig trusts the CA', async () => {
+    const ca = await secretData('kcp-ca', 'tls.crt');
+    const fpca = await secretData('kcp-front-proxy-ca', 'tls.crt');
+    for (const s of ['root', 'alpha', 'beta']) {
+      const serving = await secretData(`kcp-shard-${s}-serving`, 'tls.crt');
+      assert.ok(isIssuedBy(serving, ca), `${s} serving certificate issued by the CA`);
+      assert.ok(inspectCertificate(serving).dnsNames.includes(`kcp-shard-${s}.kcp-system.svc`));
+      const client = inspectCertificate(await secretData(`kcp-shard-${s}-client`, 'tls.crt'));
+      assert.equal(client.commonName, `system:kcp-ts:shard:${s}`);
+    }
+    const proxy = await secretData('kcp-front-proxy-serving', 'tls.crt');
+    assert.ok(isIssuedBy(proxy, ca));
+    assert.ok(inspectCertificate(proxy).dnsNames.includes('kcp.example.com'));
+    assert.ok(isIssuedBy(await secretData('kcp-front-proxy-client', 'tls.crt'), fpca), 'the request-header client certificate is signed by the front-proxy CA');
+    assert.equal(await secretData('kcp-shard-root-serving', 'ca.crt'), ca);
+    const admin = resolveKubeconfigContext(readKubeconfig(await secretData('kcp-admin-kubeconfig', 'kubeconfig')));
+    assert.equal(admin.server, 'https://kcp.example.com:443/clusters/root');
+    assert.equal(admin.caPem, ca);
+    assert.ok(isIssuedBy(admin.certPem!, ca));
+    assert.deepEqual(inspectCertificate(admin.certPem!).organizations, ['system:kcp:admin']);
+    const bundle = (await getJson(['get', 'configmap', 'kcp-ca-bundle', '-n', NS])).data;
+    assert.deepEqual(bundle, { 'ca.crt': ca, 'front-proxy-ca.crt': fpca });
+    const shardKubeconfig = resolveKubeconfigContext(readKubeconfig(await secretData('kcp-shard-alpha-root-kubeconfig', 'kubeconfig')));
+    assert.equal(shardKubeconfig.server, 'https://kcp-shard-root.kcp-system.svc:6443/clusters/root');
+  });
+
+  it('reports status with observedGeneration and kstatus conditions: InProgress while no pod runs', async () => {
+    const inst = await eventually('instance status', async () => {
+      const o = await getJson(['get', 'kcpinstance', 'kcp', '-n', NS]);
+      return o.status?.observedGeneration === o.metadata.generation && o.status.shards?.length === 3 ? o : undefined;
+    }, 30_000);
+    assert.equal(inst.status.targetVersion, '0.1.0');
+    assert.equal(inst.status.externalURL, 'https://kcp.example.com:443');
+    assert.equal(inst.status.adminKubeconfigSecret, 'kcp-admin-kubeconfig');
+    const cond = Object.fromEntries(inst.status.conditions.map((c: { type: string; status: string }) => [c.type, c.status]));
+    assert.deepEqual(cond, { Ready: 'False', Progressing: 'True', Degraded: 'False', Reconciling: 'True', Stalled: 'False' });
+    assert.match(kstatus(JSON.stringify(inst)), /^KcpInstance\/kcp InProgress /);
+    const shard = await getJson(['get', 'shards.operator.kcp-ts.io', 'alpha', '-n', NS]);
+    assert.equal(shard.status.baseURL, 'https://kcp-shard-alpha.kcp-system.svc:6443');
+  });
+
+  it('writes nothing to the host API once converged, even when reconciles run', async () => {
+    await sleep(3000); // let the last status writes' watch events come back
+    const before = operator!.client.counts.writes;
+    // A reconcile of every object, with nothing to change: annotations leave generation alone.
+    await host.kubectl(['annotate', 'kcpinstance', 'kcp', '-n', NS, 'example.com/touched=1']);
+    await host.kubectl(['annotate', 'shards.operator.kcp-ts.io', '--all', '-n', NS, 'example.com/touched=1']);
+    await sleep(4000);
+    assert.equal(operator!.client.counts.writes - before, 0, `writes while nothing changed: ${logs.slice(-10).join('\n')}`);
+  });
+
+  it('undoes drift: a Deployment scaled by hand and a deleted Secret come back', async () => {
+    await host.kubectl(['scale', 'deployment', 'kcp-shard-root', '-n', NS, '--replicas=3']);
+    const serial = inspectCertificate(await secretData('kcp-shard-alpha-serving', 'tls.crt')).serialNumber;
+    await host.kubectl(['delete', 'secret', 'kcp-shard-alpha-serving', '-n', NS]);
+    await eventually('replicas restored', async () => (await getJson(['get', 'deployment', 'kcp-shard-root', '-n', NS])).spec.replicas === 1, 30_000);
+    const again = await eventually('secret recreated', async () => (await host.kubectl(['get', 'secret', 'kcp-shard-alpha-serving', '-n', NS], { allowFail: true })).code === 0, 30_000);
+    assert.ok(again);
+    const renewed = await secretData('kcp-shard-alpha-serving', 'tls.crt');
+    assert.notEqual(inspectCertificate(renewed).serialNumber, serial, 'a lost certificate is issued anew');
+    // The pods that mount it roll: the serial is in their template.
+    const tpl = (await getJson(['get', 'deployment', 'kcp-shard-alpha', '-n', NS])).spec.template.metadata.annotations['operator.kcp-ts.io/certificate-serials'];
+    assert.ok(tpl.includes(inspectCertificate(renewed).serialNumber));
+  });
+
+  it('switching a shard to an external Redis removes its provisioned one', async () => {
+    await host.kubectl(['patch', 'shards.operator.kcp-ts.io', 'alpha', '-n', NS, '--type=merge', '-p', '{"spec":{"redis":{"mode":"External","external":{"url":"redis://r.example.com:6379"}}}}']);
+    await eventually('alpha Redis pruned', async () => !(await names('statefulsets')).includes('kcp-shard-alpha-redis'), 30_000);
+    const c = (await getJson(['get', 'deployment', 'kcp-shard-alpha', '-n', NS])).spec.template.spec.containers[0];
+    assert.ok(c.args.includes('--redis-url=redis://r.example.com:6379'));
+  });
+
+  it('deleting the KcpInstance leaves nothing behind (garbage collector, Shard finalizers)', async () => {
+    await host.kubectl(['delete', 'kcpinstance', 'kcp', '-n', NS, '--wait=false']);
+    await eventually('everything gone', async () => {
+      for (const kind of ['deployments', 'replicasets', 'statefulsets', 'services', 'secrets', 'configmaps', 'pods', 'persistentvolumeclaims']) {
+        if ((await names(kind)).length > 0) return false;
+      }
+      return (await names('shards.operator.kcp-ts.io', '')).length === 0;
+    }, 90_000);
+    assert.equal(operator!.errors(), 0, logs.filter((l) => /error|fail/i.test(l)).join('\n'));
+  });
+});
