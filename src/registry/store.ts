@@ -168,7 +168,8 @@ function decodeContinue(s: string): ContinueToken {
 }
 
 function parseRevision(rv: string, what = 'resourceVersion'): number {
-  if (!/^\d+$/.test(rv)) throw badRequest(`invalid ${what}: "${rv}"`);
+  // Beyond 2^53 a number would be rounded (kube refuses what overflows its uint64 alike).
+  if (!/^\d+$/.test(rv) || !Number.isSafeInteger(Number(rv))) throw badRequest(`invalid ${what}: "${rv}"`);
   return Number(rv);
 }
 

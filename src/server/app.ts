@@ -293,7 +293,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   const scope: RequestScope = { cluster: info.cluster, namespace: namespace || undefined, user, dryRun: dryRunParam.length > 0, fieldValidation, warnings, fieldManager: fieldManagerOf(query, req.headers['user-agent'], optionsKind) };
   const addWarnings = () => {
     // RFC 7234 warn-code 299 "Miscellaneous persistent warning", as kube-apiserver sends them.
-    if (warnings.length) reply.header('Warning', [...new Set(warnings)].map((w) => `299 - ${JSON.stringify(w)}`));
+    if (warnings.length) reply.header('Warning', warningHeaders(warnings));
   };
   const accept = req.headers.accept;
   const body = req.body as Buffer | undefined;
@@ -414,6 +414,34 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     default:
       throw methodNotAllowed(`the server does not allow this method on the requested resource`);
   }
+}
+
+/** Total length of the warnings of one response, in characters, and of one when they exceed it (kube's warning filter). */
+const WARNINGS_TOTAL_CHARS = 4096;
+const WARNING_ITEM_CHARS = 256;
+
+/**
+ * `Warning` header values (RFC 7234 code 299) for deduplicated warnings, limited as
+ * kube-apiserver's warning recorder does: over 4,096 characters in total, each is cut to 256, and
+ * those that still do not fit are dropped. A warning may quote client input (an unknown field's
+ * name): the value goes out as UTF-8 bytes, control characters escaped, since Node refuses header
+ * values with characters above U+00FF or control characters.
+ */
+export function warningHeaders(warnings: readonly string[]): string[] {
+  let items = [...new Set(warnings)];
+  const total = (xs: string[]) => xs.reduce((n, w) => n + w.length, 0);
+  if (total(items) > WARNINGS_TOTAL_CHARS) {
+    items = items.map((w) => (w.length > WARNING_ITEM_CHARS ? `${w.slice(0, WARNING_ITEM_CHARS)}...` : w));
+    const kept: string[] = [];
+    let used = 0;
+    for (const w of items) { if (used + w.length > WARNINGS_TOTAL_CHARS) break; kept.push(w); used += w.length; }
+    items = kept;
+  }
+  return items.map((w) => {
+    // JSON quoting escapes '"', '\\' and C0 controls; DEL too, then UTF-8 bytes as a latin1 string.
+    const quoted = JSON.stringify(w).replace(/\x7f/g, '\\u007f');
+    return Buffer.from(`299 - ${quoted}`, 'utf8').toString('latin1');
+  });
 }
 
 /**
