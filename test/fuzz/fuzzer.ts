@@ -654,15 +654,15 @@ function resourceCase(r: Rng): HttpCase {
     }
   }
   // Keep the namespaces and kcp objects the run relies on: never delete them for real.
-  if ((route.plural === 'namespaces' || route.plural === 'logicalclusters' || route.plural === 'workspaces' || route.plural === 'customresourcedefinitions') && (verb === 'delete' || verb === 'deletecollection')) {
-    if (!query.includes('dryRun')) query += `${query ? '&' : '?'}dryRun=All`;
-  }
+  const guarded = (route.plural === 'namespaces' || route.plural === 'logicalclusters' || route.plural === 'workspaces' || route.plural === 'customresourcedefinitions') && (verb === 'delete' || verb === 'deletecollection');
+  if (guarded) query = `?dryRun=All${query ? `&${query.slice(1)}` : ''}`;
   const prefix = clusterPrefix(r);
   path = prefix + path;
-  if (r.bool(0.12)) { path = distortPath(r, path); label += ' + odd path'; }
+  if (!guarded && r.bool(0.12)) { path = distortPath(r, path); label += ' + odd path'; }
   path += query;
   const headers: [string, string][] = [];
-  if (contentType !== undefined && (body || r.bool(0.1))) headers.push(['Content-Type', contentType]);
+  if (body && r.bool(0.05)) label += ' + no Content-Type';
+  else if (contentType !== undefined && (body || r.bool(0.1))) headers.push(['Content-Type', contentType]);
   if (r.bool(0.2)) headers.push(['Accept', r.pick(ACCEPTS)]);
   let anonymous: boolean | undefined;
   if (r.bool(0.15)) { const a = abuseHeaders(r); headers.push(...a.headers); anonymous = a.anonymous; label += ` + ${a.label}`; }
@@ -1020,17 +1020,25 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
       const srv = { url };
       report.readyz = (await call(srv, creds, 'GET', '/readyz').catch(() => ({ status: 0 }))).status;
       report.livez = (await call(srv, creds, 'GET', '/livez').catch(() => ({ status: 0 }))).status;
+      // In a namespace of its own: what the cases did to the others (quotas, deletions) is not the question.
       const name = `after-fuzz-${Date.now()}`;
-      const created = await call(srv, creds, 'POST', '/clusters/root/api/v1/namespaces/default/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { ok: 'yes' } }).catch(() => ({ status: 0, json: undefined }));
-      const got = await call(srv, creds, 'GET', `/clusters/root/api/v1/namespaces/default/configmaps/${name}`).catch(() => ({ status: 0, json: undefined }));
-      report.createGetOk = created.status === 201 && got.status === 200 && got.json?.data?.ok === 'yes';
+      const failed = (e: unknown) => ({ status: 0, json: undefined, body: String(e) });
+      const ns = await call(srv, creds, 'POST', '/clusters/root/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }).catch(failed);
+      const created = await call(srv, creds, 'POST', `/clusters/root/api/v1/namespaces/${name}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { ok: 'yes' } }).catch(failed);
+      const got = await call(srv, creds, 'GET', `/clusters/root/api/v1/namespaces/${name}/configmaps/${name}`).catch(failed);
+      report.createGetOk = ns.status === 201 && created.status === 201 && got.status === 200 && got.json?.data?.ok === 'yes';
+      if (!report.createGetOk || opts.only) {
+        const inDefault = await call(srv, creds, 'POST', '/clusters/root/api/v1/namespaces/default/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { generateName: 'after-fuzz-' } }).catch(failed);
+        log(`create in namespace default after the run: ${inDefault.status} ${inDefault.body.slice(0, 300)}`);
+      }
+      if (!report.createGetOk) report.serverErrors.push(`create+get after the run: namespace ${ns.status}, create ${created.status} ${created.body.slice(0, 300)}, get ${got.status} ${got.body.slice(0, 300)}`);
       report.rssEndMiB = rssMiB(cli.proc.pid);
     } else {
       report.crashes = Math.max(report.crashes, 1);
     }
   } finally {
     clearInterval(sampler);
-    report.serverErrors = cli.output().split('\n').filter((l) => /request failed|Internal error|RangeError|TypeError|uncaught|FATAL|heap out of memory/i.test(l)).slice(0, 50).map((l) => l.slice(0, 3000));
+    report.serverErrors = [...report.serverErrors, ...cli.output().split('\n').filter((l) => /request failed|Internal error|RangeError|TypeError|uncaught|FATAL|heap out of memory/i.test(l)).slice(0, 50).map((l) => l.slice(0, 3000))];
     if (exited !== undefined) report.serverErrors.push(`server exited: ${exited}`, ...cli.output().split('\n').slice(-30));
     await stopCli(cli);
     rmSync(root, { recursive: true, force: true });
