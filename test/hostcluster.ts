@@ -1,7 +1,7 @@
 /**
  * A real host cluster for the operator's tests: etcd (Debian's etcd-server), kube-apiserver and
- * kube-controller-manager (garbage collector, namespace, deployment, replicaset and statefulset
- * controllers) built by test/tools/build.sh, and helm. No kubelet: pods are objects only (a test
+ * kube-controller-manager (garbage collector, namespace, deployment, replicaset, statefulset and
+ * PVC-protection controllers) built by test/tools/build.sh, and helm. No kubelet: pods are objects only (a test
  * that needs them running starts their processes itself).
  *
  * Binaries: $KUBE_APISERVER, $KUBE_CONTROLLER_MANAGER, $HELM, $KSTATUS, $ETCD when set, else the
@@ -10,7 +10,7 @@
  */
 import { spawn, execFile, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync, openSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { generateKeyPairSync } from 'node:crypto';
@@ -23,13 +23,8 @@ const REPO = join(import.meta.dirname, '..');
 
 /** Paths of the host-cluster tools (see the module comment). @throws Error naming what is missing and how to get it */
 export function hostTools(): { kubeApiserver: string; kubeControllerManager: string; helm: string; kstatus: string; etcd: string } {
-  const cache = process.env.KCP_TS_TOOLS_CACHE ?? join(homedir(), '.cache', 'kcp-ts', 'tools');
-  const version = (dir: string, mod: string) => {
-    const line = readFileSync(join(REPO, 'test', 'tools', dir, 'go.mod'), 'utf8').split('\n').find((l) => l.trim().startsWith(`${mod} `));
-    return line!.trim().split(/\s+/)[1]!;
-  };
-  const kubeDir = join(cache, `kube-${version('kube', 'k8s.io/kubernetes')}`);
-  const helmDir = join(cache, `helm-${version('helm', 'helm.sh/helm/v3')}-kstatus-${version('helm', 'sigs.k8s.io/cli-utils')}`);
+  // The build script names its cache directories (keyed by version): one rule for both.
+  const [kubeDir, helmDir] = execFileSync(join(REPO, 'test', 'tools', 'build.sh'), ['--print'], { encoding: 'utf8' }).trim().split('\n') as [string, string];
   const etcd = process.env.ETCD ?? ['/usr/bin/etcd', '/usr/local/bin/etcd'].find(existsSync) ?? 'etcd';
   const tools = {
     kubeApiserver: process.env.KUBE_APISERVER ?? join(kubeDir, 'kube-apiserver'),
@@ -149,9 +144,9 @@ export async function startHostCluster(): Promise<HostCluster> {
     const kcmLog = join(dir, 'kube-controller-manager.log');
     const kcmProc = spawn(tools.kubeControllerManager, [
       `--kubeconfig=${kcmKubeconfig}`, `--authentication-kubeconfig=${kcmKubeconfig}`, `--authorization-kubeconfig=${kcmKubeconfig}`,
-      '--controllers=garbagecollector,namespace,deployment,replicaset,statefulset,serviceaccount,serviceaccount-token',
+      '--controllers=garbagecollector,namespace,deployment,replicaset,statefulset,serviceaccount,serviceaccount-token,pvc-protection',
       '--leader-elect=false', '--secure-port=0', `--service-account-private-key-file=${saKey}`, `--root-ca-file=${caFile}`,
-      '--use-service-account-credentials=false', '--concurrent-gc-syncs=5', '--v=1',
+      '--use-service-account-credentials=true', '--concurrent-gc-syncs=5', '--v=1',
     ], { stdio: ['ignore', openSync(kcmLog, 'a'), openSync(kcmLog, 'a')] });
     procs.push(kcmProc);
 

@@ -43,7 +43,10 @@ describe('operator and Helm chart on a real kube-apiserver', { timeout: 600_000 
     const lint = await host.helm(['lint', CHART, '--strict']);
     assert.match(lint.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
     await host.kubectl(['create', 'namespace', NS]);
-    const rendered = (await host.helm(['template', 'kcp-operator', CHART, '-n', NS])).stdout;
+    // Rendered for the cluster's version, as GitOps tools do (--kube-version); the chart needs 1.29+ (native sidecars).
+    const rendered = (await host.helm(['template', 'kcp-operator', CHART, '-n', NS, '--kube-version', 'v1.34.4'])).stdout;
+    const old = await host.helm(['template', 'kcp-operator', CHART, '--kube-version', 'v1.28.0'], { allowFail: true });
+    assert.match(old.stderr, /chart requires kubeVersion: >=1.29.0-0/);
     for (const kind of ['CustomResourceDefinition', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Deployment', 'Service']) {
       assert.match(rendered, new RegExp(`^kind: ${kind}$`, 'm'), `renders a ${kind}`);
     }
@@ -51,7 +54,7 @@ describe('operator and Helm chart on a real kube-apiserver', { timeout: 600_000 
     assert.match(dry.stdout, /customresourcedefinition.apiextensions.k8s.io\/kcpinstances.operator.kcp-ts.io created \(server dry run\)/);
     assert.match(dry.stdout, /deployment.apps\/kcp-operator created \(server dry run\)/);
     // values.schema.json refuses a mistyped value with a clear error.
-    const bad = await host.helm(['template', 'x', CHART, '--set', 'replicaCount=two'], { allowFail: true });
+    const bad = await host.helm(['template', 'x', CHART, '--kube-version', 'v1.34.4', '--set', 'replicaCount=two'], { allowFail: true });
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /replicaCount/);
   });
@@ -208,12 +211,15 @@ describe('operator and Helm chart on a real kube-apiserver', { timeout: 600_000 
 
   it('deleting the KcpInstance leaves nothing behind (garbage collector, Shard finalizers)', async () => {
     await host.kubectl(['delete', 'kcpinstance', 'kcp', '-n', NS, '--wait=false']);
+    let left: string[] = [];
     await eventually('everything gone', async () => {
+      left = [];
       for (const kind of ['deployments', 'replicasets', 'statefulsets', 'services', 'secrets', 'configmaps', 'pods', 'persistentvolumeclaims']) {
-        if ((await names(kind)).length > 0) return false;
+        left.push(...(await names(kind)).map((n) => `${kind}/${n}`));
       }
-      return (await names('shards.operator.kcp-ts.io', '')).length === 0;
-    }, 90_000);
+      left.push(...(await names('shards.operator.kcp-ts.io', '')).map((n) => `shards/${n}`));
+      return left.length === 0;
+    }, 90_000).catch((err: Error) => { throw new Error(`${err.message}; left: ${left.join(', ')}`); });
     assert.equal(operator!.errors(), 0, logs.filter((l) => /error|fail/i.test(l)).join('\n'));
   });
 });

@@ -6,12 +6,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 )
 
@@ -21,6 +21,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	// apimachinery's json keeps integers int64, as unstructured objects need.
 	var obj map[string]interface{}
 	if err := json.Unmarshal(data, &obj); err != nil {
 		fmt.Fprintln(os.Stderr, "kstatus: stdin is not a JSON object:", err)
