@@ -3,7 +3,7 @@
  * SubjectAccessReview for the user in `spec` (https://kubernetes.io/docs/reference/access-authn-authz/authorization/#checking-api-access).
  * Both are create-only and never stored; `kubectl auth can-i` uses the former.
  */
-import { invalid } from '../apimachinery/errors.js';
+import { badRequest, invalid } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { UserInfo } from '../registry/store.js';
 import type { Authorizer } from './authorizer.js';
@@ -12,11 +12,56 @@ import { userInfoJSON } from './authn.js';
 interface ResourceAttributes { namespace?: string; verb?: string; group?: string; resource?: string; subresource?: string; name?: string }
 interface NonResourceAttributes { path?: string; verb?: string }
 
+/** The JSON type of a value in Go's decoding-error words. */
+function jsonType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  return typeof v === 'object' ? 'object' : typeof v;
+}
+
+/**
+ * Checks the types of a review's `spec` fields as decoding into kube's Go structs does: reviews
+ * are not stored, so no schema validation sees them before the authorizer does. Throws 400 `json:
+ * cannot unmarshal <type> into Go struct field <path> of type <type>`.
+ */
+function checkReviewSpec(review: KubeObject): void {
+  const kind = review.kind ?? 'SubjectAccessReview';
+  const fail = (path: string, v: unknown, goType: string) => {
+    throw badRequest(`json: cannot unmarshal ${jsonType(v)} into Go struct field ${kind}.${path} of type ${goType}`);
+  };
+  const str = (o: Record<string, unknown>, base: string, keys: string[]) => {
+    for (const k of keys) if (o[k] !== undefined && o[k] !== null && typeof o[k] !== 'string') fail(`${base}.${k}`, o[k], 'string');
+  };
+  const obj = (v: unknown, path: string): Record<string, unknown> | undefined => {
+    if (v === undefined || v === null) return undefined;
+    if (jsonType(v) !== 'object') fail(path, v, 'struct');
+    return v as Record<string, unknown>;
+  };
+  const spec = obj(review.spec, 'spec');
+  if (!spec) return;
+  str(spec, 'spec', ['user', 'uid', 'namespace']);
+  const groups = spec.groups;
+  if (groups !== undefined && groups !== null) {
+    if (!Array.isArray(groups)) fail('spec.groups', groups, '[]string');
+    for (const g of groups as unknown[]) if (typeof g !== 'string') fail('spec.groups', g, 'string');
+  }
+  const extra = obj(spec.extra, 'spec.extra');
+  for (const v of Object.values(extra ?? {})) {
+    if (v !== null && !Array.isArray(v)) fail('spec.extra', v, 'v1.ExtraValue');
+    for (const x of (v ?? []) as unknown[]) if (typeof x !== 'string') fail('spec.extra', x, 'string');
+  }
+  const ra = obj(spec.resourceAttributes, 'spec.resourceAttributes');
+  if (ra) str(ra, 'spec.resourceAttributes', ['namespace', 'verb', 'group', 'version', 'resource', 'subresource', 'name']);
+  const nra = obj(spec.nonResourceAttributes, 'spec.nonResourceAttributes');
+  if (nra) str(nra, 'spec.nonResourceAttributes', ['path', 'verb']);
+}
+
 /**
  * Evaluates an access review object against the authorizer for `user` in `cluster`; returns
  * the object with `status` set. Throws 422 when neither or both attribute kinds are given.
  */
 export function evaluateAccessReview(authz: Authorizer, review: KubeObject, user: UserInfo, cluster: string, clusterExists: boolean): KubeObject {
+  checkReviewSpec(review);
   const spec = (review.spec ?? {}) as { resourceAttributes?: ResourceAttributes; nonResourceAttributes?: NonResourceAttributes; user?: string; groups?: string[]; uid?: string };
   const ra = spec.resourceAttributes; const nra = spec.nonResourceAttributes;
   if ((ra && nra) || (!ra && !nra)) {
@@ -45,6 +90,7 @@ export function evaluateAccessReview(authz: Authorizer, review: KubeObject, user
  * (what `kubectl auth can-i --list` prints). Throws 422 without a namespace, as kube-apiserver.
  */
 export function evaluateRulesReview(authz: Authorizer, review: KubeObject, user: UserInfo, cluster: string, clusterExists: boolean): KubeObject {
+  checkReviewSpec(review);
   const namespace = (review.spec as { namespace?: string } | undefined)?.namespace ?? '';
   if (!namespace) {
     throw invalid('SelfSubjectRulesReview', 'authorization.k8s.io', '', [{ reason: 'FieldValueRequired', field: 'spec.namespace', message: 'Required value: no namespace on request' }]);

@@ -600,8 +600,9 @@ function resourceCase(r: Rng): HttpCase {
   const route = r.pick(ROUTES);
   const ns = r.bool(0.9) ? r.pick(NAMESPACES) : r.pick(NAMES_ODD);
   const name = r.bool(0.85) ? r.pick(NAMES) : r.pick(NAMES_ODD);
-  const valid = route.make(name, ns);
+  let valid = route.make(name, ns);
   const sub = route.subresources.length && r.bool(0.25) ? r.pick(route.subresources) : r.bool(0.03) ? r.pick(['status', 'scale', 'log', 'bogus', 'finalize', 'token']) : undefined;
+  if (sub === 'token') valid = { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: ['a'], expirationSeconds: 3600, boundObjectRef: { kind: 'Secret', apiVersion: 'v1', name: 'fz-a' } } };
   const verbs = route.createOnly ? ['create', 'create', 'create', 'get', 'list', 'delete'] : ['get', 'list', 'watch', 'create', 'create', 'update', 'patch', 'patch', 'delete', 'deletecollection', 'bogus'];
   const verb = r.pick(verbs);
   let method = '';
@@ -653,8 +654,11 @@ function resourceCase(r: Rng): HttpCase {
       label = `method ${method.slice(0, 20)}`;
     }
   }
-  // Keep the namespaces and kcp objects the run relies on: never delete them for real.
-  const guarded = (route.plural === 'namespaces' || route.plural === 'logicalclusters' || route.plural === 'workspaces' || route.plural === 'customresourcedefinitions') && (verb === 'delete' || verb === 'deletecollection');
+  // Keep what the run relies on — namespaces, kcp objects, CRDs, the admin's RBAC — as it is: writes
+  // to those not named fz-* and their deletecollection are dry runs (the server still does all but
+  // the storage write), and their paths are not distorted.
+  const guarded = ['namespaces', 'logicalclusters', 'workspaces', 'workspacetypes', 'shards', 'customresourcedefinitions', 'roles', 'rolebindings', 'clusterroles', 'clusterrolebindings'].includes(route.plural)
+    && (verb === 'deletecollection' || (['update', 'patch', 'delete'].includes(verb) && !name.startsWith('fz-')));
   if (guarded) query = `?dryRun=All${query ? `&${query.slice(1)}` : ''}`;
   const prefix = clusterPrefix(r);
   path = prefix + path;
