@@ -9,10 +9,10 @@ import { formatFuzzReport, runFuzz } from '../fuzz/fuzzer.js';
 
 test('hostile input over every route: no 5xx, no hang, no crash, the server stays up', async (t) => {
   const clockSeed = Date.now() % 1_000_000;
-  t.diagnostic(`fuzz seeds: 20260 (fixed), ${clockSeed} (from the clock; replay with npm run fuzz -- --seed ${clockSeed} --seconds 8)`);
-  const report = await runFuzz({ seeds: [20260, clockSeed], seconds: 8, concurrency: 6 });
+  t.diagnostic(`fuzz seeds: 20260 (fixed), ${clockSeed} (from the clock; replay with npm run fuzz -- --seed ${clockSeed} --seconds 7)`);
+  const report = await runFuzz({ seeds: [20260, clockSeed], seconds: 7, concurrency: 6 });
   for (const line of formatFuzzReport(report)) t.diagnostic(line);
-  assert.ok(report.requests > 300, `only ${report.requests} requests`);
+  assert.ok(report.requests > 100, `only ${report.requests} requests`);
   assert.deepEqual(report.failures.map((f) => `${f.what} seed ${f.seed} case ${f.index}: ${f.reproducer.slice(0, 300)}`), []);
   assert.equal(report.fivexx, 0);
   assert.equal(report.hangs, 0);
