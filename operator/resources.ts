@@ -210,7 +210,7 @@ export function shardWorkload(inst: KcpInstance, plan: ShardPlan): HostObject[] 
 
 /** redis.conf of a provisioned Redis: AOF with `appendfsync always` (DESIGN.md: an acknowledged write survives a crash). */
 export const REDIS_CONF = [
-  `port ${REDIS_PORT}`, 'bind 0.0.0.0 ::', 'protected-mode no', 'dir /data', 'appendonly yes', 'appendfsync always',
+  `port ${REDIS_PORT}`, 'bind * -::*', 'protected-mode no', 'dir /data', 'appendonly yes', 'appendfsync always',
   'save ""', 'dbfilename dump.rdb', '',
 ].join('\n');
 

@@ -1,0 +1,291 @@
+/**
+ * A stand-in kubelet for tests on a host cluster without nodes: no kubelet runs pods here and no
+ * image registry is reachable, so this runs the pods of the operator's Deployments and
+ * StatefulSets as local processes, as a kubelet would: it binds each pod to a node, gives it its
+ * own network namespace and IP on a bridge (so every pod can listen on its ports, as in a
+ * cluster), resolves Services to the IPs of the pods they select (a hosts file per pod, in place
+ * of cluster DNS), writes the pod's Secret, ConfigMap, emptyDir and PVC volumes to directories
+ * bind-mounted at their mountPaths in a private mount namespace, runs the container's command and
+ * args (with `$(VAR)` expanded from its env) and restarts it when it exits, probes readiness as
+ * the pod declares it and reports it in the pod's status — from which kube-controller-manager's
+ * controllers compute the workloads' status. Deleted pods are stopped and then removed.
+ *
+ * Needs root (ip netns, veth, bridge, mount): what the tests run as here.
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, openSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { HostClient } from '../operator/kube/client.js';
+import { sleep } from './helpers.js';
+
+/** How a container's command is run: the local executable and arguments, or undefined to run it as given. */
+export type CommandMap = (command: string[], image: string) => string[] | undefined;
+
+/** Options of {@link PodRunner}. */
+export interface PodRunnerOptions {
+  kubeconfig: string;
+  namespace: string;
+  /** Only pods matching this label selector (`k=v`). */
+  selector: string;
+  /** Directory for the pods' volumes and logs. */
+  dir: string;
+  /** Maps container commands to local ones (e.g. `kcp-ts` → node bin/kcp-ts). */
+  commands: CommandMap;
+  /** Third octet of the pod network 10.244.X.0/24 (tests running at once need different ones). */
+  subnet?: number;
+}
+
+interface Container { name: string; image: string; command?: string[]; args?: string[]; env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } } }[]; ports?: { name?: string; containerPort: number }[]; readinessProbe?: Probe; volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[] }
+interface Probe { httpGet?: { path: string; port: number | string; scheme?: string }; tcpSocket?: { port: number | string } }
+interface Pod {
+  metadata: { name: string; namespace: string; uid: string; labels?: Record<string, string>; deletionTimestamp?: string };
+  spec: { nodeName?: string; containers: Container[]; volumes?: { name: string; secret?: { secretName: string }; configMap?: { name: string }; emptyDir?: object; persistentVolumeClaim?: { claimName: string } }[] };
+}
+interface Running { pod: Pod; id: number; ip: string; proc?: ChildProcess; restarts: number; ready: boolean; stopping: boolean; startedAt: string; lastReported?: string }
+
+const NODE = 'kcp-ts-test-node';
+
+/** The stand-in kubelet (see the module comment). */
+export class PodRunner {
+  private readonly client: HostClient;
+  private readonly pods = new Map<string, Running>();
+  private nextId = 2;
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private readonly bridge: string;
+  private readonly net: string;
+  /** Lines describing what happened, for failure messages. */
+  readonly events: string[] = [];
+
+  constructor(private readonly opts: PodRunnerOptions) {
+    const kc = new KubeConfig();
+    kc.loadFromFile(opts.kubeconfig);
+    this.client = new HostClient(kc);
+    const subnet = opts.subnet ?? 77;
+    this.net = `10.244.${subnet}`;
+    this.bridge = `kcpbr${subnet}`;
+  }
+
+  private ip(args: string[]): void { execFileSync('ip', args, { stdio: 'pipe' }); }
+
+  /** Creates the pod network and starts reconciling pods every 300 ms. */
+  start(): void {
+    try { this.ip(['link', 'del', this.bridge]); } catch { /* not there */ }
+    this.ip(['link', 'add', this.bridge, 'type', 'bridge']);
+    this.ip(['addr', 'add', `${this.net}.1/24`, 'dev', this.bridge]);
+    this.ip(['link', 'set', this.bridge, 'up']);
+    mkdirSync(this.opts.dir, { recursive: true });
+    this.loop = (async () => {
+      while (!this.stopped) {
+        try { await this.sync(); } catch (err) { this.events.push(`sync: ${(err as Error).message}`); }
+        await sleep(300);
+      }
+    })();
+  }
+
+  /** The IP of a running pod (by name prefix), e.g. the front-proxy's. */
+  podIP(prefix: string): string | undefined {
+    for (const r of this.pods.values()) if (r.pod.metadata.name.startsWith(prefix) && !r.stopping && r.ready) return r.ip;
+    return undefined;
+  }
+
+  private async sync(): Promise<void> {
+    const ns = this.opts.namespace;
+    const list = await this.client.list<Pod & { apiVersion: string; kind: string }>('Pod', ns, this.opts.selector);
+    const seen = new Set<string>();
+    for (const pod of list.items) {
+      seen.add(pod.metadata.uid);
+      const r = this.pods.get(pod.metadata.uid);
+      if (pod.metadata.deletionTimestamp) {
+        if (r && !r.stopping) void this.stopPod(r, true);
+        else if (!r) await this.client.request('DELETE', `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } }).catch(() => undefined);
+        continue;
+      }
+      if (!r) await this.startPod(pod);
+    }
+    for (const r of this.pods.values()) if (!seen.has(r.pod.metadata.uid) && !r.stopping) void this.stopPod(r, false);
+    await this.writeHosts();
+    await Promise.all([...this.pods.values()].filter((r) => !r.stopping).map((r) => this.probeAndReport(r)));
+  }
+
+  private async startPod(pod: Pod): Promise<void> {
+    const ns = pod.metadata.namespace;
+    const name = pod.metadata.name;
+    if (!pod.spec.nodeName) {
+      await this.client.request('POST', `/api/v1/namespaces/${ns}/pods/${name}/binding`, { apiVersion: 'v1', kind: 'Binding', metadata: { name }, target: { apiVersion: 'v1', kind: 'Node', name: NODE } });
+    }
+    const dir = join(this.opts.dir, 'pods', `${name}-${pod.metadata.uid.slice(0, 8)}`);
+    // Volumes first: a Secret that does not exist yet keeps the pod waiting, as kubelet does.
+    const volumeDirs = new Map<string, string>();
+    for (const v of pod.spec.volumes ?? []) {
+      const vdir = v.persistentVolumeClaim ? join(this.opts.dir, 'pvcs', v.persistentVolumeClaim.claimName) : join(dir, 'volumes', v.name);
+      mkdirSync(vdir, { recursive: true });
+      const data = v.secret
+        ? mapValues(((await this.client.get<{ apiVersion: string; kind: string; metadata: { name: string }; data?: Record<string, string> }>('Secret', ns, v.secret.secretName))?.data) ?? missing(`Secret ${v.secret.secretName}`), (b) => Buffer.from(b, 'base64'))
+        : v.configMap ? mapValues(((await this.client.get<{ apiVersion: string; kind: string; metadata: { name: string }; data?: Record<string, string> }>('ConfigMap', ns, v.configMap.name))?.data) ?? missing(`ConfigMap ${v.configMap.name}`), (s) => Buffer.from(s)) : {};
+      for (const [k, b] of Object.entries(data)) writeFileSync(join(vdir, k), b, { mode: 0o600 });
+      volumeDirs.set(v.name, vdir);
+    }
+    const id = this.nextId++;
+    const ip = `${this.net}.${id}`;
+    const netns = `kp${this.opts.subnet ?? 77}-${id}`;
+    this.ip(['netns', 'add', netns]);
+    this.ip(['link', 'add', `kv${id}h${this.opts.subnet ?? 77}`, 'type', 'veth', 'peer', 'name', `kv${id}p`]);
+    this.ip(['link', 'set', `kv${id}p`, 'netns', netns]);
+    this.ip(['link', 'set', `kv${id}h${this.opts.subnet ?? 77}`, 'master', this.bridge]);
+    this.ip(['link', 'set', `kv${id}h${this.opts.subnet ?? 77}`, 'up']);
+    this.ip(['netns', 'exec', netns, 'ip', 'addr', 'add', `${ip}/24`, 'dev', `kv${id}p`]);
+    this.ip(['netns', 'exec', netns, 'ip', 'link', 'set', `kv${id}p`, 'up']);
+    this.ip(['netns', 'exec', netns, 'ip', 'link', 'set', 'lo', 'up']);
+    this.ip(['netns', 'exec', netns, 'ip', 'route', 'add', 'default', 'via', `${this.net}.1`]);
+    mkdirSync(`/etc/netns/${netns}`, { recursive: true });
+    writeFileSync(`/etc/netns/${netns}/hosts`, '127.0.0.1 localhost\n');
+    const r: Running = { pod, id, ip, restarts: 0, ready: false, stopping: false, startedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+    this.pods.set(pod.metadata.uid, r);
+    this.events.push(`start ${name} at ${ip} (${pod.spec.containers[0]!.image})`);
+
+    const c = pod.spec.containers[0]!;
+    const env: Record<string, string> = {};
+    for (const e of c.env ?? []) {
+      if (e.value !== undefined) env[e.name] = e.value;
+      else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') env[e.name] = ns;
+      else if (e.valueFrom?.secretKeyRef) {
+        const s = await this.client.get<{ apiVersion: string; kind: string; metadata: { name: string }; data?: Record<string, string> }>('Secret', ns, e.valueFrom.secretKeyRef.name).catch(() => undefined);
+        env[e.name] = s?.data?.[e.valueFrom.secretKeyRef.key] ? Buffer.from(s.data[e.valueFrom.secretKeyRef.key]!, 'base64').toString() : '';
+      }
+    }
+    const expand = (s: string) => s.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v: string) => env[v] ?? m);
+    const argv = [...(c.command ?? []), ...(c.args ?? [])].map(expand);
+    const local = this.opts.commands(argv, c.image) ?? argv;
+    const mounts = (c.volumeMounts ?? []).map((m) => {
+      const src = volumeDirs.get(m.name)!;
+      // The mount point is made on the host (empty); what is mounted on it exists in the pod's mount namespace only.
+      return `mkdir -p '${m.mountPath}' && mount --bind '${src}' '${m.mountPath}'${m.readOnly ? ` && mount -o remount,bind,ro '${m.mountPath}'` : ''}`;
+    });
+    const log = join(dir, `${c.name}.log`);
+    const launch = () => {
+      if (r.stopping || this.stopped) return;
+      const proc = spawn('ip', ['netns', 'exec', netns, 'unshare', '-m', '--propagation', 'private', 'sh', '-c', `${mounts.join(' && ') || 'true'} && exec "$@"`, 'sh', ...local], {
+        env: { PATH: process.env.PATH, HOME: '/tmp', ...env }, stdio: ['ignore', openSync(log, 'a'), openSync(log, 'a')],
+      });
+      r.proc = proc;
+      proc.on('exit', (code, signal) => {
+        if (r.stopping || this.stopped) return;
+        r.restarts++;
+        r.ready = false;
+        this.events.push(`${name} exited ${code ?? signal}; restart ${r.restarts}`);
+        // CrashLoopBackOff: 1 s, 2 s, 4 s … 10 s.
+        setTimeout(launch, Math.min(10_000, 1000 * 2 ** Math.min(r.restarts - 1, 4))).unref();
+      });
+    };
+    launch();
+    (r as Running & { netns: string; dir: string }).netns = netns;
+  }
+
+  private async stopPod(r: Running, deleteObject: boolean): Promise<void> {
+    r.stopping = true;
+    r.ready = false;
+    const proc = r.proc;
+    if (proc && proc.exitCode === null && proc.signalCode === null) {
+      proc.kill('SIGTERM');
+      await Promise.race([new Promise((res) => proc.once('exit', res)), sleep(10_000)]);
+      if (proc.exitCode === null && proc.signalCode === null) { proc.kill('SIGKILL'); await new Promise((res) => proc.once('exit', res)); }
+    }
+    const netns = (r as Running & { netns?: string }).netns;
+    if (netns) {
+      try { this.ip(['netns', 'del', netns]); } catch { /* gone */ }
+      rmSync(`/etc/netns/${netns}`, { recursive: true, force: true });
+    }
+    this.pods.delete(r.pod.metadata.uid);
+    this.events.push(`stopped ${r.pod.metadata.name}`);
+    if (deleteObject) {
+      await this.client.request('DELETE', `/api/v1/namespaces/${r.pod.metadata.namespace}/pods/${r.pod.metadata.name}`, { gracePeriodSeconds: 0, preconditions: { uid: r.pod.metadata.uid } }).catch(() => undefined);
+    }
+  }
+
+  /** Service names → the IP of a running pod each selects, into every pod's hosts file. */
+  private async writeHosts(): Promise<void> {
+    const ns = this.opts.namespace;
+    const services = await this.client.list<{ apiVersion: string; kind: string; metadata: { name: string }; spec?: { selector?: Record<string, string> } }>('Service', ns);
+    const lines = ['127.0.0.1 localhost'];
+    for (const s of services.items) {
+      const sel = s.spec?.selector;
+      if (!sel) continue;
+      const pods = [...this.pods.values()].filter((r) => !r.stopping && Object.entries(sel).every(([k, v]) => r.pod.metadata.labels?.[k] === v));
+      const target = pods.find((p) => p.ready) ?? pods[0];
+      if (!target) continue;
+      const n = s.metadata.name;
+      lines.push(`${target.ip} ${n} ${n}.${ns} ${n}.${ns}.svc ${n}.${ns}.svc.cluster.local`);
+    }
+    const text = `${lines.join('\n')}\n`;
+    for (const r of this.pods.values()) {
+      const netns = (r as Running & { netns?: string }).netns;
+      // Rewritten in place (same inode): the file is bind-mounted over /etc/hosts in the pod.
+      if (netns && existsSync(`/etc/netns/${netns}/hosts`)) writeFileSync(`/etc/netns/${netns}/hosts`, text);
+    }
+  }
+
+  private async probeAndReport(r: Running): Promise<void> {
+    const c = r.pod.spec.containers[0]!;
+    const running = r.proc !== undefined && r.proc.exitCode === null && r.proc.signalCode === null;
+    r.ready = running && (c.readinessProbe ? await probe(c.readinessProbe, r.ip, c.ports ?? []) : true);
+    const state = `${running}/${r.ready}/${r.restarts}`;
+    if (state === r.lastReported) return;
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const cond = (type: string, ok: boolean) => ({ type, status: ok ? 'True' : 'False', lastTransitionTime: now });
+    try {
+      await this.client.mergePatch('Pod', r.pod.metadata.namespace, r.pod.metadata.name, {
+        status: {
+          phase: 'Running', hostIP: `${this.net}.1`, podIP: r.ip, podIPs: [{ ip: r.ip }], startTime: r.startedAt,
+          conditions: [cond('PodScheduled', true), cond('Initialized', true), cond('ContainersReady', r.ready), cond('Ready', r.ready)],
+          containerStatuses: [{
+            name: c.name, image: c.image, imageID: '', ready: r.ready, started: running, restartCount: r.restarts,
+            state: running ? { running: { startedAt: r.startedAt } } : { waiting: { reason: 'CrashLoopBackOff' } },
+          }],
+        },
+      }, 'status');
+      r.lastReported = state;
+    } catch (err) {
+      this.events.push(`status of ${r.pod.metadata.name}: ${(err as Error).message}`);
+    }
+  }
+
+  /** Stops every pod process and removes the pod network. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+    await Promise.all([...this.pods.values()].map((r) => this.stopPod(r, false)));
+    try { this.ip(['link', 'del', this.bridge]); } catch { /* gone */ }
+  }
+}
+
+function missing(what: string): never { throw new Error(`${what} does not exist yet`); }
+
+function mapValues<T>(o: Record<string, string>, f: (v: string) => T): Record<string, T> {
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
+}
+
+/** One readiness probe (HTTPS/HTTP GET or TCP) against the pod's IP; true when it passes. */
+async function probe(p: Probe, ip: string, ports: { name?: string; containerPort: number }[]): Promise<boolean> {
+  const port = (x: number | string) => (typeof x === 'number' ? x : ports.find((q) => q.name === x)?.containerPort ?? Number(x));
+  if (p.tcpSocket) {
+    return new Promise((resolve) => {
+      const s = connect(port(p.tcpSocket!.port), ip, () => { s.destroy(); resolve(true); });
+      s.on('error', () => resolve(false));
+      s.setTimeout(2000, () => { s.destroy(); resolve(false); });
+    });
+  }
+  if (p.httpGet) {
+    return new Promise((resolve) => {
+      // kubelet does not verify probe certificates.
+      const req = httpsRequest({ host: ip, port: port(p.httpGet!.port), path: p.httpGet!.path, rejectUnauthorized: false, timeout: 2000 }, (res) => { res.resume(); resolve((res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 400); });
+      req.on('error', () => resolve(false));
+      req.on('timeout', () => { req.destroy(); resolve(false); });
+      req.end();
+    });
+  }
+  return true;
+}
