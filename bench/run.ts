@@ -30,6 +30,7 @@ import { cpuSecondsOf, freshRoot, killAllSync, removeRoot, startServerProc, wait
 import { nowMs, openWatches } from './lib/watchers.js';
 import { wsCreate, wsDelete, wsMemory, type Report } from './workspaces.js';
 import { killInstancesSync, proxyOverhead, proxyRestart, shardsWs } from './shards.js';
+import { operatorBench } from './operator.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS = join(BENCH_DIR, 'results.json');
@@ -508,6 +509,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'shards-ws': () => instanceScenario('shards-ws', shardsWs),
   'proxy-overhead': () => instanceScenario('proxy-overhead', proxyOverhead),
   'proxy-restart': () => instanceScenario('proxy-restart', proxyRestart),
+  // kcp-ts operator against a real kube-apiserver (bench/operator.ts; needs npm run build and test/tools/build.sh).
+  operator: () => instanceScenario('operator', operatorBench),
 };
 
 /** Runs an instance scenario (bench/shards.ts, which starts its own processes) and records its report. */

@@ -7,7 +7,7 @@
  * nothing is lost when the queue's Redis is empty (its state is rebuilt from the informers).
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
 import { Controller, ControllerMetrics, QueueThread, type Reconcile } from '../src/controllers/runtime.js';
 import { LABELS, type HostObject, type KcpInstance, type RootWorkspace, type Shard } from './api/types.js';
 import { HostClient } from './kube/client.js';
@@ -68,6 +68,13 @@ export async function startOperator(opts: OperatorOptions): Promise<RunningOpera
     onQueuesLost: () => enqueueAll(),
   });
   const metrics = opts.registry ? new ControllerMetrics(opts.registry) : undefined;
+  if (opts.registry) {
+    new Counter({
+      name: 'kcp_ts_operator_host_requests_total', help: 'Requests the operator sent to the host cluster\'s API, by kind (read: GET; write: everything else).',
+      labelNames: ['kind'], registers: [opts.registry],
+      collect() { this.reset(); this.inc({ kind: 'read' }, client.counts.reads); this.inc({ kind: 'write' }, client.counts.writes); },
+    });
+  }
   let errors = 0;
   const controller = (name: string, reconcile: (ctx: OperatorContext, key: string) => ReturnType<Reconcile>) => new Controller({
     name, prefix: opts.queuePrefix ?? '{kcp-ts-operator}', thread, concurrency: opts.concurrency ?? 4, metrics,

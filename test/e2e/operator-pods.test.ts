@@ -106,7 +106,8 @@ describe('a KcpInstance with two Shards, run as processes', { timeout: 900_000 }
       assert.equal((await kcp(['get', 'workspace', ws, '-o', 'jsonpath={.metadata.annotations.core\\.kcp\\.io/shard}'])).stdout, shard);
       const server = `https://${runner!.podIP('kcp-front-proxy')}:6443/clusters/root:${ws}`;
       // kubectl drops the kubeconfig's tls-server-name when --server is given.
-      await kcp(['--server', server, '--tls-server-name', 'kcp.example.com', 'create', 'configmap', 'hello', `--from-literal=shard=${shard}`]);
+      // The front-proxy learns of the new logical cluster from the shard's watch, a moment after Ready.
+      await eventually(`${ws} reachable through the front-proxy`, async () => (await kcp(['--server', server, '--tls-server-name', 'kcp.example.com', 'create', 'configmap', 'hello', `--from-literal=shard=${shard}`], { allowFail: true })).code === 0, 15_000);
       assert.equal((await kcp(['--server', server, '--tls-server-name', 'kcp.example.com', 'get', 'configmap', 'hello', '-o', 'jsonpath={.data.shard}'])).stdout, shard);
     }
   });
