@@ -61,6 +61,27 @@ function printerColumn(col: Obj): TableColumn {
 }
 
 /**
+ * Field-selector getters of a CRD version's `selectableFields` (`.spec.color` → `spec.color`):
+ * the field's value as text (strings as they are, integers and booleans printed, "" when unset),
+ * as kube-apiserver's CRD field selectors read them.
+ */
+function selectableFieldsOf(fields: unknown): Record<string, (obj: KubeObject) => string> | undefined {
+  if (!Array.isArray(fields) || !fields.length) return undefined;
+  const out: Record<string, (obj: KubeObject) => string> = {};
+  for (const f of fields as Obj[]) {
+    const path = String(f.jsonPath ?? '').replace(/^\./, '');
+    if (!path) continue;
+    const segs = path.split('.');
+    out[path] = (obj) => {
+      let v: unknown = obj;
+      for (const s of segs) v = v !== null && typeof v === 'object' ? (v as Obj)[s] : undefined;
+      return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? String(v) : '';
+    };
+  }
+  return out;
+}
+
+/**
  * Descriptors of a CRD's served versions (all versions with `includeUnserved`, for cleaning up
  * the storage of a deleted CRD). Throws nothing: a version whose schema cannot be
  * compiled is left out (the CRD's own validation rejects such schemas on write).
@@ -106,6 +127,7 @@ export function descriptorsForCRD(crd: KubeObject, opts: { includeUnserved?: boo
       },
       strategy: {
         tracksGeneration: true,
+        selectableFields: selectableFieldsOf(v.selectableFields),
         prepareForCreate(obj) {
           if (!hasStatus) return;
           delete obj.status;

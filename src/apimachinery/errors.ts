@@ -49,6 +49,8 @@ export class StatusError extends Error {
     readonly reason: string,
     message: string,
     readonly details?: StatusDetails,
+    /** ListMeta of the Status (an expired list's inconsistent `continue` token). */
+    readonly listMeta: Record<string, unknown> = {},
   ) {
     super(message);
     this.name = 'StatusError';
@@ -57,7 +59,7 @@ export class StatusError extends Error {
   /** The Status body answered to the client. */
   toStatus(): StatusBody {
     const body: StatusBody = {
-      kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure',
+      kind: 'Status', apiVersion: 'v1', metadata: { ...this.listMeta }, status: 'Failure',
       message: this.message, reason: this.reason, code: this.code,
     };
     if (this.details) body.details = this.details;

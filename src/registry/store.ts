@@ -151,7 +151,14 @@ function generateSuffix(): string {
   return s;
 }
 
+/** A continue token: the list's revision (0: the latest, after the first one expired) and the last key served. */
 interface ContinueToken { rv: number; start: string }
+
+/**
+ * kube's message for a continue token whose revision left the history
+ * (k8s.io/apiserver/pkg/storage/errors.go), answered with a token to go on inconsistently.
+ */
+const CONTINUE_EXPIRED = 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.';
 
 function encodeContinue(t: ContinueToken): string {
   return Buffer.from(JSON.stringify(t)).toString('base64url');
@@ -548,7 +555,7 @@ export class Store {
     if (opts.continue) {
       if (opts.resourceVersion) throw badRequest('specifying resource version is not allowed when using continue');
       const t = decodeContinue(opts.continue);
-      atRv = t.rv; start = t.start;
+      atRv = t.rv > 0 ? t.rv : undefined; start = t.start;
     } else if (opts.resourceVersion === undefined || opts.resourceVersion === '') {
       if (opts.resourceVersionMatch) throw badRequest('resourceVersionMatch is forbidden unless resourceVersion is provided');
       await cache.waitForRevision(await this.backend.storage.currentRevision());
@@ -566,7 +573,14 @@ export class Store {
       }
     }
     const revision = atRv ?? cache.currentRevision;
-    const all = atRv !== undefined ? cache.listAt(this.groupResource, scope.cluster, ns, atRv) : cache.list(this.groupResource, scope.cluster, ns);
+    let all: readonly CacheEntry[];
+    try {
+      all = atRv !== undefined ? cache.listAt(this.groupResource, scope.cluster, ns, atRv) : cache.list(this.groupResource, scope.cluster, ns);
+    } catch (err) {
+      // An expired continue token: 410 with a token that goes on from the same key at the latest revision.
+      if (!(err instanceof StatusError && err.code === 410 && opts.continue)) throw err;
+      throw new StatusError(410, 'Expired', CONTINUE_EXPIRED, undefined, { continue: encodeContinue({ rv: 0, start }) });
+    }
     let i = 0;
     if (start) {
       // Entries are sorted by key order: binary search for the first key after the last served.

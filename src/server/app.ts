@@ -351,7 +351,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
       return;
     }
     case 'create': {
-      const out = negotiateOutput(accept, false);
+      const out = negotiateOutput(accept, false, false, !desc.virtual && !info.subresource);
       const obj = decodeBody(req.headers['content-type'], body, desc.kind, scope.duplicateFields = []);
       // Only extra subresources take `create` (the checks above answered 404/405 for the others).
       if (info.subresource) {

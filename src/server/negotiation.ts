@@ -37,9 +37,11 @@ export interface OutputFormat {
 
 /**
  * Picks the first acceptable media range. `list` says whether the target is a list (which
- * decides PartialObjectMetadata vs PartialObjectMetadataList). Throws 406 NotAcceptable.
+ * decides PartialObjectMetadata vs PartialObjectMetadataList). `table` is false for endpoints
+ * with no Table form (access reviews, token requests: kube's REST storages without a
+ * TableConvertor), whose `as=Table` ranges are skipped. Throws 406 NotAcceptable.
  */
-export function negotiateOutput(accept: string | undefined, list: boolean, allowDiscovery = false): OutputFormat {
+export function negotiateOutput(accept: string | undefined, list: boolean, allowDiscovery = false, table = true): OutputFormat {
   if (!accept) return { yaml: false, asVersion: 'v1' };
   for (const m of parseMediaRanges(accept)) {
     const json = m.subtype === 'json' && m.type === 'application';
@@ -53,7 +55,7 @@ export function negotiateOutput(accept: string | undefined, list: boolean, allow
       return { yaml, asVersion: 'v1', discovery: v };
     }
     if (g !== 'meta.k8s.io' || (v !== 'v1' && v !== 'v1beta1')) continue;
-    if (as === 'Table') return { yaml, as, asVersion: v };
+    if (as === 'Table' && table) return { yaml, as, asVersion: v };
     if (as === 'PartialObjectMetadata' && !list) return { yaml, as, asVersion: v };
     if (as === 'PartialObjectMetadataList' && list) return { yaml, as, asVersion: v };
   }

@@ -199,9 +199,10 @@ const CORE: Case[] = [
   {
     id: 'serviceaccount-root-ca', area: 'core',
     source: src('test/e2e/auth/service_accounts.go', 'should guarantee kube-root-ca.crt exist in any namespace'),
+    knownGap: 'no root-CA publisher (kube-controller-manager\'s root-ca-cert-publisher, which kcp runs): a kube-root-ca.crt ConfigMap in every namespace changes what every namespace lists, tests and docs included',
     async check({ api, core }) {
       const path = `${core}/configmaps/kube-root-ca.crt`;
-      await until('kube-root-ca.crt created', async () => (await api('GET', path)).json?.data?.['ca.crt']?.includes('BEGIN CERTIFICATE'));
+      await until('kube-root-ca.crt created', async () => (await api('GET', path)).json?.data?.['ca.crt']?.includes('BEGIN CERTIFICATE'), 3000);
       expectStatus(await api('DELETE', path), 200, 'delete');
       await until('kube-root-ca.crt recreated', async () => (await api('GET', path)).status === 200);
       expectStatus(await api('PATCH', path, { data: { 'ca.crt': 'changed' } }, PATCH.merge), 200, 'modify');
@@ -728,7 +729,818 @@ const LISTS: Case[] = [
   },
 ];
 
-export const CASES: Case[] = [...CORE, ...REST, ...WATCH, ...LISTS];
+
+const CRD_E2E = `${E2E}/custom_resource_definition.go`;
+const OPENAPI_E2E = `${E2E}/crd_publish_openapi.go`;
+const FV_E2E = `${E2E}/field_validation.go`;
+const CEL_E2E = `${E2E}/crd_validation_rules.go`;
+const CRD_INTEGRATION = 'staging/src/k8s.io/apiextensions-apiserver/test/integration';
+const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+
+/** Warning header values of a response. */
+function warnings(r: { headers: Record<string, string | string[] | undefined> }): string {
+  const w = r.headers.warning;
+  return Array.isArray(w) ? w.join('\n') : w ?? '';
+}
+
+/** The OpenAPI v2 definition names and the v3 document of a group/version. */
+async function openapi(ctx: Parameters<Case['check']>[0], group: string, version: string): Promise<{ v2: Record<string, any>; v3?: any }> {
+  const v2 = expectStatus(await ctx.api('GET', `${ctx.cluster}/openapi/v2`, undefined, { accept: 'application/json' }), 200, '/openapi/v2').json.definitions;
+  const idx = expectStatus(await ctx.api('GET', `${ctx.cluster}/openapi/v3`), 200, '/openapi/v3').json;
+  const entry = idx.paths[`apis/${group}/${version}`];
+  const v3 = entry ? expectStatus(await ctx.api('GET', entry.serverRelativeURL), 200, 'v3 group-version').json : undefined;
+  return { v2, v3 };
+}
+
+/** `com.example.foo.v1.Kind`: the OpenAPI definition name of a kind. */
+function defName(group: string, version: string, kind: string): string {
+  return `${group.split('.').reverse().join('.')}.${version}.${kind}`;
+}
+
+/** Waits until the published OpenAPI (v2 and v3) has or lacks the kind of a group/version. */
+async function published(ctx: Parameters<Case['check']>[0], group: string, version: string, kind: string, present = true): Promise<{ v2: any; v3: any }> {
+  let last: { v2: any; v3: any } = { v2: undefined, v3: undefined };
+  await until(`${defName(group, version, kind)} ${present ? '' : 'not '}published`, async () => {
+    const o = await openapi(ctx, group, version);
+    last = { v2: o.v2[defName(group, version, kind)], v3: o.v3?.components?.schemas?.[defName(group, version, kind)] };
+    return present ? last.v2 && last.v3 : !last.v2 && !last.v3;
+  });
+  return last;
+}
+
+const WIDGET_SCHEMA = {
+  type: 'object',
+  properties: {
+    spec: { type: 'object', description: 'Specification of Widget', properties: { bars: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, age: { type: 'string' } }, required: ['name'] } }, num: { type: 'integer' } } },
+    status: { type: 'object', properties: { phase: { type: 'string' } } },
+  },
+};
+
+/** CRDs: lifecycle, subresources, defaulting, pruning, validation rules, versions, OpenAPI. */
+const CRD: Case[] = [
+  {
+    id: 'crd-create-delete', area: 'crd',
+    source: src(CRD_E2E, 'Simple CustomResourceDefinition creating/deleting custom resource definition objects works'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx);
+      expectStatus(await ctx.api('DELETE', crd.crdPath), 200, 'delete CRD');
+      await until('CRD gone', async () => (await ctx.api('GET', crd.crdPath)).status === 404);
+      await until('resource no longer served', async () => (await ctx.api('GET', crd.path())).status === 404);
+    },
+  },
+  {
+    id: 'crd-status', area: 'crd',
+    source: src(CRD_E2E, 'Simple CustomResourceDefinition getting/updating/patching custom resource definition status sub-resource works'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx);
+      const st = expectStatus(await ctx.api('GET', `${crd.crdPath}/status`), 200, 'get status').json;
+      expect(st.status.acceptedNames.kind === 'Widget', `acceptedNames ${JSON.stringify(st.status.acceptedNames)}`);
+      const cond = { type: 'StatusUpdated', status: 'True', reason: 'E2E', message: 'Set from an e2e test', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+      const u = expectStatus(await ctx.api('PUT', `${crd.crdPath}/status`, { ...st, status: { ...st.status, conditions: [...st.status.conditions, cond] } }), 200, 'update status').json;
+      expect(u.status.conditions.some((c: any) => c.type === 'StatusUpdated'), 'condition updated');
+      const p = expectStatus(await ctx.api('PATCH', `${crd.crdPath}/status`, { metadata: { annotations: {} }, status: { conditions: [...u.status.conditions, { ...cond, type: 'StatusPatched' }] } }, PATCH.merge), 200, 'patch status').json;
+      expect(p.status.conditions.some((c: any) => c.type === 'StatusPatched'), 'condition patched');
+    },
+  },
+  {
+    id: 'crd-list-deletecollection', area: 'crd',
+    source: src(CRD_E2E, 'Simple CustomResourceDefinition listing custom resource definition objects works'),
+    async check(ctx) {
+      const label = `e2e-list-test-${ctx.uid}`;
+      for (const k of ['Alpha', 'Beta', 'Gamma']) {
+        const b = crdBody(ctx, { plural: `${k.toLowerCase()}s`, kind: k });
+        b.metadata.labels = { [label]: 'true' };
+        expectStatus(await ctx.api('POST', `${ctx.cluster}${CRDS}`, b), 201, `create ${k}`);
+      }
+      const l = expectStatus(await ctx.api('GET', `${ctx.cluster}${CRDS}?labelSelector=${label}`), 200, 'list').json;
+      expect(l.items.length === 3, `listed ${l.items.length}`);
+      expectStatus(await ctx.api('DELETE', `${ctx.cluster}${CRDS}?labelSelector=${label}`), 200, 'deletecollection');
+      await until('all deleted', async () => (await ctx.api('GET', `${ctx.cluster}${CRDS}?labelSelector=${label}`)).json.items.length === 0);
+    },
+  },
+  {
+    id: 'crd-discovery', area: 'crd',
+    source: src(CRD_E2E, 'should include custom resource definition resources in discovery documents'),
+    async check(ctx) {
+      const apis = expectStatus(await ctx.api('GET', `${ctx.cluster}/apis`), 200, '/apis').json;
+      const ext = apis.groups.find((g: any) => g.name === 'apiextensions.k8s.io');
+      expect(ext?.preferredVersion?.version === 'v1', `apiextensions.k8s.io in /apis: ${JSON.stringify(ext)}`);
+      const rl = expectStatus(await ctx.api('GET', `${ctx.cluster}/apis/apiextensions.k8s.io/v1`), 200, 'apiextensions v1').json;
+      expect(rl.resources.some((r: any) => r.name === 'customresourcedefinitions'), 'customresourcedefinitions listed');
+      const crd = await makeCrd(ctx);
+      await until('the CRD group in /apis', async () => (await ctx.api('GET', `${ctx.cluster}/apis`)).json.groups.some((g: any) => g.name === crd.group));
+      const own = expectStatus(await ctx.api('GET', `${ctx.cluster}/apis/${crd.group}/v1`), 200, 'CRD group version').json;
+      const r = own.resources.find((x: any) => x.name === 'widgets');
+      expect(r && r.kind === 'Widget' && r.namespaced === true && r.verbs.includes('create') && r.singularName === 'widget', `resource: ${JSON.stringify(r)}`);
+    },
+  },
+  {
+    id: 'crd-defaulting', area: 'crd',
+    source: src(CRD_E2E, 'custom resource defaulting for requests and from storage works'),
+    knownGap: 'defaults are applied on create/update only, not when objects are read back from storage (kube re-defaults on decode); doing so means converting every read of such resources',
+    async check(ctx) {
+      const schema = { type: 'object', properties: { spec: { type: 'object', properties: { a: { type: 'string', default: 'A' }, b: { type: 'string' } } } } };
+      const crd = await makeCrd(ctx, { schema });
+      const c = expectStatus(await ctx.api('POST', crd.path(), cr(crd, 'd1', {})), 201, 'create').json;
+      expect(c.spec.a === 'A', `request defaulting: ${JSON.stringify(c.spec)}`);
+      const def = expectStatus(await ctx.api('GET', crd.crdPath), 200, 'get CRD').json;
+      def.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.b.default = 'B';
+      expectStatus(await ctx.api('PUT', crd.crdPath, def), 200, 'add a default to the schema');
+      await until('defaulted when read from storage', async () => (await ctx.api('GET', `${crd.path()}/d1`)).json?.spec?.b === 'B', 3000);
+      const l = expectStatus(await ctx.api('GET', crd.path()), 200, 'list').json;
+      expect(l.items[0].spec.b === 'B' && l.items[0].spec.a === 'A', 'defaulted in lists too');
+    },
+  },
+  {
+    id: 'crd-watch', area: 'crd',
+    source: src(`${E2E}/crd_watch.go`, 'CustomResourceDefinition Watch watch on custom resource definition objects'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx);
+      const w = ctx.watch(`${crd.path()}?watch=true`);
+      try {
+        await w.status;
+        expectStatus(await ctx.api('POST', crd.path(), cr(crd, 'name1', { a: 1 })), 201, 'create 1');
+        expectStatus(await ctx.api('POST', crd.path(), cr(crd, 'name2', { a: 2 })), 201, 'create 2');
+        expectStatus(await ctx.api('PATCH', `${crd.path()}/name1`, { spec: { dummy: 'test' } }, PATCH.merge), 200, 'modify 1');
+        expectStatus(await ctx.api('PATCH', `${crd.path()}/name2`, { spec: { dummy: 'test' } }, PATCH.merge), 200, 'modify 2');
+        expectStatus(await ctx.api('DELETE', `${crd.path()}/name1`), 200, 'delete 1');
+        expectStatus(await ctx.api('DELETE', `${crd.path()}/name2`), 200, 'delete 2');
+        await expectEvents(w, ['ADDED name1', 'ADDED name2', 'MODIFIED name1', 'MODIFIED name2', 'DELETED name1', 'DELETED name2']);
+        expect(w.events[2].object.spec.dummy === 'test' && w.events[2].object.kind === 'Widget', 'events carry the custom resource');
+      } finally { w.close(); }
+    },
+  },
+  {
+    id: 'crd-status-subresource', area: 'crd',
+    source: src(`${CRD_INTEGRATION}/subresources_test.go`, 'TestStatusSubresource'),
+    note: 'plus metadata.generation: bumped by spec changes only',
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { subresources: { status: {} } });
+      const c = expectStatus(await ctx.api('POST', crd.path(), cr(crd, 's', { n: 1 }, 'v1', { status: { phase: 'ignored' } })), 201, 'create').json;
+      expect(c.status === undefined && c.metadata.generation === 1, `status dropped on create, generation 1: ${JSON.stringify(c)}`);
+      const st = expectStatus(await ctx.api('PUT', `${crd.path()}/s/status`, { ...c, spec: { n: 99 }, status: { phase: 'Ready' } }), 200, 'update status').json;
+      expect(st.status.phase === 'Ready' && st.spec.n === 1 && st.metadata.generation === 1, `status write ignores spec: ${JSON.stringify(st)}`);
+      const m = expectStatus(await ctx.api('PUT', `${crd.path()}/s`, { ...st, spec: { n: 2 }, status: { phase: 'Other' } }), 200, 'update main').json;
+      expect(m.status.phase === 'Ready' && m.spec.n === 2 && m.metadata.generation === 2, `main write ignores status, bumps generation: ${JSON.stringify(m)}`);
+      const l = expectStatus(await ctx.api('PATCH', `${crd.path()}/s`, { metadata: { labels: { x: 'y' } } }, PATCH.merge), 200, 'label').json;
+      expect(l.metadata.generation === 2, 'a metadata change keeps generation');
+    },
+  },
+  {
+    id: 'crd-scale-subresource', area: 'crd',
+    source: src(`${CRD_INTEGRATION}/subresources_test.go`, 'TestScaleSubresource'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { subresources: { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' } } });
+      const c = expectStatus(await ctx.api('POST', crd.path(), cr(crd, 'sc', { replicas: 1 })), 201, 'create').json;
+      expectStatus(await ctx.api('PUT', `${crd.path()}/sc/status`, { ...c, status: { replicas: 1, selector: 'app=sc' } }), 200, 'status');
+      const s = expectStatus(await ctx.api('GET', `${crd.path()}/sc/scale`), 200, 'get scale').json;
+      expect(s.kind === 'Scale' && s.apiVersion === 'autoscaling/v1' && s.spec.replicas === 1 && s.status.replicas === 1 && s.status.selector === 'app=sc', `scale ${JSON.stringify(s)}`);
+      const u = expectStatus(await ctx.api('PUT', `${crd.path()}/sc/scale`, { ...s, spec: { replicas: 5 } }), 200, 'update scale').json;
+      expect(u.spec.replicas === 5, 'scaled');
+      expect((await ctx.api('GET', `${crd.path()}/sc`)).json.spec.replicas === 5, 'spec.replicas follows the scale');
+      expectStatus(await ctx.api('PATCH', `${crd.path()}/sc/scale`, { spec: { replicas: 3 } }, PATCH.merge), 200, 'patch scale');
+      expect((await ctx.api('GET', `${crd.path()}/sc`)).json.spec.replicas === 3, 'patched through scale');
+      expectStatus(await ctx.api('PUT', `${crd.path()}/sc/scale`, { ...s, spec: { replicas: -1 } }), 422, 'negative replicas');
+    },
+  },
+  {
+    id: 'crd-pruning', area: 'crd',
+    source: src(`${CRD_INTEGRATION}/pruning_test.go`, 'TestPruningCreate'),
+    async check(ctx) {
+      const schema = { type: 'object', properties: { spec: { type: 'object', properties: { known: { type: 'string' }, open: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } } } };
+      const crd = await makeCrd(ctx, { schema });
+      const c = expectStatus(await ctx.api('POST', `${crd.path()}?fieldValidation=Ignore`, { ...cr(crd, 'p', { known: 'k', unknown: 'u', open: { anything: 1 } }), extra: 'top' }), 201, 'create').json;
+      expect(c.spec.known === 'k' && c.spec.unknown === undefined && c.extra === undefined, `pruned: ${JSON.stringify(c)}`);
+      expect(c.spec.open.anything === 1, 'kept under x-kubernetes-preserve-unknown-fields');
+      const g = expectStatus(await ctx.api('GET', `${crd.path()}/p`), 200, 'get').json;
+      expect(g.spec.unknown === undefined, 'not stored');
+    },
+  },
+  {
+    id: 'crd-cel-satisfied', area: 'crd',
+    source: src(CEL_E2E, 'MUST NOT fail validation for create of a custom resource that satisfies the x-kubernetes-validations rules'),
+    async check(ctx) {
+      const schema = { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-validations': [{ rule: 'self.x + self.y > 0' }], properties: { x: { type: 'integer' }, y: { type: 'integer' } } }, status: { type: 'object', 'x-kubernetes-validations': [{ rule: 'self.health == \'ok\' || self.health == \'unhealthy\'' }], properties: { health: { type: 'string' } } } } };
+      const crd = await makeCrd(ctx, { schema });
+      expectStatus(await ctx.api('POST', crd.path(), cr(crd, 'ok', { x: 1, y: 0 }, 'v1', { status: { health: 'ok' } })), 201, 'create');
+    },
+  },
+  {
+    id: 'crd-cel-violated', area: 'crd',
+    source: src(CEL_E2E, 'MUST fail validation for create of a custom resource that does not satisfy the x-kubernetes-validations rules'),
+    async check(ctx) {
+      const schema = { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-validations': [{ rule: 'self.x + self.y > 0', message: 'x plus y must be positive' }], properties: { x: { type: 'integer' }, y: { type: 'integer' } } } } };
+      const crd = await makeCrd(ctx, { schema });
+      const r = expectStatus(await ctx.api('POST', crd.path(), cr(crd, 'bad', { x: -2, y: 1 })), 422, 'create');
+      expect(/x plus y must be positive/.test(r.json.message) && r.json.details?.causes?.some((c: any) => c.field === 'spec'), `message: ${r.json.message} causes ${JSON.stringify(r.json.details?.causes)}`);
+    },
+  },
+  {
+    id: 'crd-cel-unknown-property', area: 'crd',
+    source: src(CEL_E2E, 'MUST fail create of a custom resource definition that contains a x-kubernetes-validations rule that refers to a property that do not exist'),
+    knownGap: 'CEL rules are compiled without type-checking against the schema (the CEL library used is dynamically typed), so unknown fields are found only when a rule runs',
+    async check(ctx) {
+      const b = crdBody(ctx, { schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-validations': [{ rule: 'self.z == 100' }], properties: { x: { type: 'integer' } } } } } });
+      const r = expectStatus(await ctx.api('POST', `${ctx.cluster}${CRDS}`, b), 422, 'create CRD');
+      expect(/undefined field 'z'/.test(r.json.message), `message: ${r.json.message}`);
+    },
+  },
+  {
+    id: 'crd-cel-syntax-error', area: 'crd',
+    source: src(CEL_E2E, 'MUST fail create of a custom resource definition that contains an x-kubernetes-validations rule that contains a syntax error'),
+    async check(ctx) {
+      const b = crdBody(ctx, { schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-validations': [{ rule: 'self = 42' }], properties: { x: { type: 'integer' } } } } } });
+      const r = expectStatus(await ctx.api('POST', `${ctx.cluster}${CRDS}`, b), 422, 'create CRD');
+      expect(/compilation failed|Syntax error/i.test(r.json.message), `message: ${r.json.message}`);
+    },
+  },
+  {
+    id: 'crd-cel-estimated-cost', area: 'crd',
+    source: src(CEL_E2E, 'MUST fail create of a custom resource definition that contains an x-kubernetes-validations rule that exceeds the estimated cost limit'),
+    knownGap: 'no static CEL cost estimation (kube\'s estimator sizes every rule from maxItems/maxLength/maxProperties)',
+    async check(ctx) {
+      const list = { type: 'array', items: { type: 'string' } };
+      const b = crdBody(ctx, { schema: { type: 'object', properties: { spec: { type: 'object', properties: { list: { ...list, 'x-kubernetes-validations': [{ rule: 'self.all(x, self.all(y, x == y))' }] } } } } } });
+      const r = expectStatus(await ctx.api('POST', `${ctx.cluster}${CRDS}`, b), 422, 'create CRD');
+      expect(/cost/i.test(r.json.message), `message: ${r.json.message}`);
+    },
+  },
+  {
+    id: 'crd-cel-runtime-cost', area: 'crd',
+    source: src(CEL_E2E, 'MUST fail create of a custom resource that exceeds the runtime cost limit for x-kubernetes-validations rule execution'),
+    knownGap: 'no CEL runtime cost accounting (per-call and per-request budgets)',
+    async check(ctx) {
+      const schema = { type: 'object', properties: { spec: { type: 'object', properties: { list: { type: 'array', maxItems: 1000, items: { type: 'string', maxLength: 10 }, 'x-kubernetes-validations': [{ rule: 'self.all(x, self.exists_one(y, x == y))' }] } } } } };
+      const b = crdBody(ctx, { schema });
+      const created = await ctx.api('POST', `${ctx.cluster}${CRDS}`, b);
+      if (created.status === 422) { expect(/cost/i.test(created.json.message), created.json.message); return; }
+      expectStatus(created, 201, 'create CRD');
+      const path = `${ctx.cluster}/apis/${b.spec.group}/v1/namespaces/${ctx.ns}/widgets`;
+      await until('served', async () => (await ctx.api('GET', path)).status === 200);
+      const list = Array.from({ length: 1000 }, (_, i) => String(i));
+      const r = expectStatus(await ctx.api('POST', path, { apiVersion: `${b.spec.group}/v1`, kind: 'Widget', metadata: { name: 'big' }, spec: { list } }), 422, 'create an expensive CR');
+      expect(/cost/i.test(r.json.message), `message: ${r.json.message.slice(0, 300)}`);
+    },
+  },
+  {
+    id: 'crd-cel-transition-rule', area: 'crd',
+    source: src(CEL_E2E, 'MUST fail update of a custom resource that does not satisfy a x-kubernetes-validations transition rule'),
+    async check(ctx) {
+      const schema = { type: 'object', properties: { spec: { type: 'object', properties: { num: { type: 'integer', 'x-kubernetes-validations': [{ rule: 'self >= oldSelf', message: 'num may only grow' }] } } } } };
+      const crd = await makeCrd(ctx, { schema });
+      expectStatus(await ctx.api('POST', crd.path(), cr(crd, 't', { num: 5 })), 201, 'create');
+      expectStatus(await ctx.api('PATCH', `${crd.path()}/t`, { spec: { num: 6 } }, PATCH.merge), 200, 'grow');
+      const r = expectStatus(await ctx.api('PATCH', `${crd.path()}/t`, { spec: { num: 1 } }, PATCH.merge), 422, 'shrink');
+      expect(/num may only grow/.test(r.json.message), r.json.message);
+    },
+  },
+  {
+    id: 'crd-versions-none-conversion', area: 'crd',
+    source: src('kubernetes/website content/en/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definition-versioning.md', 'Specify multiple versions (conversion strategy None)'),
+    async check(ctx) {
+      const v = (name: string, storage: boolean) => ({ name, served: true, storage, schema: { openAPIV3Schema: WIDGET_SCHEMA } });
+      const crd = await makeCrd(ctx, { versions: [v('v1', true), v('v2', false)] });
+      const c = expectStatus(await ctx.api('POST', crd.path('v1'), cr(crd, 'mv', { num: 1 }, 'v1')), 201, 'create in v1').json;
+      const g = expectStatus(await ctx.api('GET', `${crd.path('v2')}/mv`), 200, 'read in v2').json;
+      expect(g.apiVersion === `${crd.group}/v2` && g.spec.num === 1 && g.metadata.uid === c.metadata.uid, `v2 view: ${JSON.stringify(g)}`);
+      expectStatus(await ctx.api('PUT', `${crd.path('v2')}/mv`, { ...g, spec: { num: 2 } }), 200, 'update in v2');
+      const back = expectStatus(await ctx.api('GET', `${crd.path('v1')}/mv`), 200, 'read in v1').json;
+      expect(back.apiVersion === `${crd.group}/v1` && back.spec.num === 2, `v1 view: ${JSON.stringify(back)}`);
+      const l = expectStatus(await ctx.api('GET', crd.path('v2')), 200, 'list v2').json;
+      expect(l.apiVersion === `${crd.group}/v2` && l.items[0].apiVersion === `${crd.group}/v2`, 'list in v2');
+      const def = expectStatus(await ctx.api('GET', crd.crdPath), 200, 'crd').json;
+      expect(JSON.stringify(def.status.storedVersions) === '["v1"]', `storedVersions ${JSON.stringify(def.status.storedVersions)}`);
+    },
+  },
+  {
+    id: 'crd-strategic-patch-unsupported', area: 'crd',
+    source: src('kubernetes/website content/en/docs/tasks/manage-kubernetes-objects/update-api-object-kubectl-patch.md', 'strategic merge patch is not supported for custom resources'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx);
+      expectStatus(await ctx.api('POST', crd.path(), cr(crd, 'p', { a: 1 })), 201, 'create');
+      expectStatus(await ctx.api('PATCH', `${crd.path()}/p`, { spec: { b: 2 } }, PATCH.strategic), 415, 'strategic merge patch');
+      const m = expectStatus(await ctx.api('PATCH', `${crd.path()}/p`, { spec: { b: 2 } }, PATCH.merge), 200, 'merge patch').json;
+      expect(m.spec.a === 1 && m.spec.b === 2, 'merged');
+      const j = expectStatus(await ctx.api('PATCH', `${crd.path()}/p`, [{ op: 'remove', path: '/spec/a' }], PATCH.json), 200, 'json patch').json;
+      expect(j.spec.a === undefined, 'removed');
+    },
+  },
+  {
+    id: 'crd-finalizers', area: 'crd',
+    source: src(`${CRD_INTEGRATION}/finalization_test.go`, 'TestFinalization'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx);
+      expectStatus(await ctx.api('POST', crd.path(), { ...cr(crd, 'f'), metadata: { name: 'f', finalizers: ['noxu.example.com/finalizer'] } }), 201, 'create');
+      const d = expectStatus(await ctx.api('DELETE', `${crd.path()}/f`), [200, 202], 'delete').json;
+      expect(d.metadata?.deletionTimestamp, 'deletionTimestamp set');
+      const g = expectStatus(await ctx.api('GET', `${crd.path()}/f`), 200, 'still there').json;
+      expectStatus(await ctx.api('PUT', `${crd.path()}/f`, { ...g, metadata: { ...g.metadata, finalizers: [] } }), 200, 'remove finalizer');
+      await until('gone', async () => (await ctx.api('GET', `${crd.path()}/f`)).status === 404);
+    },
+  },
+  {
+    id: 'crd-printer-columns-table', area: 'crd',
+    source: src(`${CRD_INTEGRATION}/table_test.go`, 'TestTableGet'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { schema: WIDGET_SCHEMA, columns: [{ name: 'Num', type: 'integer', jsonPath: '.spec.num' }, { name: 'Phase', type: 'string', jsonPath: '.status.phase', priority: 1 }] });
+      expectStatus(await ctx.api('POST', crd.path(), cr(crd, 't1', { num: 7 }, 'v1', { status: { phase: 'Up' } })), 201, 'create');
+      const t = expectStatus(await ctx.api('GET', crd.path(), undefined, { accept: TABLE }), 200, 'table').json;
+      const names = t.columnDefinitions.map((c: any) => c.name);
+      expect(JSON.stringify(names) === '["Name","Num","Phase"]', `columns ${names}`);
+      expect(t.rows[0].cells[0] === 't1' && t.rows[0].cells[1] === 7 && t.rows[0].cells[2] === 'Up', `cells ${JSON.stringify(t.rows[0].cells)}`);
+    },
+  },
+  {
+    id: 'crd-selectable-fields', area: 'crd',
+    source: src(`${E2E}/crd_selectable_fields.go`, 'CustomResourceFieldSelectors MUST list and watch custom resources matching the field selector'),
+    async check(ctx) {
+      const schema = { type: 'object', properties: { spec: { type: 'object', properties: { color: { type: 'string' }, size: { type: 'string' } } } } };
+      const crd = await makeCrd(ctx, { versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: schema }, selectableFields: [{ jsonPath: '.spec.color' }] }] });
+      const w = ctx.watch(`${crd.path()}?watch=true&fieldSelector=spec.color%3Dblue`);
+      try {
+        await w.status;
+        for (const [n, color] of [['a', 'blue'], ['b', 'red'], ['c', 'blue']]) expectStatus(await ctx.api('POST', crd.path(), cr(crd, n!, { color })), 201, `create ${n}`);
+        const l = expectStatus(await ctx.api('GET', `${crd.path()}?fieldSelector=spec.color%3Dblue`), 200, 'list').json;
+        expect(l.items.map((i: any) => i.metadata.name).join(',') === 'a,c', `selected ${l.items.map((i: any) => i.metadata.name)}`);
+        expectStatus(await ctx.api('PATCH', `${crd.path()}/a`, { spec: { color: 'green' } }, PATCH.merge), 200, 'a leaves the selection');
+        await expectEvents(w, ['ADDED a', 'ADDED c', 'DELETED a']);
+        expectStatus(await ctx.api('GET', `${crd.path()}?fieldSelector=spec.size%3Dbig`), 400, 'field not selectable');
+      } finally { w.close(); }
+    },
+  },
+  {
+    id: 'openapi-crd-with-schema', area: 'openapi',
+    source: src(OPENAPI_E2E, 'works for CRD with validation schema'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { schema: WIDGET_SCHEMA });
+      const { v2, v3 } = await published(ctx, crd.group, 'v1', 'Widget');
+      expect(v2.properties.spec.description === 'Specification of Widget' && v2.properties.spec.properties.bars.items, `v2 spec: ${JSON.stringify(v2.properties?.spec).slice(0, 300)}`);
+      expect(v2['x-kubernetes-group-version-kind']?.[0]?.kind === 'Widget', 'v2 group-version-kind');
+      expect(v3.properties.spec.properties.num.type === 'integer', 'v3 schema');
+    },
+  },
+  {
+    id: 'openapi-crd-without-schema', area: 'openapi',
+    source: src(OPENAPI_E2E, 'works for CRD without validation schema'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } });
+      const { v2 } = await published(ctx, crd.group, 'v1', 'Widget');
+      expect(v2.type === 'object', `v2: ${JSON.stringify(v2).slice(0, 300)}`);
+      expectStatus(await ctx.api('POST', crd.path(), { ...cr(crd, 'any', { anything: [1, 2] }), extra: true }), 201, 'any content accepted');
+    },
+  },
+  {
+    id: 'openapi-crd-preserve-root', area: 'openapi',
+    source: src(OPENAPI_E2E, 'works for CRD preserving unknown fields at the schema root'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, properties: { spec: { type: 'object', properties: { a: { type: 'string' } } } } } });
+      const { v2, v3 } = await published(ctx, crd.group, 'v1', 'Widget');
+      expect(v2 && v3?.['x-kubernetes-preserve-unknown-fields'] === true, `v3: ${JSON.stringify(v3).slice(0, 300)}`);
+    },
+  },
+  {
+    id: 'openapi-crd-preserve-embedded', area: 'openapi',
+    source: src(OPENAPI_E2E, 'works for CRD preserving unknown fields in an embedded object'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, description: 'open spec' } } } });
+      const { v2, v3 } = await published(ctx, crd.group, 'v1', 'Widget');
+      expect(v2.properties.spec && v3.properties.spec['x-kubernetes-preserve-unknown-fields'] === true, `v3 spec: ${JSON.stringify(v3.properties?.spec)}`);
+    },
+  },
+  {
+    id: 'openapi-crds-different-groups', area: 'openapi',
+    source: src(OPENAPI_E2E, 'works for multiple CRDs of different groups'),
+    async check(ctx) {
+      const a = await makeCrd(ctx, { group: `a${ctx.uid}.conformance.example.com`, schema: WIDGET_SCHEMA });
+      const b = await makeCrd(ctx, { group: `b${ctx.uid}.conformance.example.com`, plural: 'gadgets', kind: 'Gadget', schema: WIDGET_SCHEMA });
+      await published(ctx, a.group, 'v1', 'Widget');
+      await published(ctx, b.group, 'v1', 'Gadget');
+    },
+  },
+  {
+    id: 'openapi-crd-versions', area: 'openapi',
+    source: src(OPENAPI_E2E, 'works for multiple CRDs of same group but different versions'),
+    async check(ctx) {
+      const v = (name: string, storage: boolean) => ({ name, served: true, storage, schema: { openAPIV3Schema: WIDGET_SCHEMA } });
+      const crd = await makeCrd(ctx, { versions: [v('v2', true), v('v3', false)] });
+      await published(ctx, crd.group, 'v2', 'Widget');
+      await published(ctx, crd.group, 'v3', 'Widget');
+      const other = await makeCrd(ctx, { group: crd.group, plural: 'gadgets', kind: 'Gadget', versions: [v('v4', true)] });
+      await published(ctx, other.group, 'v4', 'Gadget');
+      await published(ctx, crd.group, 'v2', 'Widget');
+    },
+  },
+  {
+    id: 'openapi-crds-same-group-version', area: 'openapi',
+    source: src(OPENAPI_E2E, 'works for multiple CRDs of same group and version but different kinds'),
+    async check(ctx) {
+      const a = await makeCrd(ctx, { schema: WIDGET_SCHEMA });
+      await makeCrd(ctx, { group: a.group, plural: 'gadgets', kind: 'Gadget', schema: WIDGET_SCHEMA });
+      await published(ctx, a.group, 'v1', 'Widget');
+      await published(ctx, a.group, 'v1', 'Gadget');
+    },
+  },
+  {
+    id: 'openapi-version-renamed', area: 'openapi',
+    source: src(OPENAPI_E2E, 'updates the published spec when one version gets renamed'),
+    async check(ctx) {
+      const v = (name: string, storage: boolean) => ({ name, served: true, storage, schema: { openAPIV3Schema: WIDGET_SCHEMA } });
+      const crd = await makeCrd(ctx, { versions: [v('v2', true), v('v3', false)] });
+      await published(ctx, crd.group, 'v3', 'Widget');
+      const def = expectStatus(await ctx.api('GET', crd.crdPath), 200, 'get').json;
+      def.spec.versions[1].name = 'v4';
+      expectStatus(await ctx.api('PUT', crd.crdPath, def), 200, 'rename v3 to v4');
+      await published(ctx, crd.group, 'v4', 'Widget');
+      await published(ctx, crd.group, 'v3', 'Widget', false);
+      await published(ctx, crd.group, 'v2', 'Widget');
+    },
+  },
+  {
+    id: 'openapi-version-unserved', area: 'openapi',
+    source: src(OPENAPI_E2E, 'removes definition from spec when one version gets changed to not be served'),
+    async check(ctx) {
+      const v = (name: string, storage: boolean) => ({ name, served: true, storage, schema: { openAPIV3Schema: WIDGET_SCHEMA } });
+      const crd = await makeCrd(ctx, { versions: [v('v2', true), v('v3', false)] });
+      await published(ctx, crd.group, 'v3', 'Widget');
+      const def = expectStatus(await ctx.api('GET', crd.crdPath), 200, 'get').json;
+      def.spec.versions[1].served = false;
+      expectStatus(await ctx.api('PUT', crd.crdPath, def), 200, 'stop serving v3');
+      await published(ctx, crd.group, 'v3', 'Widget', false);
+      await published(ctx, crd.group, 'v2', 'Widget');
+    },
+  },
+  {
+    id: 'openapi-v3-builtin-round-trip', area: 'openapi',
+    source: src(`${E2E}/openapiv3.go`, 'should round trip OpenAPI V3 for all built-in group versions'),
+    async check(ctx) {
+      const idx = expectStatus(await ctx.api('GET', `${ctx.cluster}/openapi/v3`), 200, '/openapi/v3').json;
+      for (const gv of ['api/v1', 'apis/rbac.authorization.k8s.io/v1', 'apis/apiextensions.k8s.io/v1', 'apis/coordination.k8s.io/v1']) {
+        const e = idx.paths[gv];
+        expect(e?.serverRelativeURL, `${gv} in the /openapi/v3 index`);
+        const d = expectStatus(await ctx.api('GET', e.serverRelativeURL), 200, gv).json;
+        expect(d.openapi?.startsWith('3.') && Object.keys(d.paths ?? {}).length > 0 && Object.keys(d.components?.schemas ?? {}).length > 0, `${gv} document`);
+        const again = await ctx.api('GET', e.serverRelativeURL);
+        expect(again.body === JSON.stringify(d) || JSON.stringify(again.json) === JSON.stringify(d), `${gv} stable`);
+      }
+      const cm = (await ctx.api('GET', idx.paths['api/v1'].serverRelativeURL)).json.components.schemas['io.k8s.api.core.v1.ConfigMap'];
+      expect(cm?.properties?.data, 'io.k8s.api.core.v1.ConfigMap in api/v1');
+    },
+  },
+];
+
+/** Field validation (field_validation.go): Strict / Warn / Ignore. */
+const FIELD_VALIDATION: Case[] = [
+  {
+    id: 'fieldvalidation-typed-unknown-duplicate', area: 'fieldvalidation',
+    source: src(FV_E2E, 'should detect unknown and duplicate fields of a typed object'),
+    note: 'a ConfigMap stands in for the Deployment (not served)',
+    async check({ api, core }) {
+      const raw = (name: string) => `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"${name}"},"data":{"a":"1"},"data":{"b":"2"},"unknownField":"x"}`;
+      const strict = expectStatus(await api('POST', `${core}/configmaps?fieldValidation=Strict`, raw('s')), 400, 'Strict');
+      expect(/unknown field "unknownField"/.test(strict.json.message) && /duplicate field "data"/.test(strict.json.message), `Strict message: ${strict.json.message}`);
+      const warn = expectStatus(await api('POST', `${core}/configmaps?fieldValidation=Warn`, raw('w')), 201, 'Warn');
+      expect(/unknown field \\"unknownField\\"/.test(warnings(warn)) && /duplicate field \\"data\\"/.test(warnings(warn)), `Warn warnings: ${warnings(warn)}`);
+      const dflt = expectStatus(await api('POST', `${core}/configmaps`, raw('d')), 201, 'default (Warn)');
+      expect(/unknown field/.test(warnings(dflt)), 'default is Warn');
+      const ignore = expectStatus(await api('POST', `${core}/configmaps?fieldValidation=Ignore`, raw('i')), 201, 'Ignore');
+      expect(warnings(ignore) === '', `Ignore warnings: ${warnings(ignore)}`);
+      expect(JSON.stringify(ignore.json.data) === '{"b":"2"}' && ignore.json.unknownField === undefined, 'last duplicate wins, unknown dropped');
+      const ap = expectStatus(await api('PATCH', `${core}/configmaps/s?fieldValidation=Strict&fieldManager=e2e`, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: s\ndata:\n  a: "1"\nunknownField: x\n', PATCH.apply), [400, 422], 'apply, Strict');
+      expect(/unknown field "unknownField"/.test(ap.json.message), `apply Strict message: ${ap.json.message}`);
+      expectStatus(await api('POST', `${core}/configmaps?fieldValidation=Bogus`, raw('b')), 400, 'unknown fieldValidation value');
+    },
+  },
+  {
+    id: 'fieldvalidation-typed-unknown-metadata', area: 'fieldvalidation',
+    source: src(FV_E2E, 'should detect unknown metadata fields of a typed object'),
+    async check({ api, core }) {
+      const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'm', unknownMeta: 'x' }, data: {} };
+      const s = expectStatus(await api('POST', `${core}/configmaps?fieldValidation=Strict`, body), 400, 'Strict');
+      expect(/unknown field "metadata.unknownMeta"/.test(s.json.message), s.json.message);
+      const w = expectStatus(await api('POST', `${core}/configmaps?fieldValidation=Warn`, body), 201, 'Warn');
+      expect(/metadata.unknownMeta/.test(warnings(w)), `warnings ${warnings(w)}`);
+    },
+  },
+  {
+    id: 'fieldvalidation-cr-valid', area: 'fieldvalidation',
+    source: src(FV_E2E, 'should create/apply a valid CR for CRD with validation schema'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { schema: WIDGET_SCHEMA });
+      const c = expectStatus(await ctx.api('POST', `${crd.path()}?fieldValidation=Strict`, cr(crd, 'v', { bars: [{ name: 'b' }], num: 1 })), 201, 'create');
+      expect(warnings(c) === '', 'no warnings');
+      const yaml = `apiVersion: ${crd.group}/v1\nkind: Widget\nmetadata:\n  name: a\nspec:\n  bars:\n  - name: x\n    age: "1"\n`;
+      const a = expectStatus(await ctx.api('PATCH', `${crd.path()}/a?fieldValidation=Strict&fieldManager=e2e`, yaml, PATCH.apply), 201, 'apply');
+      expect(warnings(a) === '', 'no warnings on apply');
+    },
+  },
+  {
+    id: 'fieldvalidation-cr-no-schema', area: 'fieldvalidation',
+    source: src(FV_E2E, 'should create/apply a CR with unknown fields for CRD with no validation schema'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } });
+      const c = expectStatus(await ctx.api('POST', `${crd.path()}?fieldValidation=Strict`, { ...cr(crd, 'n', { foo: 'bar' }), extra: 1 }), 201, 'create').json;
+      expect(c.spec.foo === 'bar' && c.extra === 1, 'kept');
+      expectStatus(await ctx.api('PATCH', `${crd.path()}/a?fieldValidation=Strict&fieldManager=e2e`, `apiVersion: ${crd.group}/v1\nkind: Widget\nmetadata:\n  name: a\nspec:\n  foo: bar\n`, PATCH.apply), 201, 'apply');
+    },
+  },
+  {
+    id: 'fieldvalidation-cr-extra-properties', area: 'fieldvalidation',
+    source: src(FV_E2E, 'should create/apply an invalid CR with extra properties for CRD with validation schema'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { schema: WIDGET_SCHEMA });
+      const body = cr(crd, 'x', { num: 1, foo: 'bar', bars: [{ name: 'b', extra: 1 }] });
+      const s = expectStatus(await ctx.api('POST', `${crd.path()}?fieldValidation=Strict`, body), 400, 'Strict');
+      expect(/unknown field "spec.foo"/.test(s.json.message) && /unknown field "spec.bars\[0\].extra"/.test(s.json.message), s.json.message);
+      const w = expectStatus(await ctx.api('POST', `${crd.path()}?fieldValidation=Warn`, body), 201, 'Warn');
+      expect(/spec.foo/.test(warnings(w)) && w.json.spec.foo === undefined, `Warn: pruned with warnings (${warnings(w)})`);
+      const yaml = `apiVersion: ${crd.group}/v1\nkind: Widget\nmetadata:\n  name: ap\nspec:\n  foo: bar\n`;
+      const ap = expectStatus(await ctx.api('PATCH', `${crd.path()}/ap?fieldValidation=Strict&fieldManager=e2e`, yaml, PATCH.apply), [400, 422], 'apply, Strict');
+      expect(/unknown field "spec.foo"/.test(ap.json.message), `apply Strict message: ${ap.json.message}`);
+    },
+  },
+  {
+    id: 'fieldvalidation-cr-unknown-metadata', area: 'fieldvalidation',
+    source: src(FV_E2E, 'should detect unknown metadata fields in both the root and embedded object of a CR'),
+    async check(ctx) {
+      const schema = { type: 'object', properties: { spec: { type: 'object', properties: { template: { type: 'object', 'x-kubernetes-embedded-resource': true, 'x-kubernetes-preserve-unknown-fields': true } } } } };
+      const crd = await makeCrd(ctx, { schema });
+      const body = { apiVersion: `${crd.group}/v1`, kind: 'Widget', metadata: { name: 'm', unknownMeta: 'x' }, spec: { template: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', unknownSubMeta: 'y' } } } };
+      const s = expectStatus(await ctx.api('POST', `${crd.path()}?fieldValidation=Strict`, body), 400, 'Strict');
+      expect(/unknown field "metadata.unknownMeta"/.test(s.json.message) && /unknown field "spec.template.metadata.unknownSubMeta"/.test(s.json.message), s.json.message);
+    },
+  },
+  {
+    id: 'fieldvalidation-cr-duplicates', area: 'fieldvalidation',
+    source: src(FV_E2E, 'should detect duplicates in a CR when preserving unknown fields'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } } });
+      const raw = `{"apiVersion":"${crd.group}/v1","kind":"Widget","metadata":{"name":"d"},"spec":{"foo":"a","foo":"b"}}`;
+      const s = expectStatus(await ctx.api('POST', `${crd.path()}?fieldValidation=Strict`, raw), 400, 'Strict');
+      expect(/duplicate field "spec.foo"/.test(s.json.message), s.json.message);
+      const w = expectStatus(await ctx.api('POST', `${crd.path()}?fieldValidation=Warn`, raw), 201, 'Warn');
+      expect(/duplicate field \\"spec.foo\\"/.test(warnings(w)), warnings(w));
+    },
+  },
+];
+
+/** Discovery (discovery.go, aggregated_discovery.go, server_version.go). */
+const DISCOVERY: Case[] = [
+  {
+    id: 'discovery-preferred-version', area: 'discovery',
+    source: src(`${E2E}/discovery.go`, 'should validate PreferredVersion for each APIGroup'),
+    async check({ api, cluster }) {
+      const l = expectStatus(await api('GET', `${cluster}/apis`), 200, '/apis').json;
+      expect(l.kind === 'APIGroupList' && l.groups.length > 3, 'APIGroupList');
+      for (const g of l.groups) {
+        const one = expectStatus(await api('GET', `${cluster}/apis/${g.name}`), 200, g.name).json;
+        expect(one.preferredVersion.groupVersion === g.preferredVersion.groupVersion, `${g.name}: ${one.preferredVersion.groupVersion} vs ${g.preferredVersion.groupVersion}`);
+      }
+    },
+  },
+  {
+    id: 'discovery-locate-resources', area: 'discovery',
+    source: src(`${E2E}/discovery.go`, 'should locate the groupVersion and a resource within each APIGroup'),
+    async check({ api, cluster }) {
+      const l = expectStatus(await api('GET', `${cluster}/apis`), 200, '/apis').json;
+      for (const g of l.groups) {
+        for (const v of g.versions) {
+          const rl = expectStatus(await api('GET', `${cluster}/apis/${v.groupVersion}`), 200, v.groupVersion).json;
+          expect(rl.kind === 'APIResourceList' && rl.groupVersion === v.groupVersion && rl.resources.length > 0, `${v.groupVersion}: ${JSON.stringify(rl).slice(0, 200)}`);
+        }
+      }
+      const core = expectStatus(await api('GET', `${cluster}/api/v1`), 200, '/api/v1').json;
+      expect(['configmaps', 'namespaces', 'secrets', 'serviceaccounts', 'namespaces/status'].every((n) => core.resources.some((r: any) => r.name === n)), 'core resources');
+      const versions = expectStatus(await api('GET', `${cluster}/api`), 200, '/api').json;
+      expect(versions.kind === 'APIVersions' && versions.versions.includes('v1'), '/api');
+    },
+  },
+  {
+    id: 'aggregated-discovery-accept', area: 'discovery',
+    source: src(`${E2E}/aggregated_discovery.go`, 'should support raw aggregated discovery endpoint Accept headers'),
+    async check({ api, cluster }) {
+      for (const v of ['v2', 'v2beta1']) {
+        const accept = `application/json;g=apidiscovery.k8s.io;v=${v};as=APIGroupDiscoveryList,application/json`;
+        for (const p of ['/api', '/apis']) {
+          const r = expectStatus(await api('GET', `${cluster}${p}`, undefined, { accept }), 200, `${p} ${v}`);
+          expect(r.json.kind === 'APIGroupDiscoveryList' && r.json.apiVersion === `apidiscovery.k8s.io/${v}`, `${p} ${v}: ${r.json.kind} ${r.json.apiVersion}`);
+          expect(/as="?APIGroupDiscoveryList/.test(String(r.headers['content-type'])), `content-type ${r.headers['content-type']}`);
+        }
+      }
+      const plain = expectStatus(await api('GET', `${cluster}/apis`, undefined, { accept: 'application/json' }), 200, 'plain').json;
+      expect(plain.kind === 'APIGroupList', 'unaggregated without the media type');
+      const core = (await api('GET', `${cluster}/api`, undefined, { accept: 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' })).json;
+      const v1 = core.items[0].versions[0];
+      expect(['configmaps', 'namespaces', 'secrets'].every((n) => v1.resources.some((r: any) => r.resource === n)), 'built-in resources present');
+    },
+  },
+  {
+    id: 'aggregated-discovery-crds', area: 'discovery',
+    source: src(`${E2E}/aggregated_discovery.go`, 'should support raw aggregated discovery request for CRDs'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { subresources: { status: {} } });
+      const accept = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+      const g = await until('the CRD group in aggregated discovery', async () => (await ctx.api('GET', `${ctx.cluster}/apis`, undefined, { accept })).json.items.find((i: any) => i.metadata.name === crd.group));
+      const r = g.versions[0].resources.find((x: any) => x.resource === 'widgets');
+      expect(g.versions[0].version === 'v1' && r?.responseKind?.kind === 'Widget' && r.scope === 'Namespaced' && r.verbs.includes('watch'), `resource: ${JSON.stringify(r)}`);
+      expect(r.subresources?.some((s: any) => s.subresource === 'status'), 'status subresource');
+    },
+  },
+  {
+    id: 'server-version', area: 'discovery',
+    source: src(`${E2E}/server_version.go`, 'should find the server version'),
+    async check({ api }) {
+      const v = expectStatus(await api('GET', '/version'), 200, '/version').json;
+      expect(/^v\d+\.\d+\.\d+/.test(v.gitVersion) && /^\d+$/.test(v.major) && /^\d+\+?$/.test(v.minor), `version ${JSON.stringify(v)}`);
+    },
+  },
+];
+
+/** Server-side apply (apply.go). */
+const APPLY_E2E = `${E2E}/apply.go`;
+const applyCm = (name: string, data: Record<string, string>) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n${Object.entries(data).map(([k, v]) => `  ${k}: "${v}"`).join('\n')}\n`;
+const APPLY: Case[] = [
+  {
+    id: 'apply-create', area: 'apply',
+    source: src(APPLY_E2E, 'should create an applied object if it does not already exist'),
+    async check({ api, core }) {
+      const a = expectStatus(await api('PATCH', `${core}/configmaps/ap?fieldManager=apply_test`, applyCm('ap', { a: '1' }), PATCH.apply), 201, 'apply creates');
+      expect(a.json.metadata.managedFields?.some((m: any) => m.manager === 'apply_test' && m.operation === 'Apply'), `managedFields ${JSON.stringify(a.json.metadata.managedFields)}`);
+      expectStatus(await api('PATCH', `${core}/configmaps/ap?fieldManager=apply_test`, applyCm('ap', { a: '1' }), PATCH.apply), 200, 'apply again');
+      expectStatus(await api('PATCH', `${core}/configmaps/ap2`, applyCm('ap2', { a: '1' }), PATCH.apply), 422, 'apply without fieldManager');
+    },
+  },
+  {
+    id: 'apply-remove-owned-field', area: 'apply',
+    source: src(APPLY_E2E, 'should remove a field if it is owned but removed in the apply request'),
+    async check({ api, core }) {
+      expectStatus(await api('PATCH', `${core}/configmaps/rm?fieldManager=m1`, applyCm('rm', { a: '1', b: '2' }), PATCH.apply), 201, 'apply a, b');
+      const r = expectStatus(await api('PATCH', `${core}/configmaps/rm?fieldManager=m1`, applyCm('rm', { a: '1' }), PATCH.apply), 200, 'apply a').json;
+      expect(JSON.stringify(r.data) === '{"a":"1"}', `data ${JSON.stringify(r.data)}`);
+    },
+  },
+  {
+    id: 'apply-shared-ownership', area: 'apply',
+    source: src(APPLY_E2E, 'should not remove a field if an owner unsets the field but other managers still have ownership of the field'),
+    async check({ api, core }) {
+      expectStatus(await api('PATCH', `${core}/configmaps/sh?fieldManager=m1`, applyCm('sh', { a: '1', b: '1' }), PATCH.apply), 201, 'm1');
+      expectStatus(await api('PATCH', `${core}/configmaps/sh?fieldManager=m2`, applyCm('sh', { a: '1' }), PATCH.apply), 200, 'm2 applies the same value');
+      const r = expectStatus(await api('PATCH', `${core}/configmaps/sh?fieldManager=m1`, applyCm('sh', { b: '1' }), PATCH.apply), 200, 'm1 drops a').json;
+      expect(r.data.a === '1', `a kept for m2: ${JSON.stringify(r.data)}`);
+    },
+  },
+  {
+    id: 'apply-conflict-force', area: 'apply',
+    source: src(APPLY_E2E, 'should ignore conflict errors if force apply is used'),
+    async check({ api, core }) {
+      expectStatus(await api('PATCH', `${core}/configmaps/cf?fieldManager=m1`, applyCm('cf', { a: '1' }), PATCH.apply), 201, 'm1');
+      const c = expectStatus(await api('PATCH', `${core}/configmaps/cf?fieldManager=m2`, applyCm('cf', { a: '2' }), PATCH.apply), 409, 'm2 conflicts');
+      expect(c.json.reason === 'Conflict' && /conflict/i.test(c.json.message) && c.json.details?.causes?.some((x: any) => x.field === '.data.a'), `409: ${c.body}`);
+      const f = expectStatus(await api('PATCH', `${core}/configmaps/cf?fieldManager=m2&force=true`, applyCm('cf', { a: '2' }), PATCH.apply), 200, 'forced').json;
+      expect(f.data.a === '2', 'forced value');
+      const owners = f.metadata.managedFields.filter((m: any) => JSON.stringify(m.fieldsV1 ?? {}).includes('"f:a"')).map((m: any) => m.manager);
+      expect(JSON.stringify(owners) === '["m2"]', `owners of data.a: ${owners}`);
+      const u = expectStatus(await api('PUT', `${core}/configmaps/cf?fieldManager=updater`, { ...f, data: { a: '3' } }), 200, 'update').json;
+      expect(u.metadata.managedFields.some((m: any) => m.manager === 'updater' && m.operation === 'Update'), 'Update operations are tracked too');
+    },
+  },
+  {
+    id: 'apply-crd', area: 'apply',
+    source: src(APPLY_E2E, 'should work for CRDs'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { schema: { type: 'object', properties: { spec: { type: 'object', properties: { replicas: { type: 'integer' }, ports: { type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'], items: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, port: { type: 'integer' } } } } } } } } });
+      const y = (replicas: number, ports: [string, number][]) => `apiVersion: ${crd.group}/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  replicas: ${replicas}\n  ports:\n${ports.map(([n, p]) => `  - name: ${n}\n    port: ${p}`).join('\n')}\n`;
+      expectStatus(await ctx.api('PATCH', `${crd.path()}/w?fieldManager=m1`, y(1, [['http', 80]]), PATCH.apply), 201, 'apply');
+      const m2 = expectStatus(await ctx.api('PATCH', `${crd.path()}/w?fieldManager=m2`, `apiVersion: ${crd.group}/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  ports:\n  - name: https\n    port: 443\n`, PATCH.apply), 200, 'm2 adds a list entry').json;
+      expect(m2.spec.ports.length === 2, `map-list merged by key: ${JSON.stringify(m2.spec.ports)}`);
+      expectStatus(await ctx.api('PATCH', `${crd.path()}/w?fieldManager=m2`, `apiVersion: ${crd.group}/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  replicas: 3\n`, PATCH.apply), 409, 'm2 conflicts on replicas');
+      const f = expectStatus(await ctx.api('PATCH', `${crd.path()}/w?fieldManager=m2&force=true`, `apiVersion: ${crd.group}/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  replicas: 3\n  ports:\n  - name: https\n    port: 443\n`, PATCH.apply), 200, 'force').json;
+      expect(f.spec.replicas === 3 && f.spec.ports.length === 2, JSON.stringify(f.spec));
+    },
+  },
+  {
+    id: 'apply-controller-force', area: 'apply',
+    source: src(APPLY_E2E, 'should give up ownership of a field if forced applied by a controller'),
+    async check({ api, core }) {
+      expectStatus(await api('PATCH', `${core}/configmaps/gc?fieldManager=user`, applyCm('gc', { a: '1', b: '1' }), PATCH.apply), 201, 'user');
+      expectStatus(await api('PATCH', `${core}/configmaps/gc?fieldManager=controller&force=true`, applyCm('gc', { a: '2' }), PATCH.apply), 200, 'controller forces a');
+      const r = expectStatus(await api('PATCH', `${core}/configmaps/gc?fieldManager=user`, applyCm('gc', { b: '1' }), PATCH.apply), 200, 'user applies without a').json;
+      expect(r.data.a === '2', `a belongs to the controller now: ${JSON.stringify(r.data)}`);
+    },
+  },
+  {
+    id: 'apply-subresources', area: 'apply',
+    source: src(APPLY_E2E, 'should work for subresources'),
+    knownGap: 'server-side apply to the status subresource answers 415 (not supported yet)',
+    note: 'a custom resource with a status subresource stands in for the Deployment',
+    async check(ctx) {
+      const crd = await makeCrd(ctx, { subresources: { status: {} } });
+      const head = `apiVersion: ${crd.group}/v1\nkind: Widget\nmetadata:\n  name: s\n`;
+      expectStatus(await ctx.api('PATCH', `${crd.path()}/s?fieldManager=m`, `${head}spec:\n  a: 1\nstatus:\n  phase: ignored\n`, PATCH.apply), 201, 'apply main');
+      const st = expectStatus(await ctx.api('PATCH', `${crd.path()}/s/status?fieldManager=st`, `${head}status:\n  phase: Ready\n`, PATCH.apply), 200, 'apply status').json;
+      expect(st.status.phase === 'Ready' && st.spec.a === 1, JSON.stringify(st));
+      expect(st.metadata.managedFields.some((m: any) => m.manager === 'st' && m.subresource === 'status'), `managedFields ${JSON.stringify(st.metadata.managedFields)}`);
+    },
+  },
+];
+
+/** Garbage collection (garbage_collector.go), with ConfigMaps and custom resources as owners and dependents. */
+const GC_E2E = `${E2E}/garbage_collector.go`;
+const ADAPTED_GC = 'ConfigMaps stand in for the ReplicationController and its Pods (not served)';
+async function owned(ctx: Parameters<Case['check']>[0], name: string, owners: any[], block = false): Promise<void> {
+  const refs = owners.map((o) => ({ apiVersion: 'v1', kind: 'ConfigMap', name: o.metadata.name, uid: o.metadata.uid, ...(block ? { blockOwnerDeletion: true } : {}) }));
+  expectStatus(await ctx.api('POST', `${ctx.core}/configmaps`, { ...configMap(name), metadata: { name, ownerReferences: refs } }), 201, `dependent ${name}`);
+}
+const cmNames = async (ctx: Parameters<Case['check']>[0], prefix: string) => (await ctx.api('GET', `${ctx.core}/configmaps`)).json.items.map((i: any) => i.metadata.name).filter((n: string) => n.startsWith(prefix)).sort().join(',');
+const GC: Case[] = [
+  {
+    id: 'gc-background', area: 'gc',
+    source: src(GC_E2E, 'should delete pods created by rc when not orphaning'), note: ADAPTED_GC,
+    async check(ctx) {
+      const o = expectStatus(await ctx.api('POST', `${ctx.core}/configmaps`, configMap('bg')), 201, 'owner').json;
+      await owned(ctx, 'bg-1', [o]); await owned(ctx, 'bg-2', [o]);
+      expectStatus(await ctx.api('DELETE', `${ctx.core}/configmaps/bg`, { propagationPolicy: 'Background' }), 200, 'delete owner');
+      await until('dependents collected', async () => (await cmNames(ctx, 'bg')) === '');
+    },
+  },
+  {
+    id: 'gc-orphan', area: 'gc',
+    source: src(GC_E2E, 'should orphan pods created by rc if delete options say so'), note: ADAPTED_GC,
+    async check(ctx) {
+      const o = expectStatus(await ctx.api('POST', `${ctx.core}/configmaps`, configMap('or')), 201, 'owner').json;
+      await owned(ctx, 'or-1', [o]); await owned(ctx, 'or-2', [o]);
+      expectStatus(await ctx.api('DELETE', `${ctx.core}/configmaps/or`, { propagationPolicy: 'Orphan' }), 200, 'delete owner');
+      await until('owner gone', async () => (await ctx.api('GET', `${ctx.core}/configmaps/or`)).status === 404);
+      await until('ownerReferences removed', async () => !(await ctx.api('GET', `${ctx.core}/configmaps/or-1`)).json?.metadata?.ownerReferences);
+      await pause(500);
+      expect((await cmNames(ctx, 'or')) === 'or-1,or-2', 'dependents kept');
+    },
+  },
+  {
+    id: 'gc-foreground', area: 'gc',
+    source: src(GC_E2E, 'should keep the rc around until all its pods are deleted if the deleteOptions says so'), note: ADAPTED_GC,
+    async check(ctx) {
+      const o = expectStatus(await ctx.api('POST', `${ctx.core}/configmaps`, configMap('fg')), 201, 'owner').json;
+      for (let i = 0; i < 3; i++) await owned(ctx, `fg-${i}`, [o], true);
+      expectStatus(await ctx.api('POST', `${ctx.core}/configmaps`, { ...configMap('fg-hold'), metadata: { name: 'fg-hold', finalizers: ['example.com/hold'], ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'fg', uid: o.metadata.uid, blockOwnerDeletion: true }] } }), 201, 'held dependent');
+      const d = expectStatus(await ctx.api('DELETE', `${ctx.core}/configmaps/fg`, { propagationPolicy: 'Foreground' }), [200, 202], 'delete owner').json;
+      expect(d.metadata?.finalizers?.includes('foregroundDeletion') && d.metadata.deletionTimestamp, `owner in foreground deletion: ${JSON.stringify(d.metadata)}`);
+      await until('other dependents deleted', async () => (await cmNames(ctx, 'fg-')) === 'fg-hold');
+      expectStatus(await ctx.api('GET', `${ctx.core}/configmaps/fg`), 200, 'owner kept while a blocking dependent lives');
+      expectStatus(await ctx.api('PATCH', `${ctx.core}/configmaps/fg-hold`, { metadata: { finalizers: null } }, PATCH.merge), 200, 'release the held dependent');
+      await until('owner gone after its dependents', async () => (await ctx.api('GET', `${ctx.core}/configmaps/fg`)).status === 404);
+    },
+  },
+  {
+    id: 'gc-dependency-circle', area: 'gc',
+    source: src(GC_E2E, 'should not be blocked by dependency circle'), note: 'ConfigMaps stand in for the Pods',
+    async check(ctx) {
+      const mk = async (n: string) => expectStatus(await ctx.api('POST', `${ctx.core}/configmaps`, configMap(n)), 201, n).json;
+      const [a, b, c] = [await mk('circle-1'), await mk('circle-2'), await mk('circle-3')];
+      const ref = (o: any) => [{ apiVersion: 'v1', kind: 'ConfigMap', name: o.metadata.name, uid: o.metadata.uid, blockOwnerDeletion: true }];
+      for (const [x, owner] of [[a, c], [b, a], [c, b]]) expectStatus(await ctx.api('PATCH', `${ctx.core}/configmaps/${x.metadata.name}`, { metadata: { ownerReferences: ref(owner) } }, PATCH.merge), 200, 'owner ref');
+      expectStatus(await ctx.api('DELETE', `${ctx.core}/configmaps/circle-1`, { propagationPolicy: 'Foreground' }), [200, 202], 'delete one');
+      await until('the whole circle collected', async () => (await cmNames(ctx, 'circle')) === '', 20_000);
+    },
+  },
+  {
+    id: 'gc-valid-owner-kept', area: 'gc',
+    source: src(GC_E2E, "should not delete dependents that have both valid owner and owner that's waiting for dependents to be deleted"), note: ADAPTED_GC,
+    async check(ctx) {
+      const o1 = expectStatus(await ctx.api('POST', `${ctx.core}/configmaps`, configMap('own1')), 201, 'owner 1').json;
+      const o2 = expectStatus(await ctx.api('POST', `${ctx.core}/configmaps`, configMap('own2')), 201, 'owner 2').json;
+      for (let i = 0; i < 3; i++) await owned(ctx, `dep-only-${i}`, [o1], true);
+      for (let i = 0; i < 3; i++) await owned(ctx, `dep-both-${i}`, [o1, o2], true);
+      expectStatus(await ctx.api('DELETE', `${ctx.core}/configmaps/own1`, { propagationPolicy: 'Foreground' }), [200, 202], 'delete owner 1');
+      await until('owner 1 gone', async () => (await ctx.api('GET', `${ctx.core}/configmaps/own1`)).status === 404, 20_000);
+      expect((await cmNames(ctx, 'dep-')) === 'dep-both-0,dep-both-1,dep-both-2', `left: ${await cmNames(ctx, 'dep-')}`);
+    },
+  },
+  {
+    id: 'gc-custom-resources-cascade', area: 'gc',
+    source: src(GC_E2E, 'should support cascading deletion of custom resources'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx);
+      const o = expectStatus(await ctx.api('POST', crd.path(), cr(crd, 'owner')), 201, 'owner').json;
+      expectStatus(await ctx.api('POST', crd.path(), { ...cr(crd, 'dependent'), metadata: { name: 'dependent', ownerReferences: [{ apiVersion: o.apiVersion, kind: 'Widget', name: 'owner', uid: o.metadata.uid }] } }), 201, 'dependent');
+      expectStatus(await ctx.api('DELETE', `${crd.path()}/owner`), 200, 'delete owner');
+      await until('dependent collected', async () => (await ctx.api('GET', `${crd.path()}/dependent`)).status === 404);
+    },
+  },
+  {
+    id: 'gc-custom-resources-orphan', area: 'gc',
+    source: src(GC_E2E, 'should support orphan deletion of custom resources'),
+    async check(ctx) {
+      const crd = await makeCrd(ctx);
+      const o = expectStatus(await ctx.api('POST', crd.path(), cr(crd, 'owner')), 201, 'owner').json;
+      expectStatus(await ctx.api('POST', crd.path(), { ...cr(crd, 'dependent'), metadata: { name: 'dependent', ownerReferences: [{ apiVersion: o.apiVersion, kind: 'Widget', name: 'owner', uid: o.metadata.uid }] } }), 201, 'dependent');
+      expectStatus(await ctx.api('DELETE', `${crd.path()}/owner`, { propagationPolicy: 'Orphan' }), 200, 'delete owner');
+      await until('owner gone', async () => (await ctx.api('GET', `${crd.path()}/owner`)).status === 404);
+      await until('orphaned', async () => { const d = await ctx.api('GET', `${crd.path()}/dependent`); return d.status === 200 && !d.json.metadata.ownerReferences; });
+    },
+  },
+];
+
+export const CASES: Case[] = [...CORE, ...REST, ...WATCH, ...LISTS, ...CRD, ...FIELD_VALIDATION, ...DISCOVERY, ...APPLY, ...GC];
 
 /** Upstream conformance tests that cannot apply to this server. */
 export const NOT_APPLICABLE: NotApplicable[] = [];

@@ -6,8 +6,9 @@
  *   node --import tsx test/conformance/run.ts [--only <id-substring>]
  */
 import { randomBytes } from 'node:crypto';
+import { Agent, request } from 'node:https';
 import { pathToFileURL } from 'node:url';
-import { call, watch, startRedis, startTestServer, type Creds } from '../helpers.js';
+import { watch, startRedis, startTestServer, type Creds, type Res } from '../helpers.js';
 import { CASES, NOT_APPLICABLE } from './cases.js';
 import type { Case, CaseContext, CaseResult } from './types.js';
 
@@ -19,13 +20,47 @@ export interface Target { url: string; creds: Creds }
 
 let seq = 0;
 
+const agents = new WeakMap<Target, Agent>();
+
+/** One HTTPS request over a keep-alive connection pool per target (TLS handshakes dominate otherwise). */
+export function apiCall(target: Target, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res> {
+  let agent = agents.get(target);
+  if (!agent) { agent = new Agent({ keepAlive: true, maxSockets: 32, ca: target.creds.ca, cert: target.creds.cert, key: target.creds.key }); agents.set(target, agent); }
+  const u = new URL(target.url + path);
+  const data = body === undefined ? undefined : typeof body === 'string' ? Buffer.from(body) : Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: u.hostname, port: u.port, path: u.pathname + u.search, method, agent,
+      headers: { ...(data ? { 'content-type': 'application/json', 'content-length': String(data.length) } : {}), ...headers },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        let json: unknown;
+        try { json = JSON.parse(text); } catch { json = undefined; }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json });
+      });
+    });
+    req.on('error', reject);
+    if (data) req.write(data);
+    req.end();
+  });
+}
+
+/** Closes the keep-alive connections of a target. */
+export function closeTarget(target: Target): void {
+  agents.get(target)?.destroy();
+  agents.delete(target);
+}
+
 /** Runs one case in a namespace of its own (created first, deleted afterwards in the background). */
 export async function runCase(target: Target, c: Case, timeoutMs = 30_000): Promise<CaseResult> {
   const uid = `${(++seq).toString(36)}${randomBytes(3).toString('hex')}`;
   const ns = `conf-${c.id}`.slice(0, 50).replace(/-+$/, '') + `-${uid}`;
   const cluster = '/clusters/root';
   const ctx: CaseContext = {
-    api: (method, path, body, headers) => call(target, target.creds, method, path, body, headers),
+    api: (method, path, body, headers) => apiCall(target, method, path, body, headers),
     watch: (path) => watch(target, target.creds, path),
     cluster, ns, core: `${cluster}/api/v1/namespaces/${ns}`, uid,
   };
@@ -80,6 +115,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     console.log(markdown(results));
     for (const r of results) console.error(`${r.passed ? 'ok  ' : 'FAIL'} ${r.id} ${r.ms} ms${r.passed ? '' : `: ${r.error}`}`);
   } finally {
+    closeTarget(srv);
     await srv.stop();
     await redis.stop();
   }

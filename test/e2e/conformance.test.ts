@@ -4,11 +4,11 @@
  * `knownGap` must still fail (so a fix, or a change, is noticed and the docs updated).
  * docs/conformance.md reports the results.
  */
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { useTestServer, type TestServer } from '../helpers.js';
 import { CASES } from '../conformance/cases.js';
-import { CONFORMANCE_SERVER_OPTIONS, runCase } from '../conformance/run.js';
+import { CONFORMANCE_SERVER_OPTIONS, closeTarget, runCase } from '../conformance/run.js';
 
 let srv: TestServer;
 
@@ -22,4 +22,5 @@ describe('conformance', () => {
       else assert.ok(r.passed, r.error);
     });
   }
+  after(() => closeTarget(srv));
 });
