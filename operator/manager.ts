@@ -15,6 +15,7 @@ import { HostInformer } from './kube/informers.js';
 import { MANAGED_SELECTOR, OWNED_KINDS, type OperatorContext, type OwnedKind } from './context.js';
 import { reconcileInstance } from './reconcilers/instance.js';
 import { reconcileShard } from './reconcilers/shard.js';
+import { reconcileRootWorkspace } from './reconcilers/rootworkspace.js';
 
 /** Options of {@link startOperator}. */
 export interface OperatorOptions {
@@ -84,12 +85,15 @@ export async function startOperator(opts: OperatorOptions): Promise<RunningOpera
   });
   const instances = controller('kcpinstance', reconcileInstance);
   const shards = controller('shard', reconcileShard);
+  const rootWorkspaces = controller('rootworkspace', reconcileRootWorkspace);
 
   const keyOf = (o: { metadata: { namespace?: string; name: string } }) => `${o.metadata.namespace}/${o.metadata.name}`;
   const enqueueInstance = (namespace: string, name: string) => {
     instances.enqueue(`${namespace}/${name}`).catch(() => undefined);
     for (const s of ctx.shards.list(namespace)) if (s.spec.instanceRef.name === name) shards.enqueue(keyOf(s)).catch(() => undefined);
+    for (const r of ctx.rootWorkspaces.list(namespace)) if (r.spec.instanceRef.name === name) rootWorkspaces.enqueue(keyOf(r)).catch(() => undefined);
   };
+  ctx.rootWorkspaces.onChange((o) => { rootWorkspaces.enqueue(keyOf(o)).catch(() => undefined); });
   ctx.instances.onChange((o) => enqueueInstance(o.metadata.namespace!, o.metadata.name));
   ctx.shards.onChange((o) => {
     shards.enqueue(keyOf(o)).catch(() => undefined);
@@ -104,8 +108,9 @@ export async function startOperator(opts: OperatorOptions): Promise<RunningOpera
   const enqueueAll = () => {
     for (const i of ctx.instances.list()) enqueueInstance(i.metadata.namespace!, i.metadata.name);
     for (const s of ctx.shards.list()) shards.enqueue(keyOf(s)).catch(() => undefined);
+    for (const r of ctx.rootWorkspaces.list()) rootWorkspaces.enqueue(keyOf(r)).catch(() => undefined);
   };
-  await Promise.all([instances.ready(), shards.ready()]);
+  await Promise.all([instances.ready(), shards.ready(), rootWorkspaces.ready()]);
   synced.then(enqueueAll, () => undefined);
 
   return {
@@ -114,6 +119,7 @@ export async function startOperator(opts: OperatorOptions): Promise<RunningOpera
       await Promise.all(informers.map((i) => i.stop().catch(() => undefined)));
       await instances.close();
       await shards.close();
+      await rootWorkspaces.close();
       await thread.close();
     },
   };

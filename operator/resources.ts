@@ -8,7 +8,7 @@
  * belongs to (so the garbage collector removes it with its owner), and containers that run as
  * non-root with a read-only root file system, probed on `/livez` and `/readyz`.
  */
-import { API_VERSION, LABELS, MANAGED_BY, type HostObject, type KcpInstance, type OwnerReference, type RedisSpec, type Resources, type Shard } from './api/types.js';
+import { API_VERSION, LABELS, MANAGED_BY, type HostObject, type KcpInstance, type OwnerReference, type RedisSpec, type Resources, type TypedObject } from './api/types.js';
 
 /** Name of the root shard in names and labels. */
 export const ROOT_SHARD = 'root';
@@ -30,6 +30,7 @@ export const names = {
   ca: (i: string) => `${i}-ca`,
   frontProxyCA: (i: string) => `${i}-front-proxy-ca`,
   caBundle: (i: string) => `${i}-ca-bundle`,
+  revoked: (i: string) => `${i}-revoked-certificates`,
   serviceAccountKey: (i: string) => `${i}-service-account-key`,
   adminKubeconfig: (i: string) => `${i}-admin-kubeconfig`,
   shard: (i: string, s: string) => `${i}-shard-${s}`,
@@ -60,7 +61,7 @@ export interface ShardPlan {
 }
 
 /** The ownerReference of an object the operator reconciles (controller: true). */
-export function ownerOf(obj: KcpInstance | Shard | HostObject): OwnerReference {
+export function ownerOf(obj: TypedObject): OwnerReference {
   return { apiVersion: obj.apiVersion ?? API_VERSION, kind: obj.kind, name: obj.metadata.name, uid: obj.metadata.uid!, controller: true, blockOwnerDeletion: true };
 }
 
@@ -150,6 +151,7 @@ export function shardWorkload(inst: KcpInstance, plan: ShardPlan): HostObject[] 
     '--tls-cert-file=/etc/kcp-ts/serving/tls.crt', '--tls-private-key-file=/etc/kcp-ts/serving/tls.key',
     '--client-ca-file=/etc/kcp-ts/ca-bundle/ca.crt', '--requestheader-client-ca-file=/etc/kcp-ts/ca-bundle/front-proxy-ca.crt',
     '--service-account-signing-key-file=/etc/kcp-ts/service-account/key.pem',
+    '--revoked-client-certificates-file=/etc/kcp-ts/revoked/serials',
     '--shard-client-cert-file=/etc/kcp-ts/shard-client/tls.crt', '--shard-client-key-file=/etc/kcp-ts/shard-client/tls.key',
     `--shard-base-url=${shardBaseURL(inst, plan.name)}`, `--shard-external-url=${externalURL(inst)}`,
     ...(isRoot ? [] : ['--root-shard-kubeconfig-file=/etc/kcp-ts/root-kubeconfig/kubeconfig']),
@@ -159,6 +161,7 @@ export function shardWorkload(inst: KcpInstance, plan: ShardPlan): HostObject[] 
     secretVolume('serving', names.shardServing(i, plan.name)),
     { name: 'ca-bundle', configMap: { name: names.caBundle(i) } },
     secretVolume('service-account', names.serviceAccountKey(i)),
+    { name: 'revoked', configMap: { name: names.revoked(i) } },
     secretVolume('shard-client', names.shardClient(i, plan.name)),
     ...(isRoot ? [] : [secretVolume('root-kubeconfig', names.shardRootKubeconfig(i, plan.name))]),
     { name: 'data', emptyDir: {} },
@@ -272,6 +275,7 @@ export function frontProxyWorkload(inst: KcpInstance, version: string, certifica
     { name: 'ca-bundle', configMap: { name: names.caBundle(i) } },
     secretVolume('proxy-client', names.frontProxyClient(i)),
     secretVolume('root-kubeconfig', names.frontProxyKubeconfig(i)),
+    { name: 'revoked', configMap: { name: names.revoked(i) } },
   ];
   return [
     {
@@ -296,6 +300,7 @@ export function frontProxyWorkload(inst: KcpInstance, version: string, certifica
                 '--tls-cert-file=/etc/kcp-ts/serving/tls.crt', '--tls-private-key-file=/etc/kcp-ts/serving/tls.key',
                 '--client-ca-file=/etc/kcp-ts/ca-bundle/ca.crt',
                 '--proxy-client-cert-file=/etc/kcp-ts/proxy-client/tls.crt', '--proxy-client-key-file=/etc/kcp-ts/proxy-client/tls.key',
+                '--revoked-client-certificates-file=/etc/kcp-ts/revoked/serials',
               ],
               ports: [{ name: 'https', containerPort: SHARD_PORT, protocol: 'TCP' }],
               readinessProbe: probe('/readyz', 5, 3), livenessProbe: probe('/livez', 10, 6),

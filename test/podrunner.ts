@@ -6,14 +6,15 @@
  * cluster), resolves Services to the IPs of the pods they select (a hosts file per pod, in place
  * of cluster DNS), writes the pod's Secret, ConfigMap, emptyDir and PVC volumes to directories
  * bind-mounted at their mountPaths in a private mount namespace, runs the container's command and
- * args (with `$(VAR)` expanded from its env) and restarts it when it exits, probes readiness as
+ * args (with `$(VAR)` expanded from its env) and restarts it when it exits, keeps Secret and
+ * ConfigMap volumes current, probes readiness as
  * the pod declares it and reports it in the pod's status — from which kube-controller-manager's
  * controllers compute the workloads' status. Deleted pods are stopped and then removed.
  *
  * Needs root (ip netns, veth, bridge, mount): what the tests run as here.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -44,7 +45,7 @@ interface Pod {
   metadata: { name: string; namespace: string; uid: string; labels?: Record<string, string>; deletionTimestamp?: string };
   spec: { nodeName?: string; containers: Container[]; volumes?: { name: string; secret?: { secretName: string }; configMap?: { name: string }; emptyDir?: object; persistentVolumeClaim?: { claimName: string } }[] };
 }
-interface Running { pod: Pod; id: number; ip: string; proc?: ChildProcess; restarts: number; ready: boolean; stopping: boolean; startedAt: string; lastReported?: string }
+interface Running { pod: Pod; id: number; ip: string; proc?: ChildProcess; restarts: number; ready: boolean; stopping: boolean; startedAt: string; lastReported?: string; volumes: Map<string, string> }
 
 const NODE = 'kcp-ts-test-node';
 
@@ -54,6 +55,7 @@ export class PodRunner {
   private readonly pods = new Map<string, Running>();
   private nextId = 2;
   private stopped = false;
+  private rounds = 0;
   private loop: Promise<void> | undefined;
   private readonly bridge: string;
   private readonly net: string;
@@ -108,6 +110,7 @@ export class PodRunner {
     }
     for (const r of this.pods.values()) if (!seen.has(r.pod.metadata.uid) && !r.stopping) void this.stopPod(r, false);
     await this.writeHosts();
+    if (++this.rounds % 5 === 0) await this.refreshVolumes();
     await Promise.all([...this.pods.values()].filter((r) => !r.stopping).map((r) => this.probeAndReport(r)));
   }
 
@@ -123,10 +126,7 @@ export class PodRunner {
     for (const v of pod.spec.volumes ?? []) {
       const vdir = v.persistentVolumeClaim ? join(this.opts.dir, 'pvcs', v.persistentVolumeClaim.claimName) : join(dir, 'volumes', v.name);
       mkdirSync(vdir, { recursive: true });
-      const data = v.secret
-        ? mapValues(((await this.client.get<{ apiVersion: string; kind: string; metadata: { name: string }; data?: Record<string, string> }>('Secret', ns, v.secret.secretName))?.data) ?? missing(`Secret ${v.secret.secretName}`), (b) => Buffer.from(b, 'base64'))
-        : v.configMap ? mapValues(((await this.client.get<{ apiVersion: string; kind: string; metadata: { name: string }; data?: Record<string, string> }>('ConfigMap', ns, v.configMap.name))?.data) ?? missing(`ConfigMap ${v.configMap.name}`), (s) => Buffer.from(s)) : {};
-      for (const [k, b] of Object.entries(data)) writeFileSync(join(vdir, k), b, { mode: 0o600 });
+      await this.writeVolume(ns, v, vdir);
       volumeDirs.set(v.name, vdir);
     }
     const id = this.nextId++;
@@ -143,7 +143,7 @@ export class PodRunner {
     this.ip(['netns', 'exec', netns, 'ip', 'route', 'add', 'default', 'via', `${this.net}.1`]);
     mkdirSync(`/etc/netns/${netns}`, { recursive: true });
     writeFileSync(`/etc/netns/${netns}/hosts`, '127.0.0.1 localhost\n');
-    const r: Running = { pod, id, ip, restarts: 0, ready: false, stopping: false, startedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+    const r: Running = { pod, id, ip, restarts: 0, ready: false, stopping: false, startedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), volumes: volumeDirs };
     this.pods.set(pod.metadata.uid, r);
     this.events.push(`start ${name} at ${ip} (${pod.spec.containers[0]!.image})`);
 
@@ -183,6 +183,29 @@ export class PodRunner {
     };
     launch();
     (r as Running & { netns: string; dir: string }).netns = netns;
+  }
+
+  /** Writes a Secret or ConfigMap volume's keys as files (again: kubelet keeps them current). @throws when the object does not exist */
+  private async writeVolume(ns: string, v: NonNullable<Pod['spec']['volumes']>[number], vdir: string): Promise<void> {
+    type WithData = { apiVersion: string; kind: string; metadata: { name: string }; data?: Record<string, string> };
+    const data = v.secret
+      ? mapValues(((await this.client.get<WithData>('Secret', ns, v.secret.secretName)) ?? missing(`Secret ${v.secret.secretName}`)).data ?? {}, (b) => Buffer.from(b, 'base64'))
+      : v.configMap ? mapValues(((await this.client.get<WithData>('ConfigMap', ns, v.configMap.name)) ?? missing(`ConfigMap ${v.configMap.name}`)).data ?? {}, (t) => Buffer.from(t)) : {};
+    for (const [k, b] of Object.entries(data)) {
+      const file = join(vdir, k);
+      if (!existsSync(file) || !readFileSync(file).equals(b)) writeFileSync(file, b, { mode: 0o600 });
+    }
+  }
+
+  /** Refreshes every running pod's Secret and ConfigMap volumes, as kubelet does periodically. */
+  private async refreshVolumes(): Promise<void> {
+    for (const r of this.pods.values()) {
+      if (r.stopping) continue;
+      for (const v of r.pod.spec.volumes ?? []) {
+        if (!v.secret && !v.configMap) continue;
+        await this.writeVolume(r.pod.metadata.namespace, v, r.volumes.get(v.name)!).catch(() => undefined);
+      }
+    }
   }
 
   private async stopPod(r: Running, deleteObject: boolean): Promise<void> {

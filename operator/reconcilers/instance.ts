@@ -130,6 +130,9 @@ export async function reconcileInstance(ctx: OperatorContext, key: string): Prom
     metadata: { name: names.caBundle(i), namespace: ns, labels: labelsOf(i, 'pki'), ownerReferences: [owner] },
     data: { 'ca.crt': ca.pair.certPem, 'front-proxy-ca.crt': frontProxyCA.pair.certPem },
   };
+  // Revoked client certificates: the RootWorkspace reconciler fills `data` (merge patch, its own
+  // record); declaring only metadata here makes the ConfigMap exist before pods mount it.
+  const revoked: HostObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: names.revoked(i), namespace: ns, labels: labelsOf(i, 'pki'), ownerReferences: [owner] } };
   const rootCerts = await shardCertificates(ctx, inst, ROOT_SHARD, owner, ca.pair);
   const proxyServing = await certificateSecret(ctx, inst, names.frontProxyServing(i), 'front-proxy', owner, {
     kind: 'serving', commonName: names.frontProxy(i), ipAddresses: ['127.0.0.1'],
@@ -152,7 +155,7 @@ export async function reconcileInstance(ctx: OperatorContext, key: string): Prom
   };
   const proxySerials = serialsOf(ca.pair, proxyServing.pair, proxyClient.pair, proxyKubeconfig.pair);
   const desired: HostObject[] = [
-    ...(ca.secret ? [ca.secret] : []), frontProxyCA.secret, serviceAccountKeySecret(ctx, inst, names.serviceAccountKey(i), owner), bundle,
+    ...(ca.secret ? [ca.secret] : []), frontProxyCA.secret, serviceAccountKeySecret(ctx, inst, names.serviceAccountKey(i), owner), bundle, revoked,
     ...rootCerts.map((c) => c.secret), proxyServing.secret, proxyClient.secret, proxyKubeconfig.secret, admin.secret,
     ...redisWorkload(inst, rootPlan), ...shardWorkload(inst, rootPlan),
     ...frontProxyWorkload(inst, plan.versions.get('front-proxy')!, proxySerials),

@@ -89,7 +89,7 @@ export type AuthnResult = { user: UserInfo } | { error: string } | undefined;
 
 /** Authenticates requests by client certificate or bearer token. */
 export class Authenticator {
-  private readonly certUsers = new WeakMap<TLSSocket, UserInfo | null>();
+  private readonly certUsers = new WeakMap<TLSSocket, { user: UserInfo; serial: string } | null>();
   /** Per connection: whether its certificate is a proxy's allowed to state identities (or why not). */
   private readonly proxies = new WeakMap<TLSSocket, true | { error: string } | null>();
   private readonly requestHeaderCA: X509Certificate | undefined;
@@ -100,7 +100,7 @@ export class Authenticator {
    * stated by a front-proxy. The TLS server must trust `requestHeader.clientCA` besides the client
    * CA; a certificate of the request-header CA never authenticates as its own CN.
    */
-  constructor(private readonly tokens: Map<string, UserInfo> = new Map(), private readonly serviceAccounts?: ServiceAccountTokens, private readonly requestHeader?: RequestHeaderConfig) {
+  constructor(private readonly tokens: Map<string, UserInfo> = new Map(), private readonly serviceAccounts?: ServiceAccountTokens, private readonly requestHeader?: RequestHeaderConfig, private readonly revoked?: { has(serialHex: string): boolean }) {
     this.requestHeaderCA = requestHeader ? new X509Certificate(requestHeader.clientCA) : undefined;
   }
 
@@ -109,6 +109,8 @@ export class Authenticator {
    * presented. Synchronous except for the first use of a service account token (its signature is
    * verified once, then cached): then a promise of the same. Order as kube's union authenticator:
    * request header (a front-proxy's certificate and a user header), bearer token, client certificate.
+   * A client certificate whose serial number is in `revoked` is refused on every request (also on
+   * connections opened before it was revoked).
    */
   authenticate(socket: TLSSocket | undefined, authorization: string | undefined, headers: NodeJS.Dict<string[]> = {}): AuthnResult | Promise<AuthnResult> {
     const proxy = socket ? this.proxyOf(socket) : null;
@@ -143,11 +145,12 @@ export class Authenticator {
         const cn = subject.CN;
         const o = subject.O;
         const name = Array.isArray(cn) ? cn[0] : cn;
-        if (name) cached = withAuthenticated({ name, groups: o === undefined ? [] : Array.isArray(o) ? o : [o] });
+        if (name) cached = { user: withAuthenticated({ name, groups: o === undefined ? [] : Array.isArray(o) ? o : [o] }), serial: cert.serialNumber };
       }
       this.certUsers.set(socket, cached);
     }
-    return cached ? { user: cached } : undefined;
+    if (cached && this.revoked?.has(cached.serial)) return { error: 'client certificate revoked' };
+    return cached ? { user: cached.user } : undefined;
   }
 
   /** `true` for an allowed proxy, an error for a request-header CA certificate with another CN, else null. */

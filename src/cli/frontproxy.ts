@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { startFrontProxy } from '../proxy/frontproxy.js';
 import { loadTokenFile } from '../auth/authn.js';
+import { RevokedCertificates } from '../auth/revocation.js';
 import { PKI_FILE_NAMES } from '../pki/store.js';
 import { readKubeconfig, resolveKubeconfigContext } from '../pki/kubeconfig.js';
 import type { Connection } from '../client/rest.js';
@@ -39,6 +40,9 @@ Flags:
                                  shards' request-header CA)
   --proxy-client-key-file FILE   its key
   --token-auth-file FILE         static bearer tokens, kube-apiserver CSV format
+  --revoked-client-certificates-file FILE
+                                 serial numbers (hex, one per line) of client certificates to
+                                 refuse; re-read when it changes
   -h, --help                     this help
 `;
 
@@ -53,6 +57,7 @@ export async function frontProxyMain(args: string[], shutdown: ShutdownSignals):
         'root-kubeconfig-context': { type: 'string' }, 'secure-port': { type: 'string' }, 'bind-address': { type: 'string' },
         'tls-cert-file': { type: 'string' }, 'tls-private-key-file': { type: 'string' }, 'client-ca-file': { type: 'string' },
         'proxy-client-cert-file': { type: 'string' }, 'proxy-client-key-file': { type: 'string' }, 'token-auth-file': { type: 'string' },
+        'revoked-client-certificates-file': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -102,6 +107,7 @@ export async function frontProxyMain(args: string[], shutdown: ShutdownSignals):
       proxy = await startFrontProxy({
         securePort: port, bindAddress: values['bind-address'], rootShard, ...material,
         tokens: values['token-auth-file'] ? loadTokenFile(values['token-auth-file']) : undefined,
+        revoked: values['revoked-client-certificates-file'] ? new RevokedCertificates(values['revoked-client-certificates-file'], (m) => process.stderr.write(`kcp-ts front-proxy: ${m}\n`)) : undefined,
         log: (m) => process.stderr.write(`kcp-ts front-proxy: ${m}\n`),
       });
     } catch (err) {

@@ -58,6 +58,9 @@ Flags:
                             certificates as files (all four, with --shard-client-cert-file):
                             no PKI directory is managed and no admin.kubeconfig written (what
                             the operator's shards run with)
+  --revoked-client-certificates-file FILE
+                            serial numbers (hex, one per line) of client certificates to refuse;
+                            re-read when it changes
   -v, --verbose             log every request
   -h, --help                this help
 `;
@@ -92,7 +95,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
         'requestheader-username-headers': { type: 'string' }, 'requestheader-group-headers': { type: 'string' },
         'requestheader-extra-headers-prefix': { type: 'string' },
         'tls-cert-file': { type: 'string' }, 'tls-private-key-file': { type: 'string' }, 'client-ca-file': { type: 'string' },
-        'service-account-signing-key-file': { type: 'string' },
+        'service-account-signing-key-file': { type: 'string' }, 'revoked-client-certificates-file': { type: 'string' },
       },
     }));
   } catch (err) {
@@ -140,7 +143,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     queueRedisUrl: values['queue-redis-url'], tokenAuthFile: values['token-auth-file'], logger: values.verbose ? { level: 'info' } : { level: 'warn' },
     rootShard, shardBaseURL: values['shard-base-url'], shardExternalURL: values['shard-external-url'],
     shardVirtualWorkspaceURL: values['shard-virtual-workspace-url'], shardLabels: labels, pkiDirectory: values['pki-directory'],
-    shardClientCert, requestHeader, certificates,
+    shardClientCert, requestHeader, certificates, revokedClientCertificatesFile: values['revoked-client-certificates-file'],
   };
   try {
     const t0 = performance.now();

@@ -18,6 +18,8 @@ export interface Connection {
   key?: string;
   /** Bearer token, when no client certificate is given. */
   token?: string;
+  /** Name the server's certificate is verified for, when not the URL's host (TLS SNI too). */
+  serverName?: string;
 }
 
 /** An answer: status, parsed JSON (undefined when the body is not JSON) and the raw body. */
@@ -31,14 +33,14 @@ export class RestClient {
   /** `maxSockets` bounds concurrent connections to the server (default 32). */
   constructor(readonly conn: Connection, maxSockets = 32) {
     this.base = new URL(conn.url);
-    this.agent = new Agent({ keepAlive: true, maxSockets, ca: conn.ca, cert: conn.cert, key: conn.key });
+    this.agent = new Agent({ keepAlive: true, maxSockets, ca: conn.ca, cert: conn.cert, key: conn.key, ...(conn.serverName ? { servername: conn.serverName } : {}) });
   }
 
   /** Options of a request to `path` (which may carry a query). */
   requestOptions(method: string, path: string, headers: Record<string, string> = {}): RequestOptions {
     return {
       host: this.base.hostname.replace(/^\[|\]$/g, ''), port: this.base.port || 443, path, method, agent: this.agent,
-      ca: this.conn.ca, cert: this.conn.cert, key: this.conn.key,
+      ca: this.conn.ca, cert: this.conn.cert, key: this.conn.key, ...(this.conn.serverName ? { servername: this.conn.serverName } : {}),
       headers: { accept: 'application/json', ...(this.conn.token ? { authorization: `Bearer ${this.conn.token}` } : {}), ...headers },
     };
   }

@@ -44,6 +44,8 @@ export interface FrontProxyOptions {
   proxyClientKey: string;
   /** Static tokens (kube CSV format, loaded): token → user. */
   tokens?: Map<string, UserInfo>;
+  /** Revoked client certificates (src/auth/revocation.ts): refused with 401. */
+  revoked?: { has(serialHex: string): boolean };
   /** Notices. */
   log?: (message: string) => void;
 }
@@ -90,21 +92,24 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
     credentials: { ca: opts.rootShard.ca, cert: opts.rootShard.cert, key: opts.rootShard.key },
     log, routingOnly: true,
   });
-  const users = new WeakMap<TLSSocket, UserInfo | null>();
+  const users = new WeakMap<TLSSocket, { user: UserInfo; serial: string } | null>();
 
   const certUser = (socket: TLSSocket): UserInfo | null | { error: string } => {
     let u = users.get(socket);
-    if (u !== undefined) return u;
-    u = null;
-    const cert = socket.getPeerX509Certificate?.();
-    if (cert) {
-      if (!socket.authorized || !cert.checkIssued(clientCA) || !cert.verify(clientCA.publicKey)) return { error: 'client certificate not signed by the client CA' };
-      const cn = /(?:^|\n)CN=([^\n]*)/.exec(cert.subject)?.[1];
-      const groups = [...cert.subject.matchAll(/(?:^|\n)O=([^\n]*)/g)].map((m) => m[1]!);
-      if (cn) u = { name: cn, groups: groups.includes(AUTHENTICATED_GROUP) ? groups : [...groups, AUTHENTICATED_GROUP] };
+    if (u === undefined) {
+      u = null;
+      const cert = socket.getPeerX509Certificate?.();
+      if (cert) {
+        if (!socket.authorized || !cert.checkIssued(clientCA) || !cert.verify(clientCA.publicKey)) return { error: 'client certificate not signed by the client CA' };
+        const cn = /(?:^|\n)CN=([^\n]*)/.exec(cert.subject)?.[1];
+        const groups = [...cert.subject.matchAll(/(?:^|\n)O=([^\n]*)/g)].map((m) => m[1]!);
+        if (cn) u = { user: { name: cn, groups: groups.includes(AUTHENTICATED_GROUP) ? groups : [...groups, AUTHENTICATED_GROUP] }, serial: cert.serialNumber };
+      }
+      users.set(socket, u);
     }
-    users.set(socket, u);
-    return u;
+    // Checked on every request: a revocation reaches connections opened before it.
+    if (u && opts.revoked?.has(u.serial)) return { error: 'client certificate revoked' };
+    return u ? u.user : null;
   };
 
   const server = createServer({ key: opts.servingKey, cert: opts.servingCert, ca: opts.clientCA, requestCert: true, rejectUnauthorized: false }, (req, res) => {

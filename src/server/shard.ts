@@ -41,6 +41,7 @@ import { startControllers } from '../controllers/index.js';
 import { NAMESPACES_GR } from '../controllers/namespace/controller.js';
 import { classifyClusterSegment } from '../tenancy/paths.js';
 import { lockRootDirectory } from './rootlock.js';
+import { RevokedCertificates } from '../auth/revocation.js';
 import type { HealthCheck } from './health.js';
 
 /** Options of `startServer` (flag names of `kcp-ts start`, as kcp's). */
@@ -82,6 +83,11 @@ export interface ServerOptions {
    * `requestHeader.clientCA`, and no admin kubeconfig is written (`kubeconfigPath` is '').
    */
   certificates?: ProvidedCertificates;
+  /**
+   * File of revoked client certificate serial numbers (src/auth/revocation.ts), re-read when it
+   * changes: those certificates are refused with 401 (`--revoked-client-certificates-file`).
+   */
+  revokedClientCertificatesFile?: string;
   /**
    * Client certificate and key (PEM) this shard uses towards the other shards (kcp
    * `--shard-client-cert-file`/`--shard-client-key-file`); default the PKI's system:admin pair.
@@ -397,7 +403,9 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       usernameHeaders: [...DEFAULT_REQUEST_HEADERS.usernameHeaders], groupHeaders: [...DEFAULT_REQUEST_HEADERS.groupHeaders],
       extraHeaderPrefixes: [...DEFAULT_REQUEST_HEADERS.extraHeaderPrefixes], ...(options.requestHeader ?? {}),
     };
-    const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map(), saTokens, requestHeader);
+    const revoked = options.revokedClientCertificatesFile ? new RevokedCertificates(options.revokedClientCertificatesFile, (m) => warn(m)) : undefined;
+    if (revoked) cleanups.unshift(async () => revoked.close());
+    const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map(), saTokens, requestHeader, revoked);
     const hub = new WatchHub(cache, () => storage.currentRevision(), options.bookmarkIntervalMs);
     cleanups.push(async () => hub.closeAll());
     const metrics = new Metrics(() => hub.size, () => cache.size);

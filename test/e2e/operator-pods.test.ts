@@ -112,6 +112,60 @@ describe('a KcpInstance with two Shards, run as processes', { timeout: 900_000 }
     }
   });
 
+  it('RootWorkspace: the tree, bindings and a kubeconfig appear; what leaves the spec is deleted or revoked; what it did not create is left alone', async () => {
+    const proxy = () => `https://${runner!.podIP('kcp-front-proxy')}:6443`;
+    const rw = (extra: string) => `apiVersion: operator.kcp-ts.io/v1alpha1\nkind: RootWorkspace\nmetadata: {name: content, namespace: kcp-system}\nspec:\n  instanceRef: {name: kcp}\n  endpoint: ${proxy()}\n  workspaceTypes: [{name: team, spec: {}}]\n${extra}`;
+    const full = '  workspaces: [{path: platform}, {path: "platform:team-a"}, {path: eu-org}]\n  clusterRoleBindings: [{workspace: "root:platform", name: alice-admin, clusterRole: cluster-admin, subjects: [{kind: User, name: alice}]}]\n  kubeconfigs: [{name: alice, user: alice, workspace: "root:platform", secretName: alice-kubeconfig}]\n';
+    await host.kubectl(['apply', '-f', '-'], { input: rw(full) });
+    const status = await eventually('RootWorkspace applied', async () => {
+      const o = await getJson(['get', 'rootworkspace', 'content', '-n', NS]);
+      const inv = (o.status?.inventory ?? []) as { kind: string; name: string; state: string; error?: string }[];
+      return inv.filter((i) => i.state === 'Applied').length === 5 ? o : undefined;
+    }, 120_000).catch(async (err: Error) => { throw new Error(`${err.message}\n${JSON.stringify((await getJson(['get', 'rootworkspace', 'content', '-n', NS])).status)}\n${diagnostics()}`); });
+    const inv = status.status.inventory as { kind: string; workspace: string; name: string; state: string; error?: string }[];
+    const euOrg = inv.find((i) => i.name === 'eu-org')!;
+    assert.equal(euOrg.state, 'Failed');
+    assert.match(euOrg.error!, /not created by this RootWorkspace: left alone/);
+    assert.equal(condition(status, 'Ready')?.status, 'False', 'an item it may not manage keeps it from Ready');
+    assert.ok(status.metadata.finalizers.includes('operator.kcp-ts.io/root-workspace-content'));
+    assert.equal((await kcp(['--server', `${proxy()}/clusters/root:platform`, '--tls-server-name', 'kcp.example.com', 'get', 'workspace', 'team-a', '-o', 'jsonpath={.status.phase}'])).stdout, 'Ready');
+    assert.equal((await kcp(['get', 'workspacetype', 'team', '-o', 'jsonpath={.metadata.labels.operator\\.kcp-ts\\.io/root-workspace}'])).stdout, status.metadata.uid);
+
+    // The kubeconfig it issued works with kubectl, as alice, where the binding lets her.
+    const secret = await getJson(['get', 'secret', 'alice-kubeconfig', '-n', NS]);
+    const alice = resolveKubeconfigContext(readKubeconfig(Buffer.from(secret.data.kubeconfig, 'base64').toString()));
+    assert.equal(alice.server, 'https://kcp.example.com:6443/clusters/root:platform');
+    const aliceKubeconfig = join(dir, 'alice.kubeconfig');
+    writeFileSync(aliceKubeconfig, buildKubeconfig({
+      clusters: [{ name: 'c', server: `${proxy()}/clusters/root:platform`, caPem: alice.caPem, tlsServerName: 'kcp.example.com' }],
+      users: [{ name: 'alice', certPem: alice.certPem, keyPem: alice.keyPem }], contexts: [{ name: 'c', cluster: 'c', user: 'alice' }], currentContext: 'c',
+    }));
+    const asAlice = (args: string[]) => host.kubectl(args, { kubeconfig: aliceKubeconfig, allowFail: true });
+    const ok = await asAlice(['create', 'configmap', 'from-alice']);
+    assert.equal(ok.code, 0, ok.stderr);
+    const denied = await asAlice(['--server', `${proxy()}/clusters/root:us-org`, '--tls-server-name', 'kcp.example.com', 'get', 'configmaps']);
+    assert.match(denied.stderr, /Forbidden|not permitted/);
+
+    // Out of the spec: team-a is deleted, the kubeconfig's Secret is deleted and its certificate revoked.
+    await host.kubectl(['apply', '-f', '-'], { input: rw('  workspaces: [{path: platform}, {path: eu-org}]\n  clusterRoleBindings: [{workspace: "root:platform", name: alice-admin, clusterRole: cluster-admin, subjects: [{kind: User, name: alice}]}]\n') });
+    await eventually('kubeconfig Secret deleted', async () => (await host.kubectl(['get', 'secret', 'alice-kubeconfig', '-n', NS], { allowFail: true })).code !== 0, 60_000);
+    await eventually('team-a deleted', async () => (await kcp(['--server', `${proxy()}/clusters/root:platform`, '--tls-server-name', 'kcp.example.com', 'get', 'workspace', 'team-a'], { allowFail: true })).code !== 0, 60_000);
+    const revokedList = await eventually('revocation recorded', async () => (await getJson(['get', 'configmap', 'kcp-revoked-certificates', '-n', NS])).data?.serials as string | undefined, 30_000);
+    assert.ok(revokedList.startsWith(inspectCertificate(alice.certPem!).serialNumber), revokedList);
+    const refused = await eventually('alice refused', async () => { const r = await asAlice(['get', 'configmaps']); return r.code !== 0 && /Unauthorized|must be logged in/.test(r.stderr) ? r : undefined; }, 30_000);
+    assert.ok(refused);
+    // Directly at a shard too, not only through the front-proxy.
+    const shardIP = runner!.podIP('kcp-shard-root');
+    const direct = await asAlice(['--server', `https://${shardIP}:6443/clusters/root:platform`, '--tls-server-name', 'kcp-shard-root.kcp-system.svc', 'get', 'configmaps']);
+    assert.match(direct.stderr, /Unauthorized|must be logged in/);
+
+    // Deleting the RootWorkspace removes what it created and nothing else.
+    await host.kubectl(['delete', 'rootworkspace', 'content', '-n', NS, '--timeout=60s']);
+    assert.notEqual((await kcp(['get', 'workspace', 'platform'], { allowFail: true })).code, 0, 'platform deleted');
+    assert.notEqual((await kcp(['get', 'workspacetype', 'team'], { allowFail: true })).code, 0, 'team deleted');
+    assert.equal((await kcp(['get', 'workspace', 'eu-org', '-o', 'jsonpath={.status.phase}'])).stdout, 'Ready', 'eu-org, not created by it, is untouched');
+  });
+
   it('a certificate renewal rolls the pods that mount it, and everything is Ready again', async () => {
     const serialBefore = async () => inspectCertificate(Buffer.from((await getJson(['get', 'secret', 'kcp-shard-alpha-serving', '-n', NS])).data['tls.crt'], 'base64').toString()).serialNumber;
     const before = await serialBefore();

@@ -96,7 +96,7 @@ describe('operator and Helm chart on a real kube-apiserver', { timeout: 600_000 
     // beta's Redis is external: no StatefulSet of its own.
     await eventually('StatefulSets', async () => JSON.stringify(await names('statefulsets')) === JSON.stringify(['kcp-shard-alpha-redis', 'kcp-shard-root-redis']), 30_000);
     assert.deepEqual(await names('services'), ['kcp-front-proxy', 'kcp-shard-alpha', 'kcp-shard-alpha-redis', 'kcp-shard-beta', 'kcp-shard-root', 'kcp-shard-root-redis']);
-    assert.deepEqual(await names('configmaps'), ['kcp-ca-bundle', 'kcp-shard-alpha-redis', 'kcp-shard-root-redis']);
+    assert.deepEqual(await names('configmaps'), ['kcp-ca-bundle', 'kcp-revoked-certificates', 'kcp-shard-alpha-redis', 'kcp-shard-root-redis']);
     const wantSecrets = [
       'kcp-admin-kubeconfig', 'kcp-ca', 'kcp-front-proxy-ca', 'kcp-front-proxy-client', 'kcp-front-proxy-kubeconfig', 'kcp-front-proxy-serving',
       'kcp-service-account-key', 'kcp-shard-alpha-client', 'kcp-shard-alpha-root-kubeconfig', 'kcp-shard-alpha-serving',
