@@ -13,7 +13,7 @@ import { CASES, NOT_APPLICABLE } from './cases.js';
 import type { Case, CaseContext, CaseResult } from './types.js';
 
 /** Server options the suite needs: a short watch history, so that expired continue tokens and resourceVersions can be produced quickly. */
-export const CONFORMANCE_SERVER_OPTIONS = { watchHistorySize: 400, bookmarkIntervalMs: 300 };
+export const CONFORMANCE_SERVER_OPTIONS = { watchHistorySize: 200, bookmarkIntervalMs: 300 };
 
 /** A server to run against: its URL and client credentials (admin). */
 export interface Target { url: string; creds: Creds }
