@@ -88,9 +88,12 @@ export class PodRunner {
     })();
   }
 
-  /** The IP of a running pod (by name prefix), e.g. the front-proxy's. */
-  podIP(prefix: string): string | undefined {
-    for (const r of this.pods.values()) if (r.pod.metadata.name.startsWith(prefix) && !r.stopping && r.ready) return r.ip;
+  /** The IP of a ready pod whose name starts with `prefix` and that has `labels`, e.g. the front-proxy's. */
+  podIP(prefix: string, labels: Record<string, string> = {}): string | undefined {
+    for (const r of this.pods.values()) {
+      if (!r.pod.metadata.name.startsWith(prefix) || r.stopping || !r.ready) continue;
+      if (Object.entries(labels).every(([k, v]) => r.pod.metadata.labels?.[k] === v)) return r.ip;
+    }
     return undefined;
   }
 
@@ -132,6 +135,8 @@ export class PodRunner {
     const id = this.nextId++;
     const ip = `${this.net}.${id}`;
     const netns = `kp${this.opts.subnet ?? 77}-${id}`;
+    // Leftovers of a run that was killed would make the names clash.
+    for (const leftover of [['netns', 'del', netns], ['link', 'del', `kv${id}h${this.opts.subnet ?? 77}`]]) { try { this.ip(leftover); } catch { /* none */ } }
     this.ip(['netns', 'add', netns]);
     this.ip(['link', 'add', `kv${id}h${this.opts.subnet ?? 77}`, 'type', 'veth', 'peer', 'name', `kv${id}p`]);
     this.ip(['link', 'set', `kv${id}p`, 'netns', netns]);

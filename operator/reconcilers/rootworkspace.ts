@@ -106,8 +106,13 @@ export async function reconcileRootWorkspace(ctx: OperatorContext, key: string):
   const inst = ctx.instances.get(rw.spec.instanceRef.name, ns);
   const deleting = Boolean(rw.metadata.deletionTimestamp);
   if (deleting && !rw.metadata.finalizers?.includes(ROOT_WORKSPACE_FINALIZER)) return;
-  if (!deleting && !rw.metadata.finalizers?.includes(ROOT_WORKSPACE_FINALIZER)) {
-    await ctx.client.apply({ apiVersion: rw.apiVersion, kind: 'RootWorkspace', metadata: { name, namespace: ns, finalizers: [ROOT_WORKSPACE_FINALIZER] } });
+  // The finalizer, and an ownerReference to the instance: deleting the instance deletes its content's record too.
+  const hasOwner = !inst || rw.metadata.ownerReferences?.some((r) => r.uid === inst.metadata.uid);
+  if (!deleting && (!rw.metadata.finalizers?.includes(ROOT_WORKSPACE_FINALIZER) || !hasOwner)) {
+    await ctx.client.apply({
+      apiVersion: rw.apiVersion, kind: 'RootWorkspace',
+      metadata: { name, namespace: ns, finalizers: [ROOT_WORKSPACE_FINALIZER], ...(inst ? { ownerReferences: [{ ...ownerOf(inst), controller: false }] } : {}) },
+    });
   }
   const previous = rw.status?.inventory ?? [];
   const now = new Date(ctx.now());

@@ -114,7 +114,7 @@ describe('a KcpInstance with two Shards, run as processes', { timeout: 900_000 }
 
   it('RootWorkspace: the tree, bindings and a kubeconfig appear; what leaves the spec is deleted or revoked; what it did not create is left alone', async () => {
     const proxy = () => `https://${runner!.podIP('kcp-front-proxy')}:6443`;
-    const rw = (extra: string) => `apiVersion: operator.kcp-ts.io/v1alpha1\nkind: RootWorkspace\nmetadata: {name: content, namespace: kcp-system}\nspec:\n  instanceRef: {name: kcp}\n  endpoint: ${proxy()}\n  workspaceTypes: [{name: team, spec: {}}]\n${extra}`;
+    const rw = (extra: string) => `apiVersion: operator.kcp-ts.io/v1alpha1\nkind: RootWorkspace\nmetadata: {name: content, namespace: kcp-system}\nspec:\n  instanceRef: {name: kcp}\n  endpoint: ${proxy()}\n  workspaceTypes: [{name: tenant, spec: {}}]\n${extra}`;
     const full = '  workspaces: [{path: platform}, {path: "platform:team-a"}, {path: eu-org}]\n  clusterRoleBindings: [{workspace: "root:platform", name: alice-admin, clusterRole: cluster-admin, subjects: [{kind: User, name: alice}]}]\n  kubeconfigs: [{name: alice, user: alice, workspace: "root:platform", secretName: alice-kubeconfig}]\n';
     await host.kubectl(['apply', '-f', '-'], { input: rw(full) });
     const status = await eventually('RootWorkspace applied', async () => {
@@ -129,7 +129,7 @@ describe('a KcpInstance with two Shards, run as processes', { timeout: 900_000 }
     assert.equal(condition(status, 'Ready')?.status, 'False', 'an item it may not manage keeps it from Ready');
     assert.ok(status.metadata.finalizers.includes('operator.kcp-ts.io/root-workspace-content'));
     assert.equal((await kcp(['--server', `${proxy()}/clusters/root:platform`, '--tls-server-name', 'kcp.example.com', 'get', 'workspace', 'team-a', '-o', 'jsonpath={.status.phase}'])).stdout, 'Ready');
-    assert.equal((await kcp(['get', 'workspacetype', 'team', '-o', 'jsonpath={.metadata.labels.operator\\.kcp-ts\\.io/root-workspace}'])).stdout, status.metadata.uid);
+    assert.equal((await kcp(['get', 'workspacetype', 'tenant', '-o', 'jsonpath={.metadata.labels.operator\\.kcp-ts\\.io/root-workspace}'])).stdout, status.metadata.uid);
 
     // The kubeconfig it issued works with kubectl, as alice, where the binding lets her.
     const secret = await getJson(['get', 'secret', 'alice-kubeconfig', '-n', NS]);
@@ -155,14 +155,17 @@ describe('a KcpInstance with two Shards, run as processes', { timeout: 900_000 }
     const refused = await eventually('alice refused', async () => { const r = await asAlice(['get', 'configmaps']); return r.code !== 0 && /Unauthorized|must be logged in/.test(r.stderr) ? r : undefined; }, 30_000);
     assert.ok(refused);
     // Directly at a shard too, not only through the front-proxy.
-    const shardIP = runner!.podIP('kcp-shard-root');
-    const direct = await asAlice(['--server', `https://${shardIP}:6443/clusters/root:platform`, '--tls-server-name', 'kcp-shard-root.kcp-system.svc', 'get', 'configmaps']);
-    assert.match(direct.stderr, /Unauthorized|must be logged in/);
+    const shardIP = runner!.podIP('kcp-shard-root', { 'app.kubernetes.io/component': 'shard' });
+    const direct = await eventually('alice refused by the shard', async () => {
+      const r = await asAlice(['--server', `https://${shardIP}:6443/clusters/root`, '--tls-server-name', 'kcp-shard-root.kcp-system.svc', 'get', 'configmaps']);
+      return /Unauthorized|must be logged in/.test(r.stderr) ? r : undefined;
+    }, 30_000);
+    assert.notEqual(direct.code, 0);
 
     // Deleting the RootWorkspace removes what it created and nothing else.
     await host.kubectl(['delete', 'rootworkspace', 'content', '-n', NS, '--timeout=60s']);
     assert.notEqual((await kcp(['get', 'workspace', 'platform'], { allowFail: true })).code, 0, 'platform deleted');
-    assert.notEqual((await kcp(['get', 'workspacetype', 'team'], { allowFail: true })).code, 0, 'team deleted');
+    assert.notEqual((await kcp(['get', 'workspacetype', 'tenant'], { allowFail: true })).code, 0, 'tenant deleted');
     assert.equal((await kcp(['get', 'workspace', 'eu-org', '-o', 'jsonpath={.status.phase}'])).stdout, 'Ready', 'eu-org, not created by it, is untouched');
   });
 
