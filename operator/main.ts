@@ -117,7 +117,14 @@ export async function operatorMain(args: string[], shutdown: ShutdownSignals): P
       await Promise.race([elector.acquire(onLost), stopped]);
       if (shutdown.signal.aborted) return 0;
     }
-    operator = await startOperator({ kubeConfig: kc, namespace: values.namespace, queueRedisUrl: values['redis-url'] ?? 'redis://127.0.0.1:6379', log, registry });
+    // Starting waits for the queue's Redis; a stop while it does must not wait for it.
+    const starting = startOperator({ kubeConfig: kc, namespace: values.namespace, queueRedisUrl: values['redis-url'] ?? 'redis://127.0.0.1:6379', log, registry });
+    const started = await Promise.race([starting, stopped.then(() => undefined)]);
+    if (!started) {
+      starting.then((op) => op.stop(), () => undefined);
+      return 0;
+    }
+    operator = started;
     operator.synced.then(() => { ready = true; log('informers synced; reconciling'); }, () => undefined);
     await Promise.race([stopped, lost]);
     return exitCode;

@@ -27,37 +27,39 @@ export class HostInformer<T extends TypedObject> {
   private readonly handlers: ChangeHandler<T>[] = [];
   private stopped = false;
   private failures = 0;
+  /** A list succeeded (so the cache holds the kind). */
+  private listed = false;
   private restartTimer: NodeJS.Timeout | undefined;
   private readonly firstSync: Promise<void>;
 
   constructor(client: HostClient, readonly kind: string, private readonly opts: HostInformerOptions = {}) {
     const path = collectionPath(kind, opts.namespace);
-    const list = () => client.list<HostObject>(kind, opts.namespace, opts.labelSelector) as unknown as ReturnType<Parameters<typeof makeInformer>[2]>;
-    this.informer = makeInformer(client.kubeConfig, path, list, opts.labelSelector);
+    const list = async () => {
+      const r = await client.list<HostObject>(kind, opts.namespace, opts.labelSelector);
+      this.listed = true;
+      return r;
+    };
+    this.informer = makeInformer(client.kubeConfig, path, list as unknown as Parameters<typeof makeInformer>[2], opts.labelSelector);
     for (const type of ['add', 'update', 'delete'] as const) {
       this.informer.on(type, (obj) => { for (const h of this.handlers) h(obj as unknown as T, type); });
     }
+    let markSynced: () => void = () => undefined;
+    this.firstSync = new Promise<void>((resolve) => { markSynced = resolve; });
+    // client-node's start() resolves also when its list failed (it reports the error instead):
+    // the cache is filled only once a list succeeded.
+    const start = () => this.informer.start().then(() => { if (this.listed) { this.failures = 0; markSynced(); } }, (err: unknown) => opts.onError?.(err));
     this.informer.on('error', (err) => {
       if (this.stopped) return;
       opts.onError?.(err);
       // client-node's informer has stopped: start it again, 0.5 s … 30 s later.
       const delay = Math.min(30_000, 500 * 2 ** Math.min(this.failures++, 6));
-      this.restartTimer = setTimeout(() => { if (!this.stopped) this.informer.start().then(() => { this.failures = 0; }, () => undefined); }, delay);
+      this.restartTimer = setTimeout(() => { if (!this.stopped) void start(); }, delay);
       this.restartTimer.unref();
     });
-    this.firstSync = new Promise<void>((resolve) => {
-      const attempt = () => {
-        if (this.stopped) { resolve(); return; }
-        this.informer.start().then(resolve, (err: unknown) => {
-          opts.onError?.(err);
-          setTimeout(attempt, Math.min(30_000, 500 * 2 ** Math.min(this.failures++, 6))).unref();
-        });
-      };
-      attempt();
-    });
+    void start();
   }
 
-  /** Resolves once the first list is in the cache. */
+  /** Resolves once a list succeeded and is in the cache (never while the host API is unreachable). */
   synced(): Promise<void> { return this.firstSync; }
 
   /** Calls `handler` on every change from now on. */
