@@ -28,9 +28,9 @@ export interface CertificatePolicy {
 const DAY_MS = 86_400_000;
 
 /**
- * Why `existing` cannot be kept for `wanted` (signed by `issuer`), or undefined when it fits.
- * A CA is kept while it is valid and not within `renewBeforeMs` of its end... and never replaced
- * silently by this function's callers (every kubeconfig trusts it): see {@link ensureCertificate}.
+ * Why `existing` cannot be kept for `wanted` (signed by `issuer`), or undefined when it fits: it
+ * is missing or unparsable, its key does not match, it ends within `renewBeforeMs` or has not
+ * begun, it is not a CA (for a CA), not issued by `issuer`, or of another identity or SANs.
  */
 export function replaceReason(existing: Partial<KeyPair> | undefined, wanted: CertificateWanted, issuer: KeyPair | undefined, policy: CertificatePolicy, now = Date.now()): string | undefined {
   if (!existing?.certPem || !existing.keyPem) return 'missing';
@@ -59,7 +59,11 @@ export function replaceReason(existing: Partial<KeyPair> | undefined, wanted: Ce
 export async function ensureCertificate(existing: Partial<KeyPair> | undefined, wanted: CertificateWanted, issuer: KeyPair | undefined, policy: CertificatePolicy, now = Date.now()): Promise<{ pair: KeyPair; reason?: string }> {
   const reason = replaceReason(existing, wanted, issuer, policy, now);
   if (!reason) return { pair: existing as KeyPair };
-  if (wanted.kind === 'ca') return { pair: await createCA(wanted.commonName, policy.caValidityMs / DAY_MS), reason };
+  // A CA near its end is re-certified with its own key: everything it signed stays valid.
+  if (wanted.kind === 'ca') {
+    const keep = existing?.keyPem && reason.startsWith('expires') ? existing.keyPem : undefined;
+    return { pair: await createCA(wanted.commonName, policy.caValidityMs / DAY_MS, keep), reason };
+  }
   if (!issuer) throw new Error('no CA to issue from');
   const validityDays = policy.validityMs / DAY_MS;
   const pair = wanted.kind === 'serving'

@@ -10,7 +10,7 @@ import { RestClient } from '../../src/client/rest.js';
 import { SHARD_FINALIZER, type KcpInstance, type Shard } from '../api/types.js';
 import { applyAll, cached, prune, type OperatorContext } from '../context.js';
 import { conditionsOf, writeStatus } from '../status.js';
-import { fromB64 } from '../pki.js';
+import { fromB64, serialOf } from '../pki.js';
 import { names, ownerOf, shardBaseURL, shardWorkload, redisWorkload, type ShardPlan } from '../resources.js';
 import { instanceCA } from './certificates.js';
 import { instanceRollout, nextRenewalMs, redisOf, serialsOf, shardCertificates, shardsOf, withDeadline } from './instance.js';
@@ -51,7 +51,8 @@ export async function reconcileShard(ctx: OperatorContext, key: string): Promise
     name, version: plan.versions.get(`shard:${name}`) ?? shard.spec.version ?? inst.spec.version,
     replicas: shard.spec.replicas ?? 1, resources: shard.spec.resources, redis: redisOf(shard.spec.redis),
     labels: shard.spec.labels, owner,
-    certificateSerials: [serialsOf(ca.pair, ...certs.map((c) => c.pair)), fromB64(frontProxyCA?.data, 'tls.crt') ? serialsOf({ certPem: fromB64(frontProxyCA?.data, 'tls.crt')!, keyPem: '' }) : ''].join(','),
+    // The front-proxy CA is the instance's (its Secret, read from the cache): a new one rolls the shard too.
+    certificateSerials: [serialsOf(ca.pair, ...certs.map((c) => c.pair)), serialOf(fromB64(frontProxyCA?.data, 'tls.crt'))].join(','),
   };
   const desired = [...certs.map((c) => c.secret), ...redisWorkload(inst, shardPlan), ...shardWorkload(inst, shardPlan)];
   withDeadline(desired, inst.spec.upgrade?.progressDeadlineSeconds ?? 600);

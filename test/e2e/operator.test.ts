@@ -13,6 +13,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { inspectCertificate, isIssuedBy } from '../../src/pki/certs.js';
 import { readKubeconfig, resolveKubeconfigContext } from '../../src/pki/kubeconfig.js';
 import { startOperator, type RunningOperator } from '../../operator/manager.js';
+import { LeaderElector } from '../../operator/leaderelection.js';
+import { HostClient } from '../../operator/kube/client.js';
 import { startHostCluster, kstatus, type HostCluster } from '../hostcluster.js';
 import { eventually, sleep, startRedis, type TestRedis } from '../helpers.js';
 
@@ -207,6 +209,31 @@ describe('operator and Helm chart on a real kube-apiserver', { timeout: 600_000 
     await eventually('alpha Redis pruned', async () => !(await names('statefulsets')).includes('kcp-shard-alpha-redis'), 30_000);
     const c = (await getJson(['get', 'deployment', 'kcp-shard-alpha', '-n', NS])).spec.template.spec.containers[0];
     assert.ok(c.args.includes('--redis-url=redis://r.example.com:6379'));
+  });
+
+  it('leader election on a Lease: one leader at a time; a released or expired lease is taken over', async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(await host.serviceAccountKubeconfig(NS, 'kcp-operator'));
+    const opts = { namespace: NS, name: 'kcp-operator-test', leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 300 };
+    const a = new LeaderElector(new HostClient(kc), { ...opts, identity: 'a' });
+    const b = new LeaderElector(new HostClient(kc), { ...opts, identity: 'b' });
+    let aLost = false;
+    await a.acquire(() => { aLost = true; });
+    assert.equal(await b.tryAcquireOrRenew(), false, 'b may not take a held lease');
+    const lease = await getJson(['get', 'lease', 'kcp-operator-test', '-n', NS]);
+    assert.equal(lease.spec.holderIdentity, 'a');
+    await a.release();
+    assert.equal(await b.tryAcquireOrRenew(), true, 'a released lease is taken at once');
+    assert.equal((await getJson(['get', 'lease', 'kcp-operator-test', '-n', NS])).spec.holderIdentity, 'b');
+    assert.equal(aLost, false);
+    // b stops renewing (a crashed leader): a candidate takes over once the lease expired.
+    const c = new LeaderElector(new HostClient(kc), { ...opts, identity: 'c' });
+    assert.equal(await c.tryAcquireOrRenew(), false);
+    await sleep(3200);
+    assert.equal(await c.tryAcquireOrRenew(), true);
+    const final = await getJson(['get', 'lease', 'kcp-operator-test', '-n', NS]);
+    assert.equal(final.spec.holderIdentity, 'c');
+    assert.ok(final.spec.leaseTransitions >= 1);
   });
 
   it('deleting the KcpInstance leaves nothing behind (garbage collector, Shard finalizers)', async () => {

@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { planRollout, upgradeOrder, type ComponentState } from '../../operator/rollout.js';
 import { applyReason, firstDifference, quantityValue, withAppliedHash } from '../../operator/kube/apply.js';
 import { parseDuration } from '../../operator/api/types.js';
+import { ensureCertificate, replaceReason } from '../../operator/pki.js';
+import { isIssuedBy } from '../../src/pki/certs.js';
 
 const REPO = join(import.meta.dirname, '..', '..');
 
@@ -101,5 +103,25 @@ describe('CRDs', () => {
     for (const f of files) {
       assert.equal(readFileSync(join(REPO, 'charts', 'kcp-operator', 'files', 'crds', f), 'utf8'), readFileSync(join(REPO, 'crds', f), 'utf8'), `${f} differs between crds/ and the chart`);
     }
+  });
+});
+
+describe('operator PKI', () => {
+  const policy = { caValidityMs: 3650 * 86_400_000, validityMs: 365 * 86_400_000, renewBeforeMs: 30 * 86_400_000 };
+  it('keeps what fits, re-issues what does not, and re-certifies a CA near its end with its own key', async () => {
+    const { pair: ca } = await ensureCertificate(undefined, { kind: 'ca', commonName: 'test-ca' }, undefined, policy);
+    const wanted = { kind: 'serving' as const, commonName: 's', dnsNames: ['a.example'], ipAddresses: ['127.0.0.1'] };
+    const { pair: leaf, reason } = await ensureCertificate(undefined, wanted, ca, policy);
+    assert.equal(reason, 'missing');
+    assert.equal(replaceReason(leaf, wanted, ca, policy), undefined, 'a fitting certificate is kept');
+    assert.equal(replaceReason(leaf, { ...wanted, dnsNames: ['b.example'] }, ca, policy), 'SANs changed');
+    assert.match(replaceReason(leaf, wanted, ca, policy, Date.now() + 340 * 86_400_000)!, /^expires/);
+    const { pair: other } = await ensureCertificate(undefined, { kind: 'ca', commonName: 'other' }, undefined, policy);
+    assert.equal(replaceReason(leaf, wanted, other, policy), 'not issued by the current CA');
+    const later = Date.now() + 3630 * 86_400_000;
+    const renewed = await ensureCertificate(ca, { kind: 'ca', commonName: 'test-ca' }, undefined, policy, later);
+    assert.match(renewed.reason!, /^expires/);
+    assert.equal(renewed.pair.keyPem.length > 0, true);
+    assert.ok(isIssuedBy(leaf.certPem, renewed.pair.certPem), 'what the old CA signed verifies against the re-certified one');
   });
 });
