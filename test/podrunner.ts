@@ -165,7 +165,11 @@ export class PodRunner {
     const expand = (s: string) => s.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v: string) => env[v] ?? m);
     const argv = [...(c.command ?? []), ...(c.args ?? [])].map(expand);
     const local = this.opts.commands(argv, c.image) ?? argv;
-    const mounts = (c.volumeMounts ?? []).map((m) => {
+    // A mount over a directory holding the program itself (this checkout under /tmp, say) would
+    // hide it from the process: such a mount is left out, the pod sees the host's directory there.
+    const programs = local[0] === process.execPath ? local.slice(0, 2) : local.slice(0, 1);
+    const hides = (mountPath: string) => programs.some((a) => a.startsWith('/') && (a === mountPath || a.startsWith(`${mountPath.replace(/\/$/, '')}/`)));
+    const mounts = (c.volumeMounts ?? []).filter((m) => !hides(m.mountPath)).map((m) => {
       const src = volumeDirs.get(m.name)!;
       // The mount point is made on the host (empty); what is mounted on it exists in the pod's mount namespace only.
       return `mkdir -p '${m.mountPath}' && mount --bind '${src}' '${m.mountPath}'${m.readOnly ? ` && mount -o remount,bind,ro '${m.mountPath}'` : ''}`;
