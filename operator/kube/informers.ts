@@ -32,7 +32,7 @@ export class HostInformer<T extends TypedObject> {
   private restartTimer: NodeJS.Timeout | undefined;
   private readonly firstSync: Promise<void>;
 
-  constructor(client: HostClient, readonly kind: string, private readonly opts: HostInformerOptions = {}) {
+  constructor(client: HostClient, readonly kind: string, opts: HostInformerOptions = {}) {
     const path = collectionPath(kind, opts.namespace);
     const list = async () => {
       const r = await client.list<HostObject>(kind, opts.namespace, opts.labelSelector);

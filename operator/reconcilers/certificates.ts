@@ -8,7 +8,7 @@ import { buildKubeconfig } from '../../src/pki/kubeconfig.js';
 import { parseDuration, type HostObject, type KcpInstance, type OwnerReference } from '../api/types.js';
 import { cached, type OperatorContext } from '../context.js';
 import { b64, ensureCertificate, fromB64, type CertificatePolicy, type CertificateWanted } from '../pki.js';
-import { secret } from '../resources.js';
+import { names, secret } from '../resources.js';
 import { HostApiError } from '../kube/client.js';
 
 /** The certificate policy of an instance (`spec.pki`, CRD defaults if unset). */
@@ -79,4 +79,17 @@ export function serviceAccountKeySecret(ctx: OperatorContext, inst: KcpInstance,
   const live = cached(ctx, 'Secret', inst.metadata.namespace!, name) as { data?: Record<string, string> } | undefined;
   const keyPem = live?.data?.['key.pem'] ? fromB64(live.data, 'key.pem')! : generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
   return secret(inst, name, 'pki', owner, { 'key.pem': b64(keyPem) });
+}
+
+/**
+ * The instance's CA as it exists now, or undefined while the instance reconciler has not created
+ * it yet. Reconcilers other than the instance's issue only from this: a CA of their own making
+ * would sign certificates nobody trusts.
+ */
+export async function existingCA(ctx: OperatorContext, inst: KcpInstance): Promise<KeyPair | undefined> {
+  if (inst.spec.pki?.caSecretRef) return (await instanceCA(ctx, inst, names.ca(inst.metadata.name), { apiVersion: inst.apiVersion, kind: inst.kind, name: inst.metadata.name, uid: inst.metadata.uid! })).pair;
+  const live = cached(ctx, 'Secret', inst.metadata.namespace!, names.ca(inst.metadata.name)) as { data?: Record<string, string> } | undefined;
+  const certPem = fromB64(live?.data, 'tls.crt');
+  const keyPem = fromB64(live?.data, 'tls.key');
+  return certPem && keyPem ? { certPem, keyPem } : undefined;
 }

@@ -26,7 +26,7 @@ import { applyAll, cached, type OperatorContext } from '../context.js';
 import { conditionsOf, writeStatus } from '../status.js';
 import { fromB64 } from '../pki.js';
 import { externalURL, names, ownerOf } from '../resources.js';
-import { certificateSecret, instanceCA, kubeconfigOf } from './certificates.js';
+import { certificateSecret, existingCA, kubeconfigOf } from './certificates.js';
 import { firstDifference } from '../kube/apply.js';
 
 /** Label on what a RootWorkspace created in kcp: its uid. */
@@ -67,14 +67,15 @@ const pathOf = (i: { kind: string; workspace: string; name: string }) => i.kind 
     : `/clusters/${i.workspace}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${i.name}`;
 
 /** The client of the instance's kcp, with the operator's own certificate (issued when missing). */
-async function kcpClient(ctx: OperatorContext, inst: KcpInstance, rw: RootWorkspace): Promise<{ client: RestClient; secret: HostObject; ca: KeyPair }> {
-  const ca = await instanceCA(ctx, inst, names.ca(inst.metadata.name), ownerOf(inst));
+async function kcpClient(ctx: OperatorContext, inst: KcpInstance, rw: RootWorkspace): Promise<{ client: RestClient; secret: HostObject; ca: KeyPair } | undefined> {
+  const ca = await existingCA(ctx, inst);
+  if (!ca) return undefined;
   const cert = await certificateSecret(ctx, inst, `${rw.metadata.name}-rootworkspace-client`, 'rootworkspace', ownerOf(rw),
-    { kind: 'client', user: 'system:kcp-ts:operator', groups: ['system:masters'] }, ca.pair);
+    { kind: 'client', user: 'system:kcp-ts:operator', groups: ['system:masters'] }, ca);
   const port = inst.spec.external?.port ?? 6443;
   const url = rw.spec.endpoint ? new URL(rw.spec.endpoint).origin : `https://${names.frontProxy(inst.metadata.name)}.${inst.metadata.namespace}.svc:${port}`;
-  const client = new RestClient({ url, ca: ca.pair.certPem, cert: cert.pair.certPem, key: cert.pair.keyPem, serverName: `${names.frontProxy(inst.metadata.name)}.${inst.metadata.namespace}.svc` });
-  return { client, secret: cert.secret, ca: ca.pair };
+  const client = new RestClient({ url, ca: ca.certPem, cert: cert.pair.certPem, key: cert.pair.keyPem, serverName: `${names.frontProxy(inst.metadata.name)}.${inst.metadata.namespace}.svc` });
+  return { client, secret: cert.secret, ca };
 }
 
 const errorOf = (res: { status: number; json?: { message?: string }; body: string }) => `HTTP ${res.status}: ${res.json?.message ?? res.body.slice(0, 200)}`;
@@ -121,7 +122,9 @@ export async function reconcileRootWorkspace(ctx: OperatorContext, key: string):
     await writeStatus(ctx, rw, { observedGeneration: rw.metadata.generation, inventory: previous, conditions: conditionsOf({ ready: false, progressing: false, degraded: true, reason: 'InstanceNotFound', message: `KcpInstance ${ns}/${rw.spec.instanceRef.name} does not exist` }, rw.metadata.generation, rw.status?.conditions, now) });
     return;
   }
-  const { client, secret: clientSecret, ca } = await kcpClient(ctx, inst, rw);
+  const connection = await kcpClient(ctx, inst, rw);
+  if (!connection) return { requeueAfterMs: 1000 }; // the instance's CA does not exist yet
+  const { client, secret: clientSecret, ca } = connection;
   try {
     const uid = rw.metadata.uid!;
     const want = deleting ? [] : declared(rw);

@@ -12,7 +12,7 @@ import { applyAll, cached, prune, type OperatorContext } from '../context.js';
 import { conditionsOf, writeStatus } from '../status.js';
 import { fromB64, serialOf } from '../pki.js';
 import { names, ownerOf, shardBaseURL, shardWorkload, redisWorkload, type ShardPlan } from '../resources.js';
-import { instanceCA } from './certificates.js';
+import { existingCA } from './certificates.js';
 import { instanceRollout, nextRenewalMs, redisOf, serialsOf, shardCertificates, shardsOf, withDeadline } from './instance.js';
 import { readKubeconfig, resolveKubeconfigContext } from '../../src/pki/kubeconfig.js';
 
@@ -43,16 +43,18 @@ export async function reconcileShard(ctx: OperatorContext, key: string): Promise
   }
   const owner = ownerOf(shard);
   const i = inst.metadata.name;
-  const ca = await instanceCA(ctx, inst, names.ca(i), ownerOf(inst));
+  const ca = await existingCA(ctx, inst);
   const frontProxyCA = cached(ctx, 'Secret', ns, names.frontProxyCA(i)) as { data?: Record<string, string> } | undefined;
-  const certs = await shardCertificates(ctx, inst, name, owner, ca.pair);
+  // The instance's reconciler creates the CAs; this shard's certificates and pods wait for them.
+  if (!ca || !frontProxyCA) return { requeueAfterMs: 1000 };
+  const certs = await shardCertificates(ctx, inst, name, owner, ca);
   const { plan, states } = instanceRollout(ctx, inst, shardsOf(ctx, inst));
   const shardPlan: ShardPlan = {
     name, version: plan.versions.get(`shard:${name}`) ?? shard.spec.version ?? inst.spec.version,
     replicas: shard.spec.replicas ?? 1, resources: shard.spec.resources, redis: redisOf(shard.spec.redis),
     labels: shard.spec.labels, owner,
     // The front-proxy CA is the instance's (its Secret, read from the cache): a new one rolls the shard too.
-    certificateSerials: [serialsOf(ca.pair, ...certs.map((c) => c.pair)), serialOf(fromB64(frontProxyCA?.data, 'tls.crt'))].join(','),
+    certificateSerials: [serialsOf(ca, ...certs.map((c) => c.pair)), serialOf(fromB64(frontProxyCA?.data, 'tls.crt'))].join(','),
   };
   const desired = [...certs.map((c) => c.secret), ...redisWorkload(inst, shardPlan), ...shardWorkload(inst, shardPlan)];
   withDeadline(desired, inst.spec.upgrade?.progressDeadlineSeconds ?? 600);
@@ -73,7 +75,7 @@ export async function reconcileShard(ctx: OperatorContext, key: string): Promise
       message: ready ? `shard runs ${st.version}${pinned ? ' (pinned)' : ''}` : st.failed ? `did not become ready on ${st.version} within the progress deadline` : `waiting for the shard to become ready on ${shardPlan.version}`,
     }, shard.metadata.generation, shard.status?.conditions, new Date(ctx.now())),
   });
-  return { requeueAfterMs: nextRenewalMs(inst, [ca.pair, ...certs.map((c) => c.pair)], ctx.now()) };
+  return { requeueAfterMs: nextRenewalMs(inst, [ca, ...certs.map((c) => c.pair)], ctx.now()) };
 }
 
 /**
