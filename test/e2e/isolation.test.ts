@@ -116,9 +116,10 @@ function launch(a: Attack, path = a.path): Promise<Res> {
 
 /** The same request aimed at a workspace that does not exist, or undefined if it names none. */
 function ghostOf(path: string): string | undefined {
+  // The logical cluster name first: a random name may itself begin with "b" ("root:bgnk…").
+  if (bCluster && path.includes(bCluster)) return path.replaceAll(bCluster, ghostCluster);
   if (path.includes('root:b')) return path.replaceAll('root:b', `root:${GHOST}`);
   if (path.includes('root%3Ab')) return path.replaceAll('root%3Ab', `root%3A${GHOST}`);
-  if (bCluster && path.includes(bCluster)) return path.replaceAll(bCluster, ghostCluster);
   return undefined;
 }
 
