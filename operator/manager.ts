@@ -10,7 +10,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { Counter, type Registry } from 'prom-client';
 import { Controller, ControllerMetrics, QueueThread, type Reconcile } from '../src/controllers/runtime.js';
 import { LABELS, type HostObject, type KcpInstance, type RootWorkspace, type Shard } from './api/types.js';
-import { HostClient } from './kube/client.js';
+import { HostClient, isHostStatus } from './kube/client.js';
 import { HostInformer } from './kube/informers.js';
 import { MANAGED_SELECTOR, OWNED_KINDS, type OperatorContext, type OwnedKind } from './context.js';
 import { reconcileInstance } from './reconcilers/instance.js';
@@ -43,8 +43,8 @@ export interface RunningOperator {
   synced: Promise<void>;
   /** Requests sent to the host cluster so far (reads, writes). */
   client: HostClient;
-  /** Reconciles that failed so far (retried with backoff). */
-  errors: () => number;
+  /** Reconciles that failed so far, other than write conflicts (all are retried with backoff). */
+  errors: () => string[];
   stop(): Promise<void>;
 }
 
@@ -76,12 +76,16 @@ export async function startOperator(opts: OperatorOptions): Promise<RunningOpera
       collect() { this.reset(); this.inc({ kind: 'read' }, client.counts.reads); this.inc({ kind: 'write' }, client.counts.writes); },
     });
   }
-  let errors = 0;
+  const errors: string[] = [];
   const controller = (name: string, reconcile: (ctx: OperatorContext, key: string) => ReturnType<Reconcile>) => new Controller({
     name, prefix: opts.queuePrefix ?? '{kcp-ts-operator}', thread, concurrency: opts.concurrency ?? 4, metrics,
     // Reconciles wait for the caches: a key reconciled against a half-listed cache would prune what it has not seen.
     reconcile: async (key) => { await synced; return reconcile(ctx, key); },
-    onError: (key, err) => { errors++; log(`${name} ${key}: ${(err as Error).message}`); },
+    onError: (key, err) => {
+      // A conflict (a write built on a cache a moment old) is retried at once and is no fault.
+      if (!isHostStatus(err, 409)) errors.push(`${name} ${key}: ${(err as Error).message}`);
+      log(`reconcile error (retried): ${name} ${key}: ${(err as Error).message}`);
+    },
   });
   const instances = controller('kcpinstance', reconcileInstance);
   const shards = controller('shard', reconcileShard);
@@ -114,7 +118,7 @@ export async function startOperator(opts: OperatorOptions): Promise<RunningOpera
   synced.then(enqueueAll, () => undefined);
 
   return {
-    synced, client, errors: () => errors,
+    synced, client, errors: () => [...errors],
     async stop() {
       await Promise.all(informers.map((i) => i.stop().catch(() => undefined)));
       await instances.close();
