@@ -43,7 +43,7 @@ export interface RunningOperator {
   synced: Promise<void>;
   /** Requests sent to the host cluster so far (reads, writes). */
   client: HostClient;
-  /** Reconciles that failed so far, other than write conflicts (all are retried with backoff). */
+  /** Reconciles that failed so far, other than by conflicts or vanished objects (all are retried with backoff). */
   errors: () => string[];
   stop(): Promise<void>;
 }
@@ -82,8 +82,9 @@ export async function startOperator(opts: OperatorOptions): Promise<RunningOpera
     // Reconciles wait for the caches: a key reconciled against a half-listed cache would prune what it has not seen.
     reconcile: async (key) => { await synced; return reconcile(ctx, key); },
     onError: (key, err) => {
-      // A conflict (a write built on a cache a moment old) is retried at once and is no fault.
-      if (!isHostStatus(err, 409)) errors.push(`${name} ${key}: ${(err as Error).message}`);
+      // A conflict (a write built on a cache a moment old) or an object deleted meanwhile is
+      // retried and no fault.
+      if (!isHostStatus(err, 409) && !isHostStatus(err, 404)) errors.push(`${name} ${key}: ${(err as Error).message}`);
       log(`reconcile error (retried): ${name} ${key}: ${(err as Error).message}`);
     },
   });
