@@ -55,6 +55,18 @@ export async function startRedis(dir = mkdtempSync(join(tmpdir(), 'kcp-redis-'))
 
 export function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
 
+/** mulberry32: a small seeded PRNG; returns floats in [0, 1) (the crash and fuzz suites' randomness). */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 /** Polls `fn` every 25 ms until it returns a truthy value, which it returns; fails (naming `what` and the last value) after `ms`. */
 export async function eventually<T>(what: string, fn: () => Promise<T>, ms = 8000): Promise<Exclude<T, false | 0 | '' | null | undefined>> {
   const deadline = Date.now() + ms;
@@ -102,13 +114,16 @@ export function useTestServer(ready: (srv: TestServer, redis: TestRedis, kc: Kub
 
 export interface Res { status: number; headers: Record<string, string | string[] | undefined>; body: string; json: any }
 
-/** One HTTPS request. `body` objects are sent as JSON unless contentType says otherwise. */
-export function call(server: { url: string }, creds: Partial<Creds> & { ca: string }, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res> {
+/**
+ * One HTTPS request. `body` objects are sent as JSON unless contentType says otherwise. A new
+ * connection each time, unless `agent` (a keep-alive pool with the same credentials) is given.
+ */
+export function call(server: { url: string }, creds: Partial<Creds> & { ca: string }, method: string, path: string, body?: unknown, headers: Record<string, string> = {}, agent?: Agent): Promise<Res> {
   const u = new URL(server.url + path);
   const data = body === undefined ? undefined : Buffer.isBuffer(body) ? body : typeof body === 'string' ? Buffer.from(body) : Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
     const req = request({
-      host: u.hostname, port: u.port, path: u.pathname + u.search, method, ca: creds.ca, cert: creds.cert, key: creds.key, agent: false,
+      host: u.hostname, port: u.port, path: u.pathname + u.search, method, ca: creds.ca, cert: creds.cert, key: creds.key, agent: agent ?? false,
       headers: { ...(data ? { 'content-type': 'application/json', 'content-length': String(data.length) } : {}), ...headers },
     }, (res) => {
       const chunks: Buffer[] = [];

@@ -6,9 +6,9 @@
  *   node --import tsx test/conformance/run.ts [--only <id-substring>]
  */
 import { randomBytes } from 'node:crypto';
-import { Agent, request } from 'node:https';
+import { Agent } from 'node:https';
 import { pathToFileURL } from 'node:url';
-import { watch, startRedis, startTestServer, type Creds, type Res } from '../helpers.js';
+import { call, watch, startRedis, startTestServer, type Creds, type Res } from '../helpers.js';
 import { CASES, NOT_APPLICABLE } from './cases.js';
 import type { Case, CaseContext, CaseResult } from './types.js';
 
@@ -26,26 +26,7 @@ const agents = new WeakMap<Target, Agent>();
 export function apiCall(target: Target, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res> {
   let agent = agents.get(target);
   if (!agent) { agent = new Agent({ keepAlive: true, maxSockets: 32, ca: target.creds.ca, cert: target.creds.cert, key: target.creds.key }); agents.set(target, agent); }
-  const u = new URL(target.url + path);
-  const data = body === undefined ? undefined : typeof body === 'string' ? Buffer.from(body) : Buffer.from(JSON.stringify(body));
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: u.hostname, port: u.port, path: u.pathname + u.search, method, agent,
-      headers: { ...(data ? { 'content-type': 'application/json', 'content-length': String(data.length) } : {}), ...headers },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        let json: unknown;
-        try { json = JSON.parse(text); } catch { json = undefined; }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json });
-      });
-    });
-    req.on('error', reject);
-    if (data) req.write(data);
-    req.end();
-  });
+  return call(target, target.creds, method, path, body, headers, agent);
 }
 
 /** Closes the keep-alive connections of a target. */

@@ -16,7 +16,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request, Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { adminCreds, freePort, sleep, spawnCli, stopCli, type CliProcess, type Creds } from '../helpers.js';
+import { adminCreds, freePort, prng, sleep, spawnCli, stopCli, type CliProcess, type Creds } from '../helpers.js';
 
 /** Parameters of one run. */
 export interface CrashRunOptions {
@@ -65,17 +65,6 @@ export interface CrashReport {
   durationMs: number;
 }
 
-/** mulberry32: a small seeded PRNG; returns floats in [0, 1). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const NS = '/clusters/root/api/v1/namespaces/default/configmaps';
 const REQUEST_TIMEOUT_MS = 15_000;

@@ -16,28 +16,17 @@ import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { adminCreds, call, freePort, sleep, spawnCli, stopCli, type CliProcess, type Creds } from '../helpers.js';
+import { adminCreds, call, freePort, prng, sleep, spawnCli, stopCli, type CliProcess, type Creds } from '../helpers.js';
 
 // ---------------------------------------------------------------------------------------------
 // PRNG
 
-/** mulberry32: a small seeded PRNG; returns floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Random choices over a mulberry32 stream. */
 export class Rng {
   private readonly f: () => number;
   /** A stream seeded with `seed`. */
-  constructor(seed: number) { this.f = mulberry32(seed); }
+  constructor(seed: number) { this.f = prng(seed); }
   /** A float in [0, 1). */
   next(): number { return this.f(); }
   /** An integer in [0, n). */
