@@ -3,7 +3,8 @@
  * feeding the same BullMQ controller runtime the server's controllers run on
  * (src/controllers/runtime.ts). Keys are `<namespace>/<name>`; any change of an instance's host
  * objects, of the instance or of one of its Shards enqueues the instance and all its Shards (their
- * versions depend on each other during a rollout), so every reconcile is level-triggered and
+ * versions depend on each other during a rollout; a change of the instance also its
+ * RootWorkspaces, a RootWorkspace's Secrets only it), so every reconcile is level-triggered and
  * nothing is lost when the queue's Redis is empty (its state is rebuilt from the informers).
  */
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -106,8 +107,14 @@ export async function startOperator(opts: OperatorOptions): Promise<RunningOpera
   });
   for (const inf of Object.values(owned)) {
     inf.onChange((o) => {
+      // A RootWorkspace's own objects (its kubeconfigs) lead back to it alone; the rest to the
+      // instance and its Shards, whose rollout reads every Deployment's status.
+      const rw = o.metadata.ownerReferences?.find((r) => r.kind === 'RootWorkspace');
+      if (rw) { rootWorkspaces.enqueue(`${o.metadata.namespace}/${rw.name}`).catch(() => undefined); return; }
       const instance = o.metadata.labels?.[LABELS.instance];
-      if (instance) enqueueInstance(o.metadata.namespace!, instance);
+      if (!instance) return;
+      instances.enqueue(`${o.metadata.namespace}/${instance}`).catch(() => undefined);
+      for (const s of ctx.shards.list(o.metadata.namespace)) if (s.spec.instanceRef.name === instance) shards.enqueue(keyOf(s)).catch(() => undefined);
     });
   }
   const enqueueAll = () => {

@@ -98,6 +98,11 @@ export function serviceDnsNames(service: string, namespace: string): string[] {
   return [service, `${service}.${namespace}`, `${service}.${namespace}.svc`, `${service}.${namespace}.svc.cluster.local`, 'localhost'];
 }
 
+/** `spec.upgrade.progressDeadlineSeconds` (the CRD's default 600): the Deployments' progress deadline. */
+export function progressDeadlineOf(inst: KcpInstance): number {
+  return inst.spec.upgrade?.progressDeadlineSeconds ?? 600;
+}
+
 /** The image of a version. */
 export function imageOf(inst: KcpInstance, version: string): string {
   return `${inst.spec.image?.repository ?? DEFAULT_IMAGE}:${version}`;
@@ -177,6 +182,8 @@ export function shardWorkload(inst: KcpInstance, plan: ShardPlan): HostObject[] 
     metadata: meta(inst, name, 'shard', plan.owner, plan.name, plan.version),
     spec: {
       replicas: plan.replicas,
+      // A shard that misses it on a new version is rolled back (rollout.ts).
+      progressDeadlineSeconds: progressDeadlineOf(inst),
       selector: { matchLabels: selector },
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       template: {
@@ -283,6 +290,7 @@ export function frontProxyWorkload(inst: KcpInstance, version: string, certifica
       metadata: meta(inst, name, 'front-proxy', owner, undefined, version),
       spec: {
         replicas: fp.replicas ?? 1,
+        progressDeadlineSeconds: progressDeadlineOf(inst),
         selector: { matchLabels: selector },
         strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
         template: {

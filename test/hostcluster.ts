@@ -13,13 +13,11 @@ import { spawn, execFile, execFileSync, type ChildProcess } from 'node:child_pro
 import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync, openSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { generateKeyPairSync } from 'node:crypto';
 import { createCA, issueClientCert, issueServingCert } from '../src/pki/certs.js';
 import { buildKubeconfig } from '../src/pki/kubeconfig.js';
 import { freePort, sleep } from './helpers.js';
 
-const execFileP = promisify(execFile);
 const REPO = join(import.meta.dirname, '..');
 
 /** Paths of the host-cluster tools (see the module comment). @throws Error naming what is missing and how to get it */
@@ -195,4 +193,3 @@ export function kstatus(objectJson: string): string {
   return execFileSync(hostTools().kstatus, [], { input: objectJson, encoding: 'utf8' }).trim();
 }
 
-export { execFileP };

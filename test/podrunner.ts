@@ -45,7 +45,7 @@ interface Pod {
   metadata: { name: string; namespace: string; uid: string; labels?: Record<string, string>; deletionTimestamp?: string };
   spec: { nodeName?: string; containers: Container[]; volumes?: { name: string; secret?: { secretName: string }; configMap?: { name: string }; emptyDir?: object; persistentVolumeClaim?: { claimName: string } }[] };
 }
-interface Running { pod: Pod; id: number; ip: string; proc?: ChildProcess; restarts: number; ready: boolean; stopping: boolean; startedAt: string; lastReported?: string; volumes: Map<string, string> }
+interface Running { pod: Pod; id: number; ip: string; netns: string; proc?: ChildProcess; restarts: number; ready: boolean; stopping: boolean; startedAt: string; lastReported?: string; volumes: Map<string, string> }
 
 const NODE = 'kcp-ts-test-node';
 
@@ -148,7 +148,7 @@ export class PodRunner {
     this.ip(['netns', 'exec', netns, 'ip', 'route', 'add', 'default', 'via', `${this.net}.1`]);
     mkdirSync(`/etc/netns/${netns}`, { recursive: true });
     writeFileSync(`/etc/netns/${netns}/hosts`, '127.0.0.1 localhost\n');
-    const r: Running = { pod, id, ip, restarts: 0, ready: false, stopping: false, startedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), volumes: volumeDirs };
+    const r: Running = { pod, id, ip, netns, restarts: 0, ready: false, stopping: false, startedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), volumes: volumeDirs };
     this.pods.set(pod.metadata.uid, r);
     this.events.push(`start ${name} at ${ip} (${pod.spec.containers[0]!.image})`);
 
@@ -191,7 +191,6 @@ export class PodRunner {
       });
     };
     launch();
-    (r as Running & { netns: string; dir: string }).netns = netns;
   }
 
   /** Writes a Secret or ConfigMap volume's keys as files (again: kubelet keeps them current). @throws when the object does not exist */
@@ -226,11 +225,8 @@ export class PodRunner {
       await Promise.race([new Promise((res) => proc.once('exit', res)), sleep(10_000)]);
       if (proc.exitCode === null && proc.signalCode === null) { proc.kill('SIGKILL'); await new Promise((res) => proc.once('exit', res)); }
     }
-    const netns = (r as Running & { netns?: string }).netns;
-    if (netns) {
-      try { this.ip(['netns', 'del', netns]); } catch { /* gone */ }
-      rmSync(`/etc/netns/${netns}`, { recursive: true, force: true });
-    }
+    try { this.ip(['netns', 'del', r.netns]); } catch { /* gone */ }
+    rmSync(`/etc/netns/${r.netns}`, { recursive: true, force: true });
     this.pods.delete(r.pod.metadata.uid);
     this.events.push(`stopped ${r.pod.metadata.name}`);
     if (deleteObject) {
@@ -254,9 +250,8 @@ export class PodRunner {
     }
     const text = `${lines.join('\n')}\n`;
     for (const r of this.pods.values()) {
-      const netns = (r as Running & { netns?: string }).netns;
       // Rewritten in place (same inode): the file is bind-mounted over /etc/hosts in the pod.
-      if (netns && existsSync(`/etc/netns/${netns}/hosts`)) writeFileSync(`/etc/netns/${netns}/hosts`, text);
+      if (existsSync(`/etc/netns/${r.netns}/hosts`)) writeFileSync(`/etc/netns/${r.netns}/hosts`, text);
     }
   }
 

@@ -5,6 +5,8 @@
  * TypeScript view of the same objects, defaults already applied by the kube-apiserver.
  */
 
+import type { ObjectMeta as MetaV1, OwnerReference } from '../../src/apimachinery/meta.js';
+
 /** API group of the operator's resources. */
 export const GROUP = 'operator.kcp-ts.io';
 /** Their only version. */
@@ -32,30 +34,10 @@ export const LABELS = {
 /** Value of `app.kubernetes.io/managed-by` on the operator's objects. */
 export const MANAGED_BY = 'kcp-ts-operator';
 
-/** Metadata as the operator reads it. */
-export interface ObjectMeta {
-  name: string;
-  namespace?: string;
-  uid?: string;
-  generation?: number;
-  resourceVersion?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  ownerReferences?: OwnerReference[];
-  finalizers?: string[];
-  deletionTimestamp?: string;
-  creationTimestamp?: string;
-}
+/** Metadata as the operator reads it: `metav1.ObjectMeta` (src/apimachinery/meta.ts), named. */
+export type ObjectMeta = MetaV1 & { name: string };
 
-/** An ownerReference (metav1.OwnerReference). */
-export interface OwnerReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-  controller?: boolean;
-  blockOwnerDeletion?: boolean;
-}
+export type { OwnerReference };
 
 /** A condition in kstatus style (metav1.Condition): `Ready`, `Progressing`, `Degraded`, … */
 export interface Condition {

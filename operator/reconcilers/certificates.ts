@@ -28,15 +28,17 @@ export interface CertificateSecret {
 /**
  * The Secret `name` holding a certificate as `wanted`, issued by `issuer` (self-signed CA when
  * `issuer` is undefined and `wanted.kind` is `ca`; a CA near its end is re-certified with its own
- * key, so what it signed stays valid). `extra` adds keys (a kubeconfig).
+ * key, so what it signed stays valid). `extra` adds keys (a kubeconfig); `policy` defaults to the
+ * instance's.
  */
 export async function certificateSecret(
   ctx: OperatorContext, inst: KcpInstance, name: string, component: string, owner: OwnerReference,
   wanted: CertificateWanted, issuer: KeyPair | undefined, shard?: string, extra?: (pair: KeyPair) => Record<string, string>,
+  policy: CertificatePolicy = policyOf(inst),
 ): Promise<CertificateSecret> {
   const live = cached(ctx, 'Secret', inst.metadata.namespace!, name) as { data?: Record<string, string> } | undefined;
   const existing = { certPem: fromB64(live?.data, 'tls.crt'), keyPem: fromB64(live?.data, 'tls.key') };
-  const { pair, reason } = await ensureCertificate(existing, wanted, issuer, policyOf(inst), ctx.now());
+  const { pair, reason } = await ensureCertificate(existing, wanted, issuer, policy, ctx.now());
   const data: Record<string, string> = { 'tls.crt': b64(pair.certPem), 'tls.key': b64(pair.keyPem), 'ca.crt': b64((issuer ?? pair).certPem), ...(extra ? mapValues(extra(pair), b64) : {}) };
   if (reason && reason !== 'missing') ctx.log(`certificate ${inst.metadata.namespace}/${name} renewed: ${reason}`);
   return { pair, secret: secret(inst, name, component, owner, data, 'kubernetes.io/tls', shard), issued: reason };

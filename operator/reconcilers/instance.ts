@@ -160,7 +160,6 @@ export async function reconcileInstance(ctx: OperatorContext, key: string): Prom
     ...redisWorkload(inst, rootPlan), ...shardWorkload(inst, rootPlan),
     ...frontProxyWorkload(inst, plan.versions.get('front-proxy')!, proxySerials),
   ];
-  withDeadline(desired, inst.spec.upgrade?.progressDeadlineSeconds ?? 600);
   await applyAll(ctx, desired);
   await prune(ctx, ns, inst.metadata.uid!, desired);
 
@@ -188,8 +187,4 @@ export async function reconcileInstance(ctx: OperatorContext, key: string): Prom
   return { requeueAfterMs: nextRenewalMs(inst, [ca.pair, frontProxyCA.pair, ...rootCerts.map((c) => c.pair), proxyServing.pair, proxyClient.pair, proxyKubeconfig.pair, admin.pair], ctx.now()) };
 }
 
-/** Sets `progressDeadlineSeconds` on Deployments: a shard that misses it is rolled back (rollout.ts). */
-export function withDeadline(objects: HostObject[], seconds: number): void {
-  for (const o of objects) if (o.kind === 'Deployment') (o.spec as Record<string, unknown>).progressDeadlineSeconds = seconds;
-}
 

@@ -26,7 +26,7 @@ import { applyAll, cached, type OperatorContext } from '../context.js';
 import { conditionsOf, writeStatus } from '../status.js';
 import { fromB64 } from '../pki.js';
 import { externalURL, names, ownerOf } from '../resources.js';
-import { certificateSecret, existingCA, kubeconfigOf } from './certificates.js';
+import { certificateSecret, existingCA, kubeconfigOf, policyOf } from './certificates.js';
 import { firstDifference } from '../kube/apply.js';
 
 /** Label on what a RootWorkspace created in kcp: its uid. */
@@ -34,13 +34,13 @@ export const OWNER_LABEL = `${GROUP}/root-workspace`;
 /** Field manager of the revocation records (not the operator's apply manager: they are merged, never applied). */
 const REVOCATION_MANAGER = 'kcp-ts-operator-revocations';
 
-interface Item { kind: 'WorkspaceType' | 'Workspace' | 'ClusterRoleBinding'; workspace: string; name: string; path: string; body: Record<string, unknown> }
+interface Item { kind: 'WorkspaceType' | 'Workspace' | 'ClusterRoleBinding'; workspace: string; name: string; body: Record<string, unknown> }
 
 /** The kcp objects a spec declares, parents before children. */
 function declared(rw: RootWorkspace): Item[] {
   const items: Item[] = [];
   for (const t of rw.spec.workspaceTypes ?? []) {
-    items.push({ kind: 'WorkspaceType', workspace: 'root', name: t.name, path: `/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspacetypes/${t.name}`, body: { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceType', spec: t.spec ?? {} } });
+    items.push({ kind: 'WorkspaceType', workspace: 'root', name: t.name, body: { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceType', spec: t.spec ?? {} } });
   }
   const workspaces = [...(rw.spec.workspaces ?? [])].sort((a, b) => a.path.split(':').length - b.path.split(':').length);
   for (const w of workspaces) {
@@ -50,11 +50,11 @@ function declared(rw: RootWorkspace): Item[] {
     const spec: Record<string, unknown> = {};
     if (w.type?.name) spec.type = { name: w.type.name, ...(w.type.path ? { path: w.type.path } : {}) };
     if (w.location) spec.location = w.location;
-    items.push({ kind: 'Workspace', workspace: parent, name, path: `/clusters/${parent}/apis/tenancy.kcp.io/v1alpha1/workspaces/${name}`, body: { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', ...(w.labels ? { labels: w.labels } : {}), spec } });
+    items.push({ kind: 'Workspace', workspace: parent, name, body: { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', ...(w.labels ? { labels: w.labels } : {}), spec } });
   }
   for (const b of rw.spec.clusterRoleBindings ?? []) {
     items.push({
-      kind: 'ClusterRoleBinding', workspace: b.workspace, name: b.name, path: `/clusters/${b.workspace}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${b.name}`,
+      kind: 'ClusterRoleBinding', workspace: b.workspace, name: b.name,
       body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: b.clusterRole }, subjects: b.subjects.map((s) => ({ ...s, ...(s.kind === 'ServiceAccount' ? {} : { apiGroup: 'rbac.authorization.k8s.io' }) })) },
     });
   }
@@ -62,6 +62,7 @@ function declared(rw: RootWorkspace): Item[] {
 }
 
 const itemKey = (i: { kind: string; workspace: string; name: string }) => `${i.kind}|${i.workspace}|${i.name}`;
+/** Where an item lives in kcp. */
 const pathOf = (i: { kind: string; workspace: string; name: string }) => i.kind === 'WorkspaceType' ? `/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspacetypes/${i.name}`
   : i.kind === 'Workspace' ? `/clusters/${i.workspace}/apis/tenancy.kcp.io/v1alpha1/workspaces/${i.name}`
     : `/clusters/${i.workspace}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${i.name}`;
@@ -139,9 +140,10 @@ export async function reconcileRootWorkspace(ctx: OperatorContext, key: string):
       const secretName = k.secretName ?? k.name;
       const validityMs = parseDuration(k.validity ?? '8760h');
       const workspace = k.workspace ?? 'root';
-      const policyInst: KcpInstance = { ...inst, spec: { ...inst.spec, pki: { ...inst.spec.pki, certificateDuration: k.validity ?? '8760h', renewBefore: `${Math.floor(Math.min(parseDuration(inst.spec.pki?.renewBefore ?? '720h'), validityMs / 3) / 1000)}s` } } };
-      const s = await certificateSecret(ctx, policyInst, secretName, 'kubeconfig', ownerOf(rw), { kind: 'client', user: k.user, groups: k.groups ?? [] }, ca, undefined,
-        (pair) => ({ kubeconfig: kubeconfigOf(`${externalURL(inst)}/clusters/${workspace}`, ca.certPem, pair, k.user) }));
+      // Its own validity; renewed like the instance's certificates, but never later than a third in.
+      const policy = { ...policyOf(inst), validityMs, renewBeforeMs: Math.min(policyOf(inst).renewBeforeMs, validityMs / 3) };
+      const s = await certificateSecret(ctx, inst, secretName, 'kubeconfig', ownerOf(rw), { kind: 'client', user: k.user, groups: k.groups ?? [] }, ca, undefined,
+        (pair) => ({ kubeconfig: kubeconfigOf(`${externalURL(inst)}/clusters/${workspace}`, ca.certPem, pair, k.user) }), policy);
       desiredSecrets.push(s.secret);
       inventory.push({ kind: 'Kubeconfig', workspace, name: k.name, state: 'Applied' });
     }
@@ -166,13 +168,13 @@ export async function reconcileRootWorkspace(ctx: OperatorContext, key: string):
         entry.state = 'Failed'; entry.error = `waiting for workspace ${item.workspace} to be Ready`; waiting = true; continue;
       }
       try {
-        const got = await client.request('GET', item.path);
+        const got = await client.request('GET', pathOf(item));
         if (got.status === 200) {
           const live = got.json as { metadata: { labels?: Record<string, string> }; status?: { phase?: string } };
           if (live.metadata.labels?.[OWNER_LABEL] !== uid) { entry.state = 'Failed'; entry.error = 'exists and was not created by this RootWorkspace: left alone'; continue; }
           const { apiVersion: _a, kind: _k, labels: _l, ...content } = item.body;
           if (item.kind !== 'Workspace' && firstDifference(content, live)) {
-            const res = await client.request('PATCH', `${item.path}?fieldManager=kcp-ts-operator&force=true`, { ...item.body, metadata: { name: item.name, labels: { [OWNER_LABEL]: uid } } }, { contentType: 'application/apply-patch+yaml' });
+            const res = await client.request('PATCH', `${pathOf(item)}?fieldManager=kcp-ts-operator&force=true`, { ...item.body, metadata: { name: item.name, labels: { [OWNER_LABEL]: uid } } }, { contentType: 'application/apply-patch+yaml' });
             if (res.status >= 300) throw new Error(errorOf(res));
           }
           if (item.kind === 'Workspace') {
@@ -180,7 +182,7 @@ export async function reconcileRootWorkspace(ctx: OperatorContext, key: string):
           }
         } else if (got.status === 404) {
           const { labels, ...body } = item.body;
-          const res = await client.request('POST', item.path.slice(0, item.path.lastIndexOf('/')), { ...body, metadata: { name: item.name, labels: { ...(labels as Record<string, string> | undefined), [OWNER_LABEL]: uid } } });
+          const res = await client.request('POST', pathOf(item).slice(0, pathOf(item).lastIndexOf('/')), { ...body, metadata: { name: item.name, labels: { ...(labels as Record<string, string> | undefined), [OWNER_LABEL]: uid } } });
           if (res.status >= 300) throw new Error(errorOf(res));
           if (item.kind === 'Workspace') waiting = true;
         } else {

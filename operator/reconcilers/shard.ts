@@ -13,7 +13,7 @@ import { conditionsOf, writeStatus } from '../status.js';
 import { fromB64, serialOf } from '../pki.js';
 import { names, ownerOf, shardBaseURL, shardWorkload, redisWorkload, type ShardPlan } from '../resources.js';
 import { existingCA } from './certificates.js';
-import { instanceRollout, nextRenewalMs, redisOf, serialsOf, shardCertificates, shardsOf, withDeadline } from './instance.js';
+import { instanceRollout, nextRenewalMs, redisOf, serialsOf, shardCertificates, shardsOf } from './instance.js';
 import { readKubeconfig, resolveKubeconfigContext } from '../../src/pki/kubeconfig.js';
 
 /** Reconciles the Shard `<namespace>/<name>` (see the module comment). */
@@ -57,7 +57,6 @@ export async function reconcileShard(ctx: OperatorContext, key: string): Promise
     certificateSerials: [serialsOf(ca, ...certs.map((c) => c.pair)), serialOf(fromB64(frontProxyCA?.data, 'tls.crt'))].join(','),
   };
   const desired = [...certs.map((c) => c.secret), ...redisWorkload(inst, shardPlan), ...shardWorkload(inst, shardPlan)];
-  withDeadline(desired, inst.spec.upgrade?.progressDeadlineSeconds ?? 600);
   await applyAll(ctx, desired);
   await prune(ctx, ns, shard.metadata.uid!, desired);
 
