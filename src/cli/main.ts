@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
 import type { ServerOptions } from '../server/shard.js';
 import { readKubeconfig, resolveKubeconfigContext } from '../pki/kubeconfig.js';
 import type { Connection } from '../client/rest.js';
@@ -123,10 +124,15 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     if (givenCertFlags.length > 0) {
       if (givenCertFlags.length < certFlags.length) throw new Error(`--${certFlags.join(', --')} go together (missing --${certFlags.filter((f) => values[f] === undefined).join(', --')})`);
       if (!shardClientCert) throw new Error('a shard given its certificates needs --shard-client-cert-file and --shard-client-key-file');
+      // Checked here, so a wrong file is named instead of an OpenSSL decoder error at start-up.
+      const cert = (flag: string) => { const pem = readFlagFile(flag, values[flag as 'tls-cert-file']!); pemCheck(flag, () => new X509Certificate(pem), 'a PEM certificate'); return pem; };
+      const key = (flag: string) => { const pem = readFlagFile(flag, values[flag as 'tls-cert-file']!); pemCheck(flag, () => createPrivateKey(pem), 'a PEM private key'); return pem; };
       certificates = {
-        servingCert: readFlagFile('tls-cert-file', values['tls-cert-file']!), servingKey: readFlagFile('tls-private-key-file', values['tls-private-key-file']!),
-        clientCA: readFlagFile('client-ca-file', values['client-ca-file']!), serviceAccountSigningKey: readFlagFile('service-account-signing-key-file', values['service-account-signing-key-file']!),
+        servingCert: cert('tls-cert-file'), servingKey: key('tls-private-key-file'),
+        clientCA: cert('client-ca-file'), serviceAccountSigningKey: key('service-account-signing-key-file'),
       };
+      pemCheck('shard-client-cert-file', () => new X509Certificate(shardClientCert!.cert), 'a PEM certificate');
+      pemCheck('shard-client-key-file', () => createPrivateKey(shardClientCert!.key), 'a PEM private key');
     }
     if (values['requestheader-client-ca-file']) requestHeader.clientCA = readFlagFile('requestheader-client-ca-file', values['requestheader-client-ca-file']);
     if (values['requestheader-allowed-names'] !== undefined) requestHeader.allowedNames = list(values['requestheader-allowed-names']);
@@ -170,6 +176,11 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   } finally {
     shutdown.dispose();
   }
+}
+
+/** Throws `--<flag>: not <what> (…)` when `parse` fails on the flag's file. */
+function pemCheck(flag: string, parse: () => unknown, what: string): void {
+  try { parse(); } catch (err) { throw new Error(`--${flag}: not ${what} (${(err as Error).message})`); }
 }
 
 /** `k=v,k2=v2` → labels. @throws Error naming a malformed entry */
