@@ -46,7 +46,9 @@ export function conditionsOf(health: Health, generation: number | undefined, pre
  */
 export async function writeStatus(ctx: OperatorContext, obj: TypedObject & { status?: unknown }, status: Record<string, unknown>): Promise<boolean> {
   const live = (obj as { status?: Record<string, unknown> }).status ?? {};
-  if (!firstDifference(status, live) && !firstDifference(live, status)) return false;
+  const diff = firstDifference(status, live) ?? firstDifference(live, status);
+  if (!diff) return false;
+  ctx.log(`status ${obj.kind} ${obj.metadata.namespace}/${obj.metadata.name} (${diff})`);
   await ctx.client.apply({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace }, status }, 'status');
   return true;
 }

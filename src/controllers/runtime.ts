@@ -244,6 +244,10 @@ export class Controller {
   private flushing: Promise<void> | undefined;
   /** When the last batch was handed to the queue thread (performance.now(), ms). */
   private lastFlush = -Infinity;
+  /** Keys this process is reconciling now. */
+  private readonly active = new Set<string>();
+  /** Active keys enqueued without delay since their reconcile started (an event to act on). */
+  private readonly dirty = new Set<string>();
 
   constructor(private readonly opts: ControllerOptions) {
     this.thread = opts.thread;
@@ -260,21 +264,28 @@ export class Controller {
     const m = this.opts.metrics;
     const t0 = performance.now();
     let res: ReconcileResult | void;
+    this.active.add(key);
     try {
       try {
         res = await this.opts.reconcile(key);
       } finally {
         m?.duration.observe({ controller: this.opts.name }, (performance.now() - t0) / 1000);
+        this.active.delete(key);
       }
       m?.reconciles.inc({ controller: this.opts.name, result: res?.requeueAfterMs !== undefined ? 'requeue_after' : 'success' });
-      if (res?.requeueAfterMs !== undefined) await this.enqueue(key, res.requeueAfterMs);
+      // The queue keeps one follow-up per key, the last one added: a requeue-after added now
+      // would replace the immediate follow-up of an event seen during this reconcile, which
+      // would then wait for the delay. Such an event makes the requeue immediate instead.
+      if (res?.requeueAfterMs !== undefined) await this.enqueue(key, this.dirty.has(key) ? 0 : res.requeueAfterMs);
     } catch (err) {
       m?.reconciles.inc({ controller: this.opts.name, result: 'error' });
       m?.errors.inc({ controller: this.opts.name });
       this.opts.onError?.(key, err);
+      this.dirty.delete(key);
       this.thread.done(id, err instanceof Error ? err.message : String(err));
       return;
     }
+    this.dirty.delete(key);
     this.thread.done(id);
   }
 
@@ -286,6 +297,7 @@ export class Controller {
    */
   enqueue(key: string, delayMs = 0): Promise<void> {
     this.opts.metrics?.adds.inc({ name: this.opts.name });
+    if (delayMs === 0 && this.active.has(key)) this.dirty.add(key);
     const prev = this.batch.get(key);
     if (prev === undefined || delayMs < prev) this.batch.set(key, delayMs);
     this.flushing ??= new Promise<void>((resolve, reject) => {

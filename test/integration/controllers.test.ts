@@ -83,6 +83,30 @@ test('keys enqueued within the batch period are added together; a key after an i
   } finally { await c.close(); }
 });
 
+test('an event during a reconcile that asks for a late requeue is acted on at once, not after the delay', async () => {
+  const runs: number[] = [];
+  let c!: Controller;
+  c = new Controller({
+    name: 'eventwhileactive', prefix: '{t}:ctrl', thread: thread(), batchPeriodMs: 0,
+    reconcile: async () => {
+      runs.push(Date.now());
+      // The first reconcile sees an event for its own key (its write coming back), then asks to
+      // be looked at again in an hour (a certificate renewal, say).
+      if (runs.length === 1) { await c.enqueue('k'); await sleep(50); }
+      return { requeueAfterMs: 3_600_000 };
+    },
+  });
+  try {
+    await c.ready();
+    await c.enqueue('k');
+    const deadline = Date.now() + 5000;
+    while (runs.length < 2 && Date.now() < deadline) await sleep(10);
+    assert.equal(runs.length, 2, 'the event seen while reconciling leads to a second reconcile');
+    await sleep(300);
+    assert.equal(runs.length, 2, 'and then the hour-long requeue holds');
+  } finally { await c.close(); }
+});
+
 test('failures are retried with exponential backoff', async () => {
   const times: number[] = [];
   const c = new Controller({
