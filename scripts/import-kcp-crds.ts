@@ -15,6 +15,10 @@ const FILES = [
   'tenancy.kcp.io_workspacetypes.yaml',
   'core.kcp.io_logicalclusters.yaml',
   'core.kcp.io_shards.yaml',
+  'apis.kcp.io_apiresourceschemas.yaml',
+  'apis.kcp.io_apiexports.yaml',
+  'apis.kcp.io_apiexportendpointslices.yaml',
+  'apis.kcp.io_apibindings.yaml',
 ];
 
 const dir = process.argv[2];
@@ -25,7 +29,8 @@ const crds = FILES.map((f) => {
   return { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: crd.metadata.name }, spec: crd.spec };
 });
 const header = `/**
- * kcp's own APIs (tenancy.kcp.io Workspace, WorkspaceType; core.kcp.io LogicalCluster, Shard) as
+ * kcp's own APIs (tenancy.kcp.io Workspace, WorkspaceType; core.kcp.io LogicalCluster, Shard;
+ * apis.kcp.io APIResourceSchema, APIExport, APIExportEndpointSlice, APIBinding) as
  * CustomResourceDefinitions: the same groups, kinds, fields, descriptions, defaults and printer
  * columns as kcp (github kcp-dev/kcp config/crds at commit ${commit}, Apache-2.0, copyright The
  * KCP Authors). Served as system resources in every logical cluster through the generic

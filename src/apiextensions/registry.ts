@@ -1,8 +1,9 @@
 /**
  * The APIs of each logical cluster: the built-in resources plus the custom resources of the
- * cluster's established CRDs. Two logical clusters can serve the same group and kind with
+ * cluster's established CRDs and the resources bound by its APIBindings. Two logical clusters can serve the same group and kind with
  * different schemas and versions. A cluster without CRDs shares the built-in set: it costs
- * nothing. Per-cluster sets are built on first use and dropped when a CRD of the cluster changes.
+ * nothing. Per-cluster sets are built on first use and dropped when a CRD or an APIBinding of the
+ * cluster changes.
  */
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
@@ -48,23 +49,45 @@ class APISet implements ClusterAPIs {
   }
 }
 
+/**
+ * Resources bound into logical clusters by APIBindings (src/apiexports): the cache's group/resource
+ * of bindings, and the descriptors one binding makes served.
+ */
+export interface BoundAPIs {
+  bindingsGR: string;
+  descriptors(binding: KubeObject): ResourceDescriptor[];
+}
+
 /** Resolves the APIs of logical clusters. */
 export class APIRegistry {
   private readonly builtin: APISet;
   private readonly clusters = new Map<string, APISet>();
   /** Stores of a CRD, reused while the CRD's resourceVersion is unchanged. */
   private readonly crdStores = new Map<string, { rv: string; stores: Store[] }>();
+  /** Stores of bound resources by descriptor (shared by every binding of the same export). */
+  private readonly boundStores = new WeakMap<ResourceDescriptor, Store>();
 
-  constructor(private readonly cache: WatchCache, private readonly backend: StoreBackend, builtins: ResourceDescriptor[]) {
+  constructor(private readonly cache: WatchCache, private readonly backend: StoreBackend, builtins: ResourceDescriptor[], private readonly bound?: BoundAPIs) {
     const stores = new Map<string, Store>();
     for (const d of builtins) stores.set(storeKey(d.group, d.version, d.plural), new Store(d, backend));
     this.builtin = new APISet(builtins, stores);
     cache.subscribe((ev) => {
       if (!ev) { this.clusters.clear(); return; }
-      if (ev.entry.groupResource !== CRD_GR) return;
+      const gr = ev.entry.groupResource;
+      if (gr !== CRD_GR && gr !== bound?.bindingsGR) return;
       this.clusters.delete(ev.entry.cluster);
-      if (ev.type === 'DELETED') this.crdStores.delete(`${ev.entry.cluster}/${ev.entry.name}`);
+      if (ev.type === 'DELETED' && gr === CRD_GR) this.crdStores.delete(`${ev.entry.cluster}/${ev.entry.name}`);
     });
+  }
+
+  /** Forgets every cluster's resolved APIs (a schema or export arrived from another shard). */
+  invalidate(): void { this.clusters.clear(); }
+
+  /** The one store of a bound resource's descriptor (from `BoundAPIs.descriptors`). */
+  boundStore(d: ResourceDescriptor): Store {
+    let store = this.boundStores.get(d);
+    if (!store) { store = new Store(d, this.backend); this.boundStores.set(d, store); }
+    return store;
   }
 
   /** Built-in APIs (also what paths without a logical cluster and wildcard requests see). */
@@ -76,9 +99,22 @@ export class APIRegistry {
     const cached = this.clusters.get(cluster);
     if (cached) return cached;
     const crds = this.cache.list(CRD_GR, cluster);
-    if (!crds.length) return this.builtin;
+    const bindings = this.bound ? this.cache.list(this.bound.bindingsGR, cluster) : [];
+    if (!crds.length && !bindings.length) return this.builtin;
     const descriptors = [...this.builtin.descriptors];
     const stores = new Map(this.builtinStores());
+    // Bound resources first: a binding refuses a group/resource a CRD already serves (its
+    // controller), so a later CRD of the same group/resource is the one left unserved.
+    for (const e of bindings) {
+      const binding = JSON.parse(e.json) as KubeObject;
+      if (binding.metadata.deletionTimestamp) continue;
+      for (const d of this.bound!.descriptors(binding)) {
+        const k = storeKey(d.group, d.version, d.plural);
+        if (stores.has(k)) continue;
+        stores.set(k, this.boundStore(d));
+        descriptors.push(d);
+      }
+    }
     for (const e of crds) {
       const crd = JSON.parse(e.json) as KubeObject;
       if (!isEstablished(crd) || crd.metadata.deletionTimestamp) continue;

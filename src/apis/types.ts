@@ -145,6 +145,13 @@ export interface ResourceDescriptor {
     toStorage(obj: KubeObject): KubeObject;
     fromStorage(obj: KubeObject): KubeObject;
   };
+  /**
+   * Identity hash of the APIExport a bound resource comes from (APIBinding): objects are stored
+   * under `<plural>:<identity>` (kcp's etcd layout for bound resources, docs "etcd structure"),
+   * so two exports of the same group/resource never share storage, and a provider's wildcard
+   * list over that storage sees only its own consumers' objects.
+   */
+  identity?: string;
   /** Extra Table columns after NAME (AGE is appended unless a column named Age exists). */
   columns?: TableColumn[];
   /** `columns` is the whole list (no Age column appended), as for CRD printer columns. */

@@ -21,6 +21,10 @@ import { startGarbageCollector } from './garbagecollector/controller.js';
 import { logicalClusterReconciler } from './logicalcluster/controller.js';
 import { CLUSTER_ANNOTATION_KEY, workspaceReconciler } from './workspace/controller.js';
 import type { ShardDirectory } from '../shards/directory.js';
+import type { APICatalog } from '../apiexports/catalog.js';
+import { BINDINGS_GR, ENDPOINT_SLICES_GR, EXPORTS_GR } from '../apiexports/schemas.js';
+import { EXPORT_LABEL, exportLabelValue } from '../apiexports/admission.js';
+import { apiBindingReconciler, apiExportReconciler, endpointSliceReconciler, type APIsReconcilerDeps } from './apis/controller.js';
 
 /** What the controllers need from the shard they run in. */
 export interface ControllerHost {
@@ -38,6 +42,8 @@ export interface ControllerHost {
   index: LogicalClusterIndex;
   types: WorkspaceTypeResolver;
   metrics: ControllerMetrics;
+  /** Exports and schemas of the instance (src/apiexports). */
+  catalog: APICatalog;
   /** The built-in store of a resource. */
   storeOf(plural: string, group: string): Store;
   /** The identity controllers act as, in a logical cluster (and namespace). */
@@ -113,6 +119,48 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
     onError: (key, err) => h.log.warn({ key, err }, 'garbage collector reconcile failed'),
   });
   stops.push(() => gc.close());
+
+  // apis.kcp.io: export identities and endpoint slices, bindings.
+  const apisDeps: APIsReconcilerDeps = {
+    cache: h.cache, catalog: h.catalog, scope: h.masters,
+    exports: h.storeOf('apiexports', 'apis.kcp.io'), endpointSlices: h.storeOf('apiexportendpointslices', 'apis.kcp.io'),
+    bindings: h.storeOf('apibindings', 'apis.kcp.io'), secrets: h.storeOf('secrets', ''), namespaces: nsStore,
+    boundStore: (d) => h.registry.boundStore(d),
+    pathOf: (cluster) => h.index.get(cluster)?.path || undefined,
+    shardVirtualWorkspaceURLs: () => {
+      const urls = h.shards?.list().map((s) => s.virtualWorkspaceURL) ?? [];
+      return urls.length ? urls : [h.url];
+    },
+  };
+  const apis = [
+    new Controller({ name: 'apiexport', prefix, thread, metrics: h.metrics, reconcile: apiExportReconciler(apisDeps), onError: (key, err) => h.log.warn({ key, err }, 'apiexport reconcile failed') }),
+    new Controller({ name: 'apiexportendpointslice', prefix, thread, metrics: h.metrics, reconcile: endpointSliceReconciler(apisDeps), onError: (key, err) => h.log.warn({ key, err }, 'apiexportendpointslice reconcile failed') }),
+    new Controller({ name: 'apibinding', prefix, thread, metrics: h.metrics, concurrency: 16, reconcile: apiBindingReconciler(apisDeps), onError: (key, err) => h.log.warn({ key, err }, 'apibinding reconcile failed') }),
+  ] as const;
+  const [exportCtl, sliceCtl, bindingCtl] = apis;
+  for (const c of apis) stops.push(() => c.close());
+  const enqueueSlices = () => { for (const e of h.cache.list(ENDPOINT_SLICES_GR, '*')) sliceCtl.enqueue(`${e.cluster}|${e.name}`).catch(() => undefined); };
+  const unsubscribeApis = [
+    informer(h.cache, EXPORTS_GR, exportCtl, (_e, type) => type !== 'DELETED'),
+    informer(h.cache, ENDPOINT_SLICES_GR, sliceCtl, (_e, type) => type !== 'DELETED'),
+    informer(h.cache, BINDINGS_GR, bindingCtl, (_e, type) => type !== 'DELETED'),
+    h.cache.subscribe((ev) => {
+      if (!ev) return;
+      const e = ev.entry;
+      // An export changed: its bindings on this shard and its endpoint slices look again. A CRD
+      // came or went: the bindings of its workspace (conflicts).
+      if (e.groupResource === EXPORTS_GR) {
+        const label = `"${EXPORT_LABEL}":"${exportLabelValue(e.cluster, e.name)}"`;
+        for (const b of h.cache.list(BINDINGS_GR, '*')) if (b.json.includes(label)) bindingCtl.enqueue(`${b.cluster}|${b.name}`).catch(() => undefined);
+        for (const s of h.cache.list(ENDPOINT_SLICES_GR, e.cluster)) sliceCtl.enqueue(`${s.cluster}|${s.name}`).catch(() => undefined);
+      } else if (e.groupResource === CRD_GR) {
+        for (const b of h.cache.list(BINDINGS_GR, e.cluster)) bindingCtl.enqueue(`${b.cluster}|${b.name}`).catch(() => undefined);
+      }
+    }),
+    // Shards come and go: every slice's endpoints change.
+    h.shards?.subscribe((c) => { if (!c.shard) enqueueSlices(); }) ?? (() => undefined),
+  ];
+  stops.push(async () => { for (const u of unsubscribeApis) u(); });
 
   // Tenancy: LogicalCluster lifecycle (initialization, deletion of content) and Workspaces.
   const lcStore = h.storeOf('logicalclusters', 'core.kcp.io');
@@ -202,7 +250,7 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   stops.push(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); unsubscribeRemote?.(); });
   const stop = async () => { for (const s of stops.reverse()) await s().catch(() => undefined); };
   try {
-    await Promise.all([nsController, crdController, saController, gc.controller, lcController, wsCtl].map((c) => c.ready()));
+    await Promise.all([nsController, crdController, saController, gc.controller, lcController, wsCtl, ...apis].map((c) => c.ready()));
   } catch (err) {
     await stop();
     throw err;

@@ -74,6 +74,11 @@ export interface ListOptions {
   continue?: string;
   resourceVersion?: string;
   resourceVersionMatch?: string;
+  /**
+   * Only objects of these logical clusters (a wildcard request of a virtual workspace: the
+   * consumers that accepted a permission claim). Not a URL parameter.
+   */
+  clusters?: (cluster: string) => boolean;
 }
 
 /** Body of a delete (`metav1.DeleteOptions`), the parts this server honours. */
@@ -214,8 +219,9 @@ export class Store {
 
   constructor(readonly desc: ResourceDescriptor, private readonly backend: StoreBackend) {
     const stored = desc.storage ?? { group: desc.group, plural: desc.plural };
-    this.groupResource = `${stored.group || 'core'}/${stored.plural}`;
-    this.storageKey = { group: stored.group, resource: stored.plural };
+    const resource = desc.identity ? `${stored.plural}:${desc.identity}` : stored.plural;
+    this.groupResource = `${stored.group || 'core'}/${resource}`;
+    this.storageKey = { group: stored.group, resource };
     this.gr = { group: desc.group, resource: desc.plural };
     this.schema = desc.schema ?? BUILTIN_SCHEMAS[definitionName(desc.group, desc.version, desc.kind)];
     this.fields = desc.virtual ? undefined : desc.schema ? crdSchemaResolver(desc.schema) : builtinSchemaResolver(desc.group, desc.version, desc.kind);
@@ -525,8 +531,10 @@ export class Store {
     const selectable = this.desc.strategy?.selectableFields;
     const allowed = new Set(['metadata.name', 'metadata.namespace', ...Object.keys(selectable ?? {})]);
     const fields: FieldSelector | undefined = opts.fieldSelector ? parseFieldSelector(opts.fieldSelector, allowed) : undefined;
-    if (!labels && !fields) return () => true;
+    const clusters = opts.clusters;
+    if (!labels && !fields) return clusters ? (e) => clusters(e.cluster) : () => true;
     return (e) => {
+      if (clusters && !clusters(e.cluster)) return false;
       if (labels && !matchesLabels(labels, e.labels)) return false;
       if (fields) {
         const values: Record<string, string> = { 'metadata.name': e.name, 'metadata.namespace': e.namespace };

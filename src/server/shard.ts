@@ -40,6 +40,9 @@ import { homeWorkspaces } from '../tenancy/home.js';
 import { startControllers } from '../controllers/index.js';
 import { NAMESPACES_GR } from '../controllers/namespace/controller.js';
 import { classifyClusterSegment } from '../tenancy/paths.js';
+import { APICatalog, EXPORTS_PATH, SCHEMAS_PATH } from '../apiexports/catalog.js';
+import { apisAdmission } from '../apiexports/admission.js';
+import { BINDINGS_GR } from '../apiexports/schemas.js';
 import { lockRootDirectory } from './rootlock.js';
 import { RevokedCertificates } from '../auth/revocation.js';
 import type { HealthCheck } from './health.js';
@@ -355,7 +358,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       self: shard,
       shards: options.rootShard ? { remote: options.rootShard } : { local: (listener) => watchLocalShards(cache, listener) },
       credentials: shardCredentials,
-      replicate: [WORKSPACE_TYPES_PATH],
+      replicate: [WORKSPACE_TYPES_PATH, EXPORTS_PATH, SCHEMAS_PATH],
       log: (m) => warn(m),
     });
     cleanups.unshift(() => directory.stop());
@@ -373,21 +376,37 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       // Malformed input is left to the create's validation (422), not to this hook.
       try { return prepareLogicalCluster(attrs.cluster, lc); } catch { return undefined; }
     };
+    /**
+     * Whether `user` may do `attributes` in logical cluster `cluster`: this shard's authorizer
+     * for its own logical clusters, a SubjectAccessReview on the shard that holds another.
+     */
+    const authorizeIn = (user: UserInfo, cluster: string, attributes: { verb: string; group: string; resource: string; subresource?: string; name: string }): boolean | Promise<boolean> => {
+      const remote = index.get(cluster) ? undefined : directory.locate(cluster);
+      if (remote) return remoteAccessReview(directory, remote.shard, remote.cluster, user, attributes);
+      return authz.authorize({
+        user, verb: attributes.verb, cluster, isResourceRequest: true, namespace: '', apiGroup: attributes.group, resource: attributes.resource,
+        subresource: attributes.subresource ?? '', name: attributes.name, path: '',
+      }, index.get(cluster) !== undefined).allowed;
+    };
+    const resolvePath = (segment: string): string | undefined => {
+      const kind = classifyClusterSegment(segment);
+      return kind === 'name' ? segment : kind === 'path' ? index.resolvePath(segment) ?? directory.locate(segment)?.cluster : undefined;
+    };
+    const catalog = new APICatalog({ cache, replicated: (resource, cluster, name) => directory.replicated(resource, cluster, name), resolvePath });
+    const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }));
     const namespaceDelete = namespaceDeleteAdmission((cluster) => index.get(cluster)?.deleting ?? false);
     const resources = [...BUILTIN_RESOURCES.map((d) => d.group === '' && d.plural === 'namespaces' ? { ...d, strategy: { ...d.strategy, admitDelete: namespaceDelete } } : d), ...kcpResources({
       workspaces: workspaceAdmission({
         index, types,
-        canUseType: (user, cluster, name) => {
-          const remote = index.get(cluster) ? undefined : directory.locate(cluster);
-          if (remote) return remoteAccessReview(directory, remote.shard, remote.cluster, user, { verb: 'use', group: 'tenancy.kcp.io', resource: 'workspacetypes', name });
-          return authz.authorize({
-            user, verb: 'use', cluster, isResourceRequest: true, namespace: '', apiGroup: 'tenancy.kcp.io', resource: 'workspacetypes', subresource: '', name, path: '',
-          }, index.get(cluster) !== undefined).allowed;
-        },
+        canUseType: (user, cluster, name) => authorizeIn(user, cluster, { verb: 'use', group: 'tenancy.kcp.io', resource: 'workspacetypes', name }),
       }),
       logicalclusters: logicalClusterAdmission,
-    }).map((d) => d.group === 'core.kcp.io' && d.plural === 'logicalclusters' ? { ...d, strategy: { ...d.strategy, initialContent: initialLogicalCluster } } : d)];
-    const registry = new APIRegistry(cache, backend, resources);
+      ...apis.admission,
+    }, apis.strategies).map((d) => d.group === 'core.kcp.io' && d.plural === 'logicalclusters' ? { ...d, strategy: { ...d.strategy, initialContent: initialLogicalCluster } } : d)];
+    const registry = new APIRegistry(cache, backend, resources, { bindingsGR: BINDINGS_GR, descriptors: (b) => catalog.boundDescriptors(b) });
+    // A schema replicated from another shard may complete a binding made before it arrived.
+    // (Replicated objects change with no logical cluster location; routing changes are left alone.)
+    directory.subscribe((change) => { if (!change.location && !change.deleted) registry.invalidate(); });
     const storeOf = (plural: string, group: string): Store => {
       const d = resources.find((x) => x.plural === plural && x.group === group);
       const s = d && registry.builtins.store(d.group, d.version, d.plural);
@@ -487,7 +506,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
 
     if (options.controllers ?? true) {
       const controllers = await startControllers({
-        shard, url: shardURLs.externalURL, shards: directory, queueRedisUrl, cache, backend, registry, index, types, metrics: metrics.controllers,
+        shard, url: shardURLs.externalURL, shards: directory, queueRedisUrl, cache, backend, registry, index, types, catalog, metrics: metrics.controllers,
         storeOf, masters, log: app.log,
       });
       cleanups.unshift(controllers.stop);

@@ -1,5 +1,6 @@
 /**
- * kcp's own APIs (tenancy.kcp.io Workspace, WorkspaceType; core.kcp.io LogicalCluster, Shard) as
+ * kcp's own APIs (tenancy.kcp.io Workspace, WorkspaceType; core.kcp.io LogicalCluster, Shard;
+ * apis.kcp.io APIResourceSchema, APIExport, APIExportEndpointSlice, APIBinding) as
  * CustomResourceDefinitions: the same groups, kinds, fields, descriptions, defaults and printer
  * columns as kcp (github kcp-dev/kcp config/crds at commit dac74f5955f1d4c703e87dd5cfecbc9a0a514643, Apache-2.0, copyright The
  * KCP Authors). Served as system resources in every logical cluster through the generic
@@ -1218,6 +1219,2200 @@ export const KCP_CRDS: KubeObject[] = [
          "type": "object"
         }
        },
+       "type": "object"
+      }
+     },
+     "served": true,
+     "storage": true,
+     "subresources": {
+      "status": {}
+     }
+    }
+   ]
+  }
+ },
+ {
+  "apiVersion": "apiextensions.k8s.io/v1",
+  "kind": "CustomResourceDefinition",
+  "metadata": {
+   "name": "apiresourceschemas.apis.kcp.io"
+  },
+  "spec": {
+   "group": "apis.kcp.io",
+   "names": {
+    "categories": [
+     "kcp"
+    ],
+    "kind": "APIResourceSchema",
+    "listKind": "APIResourceSchemaList",
+    "plural": "apiresourceschemas",
+    "singular": "apiresourceschema"
+   },
+   "scope": "Cluster",
+   "versions": [
+    {
+     "additionalPrinterColumns": [
+      {
+       "jsonPath": ".metadata.creationTimestamp",
+       "name": "Age",
+       "type": "date"
+      }
+     ],
+     "name": "v1alpha1",
+     "schema": {
+      "openAPIV3Schema": {
+       "description": "APIResourceSchema describes a resource, identified by (group, version, resource, schema).\n\nAn APIResourceSchema is immutable and cannot be deleted if they are referenced by\nan APIExport in the same workspace.",
+       "properties": {
+        "apiVersion": {
+         "description": "APIVersion defines the versioned schema of this representation of an object.\nServers should convert recognized schemas to the latest internal value, and\nmay reject unrecognized values.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+         "type": "string"
+        },
+        "kind": {
+         "description": "Kind is a string value representing the REST resource this object represents.\nServers may infer this from the endpoint the client submits requests to.\nCannot be updated.\nIn CamelCase.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+         "type": "string"
+        },
+        "metadata": {
+         "type": "object"
+        },
+        "spec": {
+         "description": "Spec holds the desired state.",
+         "properties": {
+          "conversion": {
+           "description": "conversion defines conversion settings for the defined custom resource.",
+           "properties": {
+            "strategy": {
+             "description": "strategy specifies how custom resources are converted between versions. Allowed values are:\n- `\"None\"`: The converter only change the apiVersion and would not touch any other field in the custom resource.\n- `\"Webhook\"`: API Server will call to an external webhook to do the conversion. Additional information\n  is needed for this option. This requires spec.preserveUnknownFields to be false, and spec.conversion.webhook to be set.",
+             "enum": [
+              "None",
+              "Webhook"
+             ],
+             "type": "string"
+            },
+            "webhook": {
+             "description": "webhook describes how to call the conversion webhook. Required when `strategy` is set to `\"Webhook\"`.",
+             "properties": {
+              "clientConfig": {
+               "description": "clientConfig is the instructions for how to call the webhook if strategy is `Webhook`.",
+               "properties": {
+                "caBundle": {
+                 "description": "caBundle is a PEM encoded CA bundle which will be used to validate the webhook's server certificate.\nIf unspecified, system trust roots on the apiserver are used.",
+                 "format": "byte",
+                 "type": "string"
+                },
+                "url": {
+                 "description": "url gives the location of the webhook, in standard URL form\n(`scheme://host:port/path`).\n\nPlease note that using `localhost` or `127.0.0.1` as a `host` is\nrisky unless you take great care to run this webhook on all hosts\nwhich run an apiserver which might need to make calls to this\nwebhook. Such installs are likely to be non-portable, i.e., not easy\nto turn up in a new cluster.\n\nThe scheme must be \"https\"; the URL must begin with \"https://\".\n\nA path is optional, and if present may be any string permissible in\na URL. You may use the path to pass an arbitrary string to the\nwebhook, for example, a cluster identifier.\n\nAttempting to use a user or basic auth e.g. \"user:password@\" is not\nallowed. Fragments (\"#...\") and query parameters (\"?...\") are not\nallowed, either.\n\nNote: kcp does not support provided service names like Kubernetes does.",
+                 "format": "uri",
+                 "type": "string"
+                }
+               },
+               "type": "object"
+              },
+              "conversionReviewVersions": {
+               "description": "conversionReviewVersions is an ordered list of preferred `ConversionReview`\nversions the Webhook expects. The API server will use the first version in\nthe list which it supports. If none of the versions specified in this list\nare supported by API server, conversion will fail for the custom resource.\nIf a persisted Webhook configuration specifies allowed versions and does not\ninclude any versions known to the API Server, calls to the webhook will fail.",
+               "items": {
+                "type": "string"
+               },
+               "type": "array",
+               "x-kubernetes-list-type": "atomic"
+              }
+             },
+             "required": [
+              "conversionReviewVersions"
+             ],
+             "type": "object"
+            }
+           },
+           "required": [
+            "strategy"
+           ],
+           "type": "object",
+           "x-kubernetes-validations": [
+            {
+             "message": "Webhook must be specified if strategy=Webhook",
+             "rule": "(self.strategy == 'None' && !has(self.webhook))  || (self.strategy == 'Webhook' && has(self.webhook))"
+            }
+           ]
+          },
+          "group": {
+           "description": "group is the API group of the defined custom resource. Empty string means the\ncore API group. \tThe resources are served under `/apis/<group>/...` or `/api` for the core group.",
+           "type": "string"
+          },
+          "nameValidation": {
+           "default": "DNS1123Subdomain",
+           "description": "nameValidation can be used to configure name validation for bound APIs.\nAllowed values are `DNS1123Subdomain` and `PathSegmentName`.\n- DNS1123Subdomain: a lowercase RFC 1123 subdomain must consist of lower case\n  alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character.\n  Regex used is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*'\n- PathSegmentName: validates the name can be safely encoded as a path segment.\n  The name may not be '.' or '..' and the name may not contain '/' or '%'.\n\nDefaults to `DNS1123Subdomain`, matching the behaviour of CRDs.",
+           "enum": [
+            "DNS1123Subdomain",
+            "PathSegmentName"
+           ],
+           "type": "string"
+          },
+          "names": {
+           "description": "names specify the resource and kind names for the custom resource.",
+           "properties": {
+            "categories": {
+             "description": "categories is a list of grouped resources this custom resource belongs to (e.g. 'all').\nThis is published in API discovery documents, and used by clients to support invocations like\n`kubectl get all`.",
+             "items": {
+              "type": "string"
+             },
+             "type": "array",
+             "x-kubernetes-list-type": "atomic"
+            },
+            "kind": {
+             "description": "kind is the serialized kind of the resource. It is normally CamelCase and singular.\nCustom resource instances will use this value as the `kind` attribute in API calls.",
+             "type": "string"
+            },
+            "listKind": {
+             "description": "listKind is the serialized kind of the list for this resource. Defaults to \"`kind`List\".",
+             "type": "string"
+            },
+            "plural": {
+             "description": "plural is the plural name of the resource to serve.\nThe custom resources are served under `/apis/<group>/<version>/.../<plural>`.\nMust match the name of the CustomResourceDefinition (in the form `<names.plural>.<group>`).\nMust be all lowercase.",
+             "type": "string"
+            },
+            "shortNames": {
+             "description": "shortNames are short names for the resource, exposed in API discovery documents,\nand used by clients to support invocations like `kubectl get <shortname>`.\nIt must be all lowercase.",
+             "items": {
+              "type": "string"
+             },
+             "type": "array",
+             "x-kubernetes-list-type": "atomic"
+            },
+            "singular": {
+             "description": "singular is the singular name of the resource. It must be all lowercase. Defaults to lowercased `kind`.",
+             "type": "string"
+            }
+           },
+           "required": [
+            "kind",
+            "plural"
+           ],
+           "type": "object"
+          },
+          "scope": {
+           "description": "scope indicates whether the defined custom resource is cluster- or namespace-scoped.\nAllowed values are `Cluster` and `Namespaced`.",
+           "enum": [
+            "Cluster",
+            "Namespaced"
+           ],
+           "type": "string"
+          },
+          "versions": {
+           "description": "versions is the API version of the defined custom resource.\n\nNote: the OpenAPI v3 schemas must be equal for all versions until CEL\n      version migration is supported.",
+           "items": {
+            "description": "APIResourceVersion describes one API version of a resource.",
+            "properties": {
+             "additionalPrinterColumns": {
+              "description": "additionalPrinterColumns specifies additional columns returned in Table output.\nSee https://kubernetes.io/docs/reference/using-api/api-concepts/#receiving-resources-as-tables for details.\nIf no columns are specified, a single column displaying the age of the custom resource is used.",
+              "items": {
+               "description": "CustomResourceColumnDefinition specifies a column for server side printing.",
+               "properties": {
+                "description": {
+                 "description": "description is a human readable description of this column.",
+                 "type": "string"
+                },
+                "format": {
+                 "description": "format is an optional OpenAPI type definition for this column. The 'name' format is applied\nto the primary identifier column to assist in clients identifying column is the resource name.\nSee https://github.com/OAI/OpenAPI-Specification/blob/master/versions/2.0.md#data-types for details.",
+                 "type": "string"
+                },
+                "jsonPath": {
+                 "description": "jsonPath is a simple JSON path (i.e. with array notation) which is evaluated against\neach custom resource to produce the value for this column.",
+                 "type": "string"
+                },
+                "name": {
+                 "description": "name is a human readable name for the column.",
+                 "type": "string"
+                },
+                "priority": {
+                 "description": "priority is an integer defining the relative importance of this column compared to others. Lower\nnumbers are considered higher priority. Columns that may be omitted in limited space scenarios\nshould be given a priority greater than 0.",
+                 "format": "int32",
+                 "type": "integer"
+                },
+                "type": {
+                 "description": "type is an OpenAPI type definition for this column.\nSee https://github.com/OAI/OpenAPI-Specification/blob/master/versions/2.0.md#data-types for details.",
+                 "type": "string"
+                }
+               },
+               "required": [
+                "jsonPath",
+                "name",
+                "type"
+               ],
+               "type": "object"
+              },
+              "type": "array",
+              "x-kubernetes-list-map-keys": [
+               "name"
+              ],
+              "x-kubernetes-list-type": "map"
+             },
+             "deprecated": {
+              "description": "deprecated indicates this version of the custom resource API is deprecated.\nWhen set to true, API requests to this version receive a warning header in the server response.\nDefaults to false.",
+              "type": "boolean"
+             },
+             "deprecationWarning": {
+              "description": "deprecationWarning overrides the default warning returned to API clients.\nMay only be set when `deprecated` is true.\nThe default warning indicates this version is deprecated and recommends use\nof the newest served version of equal or greater stability, if one exists.",
+              "type": "string"
+             },
+             "name": {
+              "description": "name is the version name, e.g. “v1”, “v2beta1”, etc.\nThe custom resources are served under this version at `/apis/<group>/<version>/...` if `served` is true.",
+              "minLength": 1,
+              "pattern": "^v[1-9][0-9]*([a-z]+[1-9][0-9]*)?$",
+              "type": "string"
+             },
+             "schema": {
+              "description": "schema describes the structural schema used for validation, pruning, and defaulting\nof this version of the custom resource.",
+              "type": "object",
+              "x-kubernetes-map-type": "atomic",
+              "x-kubernetes-preserve-unknown-fields": true
+             },
+             "selectableFields": {
+              "description": "selectableFields specifies paths to fields that may be used as field selectors.\nA maximum of 8 selectable fields are allowed.\nSee https://kubernetes.io/docs/concepts/overview/working-with-objects/field-selectors",
+              "items": {
+               "description": "SelectableField specifies the JSON path of a field that may be used with field selectors.",
+               "properties": {
+                "jsonPath": {
+                 "description": "jsonPath is a simple JSON path which is evaluated against each custom resource to produce a\nfield selector value.\nOnly JSON paths without the array notation are allowed.\nMust point to a field of type string, boolean or integer. Types with enum values\nand strings with formats are allowed.\nIf jsonPath refers to absent field in a resource, the jsonPath evaluates to an empty string.\nMust not point to metdata fields.\nRequired.",
+                 "type": "string"
+                }
+               },
+               "required": [
+                "jsonPath"
+               ],
+               "type": "object"
+              },
+              "type": "array",
+              "x-kubernetes-list-type": "atomic"
+             },
+             "served": {
+              "default": true,
+              "description": "served is a flag enabling/disabling this version from being served via REST APIs",
+              "type": "boolean"
+             },
+             "storage": {
+              "description": "storage indicates this version should be used when persisting custom resources to storage.\nThere must be exactly one version with storage=true.",
+              "type": "boolean"
+             },
+             "subresources": {
+              "description": "subresources specify what subresources this version of the defined custom resource have.",
+              "properties": {
+               "scale": {
+                "description": "scale indicates the custom resource should serve a `/scale` subresource that returns an `autoscaling/v1` Scale object.",
+                "properties": {
+                 "labelSelectorPath": {
+                  "description": "labelSelectorPath defines the JSON path inside of a custom resource that corresponds to Scale `status.selector`.\nOnly JSON paths without the array notation are allowed.\nMust be a JSON Path under `.status` or `.spec`.\nMust be set to work with HorizontalPodAutoscaler.\nThe field pointed by this JSON path must be a string field (not a complex selector struct)\nwhich contains a serialized label selector in string form.\nMore info: https://kubernetes.io/docs/tasks/access-kubernetes-api/custom-resources/custom-resource-definitions#scale-subresource\nIf there is no value under the given path in the custom resource, the `status.selector` value in the `/scale`\nsubresource will default to the empty string.",
+                  "type": "string"
+                 },
+                 "specReplicasPath": {
+                  "description": "specReplicasPath defines the JSON path inside of a custom resource that corresponds to Scale `spec.replicas`.\nOnly JSON paths without the array notation are allowed.\nMust be a JSON Path under `.spec`.\nIf there is no value under the given path in the custom resource, the `/scale` subresource will return an error on GET.",
+                  "type": "string"
+                 },
+                 "statusReplicasPath": {
+                  "description": "statusReplicasPath defines the JSON path inside of a custom resource that corresponds to Scale `status.replicas`.\nOnly JSON paths without the array notation are allowed.\nMust be a JSON Path under `.status`.\nIf there is no value under the given path in the custom resource, the `status.replicas` value in the `/scale` subresource\nwill default to 0.",
+                  "type": "string"
+                 }
+                },
+                "required": [
+                 "specReplicasPath",
+                 "statusReplicasPath"
+                ],
+                "type": "object"
+               },
+               "status": {
+                "description": "status indicates the custom resource should serve a `/status` subresource.\nWhen enabled:\n1. requests to the custom resource primary endpoint ignore changes to the `status` stanza of the object.\n2. requests to the custom resource `/status` subresource ignore changes to anything other than the `status` stanza of the object.",
+                "type": "object"
+               }
+              },
+              "type": "object"
+             }
+            },
+            "required": [
+             "name",
+             "schema",
+             "served",
+             "storage"
+            ],
+            "type": "object"
+           },
+           "minItems": 1,
+           "type": "array",
+           "x-kubernetes-list-map-keys": [
+            "name"
+           ],
+           "x-kubernetes-list-type": "map"
+          }
+         },
+         "required": [
+          "group",
+          "names",
+          "scope",
+          "versions"
+         ],
+         "type": "object",
+         "x-kubernetes-validations": [
+          {
+           "message": "Conversion must be specified when multiple versions exist",
+           "rule": "size(self.versions) == 1 || (size(self.versions) > 1 && has(self.conversion))"
+          }
+         ]
+        }
+       },
+       "type": "object"
+      }
+     },
+     "served": true,
+     "storage": true,
+     "subresources": {}
+    }
+   ]
+  }
+ },
+ {
+  "apiVersion": "apiextensions.k8s.io/v1",
+  "kind": "CustomResourceDefinition",
+  "metadata": {
+   "name": "apiexports.apis.kcp.io"
+  },
+  "spec": {
+   "conversion": {
+    "strategy": "None"
+   },
+   "group": "apis.kcp.io",
+   "names": {
+    "categories": [
+     "kcp"
+    ],
+    "kind": "APIExport",
+    "listKind": "APIExportList",
+    "plural": "apiexports",
+    "singular": "apiexport"
+   },
+   "scope": "Cluster",
+   "versions": [
+    {
+     "additionalPrinterColumns": [
+      {
+       "jsonPath": ".metadata.creationTimestamp",
+       "name": "Age",
+       "type": "date"
+      },
+      {
+       "jsonPath": ".status.conditions[?(@.type==\"VirtualWorkspaceURLsReady\")].status",
+       "name": "Ready",
+       "type": "string"
+      }
+     ],
+     "name": "v1alpha1",
+     "schema": {
+      "openAPIV3Schema": {
+       "description": "APIExport registers an API and implementation to allow consumption by others\nthrough APIBindings.",
+       "properties": {
+        "apiVersion": {
+         "description": "APIVersion defines the versioned schema of this representation of an object.\nServers should convert recognized schemas to the latest internal value, and\nmay reject unrecognized values.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+         "type": "string"
+        },
+        "kind": {
+         "description": "Kind is a string value representing the REST resource this object represents.\nServers may infer this from the endpoint the client submits requests to.\nCannot be updated.\nIn CamelCase.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+         "type": "string"
+        },
+        "metadata": {
+         "type": "object"
+        },
+        "spec": {
+         "description": "Spec holds the desired state.",
+         "properties": {
+          "identity": {
+           "description": "identity points to a secret that contains the API identity in the 'key' file.\nThe API identity determines an unique etcd prefix for objects stored via this\nAPIExport.\n\nDifferent APIExport in a workspace can share a common identity, or have different\nones. The identity (the secret) can also be transferred to another workspace\nwhen the APIExport is moved.\n\nThe identity is a secret of the API provider. The APIBindings referencing this APIExport\nwill store a derived, non-sensitive value of this identity.\n\nThe identity of an APIExport cannot be changed. A derived, non-sensitive value of\nthe identity key is stored in the APIExport status and this value is immutable.\n\nThe identity is defaulted. A secret with the name of the APIExport is automatically\ncreated.",
+           "properties": {
+            "secretRef": {
+             "description": "secretRef is a reference to a secret that contains the API identity in the 'key' file.",
+             "properties": {
+              "name": {
+               "description": "name is unique within a namespace to reference a secret resource.",
+               "type": "string"
+              },
+              "namespace": {
+               "description": "namespace defines the space within which the secret name must be unique.",
+               "type": "string"
+              }
+             },
+             "type": "object",
+             "x-kubernetes-map-type": "atomic"
+            }
+           },
+           "type": "object"
+          },
+          "latestResourceSchemas": {
+           "description": "latestResourceSchemas records the latest APIResourceSchemas that are exposed\nwith this APIExport.\n\nThe schemas can be changed in the life-cycle of the APIExport. These changes\nhave no effect on existing APIBindings, but only on newly bound ones.\n\nFor updating existing APIBindings, use an APIDeployment keeping bound\nworkspaces up-to-date.",
+           "items": {
+            "type": "string"
+           },
+           "type": "array",
+           "x-kubernetes-list-type": "set"
+          },
+          "maximalPermissionPolicy": {
+           "description": "maximalPermissionPolicy will allow for a service provider to set an upper bound on what is allowed\nfor a consumer of this API. If the policy is not set, no upper bound is applied,\ni.e the consuming users can do whatever the user workspace allows the user to do.\n\nThe policy consists of RBAC (Cluster)Roles and (Cluster)Bindings. A request of a user in\na workspace that binds to this APIExport via an APIBinding is additionally checked against\nthese rules, with the user name and the groups prefixed with `apis.kcp.io:binding:`.\n\nFor example: assume a user `adam` with groups `system:authenticated` and `a-team` binds to\nthis APIExport in another workspace root:org:ws. Then a request in that workspace\nagainst a resource of this APIExport is authorized as every other request in that workspace,\nbut in addition the RBAC policy here in the APIExport workspace has to grant access to the\nuser `apis.kcp.io:binding:adam` with the groups `apis.kcp.io:binding:system:authenticated`\nand `apis.kcp.io:binding:a-team`.\n\nIf an APIExport with a maximalPermissionPolicy is deleted, these additional checks will no longer\nbe applied to resources of this APIExport.\n\nFor example: Assume an APIExport with a maximalPermissionPolicy that only allows creation and\ndeletion of resources, but not updates - if the APIExport is deleted users will be able to update\nthe resources of the APIExport again (given the constraints of their workspace's RBAC policies).",
+           "oneOf": [
+            {
+             "required": [
+              "local"
+             ]
+            }
+           ],
+           "properties": {
+            "local": {
+             "description": "local is the policy that is defined in same workspace as the API Export.",
+             "type": "object"
+            }
+           },
+           "type": "object"
+          },
+          "permissionClaims": {
+           "description": "permissionClaims make resources available in APIExport's virtual workspace that are not part\nof the actual APIExport resources.\n\nPermissionClaims are optional and should be the least access necessary to complete the functions\nthat the service provider needs. Access is asked for on a GroupResource + identity basis.\n\nPermissionClaims must be accepted by the user's explicit acknowledgement. Hence, when claims\nchange, the respecting objects are not visible immediately.\n\nPermissionClaims overlapping with the APIExport resources are ignored.",
+           "items": {
+            "description": "PermissionClaim identifies an object by GR and identity hash.\nIts purpose is to determine the added permissions that a service provider may\nrequest and that a consumer may accept and allow the service provider access to.",
+            "properties": {
+             "all": {
+              "description": "all claims all resources for the given group/resource.\nThis is mutually exclusive with resourceSelector.",
+              "type": "boolean"
+             },
+             "group": {
+              "default": "",
+              "description": "group is the name of an API group.\nFor core groups this is the empty string '\"\"'.",
+              "pattern": "^(|[a-z0-9]([-a-z0-9]*[a-z0-9](\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?)$",
+              "type": "string"
+             },
+             "identityHash": {
+              "description": "This is the identity for a given APIExport that the APIResourceSchema belongs to.\nThe hash can be found on APIExport and APIResourceSchema's status.\nIt will be empty for core types.\nNote that one must look this up for a particular kcp instance.",
+              "type": "string"
+             },
+             "resource": {
+              "description": "resource is the name of the resource.\nNote: it is worth noting that you can not ask for permissions for resource provided by a CRD\nnot provided by an api export.",
+              "pattern": "^[a-z][-a-z0-9]*[a-z0-9]$",
+              "type": "string"
+             },
+             "resourceSelector": {
+              "description": "resourceSelector is a list of claimed resource selectors.",
+              "items": {
+               "properties": {
+                "name": {
+                 "description": "name of an object within a claimed group/resource.\nIt matches the metadata.name field of the underlying object.\nIf namespace is unset, all objects matching that name will be claimed.",
+                 "maxLength": 253,
+                 "minLength": 1,
+                 "pattern": "^([a-z0-9][-a-z0-9_.]*)?[a-z0-9]$",
+                 "type": "string"
+                },
+                "namespace": {
+                 "description": "namespace containing the named object. Matches metadata.namespace field.\nIf \"name\" is unset, all objects from the namespace are being claimed.",
+                 "minLength": 1,
+                 "type": "string"
+                }
+               },
+               "type": "object",
+               "x-kubernetes-validations": [
+                {
+                 "message": "at least one field must be set",
+                 "rule": "has(self.__namespace__) || has(self.name)"
+                }
+               ]
+              },
+              "type": "array"
+             }
+            },
+            "required": [
+             "resource"
+            ],
+            "type": "object",
+            "x-kubernetes-validations": [
+             {
+              "message": "either \"all\" or \"resourceSelector\" must be set",
+              "rule": "(has(self.all) && self.all) != (has(self.resourceSelector) && size(self.resourceSelector) > 0)"
+             }
+            ]
+           },
+           "type": "array",
+           "x-kubernetes-list-map-keys": [
+            "group",
+            "resource"
+           ],
+           "x-kubernetes-list-type": "map"
+          }
+         },
+         "type": "object"
+        },
+        "status": {
+         "description": "Status communicates the observed state.",
+         "properties": {
+          "conditions": {
+           "description": "conditions is a list of conditions that apply to the APIExport.",
+           "items": {
+            "description": "Condition defines an observation of a object operational state.",
+            "properties": {
+             "lastTransitionTime": {
+              "description": "Last time the condition transitioned from one status to another.\nThis should be when the underlying condition changed. If that is not known, then using the time when\nthe API field changed is acceptable.",
+              "format": "date-time",
+              "type": "string"
+             },
+             "message": {
+              "description": "A human readable message indicating details about the transition.\nThis field may be empty.",
+              "type": "string"
+             },
+             "reason": {
+              "description": "The reason for the condition's last transition in CamelCase.\nThe specific API may choose whether or not this field is considered a guaranteed API.\nThis field may not be empty.",
+              "type": "string"
+             },
+             "severity": {
+              "description": "Severity provides an explicit classification of Reason code, so the users or machines can immediately\nunderstand the current situation and act accordingly.\nThe Severity field MUST be set only when Status=False.",
+              "type": "string"
+             },
+             "status": {
+              "description": "Status of the condition, one of True, False, Unknown.",
+              "type": "string"
+             },
+             "type": {
+              "description": "Type of condition in CamelCase or in foo.example.com/CamelCase.\nMany .condition.type values are consistent across resources like Available, but because arbitrary conditions\ncan be useful (see .node.status.conditions), the ability to deconflict is important.",
+              "type": "string"
+             }
+            },
+            "required": [
+             "lastTransitionTime",
+             "status",
+             "type"
+            ],
+            "type": "object"
+           },
+           "type": "array"
+          },
+          "identityHash": {
+           "description": "identityHash is the hash of the API identity key of this APIExport. This value\nis immutable as soon as it is set.",
+           "type": "string"
+          },
+          "virtualWorkspaces": {
+           "description": "virtualWorkspaces contains all APIExport virtual workspace URLs.\n\nDeprecated: use APIExportEndpointSlice.status.endpoints instead",
+           "items": {
+            "properties": {
+             "url": {
+              "description": "url is an APIExport virtual workspace URL.",
+              "minLength": 1,
+              "type": "string"
+             }
+            },
+            "required": [
+             "url"
+            ],
+            "type": "object"
+           },
+           "type": "array"
+          }
+         },
+         "type": "object"
+        }
+       },
+       "type": "object"
+      }
+     },
+     "served": true,
+     "storage": false,
+     "subresources": {
+      "status": {}
+     }
+    },
+    {
+     "additionalPrinterColumns": [
+      {
+       "jsonPath": ".metadata.creationTimestamp",
+       "name": "Age",
+       "type": "date"
+      }
+     ],
+     "name": "v1alpha2",
+     "schema": {
+      "openAPIV3Schema": {
+       "description": "APIExport registers an API and implementation to allow consumption by others\nthrough APIBindings.",
+       "properties": {
+        "apiVersion": {
+         "description": "APIVersion defines the versioned schema of this representation of an object.\nServers should convert recognized schemas to the latest internal value, and\nmay reject unrecognized values.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+         "type": "string"
+        },
+        "kind": {
+         "description": "Kind is a string value representing the REST resource this object represents.\nServers may infer this from the endpoint the client submits requests to.\nCannot be updated.\nIn CamelCase.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+         "type": "string"
+        },
+        "metadata": {
+         "type": "object"
+        },
+        "spec": {
+         "description": "Spec holds the desired state.",
+         "properties": {
+          "identity": {
+           "description": "identity points to a secret that contains the API identity in the 'key' file.\nThe API identity determines an unique etcd prefix for objects stored via this\nAPIExport.\n\nDifferent APIExport in a workspace can share a common identity, or have different\nones. The identity (the secret) can also be transferred to another workspace\nwhen the APIExport is moved.\n\nThe identity is a secret of the API provider. The APIBindings referencing this APIExport\nwill store a derived, non-sensitive value of this identity.\n\nThe identity of an APIExport cannot be changed. A derived, non-sensitive value of\nthe identity key is stored in the APIExport status and this value is immutable.\n\nThe identity is defaulted. A secret with the name of the APIExport is automatically\ncreated.",
+           "properties": {
+            "secretRef": {
+             "description": "secretRef is a reference to a secret that contains the API identity in the 'key' file.",
+             "properties": {
+              "name": {
+               "description": "name is unique within a namespace to reference a secret resource.",
+               "type": "string"
+              },
+              "namespace": {
+               "description": "namespace defines the space within which the secret name must be unique.",
+               "type": "string"
+              }
+             },
+             "type": "object",
+             "x-kubernetes-map-type": "atomic"
+            }
+           },
+           "type": "object"
+          },
+          "maximalPermissionPolicy": {
+           "description": "maximalPermissionPolicy will allow for a service provider to set an upper bound on what is allowed\nfor a consumer of this API. If the policy is not set, no upper bound is applied,\ni.e the consuming users can do whatever the user workspace allows the user to do.\n\nThe policy consists of RBAC (Cluster)Roles and (Cluster)Bindings. A request of a user in\na workspace that binds to this APIExport via an APIBinding is additionally checked against\nthese rules, with the user name and the groups prefixed with `apis.kcp.io:binding:`.\n\nFor example: assume a user `adam` with groups `system:authenticated` and `a-team` binds to\nthis APIExport in another workspace root:org:ws. Then a request in that workspace\nagainst a resource of this APIExport is authorized as every other request in that workspace,\nbut in addition the RBAC policy here in the APIExport workspace has to grant access to the\nuser `apis.kcp.io:binding:adam` with the groups `apis.kcp.io:binding:system:authenticated`\nand `apis.kcp.io:binding:a-team`.",
+           "oneOf": [
+            {
+             "required": [
+              "local"
+             ]
+            }
+           ],
+           "properties": {
+            "local": {
+             "description": "local is the policy that is defined in same workspace as the API Export.",
+             "type": "object"
+            }
+           },
+           "type": "object"
+          },
+          "permissionClaims": {
+           "description": "permissionClaims make resources available in APIExport's virtual workspace that are not part\nof the actual APIExport resources.\n\nPermissionClaims are optional and should be the least access necessary to complete the functions\nthat the service provider needs. Access is asked for on a GroupResource + identity basis.\n\nPermissionClaims must be accepted by the user's explicit acknowledgement. Hence, when claims\nchange, the respecting objects are not visible immediately.\n\nPermissionClaims overlapping with the APIExport resources are ignored.",
+           "items": {
+            "description": "PermissionClaim identifies an object by GR and identity hash.\nIts purpose is to determine the added permissions that a service provider may\nrequest and that a consumer may accept and allow the service provider access to.",
+            "properties": {
+             "defaultSelector": {
+              "description": "defaultSelector is the default selector to use when creating APIBindings\nvia WorkspaceType's defaultAPIBindings. If not set, the APIBinding will\ndefault to matchAll: true.\n\nThis allows API providers to suggest a default scope for permission claims\nthat will be used when workspaces are automatically created with default\nAPIBindings. Users can always override the default selector by accepting the\nclaim with a different selector or by manually creating APIBindings with a custom selector.",
+              "properties": {
+               "matchAll": {
+                "description": "matchAll grants access to all objects of the claimed resource.",
+                "type": "boolean"
+               },
+               "matchExpressions": {
+                "description": "matchExpressions is a list of label selector requirements. The requirements are ANDed.",
+                "items": {
+                 "description": "A label selector requirement is a selector that contains values, a key, and an operator that\nrelates the key and values.",
+                 "properties": {
+                  "key": {
+                   "description": "key is the label key that the selector applies to.",
+                   "type": "string"
+                  },
+                  "operator": {
+                   "description": "operator represents a key's relationship to a set of values.\nValid operators are In, NotIn, Exists and DoesNotExist.",
+                   "type": "string"
+                  },
+                  "values": {
+                   "description": "values is an array of string values. If the operator is In or NotIn,\nthe values array must be non-empty. If the operator is Exists or DoesNotExist,\nthe values array must be empty. This array is replaced during a strategic\nmerge patch.",
+                   "items": {
+                    "type": "string"
+                   },
+                   "type": "array",
+                   "x-kubernetes-list-type": "atomic"
+                  }
+                 },
+                 "required": [
+                  "key",
+                  "operator"
+                 ],
+                 "type": "object"
+                },
+                "type": "array",
+                "x-kubernetes-list-type": "atomic"
+               },
+               "matchLabels": {
+                "additionalProperties": {
+                 "type": "string"
+                },
+                "description": "matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels\nmap is equivalent to an element of matchExpressions, whose key field is \"key\", the\noperator is \"In\", and the values array contains only \"value\". The requirements are ANDed.",
+                "type": "object"
+               }
+              },
+              "type": "object",
+              "x-kubernetes-map-type": "atomic"
+             },
+             "group": {
+              "default": "",
+              "description": "group is the name of an API group.\nFor core groups this is the empty string '\"\"'.",
+              "pattern": "^(|[a-z0-9]([-a-z0-9]*[a-z0-9](\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?)$",
+              "type": "string"
+             },
+             "identityHash": {
+              "default": "",
+              "description": "This is the identity for a given APIExport that the APIResourceSchema belongs to.\nThe hash can be found on APIExport and APIResourceSchema's status.\nIt will be empty for core types.\nNote that one must look this up for a particular kcp instance.",
+              "type": "string"
+             },
+             "resource": {
+              "description": "resource is the name of the resource.\nNote: it is worth noting that you can not ask for permissions for resource provided by a CRD\nnot provided by an api export.",
+              "pattern": "^[a-z][-a-z0-9]*[a-z0-9]$",
+              "type": "string"
+             },
+             "verbs": {
+              "description": "verbs is a list of supported API operation types (this includes\nbut is not limited to get, list, watch, create, update, patch,\ndelete, deletecollection, and proxy).",
+              "items": {
+               "type": "string"
+              },
+              "minItems": 1,
+              "type": "array",
+              "x-kubernetes-list-type": "set"
+             }
+            },
+            "required": [
+             "resource",
+             "verbs"
+            ],
+            "type": "object"
+           },
+           "type": "array",
+           "x-kubernetes-list-map-keys": [
+            "group",
+            "resource"
+           ],
+           "x-kubernetes-list-type": "map"
+          },
+          "resources": {
+           "description": "Resources records the APIResourceSchemas that are exposed with this\nAPIExport.\n\nThe schemas can be changed in the life-cycle of the APIExport. These changes\nhave no effect on existing APIBindings, but only on newly bound ones.\n\nFor updating existing APIBindings, use an APIDeployment keeping bound\nworkspaces up-to-date.",
+           "items": {
+            "description": "ResourceSchema defines the resource schemas that are exposed with this APIExport.",
+            "properties": {
+             "group": {
+              "description": "Group is the API group of the resource. Empty string represents the core group.",
+              "type": "string"
+             },
+             "name": {
+              "description": "Name is the name of the resource.",
+              "type": "string"
+             },
+             "schema": {
+              "description": "Schema is the name of the referenced APIResourceSchema. This must be of the format\n\"<version>.<name>.<group>\".",
+              "type": "string"
+             },
+             "storage": {
+              "default": {
+               "crd": {}
+              },
+              "description": "Storage defines how the resource is stored.",
+              "oneOf": [
+               {
+                "required": [
+                 "crd"
+                ]
+               },
+               {
+                "required": [
+                 "virtual"
+                ]
+               }
+              ],
+              "properties": {
+               "crd": {
+                "description": "CRD storage defines that this APIResourceSchema is exposed as\nCustomResourceDefinitions inside the workspaces that bind to the APIExport.\nLike in vanilla Kubernetes, users can then create, update and delete\ncustom resources.",
+                "type": "object"
+               },
+               "virtual": {
+                "description": "Virtual storage defines that this APIResourceSchema is exposed as\na projection of the referenced resource inside the workspaces that\nbind to the APIExport.",
+                "properties": {
+                 "identityHash": {
+                  "description": "IdentityHash is the identity of the virtual resource.",
+                  "type": "string"
+                 },
+                 "reference": {
+                  "description": "Reference points to another object that has a URL to a virtual workspace\nin a \"url\" field in its status. The object can be of any kind.",
+                  "properties": {
+                   "apiGroup": {
+                    "description": "APIGroup is the group for the resource being referenced.\nIf APIGroup is not specified, the specified Kind must be in the core API group.\nFor any other third-party types, APIGroup is required.",
+                    "type": "string"
+                   },
+                   "kind": {
+                    "description": "Kind is the type of resource being referenced",
+                    "type": "string"
+                   },
+                   "name": {
+                    "description": "Name is the name of resource being referenced",
+                    "type": "string"
+                   }
+                  },
+                  "required": [
+                   "kind",
+                   "name"
+                  ],
+                  "type": "object",
+                  "x-kubernetes-map-type": "atomic"
+                 }
+                },
+                "required": [
+                 "identityHash",
+                 "reference"
+                ],
+                "type": "object"
+               }
+              },
+              "type": "object",
+              "x-kubernetes-validations": [
+               {
+                "message": "Exactly one of crd or virtual must be set",
+                "rule": "has(self.crd) != has(self.virtual)"
+               }
+              ]
+             }
+            },
+            "required": [
+             "group",
+             "name",
+             "schema"
+            ],
+            "type": "object"
+           },
+           "type": "array",
+           "x-kubernetes-list-map-keys": [
+            "name",
+            "group"
+           ],
+           "x-kubernetes-list-type": "map"
+          }
+         },
+         "type": "object"
+        },
+        "status": {
+         "description": "Status communicates the observed state.",
+         "properties": {
+          "conditions": {
+           "description": "conditions is a list of conditions that apply to the APIExport.",
+           "items": {
+            "description": "Condition defines an observation of a object operational state.",
+            "properties": {
+             "lastTransitionTime": {
+              "description": "Last time the condition transitioned from one status to another.\nThis should be when the underlying condition changed. If that is not known, then using the time when\nthe API field changed is acceptable.",
+              "format": "date-time",
+              "type": "string"
+             },
+             "message": {
+              "description": "A human readable message indicating details about the transition.\nThis field may be empty.",
+              "type": "string"
+             },
+             "reason": {
+              "description": "The reason for the condition's last transition in CamelCase.\nThe specific API may choose whether or not this field is considered a guaranteed API.\nThis field may not be empty.",
+              "type": "string"
+             },
+             "severity": {
+              "description": "Severity provides an explicit classification of Reason code, so the users or machines can immediately\nunderstand the current situation and act accordingly.\nThe Severity field MUST be set only when Status=False.",
+              "type": "string"
+             },
+             "status": {
+              "description": "Status of the condition, one of True, False, Unknown.",
+              "type": "string"
+             },
+             "type": {
+              "description": "Type of condition in CamelCase or in foo.example.com/CamelCase.\nMany .condition.type values are consistent across resources like Available, but because arbitrary conditions\ncan be useful (see .node.status.conditions), the ability to deconflict is important.",
+              "type": "string"
+             }
+            },
+            "required": [
+             "lastTransitionTime",
+             "status",
+             "type"
+            ],
+            "type": "object"
+           },
+           "type": "array"
+          },
+          "identityHash": {
+           "description": "identityHash is the hash of the API identity key of this APIExport. This value\nis immutable as soon as it is set.",
+           "type": "string"
+          },
+          "virtualWorkspaces": {
+           "description": "virtualWorkspaces contains all APIExport virtual workspace URLs.\nthis field is empty unless kcp has been started with the\n'EnableDeprecatedAPIExportVirtualWorkspacesUrls' feature gate.\n\nDeprecated: use APIExportEndpointSlice.status.endpoints instead. This\nfield will be removed in an upcoming API version.",
+           "items": {
+            "properties": {
+             "url": {
+              "description": "url is an APIExport virtual workspace URL.",
+              "minLength": 1,
+              "type": "string"
+             }
+            },
+            "required": [
+             "url"
+            ],
+            "type": "object"
+           },
+           "type": "array"
+          }
+         },
+         "type": "object"
+        }
+       },
+       "type": "object"
+      }
+     },
+     "served": true,
+     "storage": true,
+     "subresources": {
+      "status": {}
+     }
+    }
+   ]
+  }
+ },
+ {
+  "apiVersion": "apiextensions.k8s.io/v1",
+  "kind": "CustomResourceDefinition",
+  "metadata": {
+   "name": "apiexportendpointslices.apis.kcp.io"
+  },
+  "spec": {
+   "group": "apis.kcp.io",
+   "names": {
+    "categories": [
+     "kcp"
+    ],
+    "kind": "APIExportEndpointSlice",
+    "listKind": "APIExportEndpointSliceList",
+    "plural": "apiexportendpointslices",
+    "singular": "apiexportendpointslice"
+   },
+   "scope": "Cluster",
+   "versions": [
+    {
+     "additionalPrinterColumns": [
+      {
+       "jsonPath": ".spec.export.name",
+       "name": "Export",
+       "type": "string"
+      },
+      {
+       "jsonPath": ".spec.partition",
+       "name": "Partition",
+       "type": "string"
+      },
+      {
+       "jsonPath": ".metadata.creationTimestamp",
+       "name": "Age",
+       "type": "date"
+      }
+     ],
+     "name": "v1alpha1",
+     "schema": {
+      "openAPIV3Schema": {
+       "description": "APIExportEndpointSlice is a sink for the endpoints of an APIExport. These endpoints can be filtered by a Partition.\nThey get consumed by the managers to start controllers and informers for the respective APIExport services.",
+       "properties": {
+        "apiVersion": {
+         "description": "APIVersion defines the versioned schema of this representation of an object.\nServers should convert recognized schemas to the latest internal value, and\nmay reject unrecognized values.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+         "type": "string"
+        },
+        "kind": {
+         "description": "Kind is a string value representing the REST resource this object represents.\nServers may infer this from the endpoint the client submits requests to.\nCannot be updated.\nIn CamelCase.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+         "type": "string"
+        },
+        "metadata": {
+         "type": "object"
+        },
+        "spec": {
+         "description": "spec holds the desired state:\n- the targeted APIExport\n- an optional partition for filtering",
+         "properties": {
+          "export": {
+           "description": "export points to the API export.",
+           "properties": {
+            "name": {
+             "description": "name is the name of the APIExport that describes the API.",
+             "type": "string"
+            },
+            "path": {
+             "description": "path is a logical cluster path where the APIExport is defined.\nIf the path is unset, the logical cluster of the APIBinding is used.",
+             "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(:[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+             "type": "string"
+            }
+           },
+           "required": [
+            "name"
+           ],
+           "type": "object",
+           "x-kubernetes-validations": [
+            {
+             "message": "APIExport reference must not be changed",
+             "rule": "self == oldSelf"
+            }
+           ]
+          },
+          "partition": {
+           "description": "partition (optional) points to a partition that is used for filtering the endpoints\nof the APIExport part of the slice.",
+           "type": "string"
+          }
+         },
+         "required": [
+          "export"
+         ],
+         "type": "object"
+        },
+        "status": {
+         "description": "status communicates the observed state:\nthe filtered list of endpoints for the APIExport service.",
+         "properties": {
+          "conditions": {
+           "description": "conditions is a list of conditions that apply to the APIExportEndpointSlice.",
+           "items": {
+            "description": "Condition defines an observation of a object operational state.",
+            "properties": {
+             "lastTransitionTime": {
+              "description": "Last time the condition transitioned from one status to another.\nThis should be when the underlying condition changed. If that is not known, then using the time when\nthe API field changed is acceptable.",
+              "format": "date-time",
+              "type": "string"
+             },
+             "message": {
+              "description": "A human readable message indicating details about the transition.\nThis field may be empty.",
+              "type": "string"
+             },
+             "reason": {
+              "description": "The reason for the condition's last transition in CamelCase.\nThe specific API may choose whether or not this field is considered a guaranteed API.\nThis field may not be empty.",
+              "type": "string"
+             },
+             "severity": {
+              "description": "Severity provides an explicit classification of Reason code, so the users or machines can immediately\nunderstand the current situation and act accordingly.\nThe Severity field MUST be set only when Status=False.",
+              "type": "string"
+             },
+             "status": {
+              "description": "Status of the condition, one of True, False, Unknown.",
+              "type": "string"
+             },
+             "type": {
+              "description": "Type of condition in CamelCase or in foo.example.com/CamelCase.\nMany .condition.type values are consistent across resources like Available, but because arbitrary conditions\ncan be useful (see .node.status.conditions), the ability to deconflict is important.",
+              "type": "string"
+             }
+            },
+            "required": [
+             "lastTransitionTime",
+             "status",
+             "type"
+            ],
+            "type": "object"
+           },
+           "type": "array"
+          },
+          "endpoints": {
+           "description": "endpoints contains all the URLs of the APIExport service.",
+           "items": {
+            "description": "Endpoint is one URL an endpoint slice advertises, and the shards it is meant\nfor.\n\nEndpoint slices are read unstructured where the kind is only known at runtime\n-- an APIExport may point at any kind that follows this shape -- so this is\nthe contract those readers rely on: status.endpoints[] with a url, and\noptionally a shards selector saying which shards that url serves.",
+            "properties": {
+             "shards": {
+              "description": "shards says which shards this URL serves.\n\nSaying nothing -- the zero value -- means the URL was composed for one\nspecific shard and is matched by URL prefix instead, which is what kcp's\nown controllers publish. A status should not mix the two: either every\nendpoint says which shards it is for, or none does.",
+              "properties": {
+               "matchAll": {
+                "description": "matchAll says this URL serves every shard: one virtual workspace for the\nwhole installation, which is what a provider running a single virtual\nworkspace publishes.",
+                "type": "boolean"
+               },
+               "selector": {
+                "description": "selector picks the shards this URL serves by matching against shard\nlabels. Every shard labels itself with its own name, so a single shard is\nselected with matchLabels: {name: <shard>}, and groupings such as a region\nuse whatever labels the installation puts on its shards -- the same ones\nPartition and PartitionSet select by.\n\nThe most specific selector that matches a shard wins, so a URL for a\nregion overrides one for the whole installation where the region applies.",
+                "properties": {
+                 "matchExpressions": {
+                  "description": "matchExpressions is a list of label selector requirements. The requirements are ANDed.",
+                  "items": {
+                   "description": "A label selector requirement is a selector that contains values, a key, and an operator that\nrelates the key and values.",
+                   "properties": {
+                    "key": {
+                     "description": "key is the label key that the selector applies to.",
+                     "type": "string"
+                    },
+                    "operator": {
+                     "description": "operator represents a key's relationship to a set of values.\nValid operators are In, NotIn, Exists and DoesNotExist.",
+                     "type": "string"
+                    },
+                    "values": {
+                     "description": "values is an array of string values. If the operator is In or NotIn,\nthe values array must be non-empty. If the operator is Exists or DoesNotExist,\nthe values array must be empty. This array is replaced during a strategic\nmerge patch.",
+                     "items": {
+                      "type": "string"
+                     },
+                     "type": "array",
+                     "x-kubernetes-list-type": "atomic"
+                    }
+                   },
+                   "required": [
+                    "key",
+                    "operator"
+                   ],
+                   "type": "object"
+                  },
+                  "type": "array",
+                  "x-kubernetes-list-type": "atomic"
+                 },
+                 "matchLabels": {
+                  "additionalProperties": {
+                   "type": "string"
+                  },
+                  "description": "matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels\nmap is equivalent to an element of matchExpressions, whose key field is \"key\", the\noperator is \"In\", and the values array contains only \"value\". The requirements are ANDed.",
+                  "type": "object"
+                 }
+                },
+                "type": "object",
+                "x-kubernetes-map-type": "atomic"
+               }
+              },
+              "type": "object",
+              "x-kubernetes-validations": [
+               {
+                "message": "matchAll and selector are mutually exclusive",
+                "rule": "!(has(self.matchAll) && self.matchAll && has(self.selector))"
+               }
+              ]
+             },
+             "url": {
+              "description": "url is the virtual workspace URL serving this endpoint.",
+              "minLength": 1,
+              "type": "string"
+             }
+            },
+            "required": [
+             "url"
+            ],
+            "type": "object"
+           },
+           "type": "array",
+           "x-kubernetes-list-map-keys": [
+            "url"
+           ],
+           "x-kubernetes-list-type": "map"
+          },
+          "shardSelector": {
+           "description": "shardSelector is the selector used to filter the shards. It is used to filter the shards\nwhen determining partition scope when deriving the endpoints. This is set by owning shard,\nand is used by follower shards to determine if its inscope or not.",
+           "type": "string"
+          }
+         },
+         "type": "object"
+        }
+       },
+       "type": "object"
+      }
+     },
+     "served": true,
+     "storage": true,
+     "subresources": {
+      "status": {}
+     }
+    }
+   ]
+  }
+ },
+ {
+  "apiVersion": "apiextensions.k8s.io/v1",
+  "kind": "CustomResourceDefinition",
+  "metadata": {
+   "name": "apibindings.apis.kcp.io"
+  },
+  "spec": {
+   "conversion": {
+    "strategy": "None"
+   },
+   "group": "apis.kcp.io",
+   "names": {
+    "categories": [
+     "kcp"
+    ],
+    "kind": "APIBinding",
+    "listKind": "APIBindingList",
+    "plural": "apibindings",
+    "singular": "apibinding"
+   },
+   "scope": "Cluster",
+   "versions": [
+    {
+     "additionalPrinterColumns": [
+      {
+       "jsonPath": ".metadata.creationTimestamp",
+       "name": "Age",
+       "type": "date"
+      },
+      {
+       "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status",
+       "name": "Ready",
+       "type": "string"
+      }
+     ],
+     "name": "v1alpha1",
+     "schema": {
+      "openAPIV3Schema": {
+       "description": "APIBinding enables a set of resources and their behaviour through an external\nservice provider in this workspace.\n\nThe service provider uses an APIExport to expose the API.",
+       "properties": {
+        "apiVersion": {
+         "description": "APIVersion defines the versioned schema of this representation of an object.\nServers should convert recognized schemas to the latest internal value, and\nmay reject unrecognized values.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+         "type": "string"
+        },
+        "kind": {
+         "description": "Kind is a string value representing the REST resource this object represents.\nServers may infer this from the endpoint the client submits requests to.\nCannot be updated.\nIn CamelCase.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+         "type": "string"
+        },
+        "metadata": {
+         "type": "object"
+        },
+        "spec": {
+         "description": "Spec holds the desired state.",
+         "properties": {
+          "permissionClaims": {
+           "description": "permissionClaims records decisions about permission claims requested by the API service provider.\nIndividual claims can be accepted or rejected. If accepted, the API service provider gets the\nrequested access to the specified resources in this workspace. Access is granted per\nGroupResource, identity, and other properties.",
+           "items": {
+            "description": "AcceptablePermissionClaim is a PermissionClaim that records if the user accepts or rejects it.",
+            "properties": {
+             "all": {
+              "description": "all claims all resources for the given group/resource.\nThis is mutually exclusive with resourceSelector.",
+              "type": "boolean"
+             },
+             "group": {
+              "description": "group is the name of an API group.\nFor core groups this is the empty string '\"\"'.",
+              "pattern": "^(|[a-z0-9]([-a-z0-9]*[a-z0-9](\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?)$",
+              "type": "string"
+             },
+             "identityHash": {
+              "description": "This is the identity for a given APIExport that the APIResourceSchema belongs to.\nThe hash can be found on APIExport and APIResourceSchema's status.\nIt will be empty for core types.\nNote that one must look this up for a particular kcp instance.",
+              "type": "string"
+             },
+             "resource": {
+              "description": "resource is the name of the resource.\nNote: it is worth noting that you can not ask for permissions for resource provided by a CRD\nnot provided by an api export.",
+              "pattern": "^[a-z][-a-z0-9]*[a-z0-9]$",
+              "type": "string"
+             },
+             "resourceSelector": {
+              "description": "resourceSelector is a list of claimed resource selectors.",
+              "items": {
+               "properties": {
+                "name": {
+                 "description": "name of an object within a claimed group/resource.\nIt matches the metadata.name field of the underlying object.\nIf namespace is unset, all objects matching that name will be claimed.",
+                 "maxLength": 253,
+                 "minLength": 1,
+                 "pattern": "^([a-z0-9][-a-z0-9_.]*)?[a-z0-9]$",
+                 "type": "string"
+                },
+                "namespace": {
+                 "description": "namespace containing the named object. Matches metadata.namespace field.\nIf \"name\" is unset, all objects from the namespace are being claimed.",
+                 "minLength": 1,
+                 "type": "string"
+                }
+               },
+               "type": "object",
+               "x-kubernetes-validations": [
+                {
+                 "message": "at least one field must be set",
+                 "rule": "has(self.__namespace__) || has(self.name)"
+                }
+               ]
+              },
+              "type": "array"
+             },
+             "state": {
+              "enum": [
+               "Accepted",
+               "Rejected"
+              ],
+              "type": "string"
+             }
+            },
+            "required": [
+             "resource",
+             "state"
+            ],
+            "type": "object",
+            "x-kubernetes-validations": [
+             {
+              "message": "either \"all\" or \"resourceSelector\" must be set",
+              "rule": "(has(self.all) && self.all) != (has(self.resourceSelector) && size(self.resourceSelector) > 0)"
+             }
+            ]
+           },
+           "type": "array"
+          },
+          "reference": {
+           "description": "reference uniquely identifies an API to bind to.",
+           "oneOf": [
+            {
+             "required": [
+              "export"
+             ]
+            }
+           ],
+           "properties": {
+            "export": {
+             "description": "export is a reference to an APIExport by cluster name and export name.\nThe creator of the APIBinding needs to have access to the APIExport with the\nverb `bind` in order to bind to it.",
+             "properties": {
+              "name": {
+               "description": "name is the name of the APIExport that describes the API.",
+               "type": "string"
+              },
+              "path": {
+               "description": "path is a logical cluster path where the APIExport is defined.\nIf the path is unset, the logical cluster of the APIBinding is used.",
+               "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(:[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+               "type": "string"
+              }
+             },
+             "required": [
+              "name"
+             ],
+             "type": "object"
+            }
+           },
+           "type": "object",
+           "x-kubernetes-validations": [
+            {
+             "message": "APIExport reference must not be changed",
+             "rule": "self == oldSelf"
+            }
+           ]
+          }
+         },
+         "required": [
+          "reference"
+         ],
+         "type": "object"
+        },
+        "status": {
+         "description": "Status communicates the observed state.",
+         "properties": {
+          "apiExportClusterName": {
+           "description": "APIExportClusterName records the name (not path) of the logical cluster that contains the APIExport.",
+           "type": "string"
+          },
+          "appliedPermissionClaims": {
+           "description": "appliedPermissionClaims is a list of the permission claims the system has seen and applied,\naccording to the requests of the API service provider in the APIExport and the acceptance\nstate in spec.permissionClaims.",
+           "items": {
+            "description": "PermissionClaim identifies an object by GR and identity hash.\nIts purpose is to determine the added permissions that a service provider may\nrequest and that a consumer may accept and allow the service provider access to.",
+            "properties": {
+             "all": {
+              "description": "all claims all resources for the given group/resource.\nThis is mutually exclusive with resourceSelector.",
+              "type": "boolean"
+             },
+             "group": {
+              "description": "group is the name of an API group.\nFor core groups this is the empty string '\"\"'.",
+              "pattern": "^(|[a-z0-9]([-a-z0-9]*[a-z0-9](\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?)$",
+              "type": "string"
+             },
+             "identityHash": {
+              "description": "This is the identity for a given APIExport that the APIResourceSchema belongs to.\nThe hash can be found on APIExport and APIResourceSchema's status.\nIt will be empty for core types.\nNote that one must look this up for a particular kcp instance.",
+              "type": "string"
+             },
+             "resource": {
+              "description": "resource is the name of the resource.\nNote: it is worth noting that you can not ask for permissions for resource provided by a CRD\nnot provided by an api export.",
+              "pattern": "^[a-z][-a-z0-9]*[a-z0-9]$",
+              "type": "string"
+             },
+             "resourceSelector": {
+              "description": "resourceSelector is a list of claimed resource selectors.",
+              "items": {
+               "properties": {
+                "name": {
+                 "description": "name of an object within a claimed group/resource.\nIt matches the metadata.name field of the underlying object.\nIf namespace is unset, all objects matching that name will be claimed.",
+                 "maxLength": 253,
+                 "minLength": 1,
+                 "pattern": "^([a-z0-9][-a-z0-9_.]*)?[a-z0-9]$",
+                 "type": "string"
+                },
+                "namespace": {
+                 "description": "namespace containing the named object. Matches metadata.namespace field.\nIf \"name\" is unset, all objects from the namespace are being claimed.",
+                 "minLength": 1,
+                 "type": "string"
+                }
+               },
+               "type": "object",
+               "x-kubernetes-validations": [
+                {
+                 "message": "at least one field must be set",
+                 "rule": "has(self.__namespace__) || has(self.name)"
+                }
+               ]
+              },
+              "type": "array"
+             }
+            },
+            "required": [
+             "resource"
+            ],
+            "type": "object",
+            "x-kubernetes-validations": [
+             {
+              "message": "either \"all\" or \"resourceSelector\" must be set",
+              "rule": "(has(self.all) && self.all) != (has(self.resourceSelector) && size(self.resourceSelector) > 0)"
+             }
+            ]
+           },
+           "type": "array"
+          },
+          "boundResources": {
+           "description": "boundResources records the state of bound APIs.",
+           "items": {
+            "description": "BoundAPIResource describes a bound GroupVersionResource through an APIResourceSchema of an APIExport..",
+            "properties": {
+             "group": {
+              "description": "group is the group of the bound API. Empty string for the core API group.",
+              "type": "string"
+             },
+             "resource": {
+              "description": "resource is the resource of the bound API.\n\nkubebuilder:validation:MinLength=1",
+              "type": "string"
+             },
+             "schema": {
+              "description": "Schema references the APIResourceSchema that is bound to this API.",
+              "properties": {
+               "UID": {
+                "description": "UID is the UID of the APIResourceSchema that is bound to this API.",
+                "minLength": 1,
+                "type": "string"
+               },
+               "identityHash": {
+                "description": "identityHash is the hash of the API identity that this schema is bound to.\nThe API identity determines the etcd prefix used to persist the object.\nDifferent identity means that the objects are effectively served and stored\nunder a distinct resource. A CRD of the same GroupVersionResource uses a\ndifferent identity and hence a separate etcd prefix.",
+                "minLength": 1,
+                "type": "string"
+               },
+               "name": {
+                "description": "name is the bound APIResourceSchema name.",
+                "minLength": 1,
+                "type": "string"
+               }
+              },
+              "required": [
+               "UID",
+               "identityHash",
+               "name"
+              ],
+              "type": "object"
+             },
+             "storageVersions": {
+              "description": "storageVersions lists all versions of a resource that were ever persisted. Tracking these\nversions allows a migration path for stored versions in etcd. The field is mutable\nso a migration controller can finish a migration to another version (ensuring\nno old objects are left in storage), and then remove the rest of the\nversions from this list.\n\nVersions may not be removed while they exist in this list.",
+              "items": {
+               "type": "string"
+              },
+              "type": "array",
+              "x-kubernetes-list-type": "set"
+             }
+            },
+            "required": [
+             "group",
+             "resource",
+             "schema"
+            ],
+            "type": "object"
+           },
+           "type": "array",
+           "x-kubernetes-list-map-keys": [
+            "group",
+            "resource"
+           ],
+           "x-kubernetes-list-type": "map"
+          },
+          "conditions": {
+           "description": "conditions is a list of conditions that apply to the APIBinding.",
+           "items": {
+            "description": "Condition defines an observation of a object operational state.",
+            "properties": {
+             "lastTransitionTime": {
+              "description": "Last time the condition transitioned from one status to another.\nThis should be when the underlying condition changed. If that is not known, then using the time when\nthe API field changed is acceptable.",
+              "format": "date-time",
+              "type": "string"
+             },
+             "message": {
+              "description": "A human readable message indicating details about the transition.\nThis field may be empty.",
+              "type": "string"
+             },
+             "reason": {
+              "description": "The reason for the condition's last transition in CamelCase.\nThe specific API may choose whether or not this field is considered a guaranteed API.\nThis field may not be empty.",
+              "type": "string"
+             },
+             "severity": {
+              "description": "Severity provides an explicit classification of Reason code, so the users or machines can immediately\nunderstand the current situation and act accordingly.\nThe Severity field MUST be set only when Status=False.",
+              "type": "string"
+             },
+             "status": {
+              "description": "Status of the condition, one of True, False, Unknown.",
+              "type": "string"
+             },
+             "type": {
+              "description": "Type of condition in CamelCase or in foo.example.com/CamelCase.\nMany .condition.type values are consistent across resources like Available, but because arbitrary conditions\ncan be useful (see .node.status.conditions), the ability to deconflict is important.",
+              "type": "string"
+             }
+            },
+            "required": [
+             "lastTransitionTime",
+             "status",
+             "type"
+            ],
+            "type": "object"
+           },
+           "type": "array"
+          },
+          "exportPermissionClaims": {
+           "description": "exportPermissionClaims records the permissions that the export provider is asking for\nthe binding to grant.",
+           "items": {
+            "description": "PermissionClaim identifies an object by GR and identity hash.\nIts purpose is to determine the added permissions that a service provider may\nrequest and that a consumer may accept and allow the service provider access to.",
+            "properties": {
+             "all": {
+              "description": "all claims all resources for the given group/resource.\nThis is mutually exclusive with resourceSelector.",
+              "type": "boolean"
+             },
+             "group": {
+              "description": "group is the name of an API group.\nFor core groups this is the empty string '\"\"'.",
+              "pattern": "^(|[a-z0-9]([-a-z0-9]*[a-z0-9](\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?)$",
+              "type": "string"
+             },
+             "identityHash": {
+              "description": "This is the identity for a given APIExport that the APIResourceSchema belongs to.\nThe hash can be found on APIExport and APIResourceSchema's status.\nIt will be empty for core types.\nNote that one must look this up for a particular kcp instance.",
+              "type": "string"
+             },
+             "resource": {
+              "description": "resource is the name of the resource.\nNote: it is worth noting that you can not ask for permissions for resource provided by a CRD\nnot provided by an api export.",
+              "pattern": "^[a-z][-a-z0-9]*[a-z0-9]$",
+              "type": "string"
+             },
+             "resourceSelector": {
+              "description": "resourceSelector is a list of claimed resource selectors.",
+              "items": {
+               "properties": {
+                "name": {
+                 "description": "name of an object within a claimed group/resource.\nIt matches the metadata.name field of the underlying object.\nIf namespace is unset, all objects matching that name will be claimed.",
+                 "maxLength": 253,
+                 "minLength": 1,
+                 "pattern": "^([a-z0-9][-a-z0-9_.]*)?[a-z0-9]$",
+                 "type": "string"
+                },
+                "namespace": {
+                 "description": "namespace containing the named object. Matches metadata.namespace field.\nIf \"name\" is unset, all objects from the namespace are being claimed.",
+                 "minLength": 1,
+                 "type": "string"
+                }
+               },
+               "type": "object",
+               "x-kubernetes-validations": [
+                {
+                 "message": "at least one field must be set",
+                 "rule": "has(self.__namespace__) || has(self.name)"
+                }
+               ]
+              },
+              "type": "array"
+             }
+            },
+            "required": [
+             "resource"
+            ],
+            "type": "object",
+            "x-kubernetes-validations": [
+             {
+              "message": "either \"all\" or \"resourceSelector\" must be set",
+              "rule": "(has(self.all) && self.all) != (has(self.resourceSelector) && size(self.resourceSelector) > 0)"
+             }
+            ]
+           },
+           "type": "array"
+          },
+          "phase": {
+           "description": "phase is the current phase of the APIBinding:\n- \"\": the APIBinding has just been created, waiting to be bound.\n- Binding: the APIBinding is being bound.\n- Bound: the APIBinding is bound and the referenced APIs are available in the workspace.",
+           "enum": [
+            "",
+            "Binding",
+            "Bound"
+           ],
+           "type": "string"
+          }
+         },
+         "type": "object"
+        }
+       },
+       "required": [
+        "spec"
+       ],
+       "type": "object"
+      }
+     },
+     "served": true,
+     "storage": false,
+     "subresources": {
+      "status": {}
+     }
+    },
+    {
+     "additionalPrinterColumns": [
+      {
+       "jsonPath": ".metadata.creationTimestamp",
+       "name": "Age",
+       "type": "date"
+      },
+      {
+       "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status",
+       "name": "Ready",
+       "type": "string"
+      }
+     ],
+     "name": "v1alpha2",
+     "schema": {
+      "openAPIV3Schema": {
+       "description": "APIBinding enables a set of resources and their behaviour through an external\nservice provider in this workspace.\n\nThe service provider uses an APIExport to expose the API.",
+       "properties": {
+        "apiVersion": {
+         "description": "APIVersion defines the versioned schema of this representation of an object.\nServers should convert recognized schemas to the latest internal value, and\nmay reject unrecognized values.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+         "type": "string"
+        },
+        "kind": {
+         "description": "Kind is a string value representing the REST resource this object represents.\nServers may infer this from the endpoint the client submits requests to.\nCannot be updated.\nIn CamelCase.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+         "type": "string"
+        },
+        "metadata": {
+         "type": "object"
+        },
+        "spec": {
+         "description": "Spec holds the desired state.",
+         "properties": {
+          "permissionClaims": {
+           "description": "permissionClaims records decisions about permission claims requested by the API service provider.\nIndividual claims can be accepted or rejected. If accepted, the API service provider gets the\nrequested access to the specified resources in this workspace. Access is granted per\nGroupResource, identity, and other properties.",
+           "items": {
+            "description": "AcceptablePermissionClaim is a PermissionClaim that records if the user accepts or rejects it.",
+            "properties": {
+             "defaultSelector": {
+              "description": "defaultSelector is the default selector to use when creating APIBindings\nvia WorkspaceType's defaultAPIBindings. If not set, the APIBinding will\ndefault to matchAll: true.\n\nThis allows API providers to suggest a default scope for permission claims\nthat will be used when workspaces are automatically created with default\nAPIBindings. Users can always override the default selector by accepting the\nclaim with a different selector or by manually creating APIBindings with a custom selector.",
+              "properties": {
+               "matchAll": {
+                "description": "matchAll grants access to all objects of the claimed resource.",
+                "type": "boolean"
+               },
+               "matchExpressions": {
+                "description": "matchExpressions is a list of label selector requirements. The requirements are ANDed.",
+                "items": {
+                 "description": "A label selector requirement is a selector that contains values, a key, and an operator that\nrelates the key and values.",
+                 "properties": {
+                  "key": {
+                   "description": "key is the label key that the selector applies to.",
+                   "type": "string"
+                  },
+                  "operator": {
+                   "description": "operator represents a key's relationship to a set of values.\nValid operators are In, NotIn, Exists and DoesNotExist.",
+                   "type": "string"
+                  },
+                  "values": {
+                   "description": "values is an array of string values. If the operator is In or NotIn,\nthe values array must be non-empty. If the operator is Exists or DoesNotExist,\nthe values array must be empty. This array is replaced during a strategic\nmerge patch.",
+                   "items": {
+                    "type": "string"
+                   },
+                   "type": "array",
+                   "x-kubernetes-list-type": "atomic"
+                  }
+                 },
+                 "required": [
+                  "key",
+                  "operator"
+                 ],
+                 "type": "object"
+                },
+                "type": "array",
+                "x-kubernetes-list-type": "atomic"
+               },
+               "matchLabels": {
+                "additionalProperties": {
+                 "type": "string"
+                },
+                "description": "matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels\nmap is equivalent to an element of matchExpressions, whose key field is \"key\", the\noperator is \"In\", and the values array contains only \"value\". The requirements are ANDed.",
+                "type": "object"
+               }
+              },
+              "type": "object",
+              "x-kubernetes-map-type": "atomic"
+             },
+             "group": {
+              "default": "",
+              "description": "group is the name of an API group.\nFor core groups this is the empty string '\"\"'.",
+              "pattern": "^(|[a-z0-9]([-a-z0-9]*[a-z0-9](\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?)$",
+              "type": "string"
+             },
+             "identityHash": {
+              "default": "",
+              "description": "This is the identity for a given APIExport that the APIResourceSchema belongs to.\nThe hash can be found on APIExport and APIResourceSchema's status.\nIt will be empty for core types.\nNote that one must look this up for a particular kcp instance.",
+              "type": "string"
+             },
+             "resource": {
+              "description": "resource is the name of the resource.\nNote: it is worth noting that you can not ask for permissions for resource provided by a CRD\nnot provided by an api export.",
+              "pattern": "^[a-z][-a-z0-9]*[a-z0-9]$",
+              "type": "string"
+             },
+             "selector": {
+              "description": "PermissionClaimSelector configures scoped access to objects\nof a claimed resource.",
+              "properties": {
+               "matchAll": {
+                "description": "matchAll grants access to all objects of the claimed resource.",
+                "type": "boolean"
+               },
+               "matchExpressions": {
+                "description": "matchExpressions is a list of label selector requirements. The requirements are ANDed.",
+                "items": {
+                 "description": "A label selector requirement is a selector that contains values, a key, and an operator that\nrelates the key and values.",
+                 "properties": {
+                  "key": {
+                   "description": "key is the label key that the selector applies to.",
+                   "type": "string"
+                  },
+                  "operator": {
+                   "description": "operator represents a key's relationship to a set of values.\nValid operators are In, NotIn, Exists and DoesNotExist.",
+                   "type": "string"
+                  },
+                  "values": {
+                   "description": "values is an array of string values. If the operator is In or NotIn,\nthe values array must be non-empty. If the operator is Exists or DoesNotExist,\nthe values array must be empty. This array is replaced during a strategic\nmerge patch.",
+                   "items": {
+                    "type": "string"
+                   },
+                   "type": "array",
+                   "x-kubernetes-list-type": "atomic"
+                  }
+                 },
+                 "required": [
+                  "key",
+                  "operator"
+                 ],
+                 "type": "object"
+                },
+                "type": "array",
+                "x-kubernetes-list-type": "atomic"
+               },
+               "matchLabels": {
+                "additionalProperties": {
+                 "type": "string"
+                },
+                "description": "matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels\nmap is equivalent to an element of matchExpressions, whose key field is \"key\", the\noperator is \"In\", and the values array contains only \"value\". The requirements are ANDed.",
+                "type": "object"
+               }
+              },
+              "type": "object",
+              "x-kubernetes-map-type": "atomic",
+              "x-kubernetes-validations": [
+               {
+                "message": "Permission claim selector is immutable",
+                "rule": "self == oldSelf"
+               }
+              ]
+             },
+             "state": {
+              "enum": [
+               "Accepted",
+               "Rejected"
+              ],
+              "type": "string"
+             },
+             "verbs": {
+              "description": "verbs is a list of supported API operation types (this includes\nbut is not limited to get, list, watch, create, update, patch,\ndelete, deletecollection, and proxy).",
+              "items": {
+               "type": "string"
+              },
+              "minItems": 1,
+              "type": "array",
+              "x-kubernetes-list-type": "set"
+             }
+            },
+            "required": [
+             "resource",
+             "selector",
+             "state",
+             "verbs"
+            ],
+            "type": "object"
+           },
+           "type": "array",
+           "x-kubernetes-list-map-keys": [
+            "group",
+            "resource",
+            "identityHash"
+           ],
+           "x-kubernetes-list-type": "map"
+          },
+          "reference": {
+           "description": "reference uniquely identifies an API to bind to.",
+           "properties": {
+            "export": {
+             "description": "export is a reference to an APIExport by cluster name and export name.\nThe creator of the APIBinding needs to have access to the APIExport with the\nverb `bind` in order to bind to it.",
+             "properties": {
+              "name": {
+               "description": "name is the name of the APIExport that describes the API.",
+               "type": "string"
+              },
+              "path": {
+               "description": "path is a logical cluster path where the APIExport is defined.\nIf the path is unset, the logical cluster of the APIBinding is used.",
+               "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(:[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+               "type": "string"
+              }
+             },
+             "required": [
+              "name"
+             ],
+             "type": "object"
+            }
+           },
+           "type": "object",
+           "x-kubernetes-validations": [
+            {
+             "message": "APIExport reference must not be changed",
+             "rule": "self == oldSelf"
+            }
+           ]
+          }
+         },
+         "required": [
+          "reference"
+         ],
+         "type": "object"
+        },
+        "status": {
+         "description": "Status communicates the observed state.",
+         "properties": {
+          "apiExportClusterName": {
+           "description": "APIExportClusterName records the name (not path) of the logical cluster that contains the APIExport.",
+           "type": "string"
+          },
+          "appliedPermissionClaims": {
+           "description": "appliedPermissionClaims is a list of the permission claims the system has seen and applied,\naccording to the requests of the API service provider in the APIExport and the acceptance\nstate in spec.permissionClaims.",
+           "items": {
+            "description": "ScopedPermissionClaim embeds a PermissionClaim and adds a selector to\nscope down access to objects of the claimed resource.",
+            "properties": {
+             "defaultSelector": {
+              "description": "defaultSelector is the default selector to use when creating APIBindings\nvia WorkspaceType's defaultAPIBindings. If not set, the APIBinding will\ndefault to matchAll: true.\n\nThis allows API providers to suggest a default scope for permission claims\nthat will be used when workspaces are automatically created with default\nAPIBindings. Users can always override the default selector by accepting the\nclaim with a different selector or by manually creating APIBindings with a custom selector.",
+              "properties": {
+               "matchAll": {
+                "description": "matchAll grants access to all objects of the claimed resource.",
+                "type": "boolean"
+               },
+               "matchExpressions": {
+                "description": "matchExpressions is a list of label selector requirements. The requirements are ANDed.",
+                "items": {
+                 "description": "A label selector requirement is a selector that contains values, a key, and an operator that\nrelates the key and values.",
+                 "properties": {
+                  "key": {
+                   "description": "key is the label key that the selector applies to.",
+                   "type": "string"
+                  },
+                  "operator": {
+                   "description": "operator represents a key's relationship to a set of values.\nValid operators are In, NotIn, Exists and DoesNotExist.",
+                   "type": "string"
+                  },
+                  "values": {
+                   "description": "values is an array of string values. If the operator is In or NotIn,\nthe values array must be non-empty. If the operator is Exists or DoesNotExist,\nthe values array must be empty. This array is replaced during a strategic\nmerge patch.",
+                   "items": {
+                    "type": "string"
+                   },
+                   "type": "array",
+                   "x-kubernetes-list-type": "atomic"
+                  }
+                 },
+                 "required": [
+                  "key",
+                  "operator"
+                 ],
+                 "type": "object"
+                },
+                "type": "array",
+                "x-kubernetes-list-type": "atomic"
+               },
+               "matchLabels": {
+                "additionalProperties": {
+                 "type": "string"
+                },
+                "description": "matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels\nmap is equivalent to an element of matchExpressions, whose key field is \"key\", the\noperator is \"In\", and the values array contains only \"value\". The requirements are ANDed.",
+                "type": "object"
+               }
+              },
+              "type": "object",
+              "x-kubernetes-map-type": "atomic"
+             },
+             "group": {
+              "default": "",
+              "description": "group is the name of an API group.\nFor core groups this is the empty string '\"\"'.",
+              "pattern": "^(|[a-z0-9]([-a-z0-9]*[a-z0-9](\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?)$",
+              "type": "string"
+             },
+             "identityHash": {
+              "default": "",
+              "description": "This is the identity for a given APIExport that the APIResourceSchema belongs to.\nThe hash can be found on APIExport and APIResourceSchema's status.\nIt will be empty for core types.\nNote that one must look this up for a particular kcp instance.",
+              "type": "string"
+             },
+             "resource": {
+              "description": "resource is the name of the resource.\nNote: it is worth noting that you can not ask for permissions for resource provided by a CRD\nnot provided by an api export.",
+              "pattern": "^[a-z][-a-z0-9]*[a-z0-9]$",
+              "type": "string"
+             },
+             "selector": {
+              "description": "PermissionClaimSelector configures scoped access to objects\nof a claimed resource.",
+              "properties": {
+               "matchAll": {
+                "description": "matchAll grants access to all objects of the claimed resource.",
+                "type": "boolean"
+               },
+               "matchExpressions": {
+                "description": "matchExpressions is a list of label selector requirements. The requirements are ANDed.",
+                "items": {
+                 "description": "A label selector requirement is a selector that contains values, a key, and an operator that\nrelates the key and values.",
+                 "properties": {
+                  "key": {
+                   "description": "key is the label key that the selector applies to.",
+                   "type": "string"
+                  },
+                  "operator": {
+                   "description": "operator represents a key's relationship to a set of values.\nValid operators are In, NotIn, Exists and DoesNotExist.",
+                   "type": "string"
+                  },
+                  "values": {
+                   "description": "values is an array of string values. If the operator is In or NotIn,\nthe values array must be non-empty. If the operator is Exists or DoesNotExist,\nthe values array must be empty. This array is replaced during a strategic\nmerge patch.",
+                   "items": {
+                    "type": "string"
+                   },
+                   "type": "array",
+                   "x-kubernetes-list-type": "atomic"
+                  }
+                 },
+                 "required": [
+                  "key",
+                  "operator"
+                 ],
+                 "type": "object"
+                },
+                "type": "array",
+                "x-kubernetes-list-type": "atomic"
+               },
+               "matchLabels": {
+                "additionalProperties": {
+                 "type": "string"
+                },
+                "description": "matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels\nmap is equivalent to an element of matchExpressions, whose key field is \"key\", the\noperator is \"In\", and the values array contains only \"value\". The requirements are ANDed.",
+                "type": "object"
+               }
+              },
+              "type": "object",
+              "x-kubernetes-map-type": "atomic",
+              "x-kubernetes-validations": [
+               {
+                "message": "Permission claim selector is immutable",
+                "rule": "self == oldSelf"
+               }
+              ]
+             },
+             "verbs": {
+              "description": "verbs is a list of supported API operation types (this includes\nbut is not limited to get, list, watch, create, update, patch,\ndelete, deletecollection, and proxy).",
+              "items": {
+               "type": "string"
+              },
+              "minItems": 1,
+              "type": "array",
+              "x-kubernetes-list-type": "set"
+             }
+            },
+            "required": [
+             "resource",
+             "selector",
+             "verbs"
+            ],
+            "type": "object"
+           },
+           "type": "array",
+           "x-kubernetes-list-map-keys": [
+            "group",
+            "resource",
+            "identityHash"
+           ],
+           "x-kubernetes-list-type": "map"
+          },
+          "boundResources": {
+           "description": "boundResources records the state of bound APIs.",
+           "items": {
+            "description": "BoundAPIResource describes a bound GroupVersionResource through an APIResourceSchema of an APIExport..",
+            "properties": {
+             "group": {
+              "description": "group is the group of the bound API. Empty string for the core API group.",
+              "type": "string"
+             },
+             "resource": {
+              "description": "resource is the resource of the bound API.\n\nkubebuilder:validation:MinLength=1",
+              "type": "string"
+             },
+             "schema": {
+              "description": "Schema references the APIResourceSchema that is bound to this API.",
+              "properties": {
+               "UID": {
+                "description": "UID is the UID of the APIResourceSchema that is bound to this API.",
+                "minLength": 1,
+                "type": "string"
+               },
+               "identityHash": {
+                "description": "identityHash is the hash of the API identity that this schema is bound to.\nThe API identity determines the etcd prefix used to persist the object.\nDifferent identity means that the objects are effectively served and stored\nunder a distinct resource. A CRD of the same GroupVersionResource uses a\ndifferent identity and hence a separate etcd prefix.",
+                "minLength": 1,
+                "type": "string"
+               },
+               "name": {
+                "description": "name is the bound APIResourceSchema name.",
+                "minLength": 1,
+                "type": "string"
+               }
+              },
+              "required": [
+               "UID",
+               "identityHash",
+               "name"
+              ],
+              "type": "object"
+             },
+             "storageVersions": {
+              "description": "storageVersions lists all versions of a resource that were ever persisted. Tracking these\nversions allows a migration path for stored versions in etcd. The field is mutable\nso a migration controller can finish a migration to another version (ensuring\nno old objects are left in storage), and then remove the rest of the\nversions from this list.\n\nVersions may not be removed while they exist in this list.",
+              "items": {
+               "type": "string"
+              },
+              "type": "array",
+              "x-kubernetes-list-type": "set"
+             }
+            },
+            "required": [
+             "group",
+             "resource",
+             "schema"
+            ],
+            "type": "object"
+           },
+           "type": "array",
+           "x-kubernetes-list-map-keys": [
+            "group",
+            "resource"
+           ],
+           "x-kubernetes-list-type": "map"
+          },
+          "conditions": {
+           "description": "conditions is a list of conditions that apply to the APIBinding.",
+           "items": {
+            "description": "Condition defines an observation of a object operational state.",
+            "properties": {
+             "lastTransitionTime": {
+              "description": "Last time the condition transitioned from one status to another.\nThis should be when the underlying condition changed. If that is not known, then using the time when\nthe API field changed is acceptable.",
+              "format": "date-time",
+              "type": "string"
+             },
+             "message": {
+              "description": "A human readable message indicating details about the transition.\nThis field may be empty.",
+              "type": "string"
+             },
+             "reason": {
+              "description": "The reason for the condition's last transition in CamelCase.\nThe specific API may choose whether or not this field is considered a guaranteed API.\nThis field may not be empty.",
+              "type": "string"
+             },
+             "severity": {
+              "description": "Severity provides an explicit classification of Reason code, so the users or machines can immediately\nunderstand the current situation and act accordingly.\nThe Severity field MUST be set only when Status=False.",
+              "type": "string"
+             },
+             "status": {
+              "description": "Status of the condition, one of True, False, Unknown.",
+              "type": "string"
+             },
+             "type": {
+              "description": "Type of condition in CamelCase or in foo.example.com/CamelCase.\nMany .condition.type values are consistent across resources like Available, but because arbitrary conditions\ncan be useful (see .node.status.conditions), the ability to deconflict is important.",
+              "type": "string"
+             }
+            },
+            "required": [
+             "lastTransitionTime",
+             "status",
+             "type"
+            ],
+            "type": "object"
+           },
+           "type": "array"
+          },
+          "exportPermissionClaims": {
+           "description": "exportPermissionClaims records the permissions that the export provider is asking for\nthe binding to grant.",
+           "items": {
+            "description": "PermissionClaim identifies an object by GR and identity hash.\nIts purpose is to determine the added permissions that a service provider may\nrequest and that a consumer may accept and allow the service provider access to.",
+            "properties": {
+             "defaultSelector": {
+              "description": "defaultSelector is the default selector to use when creating APIBindings\nvia WorkspaceType's defaultAPIBindings. If not set, the APIBinding will\ndefault to matchAll: true.\n\nThis allows API providers to suggest a default scope for permission claims\nthat will be used when workspaces are automatically created with default\nAPIBindings. Users can always override the default selector by accepting the\nclaim with a different selector or by manually creating APIBindings with a custom selector.",
+              "properties": {
+               "matchAll": {
+                "description": "matchAll grants access to all objects of the claimed resource.",
+                "type": "boolean"
+               },
+               "matchExpressions": {
+                "description": "matchExpressions is a list of label selector requirements. The requirements are ANDed.",
+                "items": {
+                 "description": "A label selector requirement is a selector that contains values, a key, and an operator that\nrelates the key and values.",
+                 "properties": {
+                  "key": {
+                   "description": "key is the label key that the selector applies to.",
+                   "type": "string"
+                  },
+                  "operator": {
+                   "description": "operator represents a key's relationship to a set of values.\nValid operators are In, NotIn, Exists and DoesNotExist.",
+                   "type": "string"
+                  },
+                  "values": {
+                   "description": "values is an array of string values. If the operator is In or NotIn,\nthe values array must be non-empty. If the operator is Exists or DoesNotExist,\nthe values array must be empty. This array is replaced during a strategic\nmerge patch.",
+                   "items": {
+                    "type": "string"
+                   },
+                   "type": "array",
+                   "x-kubernetes-list-type": "atomic"
+                  }
+                 },
+                 "required": [
+                  "key",
+                  "operator"
+                 ],
+                 "type": "object"
+                },
+                "type": "array",
+                "x-kubernetes-list-type": "atomic"
+               },
+               "matchLabels": {
+                "additionalProperties": {
+                 "type": "string"
+                },
+                "description": "matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels\nmap is equivalent to an element of matchExpressions, whose key field is \"key\", the\noperator is \"In\", and the values array contains only \"value\". The requirements are ANDed.",
+                "type": "object"
+               }
+              },
+              "type": "object",
+              "x-kubernetes-map-type": "atomic"
+             },
+             "group": {
+              "default": "",
+              "description": "group is the name of an API group.\nFor core groups this is the empty string '\"\"'.",
+              "pattern": "^(|[a-z0-9]([-a-z0-9]*[a-z0-9](\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?)$",
+              "type": "string"
+             },
+             "identityHash": {
+              "default": "",
+              "description": "This is the identity for a given APIExport that the APIResourceSchema belongs to.\nThe hash can be found on APIExport and APIResourceSchema's status.\nIt will be empty for core types.\nNote that one must look this up for a particular kcp instance.",
+              "type": "string"
+             },
+             "resource": {
+              "description": "resource is the name of the resource.\nNote: it is worth noting that you can not ask for permissions for resource provided by a CRD\nnot provided by an api export.",
+              "pattern": "^[a-z][-a-z0-9]*[a-z0-9]$",
+              "type": "string"
+             },
+             "verbs": {
+              "description": "verbs is a list of supported API operation types (this includes\nbut is not limited to get, list, watch, create, update, patch,\ndelete, deletecollection, and proxy).",
+              "items": {
+               "type": "string"
+              },
+              "minItems": 1,
+              "type": "array",
+              "x-kubernetes-list-type": "set"
+             }
+            },
+            "required": [
+             "resource",
+             "verbs"
+            ],
+            "type": "object"
+           },
+           "type": "array"
+          },
+          "phase": {
+           "description": "phase is the current phase of the APIBinding:\n- \"\": the APIBinding has just been created, waiting to be bound.\n- Binding: the APIBinding is being bound.\n- Bound: the APIBinding is bound and the referenced APIs are available in the workspace.",
+           "enum": [
+            "",
+            "Binding",
+            "Bound"
+           ],
+           "type": "string"
+          }
+         },
+         "type": "object"
+        }
+       },
+       "required": [
+        "spec"
+       ],
        "type": "object"
       }
      },

@@ -8,7 +8,8 @@
  *
  * Keys are `<cluster>|<crd name>`.
  */
-import { nowRFC3339, type KubeObject } from '../../apimachinery/meta.js';
+import type { KubeObject } from '../../apimachinery/meta.js';
+import { setCondition, type Condition } from '../../apimachinery/conditions.js';
 import { acceptNames } from '../../apiextensions/crdvalidation.js';
 import { CRD_GR } from '../../apiextensions/customresources.js';
 import type { RequestScope, Store } from '../../registry/store.js';
@@ -28,16 +29,8 @@ export interface CRDReconcilerDeps {
   scope: (cluster: string, namespace?: string) => RequestScope;
 }
 
-interface Condition { type: string; status: string; reason: string; message: string; lastTransitionTime?: string }
 type Obj = Record<string, unknown>;
 const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
-
-/** Sets a condition, keeping lastTransitionTime when the status does not change. */
-function setCondition(conds: Condition[], c: Condition): Condition[] {
-  const old = conds.find((x) => x.type === c.type);
-  const next = { ...c, lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : nowRFC3339() };
-  return [...conds.filter((x) => x.type !== c.type), next];
-}
 
 /** Reconciles one CRD. */
 export function crdReconciler(deps: CRDReconcilerDeps) {

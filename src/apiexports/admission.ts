@@ -1,0 +1,92 @@
+/**
+ * Admission of apis.kcp.io resources, with kcp's rules (pkg/admission/apibinding,
+ * apibindingfinalizer, apiexport, apiexportendpointslice, apiresourceschema):
+ * - an APIBinding (and an APIExportEndpointSlice) may refer to an export only when its creator
+ *   is allowed the `bind` verb on that APIExport in the export's workspace (a SubjectAccessReview
+ *   there, on the export's shard when that is another one); the binding gets the
+ *   `internal.apis.kcp.io/export` label and the finalizer that cleans up its objects;
+ * - an APIResourceSchema is named `<prefix>.<plural>.<group>` and never changes;
+ * - an APIExport's resources name their schemas consistently.
+ */
+import { StatusError, type StatusCause } from '../apimachinery/errors.js';
+import type { KubeObject } from '../apimachinery/meta.js';
+import type { AdmissionAttributes } from '../apis/types.js';
+import type { KcpAdmission, KcpStrategies } from '../apis/kcp/index.js';
+import type { UserInfo } from '../registry/store.js';
+import type { APICatalog, ExportReference } from './catalog.js';
+import { base62Sha224 } from './identity.js';
+import { validateExportResources, validateSchemaName } from './schemas.js';
+
+/** Finalizer of APIBindings: their bound objects are deleted before they go (kcp's name). */
+export const APIBINDING_FINALIZER = 'apis.kcp.io/apibinding-finalizer';
+/** Label of an APIBinding naming its export: Base62(SHA-224("<export cluster>:<export name>")). */
+export const EXPORT_LABEL = 'internal.apis.kcp.io/export';
+
+/** The value of {@link EXPORT_LABEL} for an export. */
+export function exportLabelValue(exportCluster: string, exportName: string): string {
+  return base62Sha224(`${exportCluster}:${exportName}`);
+}
+
+/**
+ * Whether `user` may `verb` the APIExport `name` (optionally its `subresource`) in logical
+ * cluster `cluster`, wherever that cluster lives. May reject with a 503 StatusError when the
+ * export's shard cannot be asked.
+ */
+export type ExportAuthorizer = (user: UserInfo, cluster: string, verb: string, name: string, subresource?: string) => boolean | Promise<boolean>;
+
+type Obj = Record<string, unknown>;
+const referenceOf = (o: KubeObject, field: 'reference' | 'export'): ExportReference | undefined => {
+  const spec = (o.spec ?? {}) as Obj;
+  const ref = field === 'reference' ? (spec.reference as Obj | undefined)?.export as Obj | undefined : spec.export as Obj | undefined;
+  return ref?.name ? { name: String(ref.name), ...(ref.path ? { path: String(ref.path) } : {}) } : undefined;
+};
+const display = (ref: ExportReference) => (ref.path ? `${ref.path}:${ref.name}` : ref.name);
+
+/** Admission and strategy additions of apis.kcp.io resources (see the module comment). */
+export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer): { admission: KcpAdmission; strategies: KcpStrategies } {
+  /** Throws 403 unless the caller may bind the export `ref` names. Returns its logical cluster. */
+  const checkBind = async (ref: ExportReference, attrs: AdmissionAttributes, what: string): Promise<string> => {
+    const verb = attrs.operation === 'create' ? 'create' : 'update';
+    const refused = () => new StatusError(403, 'Forbidden', `unable to ${verb} ${what}: no permission to bind to export ${display(ref)}`);
+    const cluster = catalog.exportCluster(attrs.cluster, ref);
+    if (!cluster) throw refused();
+    if (!(await mayBind(attrs.user, cluster, 'bind', ref.name))) throw refused();
+    return cluster;
+  };
+
+  const admission: KcpAdmission = {
+    async apibindings(obj, attrs) {
+      if (attrs.subresource) return;
+      const ref = referenceOf(obj, 'reference');
+      if (!ref) return; // the schema requires it: 422 follows
+      const changed = attrs.operation === 'create' || JSON.stringify(referenceOf(attrs.old!, 'reference')) !== JSON.stringify(ref)
+        || obj.metadata.labels?.[EXPORT_LABEL] !== attrs.old!.metadata.labels?.[EXPORT_LABEL];
+      if (changed) {
+        const cluster = await checkBind(ref, attrs, 'APIBinding');
+        obj.metadata.labels = { ...(obj.metadata.labels ?? {}), [EXPORT_LABEL]: exportLabelValue(cluster, ref.name) };
+      }
+      const finalizers = obj.metadata.finalizers ?? [];
+      if (!obj.metadata.deletionTimestamp && !finalizers.includes(APIBINDING_FINALIZER)) obj.metadata.finalizers = [...finalizers, APIBINDING_FINALIZER];
+    },
+    async apiexportendpointslices(obj, attrs) {
+      if (attrs.subresource) return;
+      const ref = referenceOf(obj, 'export');
+      if (!ref) return;
+      if (attrs.operation === 'update' && JSON.stringify(referenceOf(attrs.old!, 'export')) === JSON.stringify(ref)) return;
+      await checkBind(ref, attrs, 'APIExportEndpointSlice');
+    },
+  };
+
+  const strategies: KcpStrategies = {
+    apiresourceschemas: {
+      validate: (o) => validateSchemaName(o),
+      validateUpdate: (o, old): StatusCause[] => JSON.stringify(o.spec) === JSON.stringify(old.spec) ? []
+        : [{ reason: 'FieldValueForbidden', field: 'spec', message: 'Forbidden: APIResourceSchema is immutable' }],
+    },
+    apiexports: {
+      validate: (o) => validateExportResources(o),
+      validateUpdate: (o) => validateExportResources(o),
+    },
+  };
+  return { admission, strategies };
+}

@@ -1,0 +1,92 @@
+/**
+ * Where a shard finds the APIExports and APIResourceSchemas that bindings refer to: in its own
+ * watch cache when the export's workspace lives on this shard, else in the objects replicated
+ * from the instance's other shards (shards/directory.ts, `replicate`). Exports are read in their
+ * storage version (`v1alpha2`) either way.
+ */
+import type { KubeObject } from '../apimachinery/meta.js';
+import type { ResourceDescriptor } from '../apis/types.js';
+import type { WatchCache } from '../storage/watchcache.js';
+import { descriptorsForSchema, EXPORTS_GR, SCHEMAS_GR } from './schemas.js';
+
+/** Replicated resource paths (ShardDirectory `replicate`) of exports and schemas. */
+export const EXPORTS_PATH = 'apis/apis.kcp.io/v1alpha2/apiexports';
+export const SCHEMAS_PATH = 'apis/apis.kcp.io/v1alpha1/apiresourceschemas';
+
+/** `spec.reference.export` of an APIBinding. */
+export interface ExportReference { path?: string; name: string }
+
+/** One entry of an APIBinding's `status.boundResources`. */
+export interface BoundResource {
+  group: string;
+  resource: string;
+  schema: { name: string; UID: string; identityHash: string };
+  storageVersions?: string[];
+}
+
+/** What the catalog reads from. */
+export interface CatalogSources {
+  cache: WatchCache;
+  /** An object replicated from another shard (`resource` one of the paths above), if any. */
+  replicated?: (resource: string, cluster: string, name: string) => KubeObject | undefined;
+  /** Maps a workspace path (`root:org`) or logical cluster name to the logical cluster name. */
+  resolvePath: (pathOrName: string) => string | undefined;
+}
+
+type Obj = Record<string, unknown>;
+
+/** Lookups of exports and schemas across the instance (see the module comment). */
+export class APICatalog {
+  /** Descriptors per schema uid and identity: shared by every binding of the same export. */
+  private readonly descriptors = new Map<string, ResourceDescriptor[]>();
+
+  constructor(private readonly src: CatalogSources) {}
+
+  private read(gr: string, path: string, cluster: string, name: string): KubeObject | undefined {
+    const e = this.src.cache.getEntry(gr, cluster, '', name);
+    if (e) return JSON.parse(e.json) as KubeObject;
+    return this.src.replicated?.(path, cluster, name);
+  }
+
+  /** The APIExport `name` in logical cluster `cluster` (v1alpha2), if known. */
+  export(cluster: string, name: string): KubeObject | undefined {
+    return this.read(EXPORTS_GR, EXPORTS_PATH, cluster, name);
+  }
+
+  /** The APIResourceSchema `name` in logical cluster `cluster`, if known. */
+  schema(cluster: string, name: string): KubeObject | undefined {
+    return this.read(SCHEMAS_GR, SCHEMAS_PATH, cluster, name);
+  }
+
+  /**
+   * The logical cluster of an export reference made in `from`: its own cluster without a path
+   * (kcp: a local export), else the path's logical cluster; undefined when the path is unknown.
+   */
+  exportCluster(from: string, ref: ExportReference): string | undefined {
+    return ref.path ? this.src.resolvePath(ref.path) : from;
+  }
+
+  /**
+   * The descriptors an APIBinding makes served in its workspace: for each `status.boundResources`
+   * entry, the served versions of its schema (from `status.apiExportClusterName`), stored under
+   * the export's identity. A schema not (yet) known here contributes nothing.
+   */
+  boundDescriptors(binding: KubeObject): ResourceDescriptor[] {
+    const status = (binding.status ?? {}) as Obj;
+    const exportCluster = String(status.apiExportClusterName ?? '');
+    const bound = (Array.isArray(status.boundResources) ? status.boundResources : []) as BoundResource[];
+    const out: ResourceDescriptor[] = [];
+    for (const b of bound) {
+      const key = `${b.schema.UID}/${b.schema.identityHash}`;
+      let ds = this.descriptors.get(key);
+      if (!ds) {
+        const schema = this.schema(exportCluster, b.schema.name);
+        if (!schema || schema.metadata.uid !== b.schema.UID) continue;
+        ds = descriptorsForSchema(schema, b.schema.identityHash);
+        this.descriptors.set(key, ds);
+      }
+      out.push(...ds);
+    }
+    return out;
+  }
+}
