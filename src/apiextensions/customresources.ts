@@ -82,7 +82,25 @@ function selectableFieldsOf(fields: unknown): Record<string, (obj: KubeObject) =
 }
 
 /**
- * Descriptors of a CRD's served versions (all versions with `includeUnserved`, for cleaning up
+ * Kube's version priority (apimachinery `version.CompareKubeAwareVersionStrings`): versions like
+ * `v2` > `v1` > `v1beta2` > `v1beta1` > `v1alpha1`, then versions not of that form in
+ * alphabetical order. Discovery lists a CRD's versions in this order, so the first (preferred)
+ * one is its highest. Negative when `a` comes first.
+ */
+export function compareVersionPriority(a: string, b: string): number {
+  const parse = (v: string) => {
+    const m = /^v(\d+)(?:(alpha|beta)(\d+))?$/.exec(v);
+    return m ? { major: Number(m[1]), stability: m[2] === 'alpha' ? 0 : m[2] === 'beta' ? 1 : 2, minor: Number(m[3] ?? 0) } : undefined;
+  };
+  const pa = parse(a);
+  const pb = parse(b);
+  if (!pa || !pb) return pa ? -1 : pb ? 1 : a < b ? -1 : a > b ? 1 : 0;
+  return pb.stability - pa.stability || pb.major - pa.major || pb.minor - pa.minor;
+}
+
+/**
+ * Descriptors of a CRD's served versions in version priority order (all versions with
+ * `includeUnserved`, for cleaning up
  * the storage of a deleted CRD). Throws nothing: a version whose schema cannot be
  * compiled is left out (the CRD's own validation rejects such schemas on write).
  */
@@ -94,7 +112,7 @@ export function descriptorsForCRD(crd: KubeObject, opts: { includeUnserved?: boo
   const versions = Array.isArray(spec.versions) ? spec.versions as Obj[] : [];
   const storageVersion = String(versions.find((v) => v.storage === true)?.name ?? versions[0]?.name);
   const out: ResourceDescriptor[] = [];
-  for (const v of versions) {
+  for (const v of [...versions].sort((a, b) => compareVersionPriority(String(a.name), String(b.name)))) {
     if (v.served !== true && !opts.includeUnserved) continue;
     const version = String(v.name);
     const openAPIV3Schema = asObj(asObj(v.schema).openAPIV3Schema);

@@ -4,6 +4,7 @@
  * discovery (`apidiscovery.k8s.io` v2 and v2beta1, KEP-3352).
  */
 import type { ResourceDescriptor } from '../apis/types.js';
+import { compareVersionPriority } from '../apiextensions/customresources.js';
 
 interface GroupVersions { name: string; versions: string[] }
 
@@ -14,7 +15,9 @@ function groupsOf(descs: ResourceDescriptor[]): GroupVersions[] {
     if (!vs.includes(d.version)) vs.push(d.version);
     out.set(d.group, vs);
   }
-  return [...out].map(([name, versions]) => ({ name, versions }));
+  // The preferred (first) version is the group's highest by kube's version priority, as
+  // apiextensions-apiserver orders a group's versions over all its CRDs.
+  return [...out].map(([name, versions]) => ({ name, versions: versions.sort(compareVersionPriority) }));
 }
 
 /** `/api`: APIVersions. */
