@@ -77,16 +77,21 @@ export class APICatalog {
     const bound = (Array.isArray(status.boundResources) ? status.boundResources : []) as BoundResource[];
     const out: ResourceDescriptor[] = [];
     for (const b of bound) {
-      const key = `${b.schema.UID}/${b.schema.identityHash}`;
-      let ds = this.descriptors.get(key);
-      if (!ds) {
-        const schema = this.schema(exportCluster, b.schema.name);
-        if (!schema || schema.metadata.uid !== b.schema.UID) continue;
-        ds = descriptorsForSchema(schema, b.schema.identityHash);
-        this.descriptors.set(key, ds);
-      }
-      out.push(...ds);
+      const schema = this.schema(exportCluster, b.schema.name);
+      if (!schema || schema.metadata.uid !== b.schema.UID) continue;
+      out.push(...this.descriptorsOf(schema, b.schema.identityHash));
     }
     return out;
+  }
+
+  /**
+   * The descriptors of a schema bound with identity `identity` (descriptorsForSchema), the same
+   * objects on every call: schemas are immutable, so one compilation serves every binding.
+   */
+  descriptorsOf(schema: KubeObject, identity: string): ResourceDescriptor[] {
+    const key = `${schema.metadata.uid}/${identity}`;
+    let ds = this.descriptors.get(key);
+    if (!ds) { ds = descriptorsForSchema(schema, identity); this.descriptors.set(key, ds); }
+    return ds;
   }
 }

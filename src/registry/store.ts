@@ -75,10 +75,10 @@ export interface ListOptions {
   resourceVersion?: string;
   resourceVersionMatch?: string;
   /**
-   * Only objects of these logical clusters (a wildcard request of a virtual workspace: the
+   * Only objects passing this test (a virtual workspace's wildcard request: the objects of the
    * consumers that accepted a permission claim). Not a URL parameter.
    */
-  clusters?: (cluster: string) => boolean;
+  restrict?: (e: CacheEntry) => boolean;
 }
 
 /** Body of a delete (`metav1.DeleteOptions`), the parts this server honours. */
@@ -531,10 +531,10 @@ export class Store {
     const selectable = this.desc.strategy?.selectableFields;
     const allowed = new Set(['metadata.name', 'metadata.namespace', ...Object.keys(selectable ?? {})]);
     const fields: FieldSelector | undefined = opts.fieldSelector ? parseFieldSelector(opts.fieldSelector, allowed) : undefined;
-    const clusters = opts.clusters;
-    if (!labels && !fields) return clusters ? (e) => clusters(e.cluster) : () => true;
+    const restrict = opts.restrict;
+    if (!labels && !fields) return restrict ?? (() => true);
     return (e) => {
-      if (clusters && !clusters(e.cluster)) return false;
+      if (restrict && !restrict(e)) return false;
       if (labels && !matchesLabels(labels, e.labels)) return false;
       if (fields) {
         const values: Record<string, string> = { 'metadata.name': e.name, 'metadata.namespace': e.namespace };

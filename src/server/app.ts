@@ -21,6 +21,7 @@ import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVer
 import type { WatchHub } from './watch.js';
 import type { ClusterAPIs } from '../apiextensions/registry.js';
 import type { Metrics } from './metrics.js';
+import type { VirtualView } from '../apiexports/virtualworkspace.js';
 import { buildOpenAPIV2, buildOpenAPIV3GroupVersion, buildOpenAPIV3Root } from '../apis/openapi.js';
 import { encodeOpenAPIV2Protobuf } from '../apis/openapiv2proto.js';
 import { answerHealth, healthEndpointOf, HEALTH_ENDPOINTS, type HealthCheck, type HealthEndpoint } from './health.js';
@@ -67,6 +68,12 @@ export interface AppContext {
    * A listed subresource without a handler answers 404.
    */
   subresourceCreate?: Record<string, (scope: RequestScope, name: string, body: unknown) => Promise<KubeObject>>;
+  /**
+   * Virtual workspaces served at `/services/<name>/<segments…>/clusters/<cluster>/…` (kcp's), by
+   * name: how many path segments follow the name (`apiexport`: the export's logical cluster and
+   * name), and the view they select. `view` throws a StatusError (404) for unknown segments.
+   */
+  virtualWorkspaces?: Record<string, { segments: number; view(args: string[]): VirtualView }>;
   logger?: boolean | object;
 }
 
@@ -74,7 +81,16 @@ declare module 'fastify' {
   interface FastifyRequest {
     kcpInfo?: RequestInfo;
     kcpUser?: UserInfo;
+    /** The virtual workspace the request is for, if any. */
+    kcpView?: VirtualView;
+    /** The path prefix before `/clusters/<x>` (`/services/apiexport/<c>/<e>`), '' for none. */
+    kcpPrefix?: string;
   }
+}
+
+/** The APIs a request sees: its virtual workspace's, else its logical cluster's. */
+function apisOf(ctx: AppContext, req: FastifyRequest, cluster: string): ClusterAPIs {
+  return req.kcpView?.apis ?? ctx.apis(cluster);
 }
 
 const PUBLIC_PATHS = new Set(['/healthz', '/livez', '/readyz', '/version']);
@@ -138,6 +154,7 @@ export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca
   app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'], url: '/apis', handler: resourceHandler });
   app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'], url: '/apis/*', handler: resourceHandler });
   app.route({ method: ['GET'], url: '/openapi/*', handler: resourceHandler });
+  app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'], url: '/services/*', handler: resourceHandler });
   return app;
 }
 
@@ -199,8 +216,8 @@ function forbiddenRequest(user: UserInfo, info: RequestInfo, why: string): Statu
 }
 
 /** Resolves a URL resource to its descriptor and store, or throws 404. */
-function resolveStore(ctx: AppContext, info: RequestInfo): Store {
-  const store = ctx.apis(info.cluster).store(info.apiGroup, info.apiVersion, info.resource);
+function resolveStore(ctx: AppContext, req: FastifyRequest, info: RequestInfo): Store {
+  const store = apisOf(ctx, req, info.cluster).store(info.apiGroup, info.apiVersion, info.resource);
   if (!store) throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
   return store;
 }
@@ -209,10 +226,31 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   const q = req.url.indexOf('?');
   const rawPath = q < 0 ? req.url : req.url.slice(0, q);
   const query = queryOf(req);
-  const info = parseRequestInfo(req.method, rawPath, query);
+  let path = rawPath;
+  if (rawPath.startsWith('/services/')) {
+    // `/services/<name>/<segments…>` then `/clusters/<cluster>/…` as anywhere else.
+    const parts = rawPath.split('/');
+    const vw = ctx.virtualWorkspaces?.[parts[2] ?? ''];
+    const args = parts.slice(3, 3 + (vw?.segments ?? 0));
+    path = `/${parts.slice(3 + (vw?.segments ?? 0)).join('/')}`;
+    if (!vw || args.length < vw.segments || args.some((a) => !a) || !path.startsWith('/clusters/')) {
+      throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
+    }
+    req.kcpPrefix = parts.slice(0, 3 + vw.segments).join('/');
+    req.kcpView = vw.view(args.map((a) => decodeURIComponent(a)));
+  }
+  const view = req.kcpView;
+  const info = parseRequestInfo(req.method, path, query);
   req.kcpInfo = info;
-  const home = isHomeWorkspaceRequest(info);
-  if (info.cluster && info.cluster !== '*') {
+  const home = !view && isHomeWorkspaceRequest(info);
+  if (view) {
+    // A virtual workspace authorizes by its own rules (view.authorize): no workspace gate.
+    if (info.cluster !== '*') {
+      const resolved = ctx.resolveCluster(info.cluster);
+      if (resolved === undefined) throw workspaceAccessDenied(info.cluster);
+      info.cluster = resolved;
+    }
+  } else if (info.cluster && info.cluster !== '*') {
     const segment = info.cluster;
     const resolved = ctx.resolveCluster(segment);
     // An unknown path is refused like a logical cluster one may not access: nothing is revealed.
@@ -231,19 +269,24 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   }
   const h = req.headers;
   if (h['impersonate-user'] !== undefined || h['impersonate-group'] !== undefined || h['impersonate-uid'] !== undefined || Object.keys(h).some((k) => k.startsWith('impersonate-extra-'))) {
+    if (view) throw new StatusError(403, 'Forbidden', 'impersonation is not supported in virtual workspaces');
     const cluster = info.cluster === '*' ? '' : info.cluster;
     req.kcpUser = impersonate(ctx.authz, req.kcpUser!, h, cluster, cluster ? await ctx.clusterExists(cluster) : true);
   }
   const user = req.kcpUser!;
+  if (view && !info.isResourceRequest) {
+    const denial = await view.authorize({ user, cluster: info.cluster, verb: 'get', apiGroup: '', resource: '', subresource: '' });
+    if (denial) throw forbiddenRequest(user, info, denial);
+  }
   if (info.path.startsWith('/openapi/') || info.path === '/openapi') {
-    await authorizeNonResource(ctx, req, info.path, info.cluster);
+    if (!view) await authorizeNonResource(ctx, req, info.path, info.cluster);
     return serveOpenAPI(ctx, req, reply, info);
   }
   if (!info.cluster && info.isResourceRequest) {
     throw new StatusError(404, 'NotFound', `the server could not find the requested resource: use /clusters/<logical cluster>${rawPath}`);
   }
   if (!info.isResourceRequest) {
-    await authorizeNonResource(ctx, req, info.path, info.cluster === '*' ? '' : info.cluster);
+    if (!view) await authorizeNonResource(ctx, req, info.path, info.cluster === '*' ? '' : info.cluster);
     // What kube serves at its base, served at every /clusters/<path> base too (as kcp).
     if (req.method === 'GET' && (info.path === '/version' || info.path === '/version/')) return send(reply, 200, VERSION_INFO, negotiateOutput(req.headers.accept, false));
     const health = req.method === 'GET' ? healthEndpointOf(info.path) : undefined;
@@ -253,7 +296,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   if (home) {
     return send(reply, 200, await ctx.homeWorkspace(user), negotiateOutput(req.headers.accept, false));
   }
-  const store = resolveStore(ctx, info);
+  const store = resolveStore(ctx, req, info);
   const desc = store.desc;
   // Subresources
   if (info.subresource) {
@@ -280,11 +323,14 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     apiGroup: info.apiGroup, resource: info.resource, subresource: info.subresource, name: info.name, path: info.path,
   };
   const exists = info.cluster === '*' || await ctx.clusterExists(info.cluster);
-  const decision = ctx.authz.authorize(attrs, exists);
+  const decision = view
+    ? await view.authorize({ user, cluster: info.cluster, verb: info.verb, apiGroup: info.apiGroup, resource: info.resource, subresource: info.subresource }).then((reason) => ({ allowed: !reason, reason: reason ?? '' }))
+    : ctx.authz.authorize(attrs, exists);
   if (!decision.allowed) {
     const scope = namespace ? `in the namespace "${namespace}"` : 'at the cluster scope';
     throw forbidden(user.name, info.verb, { group: info.apiGroup, resource: info.subresource ? `${info.resource}/${info.subresource}` : info.resource }, info.name || undefined, decision.reason, scope);
   }
+  if (view && !exists) throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
   const dryRunParam = query.getAll('dryRun');
   for (const d of dryRunParam) if (d !== 'All') throw badRequest(`dryRun: Unsupported value: "${d}": supported values: "All"`);
   const optionsKind = info.verb === 'create' ? 'CreateOptions' : info.verb === 'update' ? 'UpdateOptions' : 'PatchOptions';
@@ -308,12 +354,14 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     case 'list': {
       const out = negotiateOutput(accept, true);
       const opts = listOptions(query);
+      if (view && info.cluster === '*') opts.restrict = view.restrict(store);
       const res = await store.list(scope, opts);
       return sendList(reply, res.items, { resourceVersion: res.resourceVersion, continue: res.continue, remainingItemCount: res.remainingItemCount }, store, out, query, info.cluster === '*');
     }
     case 'watch': {
       const out = negotiateOutput(accept, true);
       const opts = listOptions(query);
+      if (view && info.cluster === '*') opts.restrict = view.restrict(store);
       const filter = store.compileFilter(opts);
       const include = parseIncludeObject(query.get('includeObject'));
       const wildcard = info.cluster === '*';
@@ -545,7 +593,7 @@ function serveDiscovery(ctx: AppContext, req: FastifyRequest, reply: FastifyRepl
   // A path that is no discovery document is unknown whatever the method (kube: 404, not 405).
   if (parts[0] !== 'api' && parts[0] !== 'apis') throw notFound({ group: '', resource: '' }, info.path);
   if (info.verb !== 'get') throw methodNotAllowed('the server does not allow this method on the requested resource');
-  const descs = ctx.apis(info.cluster).descriptors;
+  const descs = apisOf(ctx, req, info.cluster).descriptors;
   const out = negotiateOutput(req.headers.accept, false, parts.length === 1);
   if (parts.length === 1 && out.discovery) {
     const doc = aggregatedDiscovery(descs, parts[0] === 'api', out.discovery);
@@ -574,7 +622,7 @@ const openapiCache = new WeakMap<ResourceDescriptor[], OpenAPICache>();
  * `/openapi/v3` and its per-group-version documents.
  */
 function serveOpenAPI(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, info: RequestInfo): void {
-  const descs = ctx.apis(info.cluster).descriptors;
+  const descs = apisOf(ctx, req, info.cluster).descriptors;
   let cache = openapiCache.get(descs);
   if (!cache) { cache = { gv: new Map() }; openapiCache.set(descs, cache); }
   if (info.path === '/openapi/v2') {
@@ -594,7 +642,7 @@ function serveOpenAPI(ctx: AppContext, req: FastifyRequest, reply: FastifyReply,
     const root = JSON.parse(cache.v3root) as { paths: Record<string, { serverRelativeURL: string }> };
     if (info.cluster) {
       // Clients follow serverRelativeURL: keep them inside the logical cluster.
-      for (const v of Object.values(root.paths)) v.serverRelativeURL = `/clusters/${info.cluster}${v.serverRelativeURL}`;
+      for (const v of Object.values(root.paths)) v.serverRelativeURL = `${req.kcpPrefix ?? ''}/clusters/${info.cluster}${v.serverRelativeURL}`;
     }
     reply.type('application/json').send(JSON.stringify(root));
     return;

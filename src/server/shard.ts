@@ -43,6 +43,7 @@ import { classifyClusterSegment } from '../tenancy/paths.js';
 import { APICatalog, EXPORTS_PATH, SCHEMAS_PATH } from '../apiexports/catalog.js';
 import { apisAdmission } from '../apiexports/admission.js';
 import { BINDINGS_GR } from '../apiexports/schemas.js';
+import { APIExportVirtualWorkspace } from '../apiexports/virtualworkspace.js';
 import { lockRootDirectory } from './rootlock.js';
 import { RevokedCertificates } from '../auth/revocation.js';
 import type { HealthCheck } from './health.js';
@@ -432,6 +433,10 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     let stopping: Promise<void> | undefined;
     let externalAddress = '';
 
+    const apiExportVW = new APIExportVirtualWorkspace({
+      cache, catalog, registry,
+      mayAccessContent: (user, cluster, verb, name) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource: 'content', name }),
+    });
     const app = buildApp({
       apis: (cluster) => registry.forCluster(cluster), authn, authz, hub, metrics,
       clusterExists: clusterKnown,
@@ -474,6 +479,9 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         const exists = cache.getEntry(LOGICAL_CLUSTERS_GR, cluster, '', 'cluster') !== undefined;
         if (desc.kind === 'SelfSubjectReview') return evaluateSelfSubjectReview(body, user);
         return desc.kind === 'SelfSubjectRulesReview' ? evaluateRulesReview(authz, body, user, cluster, exists) : evaluateAccessReview(authz, body, user, cluster, exists);
+      },
+      virtualWorkspaces: {
+        apiexport: { segments: 2, view: ([cluster, name]) => apiExportVW.view(cluster!, name!, resolvePath) },
       },
       logger: options.logger,
     }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: requestHeader ? [pki.ca.certPem, requestHeader.clientCA] : pki.ca.certPem });

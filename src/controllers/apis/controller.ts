@@ -24,7 +24,7 @@ import { CRD_GR } from '../../apiextensions/customresources.js';
 import type { APICatalog, BoundResource, ExportReference } from '../../apiexports/catalog.js';
 import { APIBINDING_FINALIZER } from '../../apiexports/admission.js';
 import { IDENTITY_SECRET_KEY, IDENTITY_SECRET_NAMESPACE, identityHash, newIdentityKey } from '../../apiexports/identity.js';
-import { descriptorsForSchema } from '../../apiexports/schemas.js';
+import type { ResourceDescriptor } from '../../apis/types.js';
 import type { RequestScope, Store } from '../../registry/store.js';
 import type { WatchCache } from '../../storage/watchcache.js';
 import { splitKey } from '../namespace/controller.js';
@@ -55,7 +55,7 @@ export interface APIsReconcilerDeps {
   secrets: Store;
   namespaces: Store;
   /** The one store of a bound resource's descriptor (registry). */
-  boundStore: (d: ReturnType<typeof descriptorsForSchema>[number]) => Store;
+  boundStore: (d: ResourceDescriptor) => Store;
   /** The workspace path of a logical cluster on this shard (`root:org`), if known. */
   pathOf: (cluster: string) => string | undefined;
   /** The virtual workspace base URL of every shard of the instance. */
@@ -275,7 +275,7 @@ async function finalize(deps: APIsReconcilerDeps, scope: RequestScope, binding: 
   for (const b of (status.boundResources ?? []) as BoundResource[]) {
     if (adopted.has(`${b.schema.UID}/${b.schema.identityHash}`)) continue;
     const schema = deps.catalog.schema(exportCluster, b.schema.name);
-    const d = schema ? descriptorsForSchema(schema, b.schema.identityHash)[0] : undefined;
+    const d = schema ? deps.catalog.descriptorsOf(schema, b.schema.identityHash)[0] : undefined;
     if (!d) continue; // the schema is gone: nothing can be served or found through it
     const n = await deleteAll(deps.boundStore(d), scope);
     if (n > 0) { remaining += n; left.push(`${b.resource}.${b.group} has ${n} resource instances`); }
