@@ -47,7 +47,7 @@ function putAnnotation(o: KubeObject, key: string, items: Obj[]): void {
 }
 
 const base = (c: Claim): Claim => ({
-  ...(c.group ? { group: c.group } : {}), ...(c.resource !== undefined ? { resource: c.resource } : {}),
+  ...(c.group !== undefined ? { group: c.group } : {}), ...(c.resource !== undefined ? { resource: c.resource } : {}),
   ...(c.identityHash ? { identityHash: c.identityHash } : {}),
 });
 
