@@ -46,7 +46,7 @@ const display = (ref: ExportReference) => (ref.path ? `${ref.path}:${ref.name}` 
 export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer): { admission: KcpAdmission; strategies: KcpStrategies } {
   /** Throws 403 unless the caller may bind the export `ref` names. Returns its logical cluster. */
   const checkBind = async (ref: ExportReference, attrs: AdmissionAttributes, what: string): Promise<string> => {
-    const verb = attrs.operation === 'create' ? 'create' : 'update';
+    const verb = attrs.operation;
     const refused = () => new StatusError(403, 'Forbidden', `unable to ${verb} ${what}: no permission to bind to export ${display(ref)}`);
     const cluster = catalog.exportCluster(attrs.cluster, ref);
     if (!cluster) throw refused();
@@ -59,11 +59,16 @@ export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer): {
       if (attrs.subresource) return;
       const ref = referenceOf(obj, 'reference');
       if (!ref) return; // the schema requires it: 422 follows
-      const changed = attrs.operation === 'create' || JSON.stringify(referenceOf(attrs.old!, 'reference')) !== JSON.stringify(ref)
-        || obj.metadata.labels?.[EXPORT_LABEL] !== attrs.old!.metadata.labels?.[EXPORT_LABEL];
-      if (changed) {
+      if (attrs.operation === 'create') {
         const cluster = await checkBind(ref, attrs, 'APIBinding');
         obj.metadata.labels = { ...(obj.metadata.labels ?? {}), [EXPORT_LABEL]: exportLabelValue(cluster, ref.name) };
+      } else if (obj.metadata.labels?.[EXPORT_LABEL] !== attrs.old!.metadata.labels?.[EXPORT_LABEL]) {
+        // The label is the server's: kept as it was. (A changed reference is refused by the
+        // schema's rule "APIExport reference must not be changed".)
+        const labels = { ...(obj.metadata.labels ?? {}) };
+        const old = attrs.old!.metadata.labels?.[EXPORT_LABEL];
+        if (old === undefined) delete labels[EXPORT_LABEL]; else labels[EXPORT_LABEL] = old;
+        obj.metadata.labels = labels;
       }
       const finalizers = obj.metadata.finalizers ?? [];
       if (!obj.metadata.deletionTimestamp && !finalizers.includes(APIBINDING_FINALIZER)) obj.metadata.finalizers = [...finalizers, APIBINDING_FINALIZER];

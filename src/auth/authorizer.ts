@@ -236,9 +236,12 @@ export class Authorizer {
 
   /**
    * Authorizes a request. `clusterExists` says whether the target logical cluster exists (the
-   * caller resolves it, possibly asynchronously).
+   * caller resolves it, possibly asynchronously). `deep` evaluates the logical cluster's policy
+   * as if the user were inside it, without kcp's workspace checks (required groups, phase, verb
+   * `access`): kcp's deep SubjectAccessReview, used for permissions on an APIExport (`bind`,
+   * `content`) that a user holds without entering the provider's workspace.
    */
-  authorize(a: AuthzAttributes, clusterExists: boolean): Decision {
+  authorize(a: AuthzAttributes, clusterExists: boolean, deep = false): Decision {
     // A service account is only itself in its own logical cluster (src/auth/serviceaccounts.ts).
     const foreign = serviceAccountClusterMismatch(a.user, a.cluster);
     if (foreign) a = { ...a, user: foreign };
@@ -247,7 +250,7 @@ export class Authorizer {
       return { allowed: false, reason: `workspace access not permitted: ${NO_WORKSPACE_ACCESS}` };
     }
     if (a.cluster === '*') return { allowed: false, reason: WILDCARD_DENIED };
-    const denial = this.workspaceDenial(a);
+    const denial = deep ? undefined : this.workspaceDenial(a);
     if (denial) return { allowed: false, reason: denial };
     const bootstrap = this.rbacAllows(SYSTEM_ADMIN_CLUSTER, a, true);
     if (bootstrap) return { allowed: true, reason: `bootstrap policy: ${bootstrap}` };

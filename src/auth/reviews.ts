@@ -58,9 +58,10 @@ function checkReviewSpec(review: KubeObject): void {
 
 /**
  * Evaluates an access review object against the authorizer for `user` in `cluster`; returns
- * the object with `status` set. Throws 422 when neither or both attribute kinds are given.
+ * the object with `status` set (`deep`: see `Authorizer.authorize`). Throws 422 when neither or
+ * both attribute kinds are given.
  */
-export function evaluateAccessReview(authz: Authorizer, review: KubeObject, user: UserInfo, cluster: string, clusterExists: boolean): KubeObject {
+export function evaluateAccessReview(authz: Authorizer, review: KubeObject, user: UserInfo, cluster: string, clusterExists: boolean, deep = false): KubeObject {
   checkReviewSpec(review);
   const spec = (review.spec ?? {}) as { resourceAttributes?: ResourceAttributes; nonResourceAttributes?: NonResourceAttributes; user?: string; groups?: string[]; uid?: string };
   const ra = spec.resourceAttributes; const nra = spec.nonResourceAttributes;
@@ -79,7 +80,7 @@ export function evaluateAccessReview(authz: Authorizer, review: KubeObject, user
     apiGroup: ra.group ?? '', resource: ra.resource ?? '', subresource: ra.subresource ?? '', name: ra.name ?? '', path: '',
   } : {
     user: subject, verb: nra!.verb ?? '', cluster, isResourceRequest: false, namespace: '', apiGroup: '', resource: '', subresource: '', name: '', path: nra!.path ?? '',
-  }, clusterExists);
+  }, clusterExists, deep);
   const status: Record<string, unknown> = { allowed: d.allowed };
   if (d.reason) status.reason = d.reason;
   return { ...review, metadata: { ...review.metadata, creationTimestamp: null as unknown as string }, status };

@@ -60,8 +60,11 @@ export interface AppContext {
    * workspace if needed and returns it (429 with Retry-After while it initializes).
    */
   homeWorkspace(user: UserInfo): Promise<KubeObject>;
-  /** Create handler of virtual resources (access reviews). */
-  createVirtual(desc: ResourceDescriptor, body: KubeObject, user: UserInfo, cluster: string): KubeObject;
+  /**
+   * Create handler of virtual resources (access reviews). `deep`: a SubjectAccessReview asked
+   * for with kcp's deep-SAR header by `system:masters` (another shard), see `Authorizer.authorize`.
+   */
+  createVirtual(desc: ResourceDescriptor, body: KubeObject, user: UserInfo, cluster: string, deep: boolean): KubeObject;
   /**
    * `create` handlers of the descriptors' `extraSubresources`, by `<group>/<plural>/<subresource>`
    * (core group empty), e.g. `/serviceaccounts/token` (TokenRequest, src/auth/serviceaccounts.ts).
@@ -90,8 +93,13 @@ declare module 'fastify' {
 
 /** The APIs a request sees: its virtual workspace's, else its logical cluster's. */
 function apisOf(ctx: AppContext, req: FastifyRequest, cluster: string): ClusterAPIs {
-  return req.kcpView?.apis ?? ctx.apis(cluster);
+  const view = req.kcpView;
+  if (!view) return ctx.apis(cluster);
+  return cluster && cluster !== '*' && view.apisFor ? view.apisFor(cluster) : view.apis;
 }
+
+/** kcp's header asking a SubjectAccessReview to be evaluated deep (honoured for system:masters only). */
+export const DEEP_SAR_HEADER = 'x-kcp-internal-deep-subjectaccessreview';
 
 const PUBLIC_PATHS = new Set(['/healthz', '/livez', '/readyz', '/version']);
 
@@ -409,7 +417,8 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
       }
       if (desc.virtual) {
         const checked = store.checkBody(obj, scope);
-        return sendObject(reply, 201, JSON.stringify(ctx.createVirtual(desc, checked, user, info.cluster)), desc, out, query);
+        const deep = req.headers[DEEP_SAR_HEADER] === 'true' && user.groups.includes('system:masters');
+        return sendObject(reply, 201, JSON.stringify(ctx.createVirtual(desc, checked, user, info.cluster, deep)), desc, out, query);
       }
       const json = await store.create(scope, obj);
       addWarnings();

@@ -23,7 +23,7 @@ import { evaluateAccessReview, evaluateRulesReview, evaluateSelfSubjectReview } 
 import { StatusError, notFound } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { UserInfo } from '../registry/store.js';
-import { buildApp } from './app.js';
+import { buildApp, DEEP_SAR_HEADER } from './app.js';
 import { APIRegistry } from '../apiextensions/registry.js';
 import { WatchHub } from './watch.js';
 import { Metrics } from './metrics.js';
@@ -44,6 +44,7 @@ import { APICatalog, EXPORTS_PATH, SCHEMAS_PATH } from '../apiexports/catalog.js
 import { apisAdmission } from '../apiexports/admission.js';
 import { BINDINGS_GR } from '../apiexports/schemas.js';
 import { APIExportVirtualWorkspace } from '../apiexports/virtualworkspace.js';
+import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
 import { RevokedCertificates } from '../auth/revocation.js';
 import type { HealthCheck } from './health.js';
@@ -250,7 +251,7 @@ function watchLocalShards(cache: WatchCache, listener: (shards: ShardInfo[]) => 
  * authorizer over its own RBAC): the decision for a WorkspaceType of another shard.
  * @throws StatusError 503 (Retry-After 1) when that shard cannot be asked
  */
-async function remoteAccessReview(directory: ShardDirectory, shard: string, cluster: string, user: UserInfo, attributes: { verb: string; group: string; resource: string; name: string }): Promise<boolean> {
+async function remoteAccessReview(directory: ShardDirectory, shard: string, cluster: string, user: UserInfo, attributes: { verb: string; group: string; resource: string; subresource?: string; name: string }, deep = false): Promise<boolean> {
   const client = directory.client(shard);
   const unavailable = (why: string) => new StatusError(503, 'ServiceUnavailable', `cannot authorize in logical cluster "${cluster}" on shard "${shard}": ${why}`, { retryAfterSeconds: 1 });
   if (!client) throw unavailable('the shard is not known here');
@@ -260,7 +261,7 @@ async function remoteAccessReview(directory: ShardDirectory, shard: string, clus
   };
   let answer;
   try {
-    answer = await client.request('POST', `/clusters/${cluster}/apis/authorization.k8s.io/v1/subjectaccessreviews`, review, { timeoutMs: 5000 });
+    answer = await client.request('POST', `/clusters/${cluster}/apis/authorization.k8s.io/v1/subjectaccessreviews`, review, { timeoutMs: 5000, ...(deep ? { headers: { [DEEP_SAR_HEADER]: 'true' } } : {}) });
   } catch (err) {
     throw unavailable((err as Error).message);
   }
@@ -379,22 +380,24 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     };
     /**
      * Whether `user` may do `attributes` in logical cluster `cluster`: this shard's authorizer
-     * for its own logical clusters, a SubjectAccessReview on the shard that holds another.
+     * for its own logical clusters, a SubjectAccessReview on the shard that holds another;
+     * `deep` as in `Authorizer.authorize`.
      */
-    const authorizeIn = (user: UserInfo, cluster: string, attributes: { verb: string; group: string; resource: string; subresource?: string; name: string }): boolean | Promise<boolean> => {
+    const authorizeIn = (user: UserInfo, cluster: string, attributes: { verb: string; group: string; resource: string; subresource?: string; name: string }, deep = false): boolean | Promise<boolean> => {
       const remote = index.get(cluster) ? undefined : directory.locate(cluster);
-      if (remote) return remoteAccessReview(directory, remote.shard, remote.cluster, user, attributes);
+      if (remote) return remoteAccessReview(directory, remote.shard, remote.cluster, user, attributes, deep);
       return authz.authorize({
         user, verb: attributes.verb, cluster, isResourceRequest: true, namespace: '', apiGroup: attributes.group, resource: attributes.resource,
         subresource: attributes.subresource ?? '', name: attributes.name, path: '',
-      }, index.get(cluster) !== undefined).allowed;
+      }, index.get(cluster) !== undefined, deep).allowed;
     };
     const resolvePath = (segment: string): string | undefined => {
       const kind = classifyClusterSegment(segment);
       return kind === 'name' ? segment : kind === 'path' ? index.resolvePath(segment) ?? directory.locate(segment)?.cluster : undefined;
     };
     const catalog = new APICatalog({ cache, replicated: (resource, cluster, name) => directory.replicated(resource, cluster, name), resolvePath });
-    const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }));
+    // Permissions on an export are held without entering its workspace (kcp's deep SAR).
+    const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }, true));
     const namespaceDelete = namespaceDeleteAdmission((cluster) => index.get(cluster)?.deleting ?? false);
     const resources = [...BUILTIN_RESOURCES.map((d) => d.group === '' && d.plural === 'namespaces' ? { ...d, strategy: { ...d.strategy, admitDelete: namespaceDelete } } : d), ...kcpResources({
       workspaces: workspaceAdmission({
@@ -435,7 +438,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
 
     const apiExportVW = new APIExportVirtualWorkspace({
       cache, catalog, registry,
-      mayAccessContent: (user, cluster, verb, name) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource: 'content', name }),
+      mayAccessContent: (user, cluster, verb, name) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource: 'content', name }, true),
     });
     const app = buildApp({
       apis: (cluster) => registry.forCluster(cluster), authn, authz, hub, metrics,
@@ -475,13 +478,15 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       subresourceCreate: {
         '/serviceaccounts/token': (scope, name, body) => createTokenRequest({ tokens: saTokens, serviceAccounts: storeOf('serviceaccounts', ''), secrets: storeOf('secrets', '') }, scope, name, body),
       },
-      createVirtual: (desc, body, user, cluster) => {
+      createVirtual: (desc, body, user, cluster, deep) => {
         const exists = cache.getEntry(LOGICAL_CLUSTERS_GR, cluster, '', 'cluster') !== undefined;
         if (desc.kind === 'SelfSubjectReview') return evaluateSelfSubjectReview(body, user);
-        return desc.kind === 'SelfSubjectRulesReview' ? evaluateRulesReview(authz, body, user, cluster, exists) : evaluateAccessReview(authz, body, user, cluster, exists);
+        return desc.kind === 'SelfSubjectRulesReview' ? evaluateRulesReview(authz, body, user, cluster, exists) : evaluateAccessReview(authz, body, user, cluster, exists, deep);
       },
       virtualWorkspaces: {
         apiexport: { segments: 2, view: ([cluster, name]) => apiExportVW.view(cluster!, name!, resolvePath) },
+        initializingworkspaces: lifecycleVirtualWorkspace(INITIALIZING, { cache, registry, backend, resolvePath, authorizeIn }),
+        terminatingworkspaces: lifecycleVirtualWorkspace(TERMINATING, { cache, registry, backend, resolvePath, authorizeIn }),
       },
       logger: options.logger,
     }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: requestHeader ? [pki.ca.certPem, requestHeader.clientCA] : pki.ca.certPem });
