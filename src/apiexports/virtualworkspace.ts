@@ -39,6 +39,8 @@ export interface VirtualRequest {
 export interface VirtualView {
   /** The APIs it serves (discovery, OpenAPI, stores). */
   apis: ClusterAPIs;
+  /** The APIs it serves in one logical cluster (not `*`), when they differ from `apis`. */
+  apisFor?(cluster: string): ClusterAPIs;
   /**
    * Authorizes a request (`resource` '' for discovery and OpenAPI): undefined when allowed, else
    * the reason it is refused
