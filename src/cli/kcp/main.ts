@@ -1,0 +1,157 @@
+/**
+ * The `kubectl kcp` plugin (npm bin `kubectl-kcp`), kcp's umbrella plugin (kcp-dev/kcp
+ * `staging/src/github.com/kcp-dev/cli/cmd/kubectl-kcp`), with the commands this distribution has:
+ *
+ * ```
+ * kubectl kcp bind apiexport <path>:<export> [--name <binding>] [--timeout 30s]
+ *     [--accept-permission-claim resource.group ...] [--reject-permission-claim resource.group ...]
+ *     [--accept-all-permission-claims | --reject-all-permission-claims]
+ * kubectl kcp workspace|ws ...      the `kubectl ws` plugin
+ * ```
+ */
+import { kubectlWs, processIO, type WsIO, type WsOptions } from '../kubectl-ws.js';
+import { KcpClient } from '../ws/client.js';
+import { clientConfig, loadConfig, loadingRules, type ConfigOverrides } from '../ws/kubeconfig.js';
+import { parseClusterURL } from '../ws/paths.js';
+import { BIND_FLAGS, CONNECTION_FLAGS, parseFlags, type FlagSpec, type ParsedFlags } from './args.js';
+import { BindError, bindOptions, runBind } from './bind.js';
+
+/** Options of {@link kubectlKcp} beyond the IO. */
+export interface KcpOptions {
+  /** Interval between reads of the APIBinding while waiting for it to be bound (kcp: 500 ms). */
+  bindPollMs?: number;
+  /** Options passed to the `ws` plugin for `kubectl kcp ws …`. */
+  ws?: WsOptions;
+}
+
+/** The sub-commands that run the `kubectl ws` plugin. */
+const WORKSPACE_COMMANDS = new Set(['workspace', 'ws', 'workspaces']);
+
+/** Index of the first positional argument of `argv`, knowing which flags take a value. */
+function firstPositional(argv: string[], specs: FlagSpec[]): number {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') return i + 1 < argv.length ? i + 1 : -1;
+    if (a.startsWith('-') && a.length > 1) {
+      const long = a.startsWith('--');
+      const name = long ? a.slice(2).split('=')[0]! : a[1]!;
+      const spec = specs.find((s) => (long ? s.name === name : s.short === name));
+      if (spec && spec.type !== 'bool' && (long ? !a.includes('=') : a.length === 2)) i++;
+      continue;
+    }
+    return i;
+  }
+  return -1;
+}
+
+/** The client-go connection overrides given by the connection flags. */
+export function connectionOverrides(flags: ParsedFlags): ConfigOverrides {
+  const s = flags.strings;
+  const o: ConfigOverrides = {};
+  if (s['context'] !== undefined) o.context = s['context'];
+  if (s['user'] !== undefined) o.user = s['user'];
+  if (s['namespace'] !== undefined) o.namespace = s['namespace'];
+  if (s['server'] !== undefined) o.server = s['server'];
+  if (s['token'] !== undefined) o.token = s['token'];
+  if (s['certificate-authority'] !== undefined) o.certificateAuthority = s['certificate-authority'];
+  if (flags.bools['insecure-skip-tls-verify'] !== undefined) o.insecureSkipTlsVerify = flags.bools['insecure-skip-tls-verify'];
+  if (s['tls-server-name'] !== undefined) o.tlsServerName = s['tls-server-name'];
+  if (s['username'] !== undefined) o.username = s['username'];
+  if (s['password'] !== undefined) o.password = s['password'];
+  if (s['proxy-url'] !== undefined) o.proxyURL = s['proxy-url'];
+  if (flags.bools['disable-compression'] !== undefined) o.disableCompression = flags.bools['disable-compression'];
+  return o;
+}
+
+/**
+ * Runs the plugin with `argv` (the arguments after `kubectl kcp`).
+ *
+ * @returns The process exit code: 0 on success (help included), 1 on any error, printed as one
+ *   `Error: …` line on stderr as cobra prints the errors of kcp's commands.
+ */
+export async function kubectlKcp(argv: string[], io: WsIO = processIO(), opts: KcpOptions = {}): Promise<number> {
+  const specs = [...CONNECTION_FLAGS, ...BIND_FLAGS];
+  const first = firstPositional(argv, specs);
+  if (first >= 0 && WORKSPACE_COMMANDS.has(argv[first]!)) {
+    return kubectlWs([...argv.slice(0, first), ...argv.slice(first + 1)], io, opts.ws);
+  }
+  try {
+    const flags = parseFlags(argv, specs);
+    const help = flags.bools['help'] === true;
+    const [command, sub, ...rest] = flags.args;
+    if (command === undefined) { io.stdout(ROOT_USAGE); return 0; }
+    if (command !== 'bind') throw new BindError(`unknown command ${JSON.stringify(command)} for "kcp"`);
+    if (sub === undefined) { io.stdout(BIND_USAGE); return 0; }
+    if (sub !== 'apiexport') throw new BindError(`unknown command ${JSON.stringify(sub)} for "kcp bind"`);
+    if (help) { io.stdout(BIND_APIEXPORT_USAGE); return 0; }
+
+    const o = bindOptions({ ...flags, args: rest });
+    const cfg = clientConfig(loadConfig(loadingRules(flags.strings['kubeconfig'], io.env)).config, connectionOverrides(flags));
+    const current = parseClusterURL(cfg.server);
+    if (!current) throw new BindError(`current URL ${JSON.stringify(cfg.server)} does not point to workspace`);
+    await runBind(o, new KcpClient(cfg, 'kubectl-kcp'), current.path, (t) => io.stdout(t), opts.bindPollMs);
+    return 0;
+  } catch (err) {
+    io.stderr(`Error: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}
+
+const CONNECTION_HELP = `Connection flags:
+      --kubeconfig string               Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)
+      --context string                  The kubeconfig context to use
+      --user string                     The kubeconfig user to use
+  -s, --server string                   The address of the API server
+      --token string                    Bearer token for authentication
+      --certificate-authority string    Path to a CA certificate file
+      --insecure-skip-tls-verify        Do not verify the server's certificate
+      --tls-server-name string          Server name for certificate verification
+  -h, --help                            Help for this command
+`;
+
+const ROOT_USAGE = `KCP commands for kubectl.
+
+Usage:
+  kubectl kcp [command]
+
+Commands:
+  bind apiexport <path>:<export>   Bind to an APIExport in the current workspace
+  workspace (alias: ws)            Manages kcp workspaces (same as 'kubectl ws')
+
+Use "kubectl kcp <command> --help" for more information about a command.
+`;
+
+const BIND_USAGE = `Bind different types into current workspace.
+
+Usage:
+  kubectl kcp bind [command]
+
+Commands:
+  apiexport <workspace_path:apiexport-name>   Bind to an APIExport
+
+`;
+
+const BIND_APIEXPORT_USAGE = `Bind to an APIExport: create an APIBinding in the current workspace and wait until it is bound.
+
+Usage:
+  kubectl kcp bind apiexport <workspace_path:apiexport-name> [flags]
+
+Examples:
+  # Create an APIBinding named "my-binding" that binds to the APIExport "my-export" in the "root:my-service" workspace.
+  kubectl kcp bind apiexport root:my-service:my-export --name my-binding
+
+  # The same, accepting permission claims.
+  kubectl kcp bind apiexport root:my-service:my-export --name my-binding --accept-permission-claim secrets.core,configmaps.core
+
+  # The same, rejecting permission claims.
+  kubectl kcp bind apiexport root:my-service:my-export --name my-binding --reject-permission-claim secrets.core,configmaps.core
+
+Flags:
+      --name string                       Name of the APIBinding to create (default: the APIExport's name)
+      --timeout duration                  Duration to wait for the APIBinding to be bound (default 30s)
+      --accept-permission-claim strings   Accepted permission claims, resource.group (group "core" for the core group)
+      --reject-permission-claim strings   Rejected permission claims, resource.group
+      --accept-all-permission-claims      Accept all permission claims of the APIExport
+      --reject-all-permission-claims      Reject all permission claims of the APIExport
+
+${CONNECTION_HELP}`;
