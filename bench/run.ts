@@ -31,6 +31,7 @@ import { nowMs, openWatches } from './lib/watchers.js';
 import { wsCreate, wsDelete, wsMemory, type Report } from './workspaces.js';
 import { killInstancesSync, proxyOverhead, proxyRestart, shardsWs } from './shards.js';
 import { operatorBench } from './operator.js';
+import { apisBind, apisVirtualWorkspace } from './apis.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS = join(BENCH_DIR, 'results.json');
@@ -509,6 +510,9 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'shards-ws': () => instanceScenario('shards-ws', shardsWs),
   'proxy-overhead': () => instanceScenario('proxy-overhead', proxyOverhead),
   'proxy-restart': () => instanceScenario('proxy-restart', proxyRestart),
+  // Shared APIs: APIBinding → served, and a virtual workspace over 1,000 consumers (bench/apis.ts).
+  'apis-bind': () => workspaceScenario('apis-bind', apisBind),
+  'apis-vw': () => workspaceScenario('apis-vw', apisVirtualWorkspace),
   // kcp-ts operator against a real kube-apiserver (bench/operator.ts; needs npm run build and test/tools/build.sh).
   operator: () => instanceScenario('operator', operatorBench),
 };

@@ -26,11 +26,27 @@ export interface ClusterAPIs {
   storedStores(): Store[];
 }
 
+/**
+ * The APIs of one cluster: the built-in set, plus (`own`) what the cluster's CRDs and bindings
+ * add. The built-in stores are not copied per cluster: a lookup falls back to them, so a cluster
+ * with one binding costs its own entries only.
+ */
 class APISet implements ClusterAPIs {
-  constructor(readonly descriptors: ResourceDescriptor[], private readonly stores: Map<string, Store>) {}
+  private ownDescriptors: ResourceDescriptor[] | undefined;
+
+  constructor(
+    private readonly builtin: { descriptors: ResourceDescriptor[]; stores: Map<string, Store> },
+    private readonly own: Map<string, Store> = new Map(),
+  ) {}
+
+  get descriptors(): ResourceDescriptor[] {
+    if (!this.own.size) return this.builtin.descriptors;
+    return this.ownDescriptors ??= [...this.builtin.descriptors, ...[...this.own.values()].map((s) => s.desc)];
+  }
 
   store(group: string, version: string, plural: string): Store | undefined {
-    return this.stores.get(storeKey(group, version, plural));
+    const k = storeKey(group, version, plural);
+    return this.builtin.stores.get(k) ?? this.own.get(k);
   }
 
   namespacedStores(): Store[] {
@@ -40,10 +56,12 @@ class APISet implements ClusterAPIs {
   storedStores(): Store[] {
     const seen = new Set<string>();
     const out: Store[] = [];
-    for (const s of this.stores.values()) {
-      if (s.desc.virtual || seen.has(s.groupResource)) continue;
-      seen.add(s.groupResource);
-      out.push(s);
+    for (const stores of [this.builtin.stores, this.own]) {
+      for (const s of stores.values()) {
+        if (s.desc.virtual || seen.has(s.groupResource)) continue;
+        seen.add(s.groupResource);
+        out.push(s);
+      }
     }
     return out;
   }
@@ -61,6 +79,7 @@ export interface BoundAPIs {
 /** Resolves the APIs of logical clusters. */
 export class APIRegistry {
   private readonly builtin: APISet;
+  private readonly builtinSet: { descriptors: ResourceDescriptor[]; stores: Map<string, Store> };
   private readonly clusters = new Map<string, APISet>();
   /** Stores of a CRD, reused while the CRD's resourceVersion is unchanged. */
   private readonly crdStores = new Map<string, { rv: string; stores: Store[] }>();
@@ -70,7 +89,8 @@ export class APIRegistry {
   constructor(private readonly cache: WatchCache, private readonly backend: StoreBackend, builtins: ResourceDescriptor[], private readonly bound?: BoundAPIs) {
     const stores = new Map<string, Store>();
     for (const d of builtins) stores.set(storeKey(d.group, d.version, d.plural), new Store(d, backend));
-    this.builtin = new APISet(builtins, stores);
+    this.builtinSet = { descriptors: builtins, stores };
+    this.builtin = new APISet(this.builtinSet);
     cache.subscribe((ev) => {
       if (!ev) { this.clusters.clear(); return; }
       const gr = ev.entry.groupResource;
@@ -101,8 +121,7 @@ export class APIRegistry {
     const crds = this.cache.list(CRD_GR, cluster);
     const bindings = this.bound ? this.cache.list(this.bound.bindingsGR, cluster) : [];
     if (!crds.length && !bindings.length) return this.builtin;
-    const descriptors = [...this.builtin.descriptors];
-    const stores = new Map(this.builtinStores());
+    const stores = new Map<string, Store>();
     // Bound resources first: a binding refuses a group/resource a CRD already serves (its
     // controller), so a later CRD of the same group/resource is the one left unserved.
     for (const e of bindings) {
@@ -110,9 +129,8 @@ export class APIRegistry {
       if (binding.metadata.deletionTimestamp) continue;
       for (const d of this.bound!.descriptors(binding)) {
         const k = storeKey(d.group, d.version, d.plural);
-        if (stores.has(k)) continue;
+        if (stores.has(k) || this.builtinSet.stores.has(k)) continue;
         stores.set(k, this.boundStore(d));
-        descriptors.push(d);
       }
     }
     for (const e of crds) {
@@ -126,17 +144,12 @@ export class APIRegistry {
       }
       for (const s of entry.stores) {
         const k = storeKey(s.desc.group, s.desc.version, s.desc.plural);
-        if (stores.has(k)) continue; // built-in resources cannot be shadowed
+        if (stores.has(k) || this.builtinSet.stores.has(k)) continue; // built-in resources cannot be shadowed
         stores.set(k, s);
-        descriptors.push(s.desc);
       }
     }
-    const set = new APISet(descriptors, stores);
-    this.clusters.set(cluster, set);
-    return set;
-  }
-
-  private builtinStores(): Iterable<[string, Store]> {
-    return this.builtin.descriptors.map((d) => [storeKey(d.group, d.version, d.plural), this.builtin.store(d.group, d.version, d.plural)!] as [string, Store]);
+    const own = new APISet(this.builtinSet, stores);
+    this.clusters.set(cluster, own);
+    return own;
   }
 }

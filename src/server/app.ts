@@ -6,7 +6,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { TLSSocket } from 'node:tls';
 import { stringify as toYaml } from 'yaml';
 import { StatusError, badRequest, forbidden, invalid, methodNotAllowed, notFound, workspaceAccessDenied } from '../apimachinery/errors.js';
-import { CLUSTER_ANNOTATION, type KubeObject } from '../apimachinery/meta.js';
+import { CLUSTER_ANNOTATION, withClusterAnnotation, type KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import type { Authenticator, AuthnResult } from '../auth/authn.js';
 import type { Authorizer, AuthzAttributes } from '../auth/authorizer.js';
@@ -375,6 +375,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
       const wildcard = info.cluster === '*';
       const encode = (e: CacheEntry): string => {
         if (!out.as && !wildcard) return store.render(e.json);
+        if (!out.as && !desc.storage) return withClusterAnnotation(e.json, e.cluster);
         let obj = store.decode(e.json);
         if (wildcard) obj = annotateCluster(obj, e.cluster);
         if (out.as === 'Table') return JSON.stringify(toTable(desc, [obj], { resourceVersion: String(e.rv) }, out.asVersion, include));
@@ -574,11 +575,12 @@ function sendList(reply: FastifyReply, items: CacheEntry[], listMeta: Record<str
   const desc = store.desc;
   const meta: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(listMeta)) if (v !== undefined) meta[k] = v;
-  if (!out.as && !wildcard && !out.yaml && !desc.storage) {
-    // Fast path: the stored JSON of each item is the list item as is.
+  if (!out.as && !out.yaml && !desc.storage) {
+    // Fast path: the stored JSON of each item is the list item as is (wildcard: with the
+    // kcp.io/cluster annotation spliced in).
     const apiVersion = desc.group ? `${desc.group}/${desc.version}` : desc.version;
     let s = `{"kind":"${desc.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[`;
-    for (let i = 0; i < items.length; i++) s += (i ? ',' : '') + items[i]!.json;
+    for (let i = 0; i < items.length; i++) s += (i ? ',' : '') + (wildcard ? withClusterAnnotation(items[i]!.json, items[i]!.cluster) : items[i]!.json);
     reply.code(200).type('application/json').send(`${s}]}`);
     return;
   }
