@@ -6,9 +6,10 @@
  *   APIBinding POSTed → the bound resource is in the consumer's discovery and a Widget create
  *   answers 201 (polled every 2 ms). Target p99 < 500 ms.
  * - `apis-vw`: `BENCH_APIS_CONSUMERS` (default 1,000) consumer workspaces bound to one export,
- *   10 Widgets each; then (1) memory per binding: server RSS and heap after a full GC, before
+ *   10 Widgets each; then (1) memory per binding: server heap (and RSS) after a full GC, before
  *   and after binding all consumers (each consumer's discovery read once, so its API set is
- *   built), divided by the number of bindings — target < 8 KiB; (2) the provider's wildcard list
+ *   built; a history window of 1,000 events refilled with small writes before each
+ *   measurement), divided by the number of bindings — target < 8 KiB; (2) the provider's wildcard list
  *   through the apiexport virtual workspace (all 10,000 Widgets, median and max of 20) — target
  *   < 200 ms; (3) watch delivery through the virtual workspace at `BENCH_APIS_WATCH_RATE`
  *   (default 100) writes/s for 20 s spread over the consumers, write sent → event received —
@@ -137,9 +138,17 @@ export async function apisVirtualWorkspace(s: ServerProc): Promise<Report> {
     const names = Array.from({ length: n }, (_, i) => `c-${i}`);
     const clusters = await createWorkspaces(clients, names);
     log(`apis-vw: ${n} consumer workspaces Ready`);
-    // Discovery once in each (builds what an unbound workspace costs), then memory.
+    // Discovery once in each (builds what an unbound workspace costs), then memory. The watch
+    // cache's history window (1,000 events in this scenario, see run.ts) is filled with small
+    // writes before each measurement, so the figure is what a binding retains, not its events.
     const touch = async () => { let k = 0; await Promise.all(clients.map(async (c) => { while (k < n) { const cl = clusters.get(names[k++]!)!; await c.request('GET', `/clusters/${cl}/apis`); } })); };
+    await mustOk(admin, 'POST', '/clusters/root/api/v1/namespaces/default/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'churn' } });
+    const churn = async () => {
+      let k = 0;
+      await Promise.all(clients.map(async (c) => { while (k < 2_000) { k++; await c.request('PATCH', '/clusters/root/api/v1/namespaces/default/configmaps/churn', JSON.stringify({ data: { k: String(k % 10) } }), 'application/merge-patch+json'); } }));
+    };
     await touch();
+    await churn();
     await sleep(1000);
     const mem0 = await s.mem();
     let k = 0;
@@ -157,6 +166,7 @@ export async function apisVirtualWorkspace(s: ServerProc): Promise<Report> {
       }
     }));
     await touch();
+    await churn();
     await sleep(1000);
     const mem1 = await s.mem();
     const rssPerBinding = (mem1.rss - mem0.rss) / n;
@@ -218,8 +228,9 @@ export async function apisVirtualWorkspace(s: ServerProc): Promise<Report> {
       },
       rows: [
         {
-          scenario: 'apis-vw', figure: `memory per APIBinding (${fmtInt(n)} bindings, server RSS after GC)`, value: `${fmtInt(rssPerBinding)} B`,
-          target: '< 8 KiB', met: rssPerBinding < 8192 ? 'yes' : 'NO', detail: `heap ${fmtInt(heapPerBinding)} B per binding; RSS ${round(mem0.rss / 2 ** 20, 1)} → ${round(mem1.rss / 2 ** 20, 1)} MiB`,
+          scenario: 'apis-vw', figure: `memory per APIBinding (${fmtInt(n)} bindings, server heap retained after a full GC)`, value: `${fmtInt(heapPerBinding)} B`,
+          target: '< 8 KiB', met: heapPerBinding < 8192 ? 'yes' : 'NO',
+          detail: `RSS delta ${fmtInt(rssPerBinding)} B per binding (RSS ${round(mem0.rss / 2 ** 20, 1)} → ${round(mem1.rss / 2 ** 20, 1)} MiB; V8 keeps freed pages, so RSS moves by tens of MiB between runs)`,
         },
         {
           scenario: 'apis-vw', figure: `virtual workspace wildcard list, ${fmtInt(total)} Widgets in ${fmtInt(n)} consumers`, value: `p50 ${round(l.p50, 1)} ms`,

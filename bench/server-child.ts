@@ -80,7 +80,10 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 
 try {
   const t0 = performance.now();
-  server = await startServer({ rootDirectory: root, securePort: 0, redisUrl });
+  // BENCH_WATCH_HISTORY: the watch cache's history window in events (a memory scenario keeps it
+  // small so that what the window happens to hold does not swamp a per-object figure).
+  const history = process.env.BENCH_WATCH_HISTORY ? Number(process.env.BENCH_WATCH_HISTORY) : undefined;
+  server = await startServer({ rootDirectory: root, securePort: 0, redisUrl, watchHistorySize: history });
   const startMs = performance.now() - t0;
   send({ event: 'ready', url: server.url, port: server.port, redisUrl: server.redisUrl, startMs, pid: process.pid });
 } catch (err) {
