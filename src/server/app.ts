@@ -77,6 +77,11 @@ export interface AppContext {
    * name), and the view they select. `view` throws a StatusError (404) for unknown segments.
    */
   virtualWorkspaces?: Record<string, { segments: number; view(args: string[]): VirtualView }>;
+  /**
+   * For a request on a bound resource (`desc.identity`) that RBAC allowed: the export's maximal
+   * permission policy (src/apiexports/maximalpermission.ts); undefined when allowed, else why not.
+   */
+  maximalPermission?(cluster: string, desc: ResourceDescriptor, attrs: AuthzAttributes): Promise<string | undefined>;
   logger?: boolean | object;
 }
 
@@ -334,6 +339,10 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   const decision = view
     ? await view.authorize({ user, cluster: info.cluster, verb: info.verb, apiGroup: info.apiGroup, resource: info.resource, subresource: info.subresource }).then((reason) => ({ allowed: !reason, reason: reason ?? '' }))
     : ctx.authz.authorize(attrs, exists);
+  if (decision.allowed && !view && desc.identity && ctx.maximalPermission && !user.groups.includes('system:masters')) {
+    const denial = await ctx.maximalPermission(info.cluster, desc, attrs);
+    if (denial) Object.assign(decision, { allowed: false, reason: denial });
+  }
   if (!decision.allowed) {
     const scope = namespace ? `in the namespace "${namespace}"` : 'at the cluster scope';
     throw forbidden(user.name, info.verb, { group: info.apiGroup, resource: info.subresource ? `${info.resource}/${info.subresource}` : info.resource }, info.name || undefined, decision.reason, scope);

@@ -44,6 +44,7 @@ import { APICatalog, EXPORTS_PATH, SCHEMAS_PATH } from '../apiexports/catalog.js
 import { apisAdmission } from '../apiexports/admission.js';
 import { BINDINGS_GR } from '../apiexports/schemas.js';
 import { APIExportVirtualWorkspace } from '../apiexports/virtualworkspace.js';
+import { maximalPermissionPolicy } from '../apiexports/maximalpermission.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
 import { RevokedCertificates } from '../auth/revocation.js';
@@ -483,6 +484,10 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         if (desc.kind === 'SelfSubjectReview') return evaluateSelfSubjectReview(body, user);
         return desc.kind === 'SelfSubjectRulesReview' ? evaluateRulesReview(authz, body, user, cluster, exists) : evaluateAccessReview(authz, body, user, cluster, exists, deep);
       },
+      maximalPermission: maximalPermissionPolicy({
+        cache, catalog,
+        authorize: (user, cluster, attrs) => authorizeIn(user, cluster, { verb: attrs.verb, group: attrs.apiGroup, resource: attrs.resource, subresource: attrs.subresource, name: attrs.name }, true),
+      }),
       virtualWorkspaces: {
         apiexport: { segments: 2, view: ([cluster, name]) => apiExportVW.view(cluster!, name!, resolvePath) },
         initializingworkspaces: lifecycleVirtualWorkspace(INITIALIZING, { cache, registry, backend, resolvePath, authorizeIn }),

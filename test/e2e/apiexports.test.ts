@@ -291,6 +291,28 @@ describe('a shared Widget API', () => {
     assert.equal(moved.status, 422, moved.body);
   });
 
+  test('a maximal permission policy caps what consumers may do with the bound resource', async () => {
+    // other-provider's export (bound in consumer-c) gets a local policy: nothing is allowed
+    // until its workspace grants the prefixed user or groups.
+    const patched = await admin('PATCH', '/clusters/root:other-provider/apis/apis.kcp.io/v1alpha2/apiexports/widgets', { spec: { maximalPermissionPolicy: { local: {} } } }, { 'content-type': 'application/merge-patch+json' });
+    assert.equal(patched.status, 200, patched.body);
+    const list = () => admin('GET', '/clusters/root:consumer-c/apis/example.com/v1/namespaces/default/widgets');
+    const refused = await eventually('policy applied', async () => { const r = await list(); return r.status === 403 && r; });
+    assert.match(refused.json.message, /maximal permission policy of APIExport/);
+    // ConfigMaps of the same workspace are not the export's: unaffected.
+    assert.equal((await admin('GET', '/clusters/root:consumer-c/api/v1/namespaces/default/configmaps')).status, 200);
+    for (const doc of [
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'widgets-readers' }, rules: [{ apiGroups: ['example.com'], resources: ['widgets'], verbs: ['get', 'list', 'watch'] }] },
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'widgets-readers' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'widgets-readers' }, subjects: [{ kind: 'Group', name: 'apis.kcp.io:binding:system:kcp:admin' }] },
+    ]) {
+      const plural = doc.kind === 'ClusterRole' ? 'clusterroles' : 'clusterrolebindings';
+      assert.equal((await admin('POST', `/clusters/root:other-provider/apis/rbac.authorization.k8s.io/v1/${plural}`, doc)).status, 201);
+    }
+    await eventually('reads allowed', async () => (await list()).status === 200);
+    const create = await admin('POST', '/clusters/root:consumer-c/apis/example.com/v1/namespaces/default/widgets', { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w-c2' } });
+    assert.equal(create.status, 403, create.body);
+  });
+
   test('unbinding deletes the consumer\'s objects and stops serving the resource', async () => {
     assert.equal((await admin('DELETE', '/clusters/root:consumer-b/apis/apis.kcp.io/v1alpha2/apibindings/widgets')).status, 200);
     await eventually('binding gone', async () => (await admin('GET', '/clusters/root:consumer-b/apis/apis.kcp.io/v1alpha2/apibindings/widgets')).status === 404, 15_000);
