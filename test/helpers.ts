@@ -4,7 +4,7 @@
  */
 import { after, before } from 'node:test';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { request, Agent } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -263,3 +263,32 @@ export async function stopCli(cli: CliProcess): Promise<number | string> {
 }
 
 export const CM = (name: string, data: Record<string, string> = { a: '1' }, labels?: Record<string, string>) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(labels ? { labels } : {}) }, data });
+
+/**
+ * A directory of kubectl plugin executables (`kubectl-ws`, …) that run the plugins' TypeScript
+ * entries (paths relative to the repository) with this Node and tsx, so plugin tests exercise the
+ * sources (no build needed).
+ */
+export function pluginBinDir(plugins: Record<string, string>): string {
+  const d = mkdtempSync(join(tmpdir(), 'kubectl-plugins-'));
+  const tsx = import.meta.resolve('tsx');
+  const q = (s: string): string => `'${s.replaceAll("'", "'\\''")}'`;
+  for (const [name, entry] of Object.entries(plugins)) {
+    writeFileSync(join(d, name), `#!/bin/sh\nexec ${q(process.execPath)} --import ${q(tsx)} ${q(join(import.meta.dirname, '..', entry))} "$@"\n`);
+    chmodSync(join(d, name), 0o755);
+  }
+  return d;
+}
+
+/** What a command printed and its exit code. */
+export interface Run { stdout: string; stderr: string; code: number }
+
+/** Runs the real kubectl with `binDir` first on PATH and `env` (HOME, KUBECONFIG, …) added. */
+export function kubectlWithPlugins(binDir: string, env: Record<string, string>, args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile('kubectl', args, { env: { ...process.env, PATH: `${binDir}${delimiter}${process.env.PATH ?? ''}`, ...env }, timeout: 120_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+      resolve({ stdout, stderr, code });
+    });
+  });
+}

@@ -21,6 +21,7 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { labelSelectorToMetav1, parseLabelSelector } from '../apimachinery/labels.js';
 import { COMMANDS, parseArgs, UsageError, type ParsedArgs } from './ws/args.js';
+import { connectionOverrides } from './pflag.js';
 import { KcpClient } from './ws/client.js';
 import { StatusError, isStatus } from '../apimachinery/errors.js';
 import {
@@ -95,21 +96,7 @@ class Session {
 
   constructor(readonly io: WsIO, readonly flags: ParsedArgs, readonly opts: WsOptions) {
     this.loaded = loadConfig(loadingRules(flags.strings['kubeconfig'], io.env));
-    const s = flags.strings;
-    const o: ConfigOverrides = {};
-    if (s['context'] !== undefined) o.context = s['context'];
-    if (s['user'] !== undefined) o.user = s['user'];
-    if (s['namespace'] !== undefined) o.namespace = s['namespace'];
-    if (s['server'] !== undefined) o.server = s['server'];
-    if (s['token'] !== undefined) o.token = s['token'];
-    if (s['certificate-authority'] !== undefined) o.certificateAuthority = s['certificate-authority'];
-    if (flags.bools['insecure-skip-tls-verify'] !== undefined) o.insecureSkipTlsVerify = flags.bools['insecure-skip-tls-verify'];
-    if (s['tls-server-name'] !== undefined) o.tlsServerName = s['tls-server-name'];
-    if (s['username'] !== undefined) o.username = s['username'];
-    if (s['password'] !== undefined) o.password = s['password'];
-    if (s['proxy-url'] !== undefined) o.proxyURL = s['proxy-url'];
-    if (flags.bools['disable-compression'] !== undefined) o.disableCompression = flags.bools['disable-compression'];
-    this.overrides = o;
+    this.overrides = connectionOverrides(flags);
   }
 
   /** The effective connection (client-go `ClientConfig()`). */

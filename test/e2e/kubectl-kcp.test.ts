@@ -8,14 +8,13 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { call, eventually, startRedis, startTestServer, type TestRedis, type TestServer } from '../helpers.js';
+import { call, eventually, kubectlWithPlugins, pluginBinDir, startRedis, startTestServer, type Run, type TestRedis, type TestServer } from '../helpers.js';
 
 let redis: TestRedis;
 let srv: TestServer;
@@ -28,35 +27,10 @@ const BOB_TOKEN = `bob-${randomBytes(8).toString('hex')}`;
 const WS = (path: string) => `/clusters/${path}/apis/tenancy.kcp.io/v1alpha1/workspaces`;
 const BINDINGS = (path: string) => `/clusters/${path}/apis/apis.kcp.io/v1alpha2/apibindings`;
 
-/**
- * A directory holding executables `kubectl-kcp` and `kubectl-ws` that run the plugins'
- * TypeScript entries with this Node and tsx, so the test exercises the sources (no build needed).
- */
-function pluginDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'kubectl-kcp-bin-'));
-  const tsx = import.meta.resolve('tsx');
-  const q = (s: string): string => `'${s.replaceAll("'", "'\\''")}'`;
-  for (const [name, entry] of [['kubectl-kcp', '../../src/cli/kcp/bin.ts'], ['kubectl-ws', '../../src/cli/ws/bin.ts']] as const) {
-    const file = fileURLToPath(new URL(entry, import.meta.url));
-    writeFileSync(join(d, name), `#!/bin/sh\nexec ${q(process.execPath)} --import ${q(tsx)} ${q(file)} "$@"\n`);
-    chmodSync(join(d, name), 0o755);
-  }
-  return d;
-}
-
-interface Run { stdout: string; stderr: string; code: number }
 
 /** Runs real kubectl with the plugins on PATH, a private HOME and `KUBECONFIG` set. */
 function kubectl(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile('kubectl', args, {
-      env: { ...process.env, PATH: `${binDir}${delimiter}${process.env.PATH ?? ''}`, HOME: dir, KUBECONFIG: kubeconfig, ...env },
-      timeout: 120_000,
-    }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-      resolve({ stdout, stderr, code });
-    });
-  });
+  return kubectlWithPlugins(binDir, { HOME: dir, KUBECONFIG: kubeconfig, ...env }, args);
 }
 
 /** kubectl that must succeed. */
@@ -82,7 +56,7 @@ before(async () => {
   srv = await startTestServer(redis, { tokenAuthFile: tokens });
   kubeconfig = join(dir, 'config');
   copyFileSync(srv.kubeconfigPath, kubeconfig);
-  binDir = pluginDir();
+  binDir = pluginBinDir({ 'kubectl-kcp': 'src/cli/kcp/bin.ts', 'kubectl-ws': 'src/cli/ws/bin.ts' });
   await createWorkspace('provider');
   await createWorkspace('consumer');
 });

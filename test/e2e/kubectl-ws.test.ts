@@ -6,51 +6,22 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { call, startRedis, startTestServer, type TestRedis, type TestServer } from '../helpers.js';
+import { call, kubectlWithPlugins, pluginBinDir, startRedis, startTestServer, type Run, type TestRedis, type TestServer } from '../helpers.js';
 
 let redis: TestRedis;
 let srv: TestServer;
 let dir: string;
 let kubeconfig: string;
-
-/**
- * A directory holding an executable `kubectl-ws` that runs the plugin's TypeScript entry with
- * this Node and tsx, so the test exercises the sources (no build needed).
- */
-function pluginDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'kubectl-ws-bin-'));
-  const entry = fileURLToPath(new URL('../../src/cli/ws/bin.ts', import.meta.url));
-  const tsx = import.meta.resolve('tsx');
-  const q = (s: string): string => `'${s.replaceAll("'", "'\\''")}'`;
-  writeFileSync(join(d, 'kubectl-ws'), `#!/bin/sh\nexec ${q(process.execPath)} --import ${q(tsx)} ${q(entry)} "$@"\n`);
-  chmodSync(join(d, 'kubectl-ws'), 0o755);
-  const create = fileURLToPath(new URL('../../src/cli/ws/create-workspace-bin.ts', import.meta.url));
-  writeFileSync(join(d, 'kubectl-create-workspace'), `#!/bin/sh\nexec ${q(process.execPath)} --import ${q(tsx)} ${q(create)} "$@"\n`);
-  chmodSync(join(d, 'kubectl-create-workspace'), 0o755);
-  return d;
-}
-
 let binDir: string;
 
-interface Run { stdout: string; stderr: string; code: number }
-
-/** Runs real kubectl with the plugin on PATH, a private HOME and `KUBECONFIG` set. */
+/** Runs real kubectl with the plugins on PATH, a private HOME and `KUBECONFIG` set. */
 function kubectl(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile('kubectl', args, {
-      env: { ...process.env, PATH: `${binDir}${delimiter}${process.env.PATH ?? ''}`, HOME: dir, KUBECONFIG: kubeconfig, ...env },
-      timeout: 120_000,
-    }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-      resolve({ stdout, stderr, code });
-    });
-  });
+  return kubectlWithPlugins(binDir, { HOME: dir, KUBECONFIG: kubeconfig, ...env }, args);
 }
 
 /** `kubectl ws …` that must succeed. */
@@ -79,7 +50,7 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'kubectl-ws-home-'));
   kubeconfig = join(dir, 'config');
   copyFileSync(srv.kubeconfigPath, kubeconfig);
-  binDir = pluginDir();
+  binDir = pluginBinDir({ 'kubectl-ws': 'src/cli/ws/bin.ts', 'kubectl-create-workspace': 'src/cli/ws/create-workspace-bin.ts' });
 });
 after(async () => {
   await srv?.stop();

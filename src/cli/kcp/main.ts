@@ -11,7 +11,8 @@
  */
 import { kubectlWs, processIO, type WsIO, type WsOptions } from '../kubectl-ws.js';
 import { KcpClient } from '../ws/client.js';
-import { clientConfig, loadConfig, loadingRules, type ConfigOverrides } from '../ws/kubeconfig.js';
+import { clientConfig, loadConfig, loadingRules } from '../ws/kubeconfig.js';
+import { connectionOverrides } from '../pflag.js';
 import { parseClusterURL } from '../ws/paths.js';
 import { BIND_FLAGS, CONNECTION_FLAGS, parseFlags, type FlagSpec, type ParsedFlags } from './args.js';
 import { BindError, bindOptions, runBind } from './bind.js';
@@ -42,25 +43,6 @@ function firstPositional(argv: string[], specs: FlagSpec[]): number {
     return i;
   }
   return -1;
-}
-
-/** The client-go connection overrides given by the connection flags. */
-export function connectionOverrides(flags: ParsedFlags): ConfigOverrides {
-  const s = flags.strings;
-  const o: ConfigOverrides = {};
-  if (s['context'] !== undefined) o.context = s['context'];
-  if (s['user'] !== undefined) o.user = s['user'];
-  if (s['namespace'] !== undefined) o.namespace = s['namespace'];
-  if (s['server'] !== undefined) o.server = s['server'];
-  if (s['token'] !== undefined) o.token = s['token'];
-  if (s['certificate-authority'] !== undefined) o.certificateAuthority = s['certificate-authority'];
-  if (flags.bools['insecure-skip-tls-verify'] !== undefined) o.insecureSkipTlsVerify = flags.bools['insecure-skip-tls-verify'];
-  if (s['tls-server-name'] !== undefined) o.tlsServerName = s['tls-server-name'];
-  if (s['username'] !== undefined) o.username = s['username'];
-  if (s['password'] !== undefined) o.password = s['password'];
-  if (s['proxy-url'] !== undefined) o.proxyURL = s['proxy-url'];
-  if (flags.bools['disable-compression'] !== undefined) o.disableCompression = flags.bools['disable-compression'];
-  return o;
 }
 
 /**
