@@ -21,7 +21,7 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { labelSelectorToMetav1, parseLabelSelector } from '../apimachinery/labels.js';
 import { COMMANDS, parseArgs, UsageError, type ParsedArgs } from './ws/args.js';
-import { connectionOverrides } from './pflag.js';
+import { CONNECTION_HELP, connectionOverrides } from './pflag.js';
 import { KcpClient } from './ws/client.js';
 import { StatusError, isStatus } from '../apimachinery/errors.js';
 import {
@@ -453,17 +453,6 @@ function packageVersion(): string {
   } catch { return '<unknown>'; }
 }
 
-const CONNECTION_FLAGS = `Connection flags:
-      --kubeconfig string               Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)
-      --context string                  The kubeconfig context to use
-      --user string                     The kubeconfig user to use
-  -s, --server string                   The address of the API server
-      --token string                    Bearer token for authentication
-      --certificate-authority string    Path to a CA certificate file
-      --insecure-skip-tls-verify        Do not verify the server's certificate
-      --tls-server-name string          Server name for certificate verification
-  -h, --help                            Help for this command
-`;
 
 /** Help text of a command. */
 function usage(command: string): string {
@@ -496,5 +485,5 @@ Commands:
     create: 'Usage:\n  kubectl ws create <name> [--type <[path:]type>] [--enter] [--ignore-existing] [--location-selector <selector>] [--create-context <context>]\n\nWaits up to one minute until the workspace is Ready.\n\n',
     'create-context': 'Usage:\n  kubectl ws create-context [<context-name>] [--overwrite]\n\n',
   };
-  return texts[cmd]! + CONNECTION_FLAGS;
+  return texts[cmd]! + CONNECTION_HELP;
 }

@@ -157,3 +157,16 @@ export function connectionOverrides(flags: Pick<ParsedFlags, 'strings' | 'bools'
   if (flags.bools['disable-compression'] !== undefined) o.disableCompression = flags.bools['disable-compression'];
   return o;
 }
+
+/** The help text of {@link CONNECTION_FLAGS} (the ones users set). */
+export const CONNECTION_HELP = `Connection flags:
+      --kubeconfig string               Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)
+      --context string                  The kubeconfig context to use
+      --user string                     The kubeconfig user to use
+  -s, --server string                   The address of the API server
+      --token string                    Bearer token for authentication
+      --certificate-authority string    Path to a CA certificate file
+      --insecure-skip-tls-verify        Do not verify the server's certificate
+      --tls-server-name string          Server name for certificate verification
+  -h, --help                            Help for this command
+`;

@@ -12,7 +12,7 @@
 import { kubectlWs, processIO, type WsIO, type WsOptions } from '../kubectl-ws.js';
 import { KcpClient } from '../ws/client.js';
 import { clientConfig, loadConfig, loadingRules } from '../ws/kubeconfig.js';
-import { connectionOverrides } from '../pflag.js';
+import { CONNECTION_HELP, connectionOverrides } from '../pflag.js';
 import { parseClusterURL } from '../ws/paths.js';
 import { BIND_FLAGS, CONNECTION_FLAGS, parseFlags, type FlagSpec, type ParsedFlags } from './args.js';
 import { BindError, bindOptions, runBind } from './bind.js';
@@ -79,17 +79,6 @@ export async function kubectlKcp(argv: string[], io: WsIO = processIO(), opts: K
   }
 }
 
-const CONNECTION_HELP = `Connection flags:
-      --kubeconfig string               Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)
-      --context string                  The kubeconfig context to use
-      --user string                     The kubeconfig user to use
-  -s, --server string                   The address of the API server
-      --token string                    Bearer token for authentication
-      --certificate-authority string    Path to a CA certificate file
-      --insecure-skip-tls-verify        Do not verify the server's certificate
-      --tls-server-name string          Server name for certificate verification
-  -h, --help                            Help for this command
-`;
 
 const ROOT_USAGE = `KCP commands for kubectl.
 
