@@ -6,6 +6,7 @@
  *   there, on the export's shard when that is another one); the binding gets the
  *   `internal.apis.kcp.io/export` label and the finalizer that cleans up its objects;
  * - an APIResourceSchema is named `<prefix>.<plural>.<group>` and never changes;
+ * - a CRD may not take a group/resource a binding of its workspace serves;
  * - an APIExport's resources name their schemas consistently.
  */
 import { StatusError, type StatusCause } from '../apimachinery/errors.js';
@@ -13,14 +14,33 @@ import type { KubeObject } from '../apimachinery/meta.js';
 import type { AdmissionAttributes } from '../apis/types.js';
 import type { KcpAdmission, KcpStrategies } from '../apis/kcp/index.js';
 import type { UserInfo } from '../registry/store.js';
-import type { APICatalog, ExportReference } from './catalog.js';
+import type { WatchCache } from '../storage/watchcache.js';
+import type { APICatalog, BoundResource, ExportReference } from './catalog.js';
 import { base62Sha224 } from './identity.js';
-import { validateExportResources, validateSchemaName } from './schemas.js';
+import { BINDINGS_GR, validateExportResources, validateSchemaName } from './schemas.js';
 
 /** Finalizer of APIBindings: their bound objects are deleted before they go (kcp's name). */
 export const APIBINDING_FINALIZER = 'apis.kcp.io/apibinding-finalizer';
 /** Label of an APIBinding naming its export: Base62(SHA-224("<export cluster>:<export name>")). */
 export const EXPORT_LABEL = 'internal.apis.kcp.io/export';
+
+/**
+ * Admission of CRDs (kcp's `crdnooverlappinggvr`): a CRD may not be created for a group/resource
+ * an APIBinding of the workspace serves. 403 Forbidden naming the binding.
+ */
+export function crdOverlapAdmission(cache: WatchCache): (obj: KubeObject, attrs: AdmissionAttributes) => void {
+  return (crd, attrs) => {
+    if (attrs.operation !== 'create' || attrs.subresource) return;
+    const spec = (crd.spec ?? {}) as { group?: string; names?: { plural?: string } };
+    for (const e of cache.list(BINDINGS_GR, attrs.cluster)) {
+      const bound = ((JSON.parse(e.json) as KubeObject).status as { boundResources?: BoundResource[] } | undefined)?.boundResources ?? [];
+      if (!bound.some((b) => b.group === spec.group && b.resource === spec.names?.plural)) continue;
+      throw new StatusError(403, 'Forbidden',
+        `customresourcedefinitions.apiextensions.k8s.io "${crd.metadata.name}" is forbidden: cannot create "${crd.metadata.name}" CustomResourceDefinition with "${spec.group}" group and "${spec.names?.plural}" resource because it overlaps with a bound CustomResourceDefinition for "${e.name}" APIBinding in "${attrs.cluster}" logical cluster`,
+        { name: crd.metadata.name, group: 'apiextensions.k8s.io', kind: 'customresourcedefinitions' });
+    }
+  };
+}
 
 /** The value of {@link EXPORT_LABEL} for an export. */
 export function exportLabelValue(exportCluster: string, exportName: string): string {

@@ -41,7 +41,7 @@ import { startControllers } from '../controllers/index.js';
 import { NAMESPACES_GR } from '../controllers/namespace/controller.js';
 import { classifyClusterSegment } from '../tenancy/paths.js';
 import { APICatalog, EXPORTS_PATH, SCHEMAS_PATH } from '../apiexports/catalog.js';
-import { apisAdmission } from '../apiexports/admission.js';
+import { apisAdmission, crdOverlapAdmission } from '../apiexports/admission.js';
 import { BINDINGS_GR } from '../apiexports/schemas.js';
 import { APIExportVirtualWorkspace } from '../apiexports/virtualworkspace.js';
 import { maximalPermissionPolicy } from '../apiexports/maximalpermission.js';
@@ -400,7 +400,9 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     // Permissions on an export are held without entering its workspace (kcp's deep SAR).
     const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }, true));
     const namespaceDelete = namespaceDeleteAdmission((cluster) => index.get(cluster)?.deleting ?? false);
-    const resources = [...BUILTIN_RESOURCES.map((d) => d.group === '' && d.plural === 'namespaces' ? { ...d, strategy: { ...d.strategy, admitDelete: namespaceDelete } } : d), ...kcpResources({
+    const crdAdmit = crdOverlapAdmission(cache);
+    const resources = [...BUILTIN_RESOURCES.map((d) => d.group === '' && d.plural === 'namespaces' ? { ...d, strategy: { ...d.strategy, admitDelete: namespaceDelete } }
+      : d.group === 'apiextensions.k8s.io' && d.plural === 'customresourcedefinitions' ? { ...d, strategy: { ...d.strategy, admit: crdAdmit } } : d), ...kcpResources({
       workspaces: workspaceAdmission({
         index, types,
         canUseType: (user, cluster, name) => authorizeIn(user, cluster, { verb: 'use', group: 'tenancy.kcp.io', resource: 'workspacetypes', name }),

@@ -260,6 +260,10 @@ describe('a shared Widget API', () => {
       spec: { group: 'example.com', names: crd.spec.names, scope: 'Namespaced', versions: crd.spec.versions.map((v: any) => ({ name: v.name, served: true, storage: true, schema: { openAPIV3Schema: v.schema } })) },
     };
     assert.equal((await admin('POST', '/clusters/root:crd-owner/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crdObj)).status, 201);
+    // The other way round: no CRD for a bound group/resource (kcp's crdnooverlappinggvr).
+    const overlap = await admin('POST', '/clusters/root:consumer-a/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crdObj);
+    assert.equal(overlap.status, 403, overlap.body);
+    assert.match(overlap.json.message, /overlaps with a bound CustomResourceDefinition for "widgets" APIBinding/);
     assert.equal((await bind('crd-owner', 'widgets', 'provider', 'widgets')).status, 201);
     const crdConflict = await eventually('CRD conflict', async () => {
       const s = await bindingStatus('crd-owner', 'widgets');
