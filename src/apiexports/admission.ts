@@ -7,7 +7,8 @@
  *   `internal.apis.kcp.io/export` label and the finalizer that cleans up its objects;
  * - an APIResourceSchema is named `<prefix>.<plural>.<group>` and never changes;
  * - a CRD may not take a group/resource a binding of its workspace serves;
- * - an APIExport's resources name their schemas consistently.
+ * - an APIExport's resources name their schemas consistently, and its permission claims name
+ *   resources that are not built in by their identity hash.
  */
 import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
@@ -63,7 +64,13 @@ const referenceOf = (o: KubeObject, field: 'reference' | 'export'): ExportRefere
 const display = (ref: ExportReference) => (ref.path ? `${ref.path}:${ref.name}` : ref.name);
 
 /** Admission and strategy additions of apis.kcp.io resources (see the module comment). */
-export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer): { admission: KcpAdmission; strategies: KcpStrategies } {
+export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer, isBuiltin: (group: string, resource: string) => boolean): { admission: KcpAdmission; strategies: KcpStrategies } {
+  /** kcp's APIExport admission: a claim names a resource that is not built in by its identity. */
+  const claimCauses = (exp: KubeObject): StatusCause[] => {
+    const claims = ((exp.spec ?? {}) as { permissionClaims?: { group?: string; resource?: string; identityHash?: string }[] }).permissionClaims ?? [];
+    return claims.flatMap((c, i) => (c.identityHash || isBuiltin(c.group ?? '', c.resource ?? '') || c.group === 'apis.kcp.io') ? []
+      : [{ reason: 'FieldValueInvalid', field: `spec.permissionClaims[${i}].identityHash`, message: 'Invalid value: "": identityHash is required for API types that are not built-in' }]);
+  };
   /** Throws 403 unless the caller may bind the export `ref` names. Returns its logical cluster. */
   const checkBind = async (ref: ExportReference, attrs: AdmissionAttributes, what: string): Promise<string> => {
     const verb = attrs.operation;
@@ -109,8 +116,8 @@ export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer): {
         : [{ reason: 'FieldValueForbidden', field: 'spec', message: 'Forbidden: APIResourceSchema is immutable' }],
     },
     apiexports: {
-      validate: (o) => validateExportResources(o),
-      validateUpdate: (o) => validateExportResources(o),
+      validate: (o) => [...validateExportResources(o), ...claimCauses(o)],
+      validateUpdate: (o) => [...validateExportResources(o), ...claimCauses(o)],
     },
   };
   return { admission, strategies };

@@ -4,7 +4,7 @@
  * from the instance's other shards (shards/directory.ts, `replicate`). Exports are read in their
  * storage version (`v1alpha2`) either way.
  */
-import type { KubeObject } from '../apimachinery/meta.js';
+import { CLUSTER_ANNOTATION, type KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import type { WatchCache } from '../storage/watchcache.js';
 import { descriptorsForSchema, EXPORTS_GR, SCHEMAS_GR } from './schemas.js';
@@ -29,6 +29,8 @@ export interface CatalogSources {
   cache: WatchCache;
   /** An object replicated from another shard (`resource` one of the paths above), if any. */
   replicated?: (resource: string, cluster: string, name: string) => KubeObject | undefined;
+  /** Every object of `resource` replicated from other shards (annotated `kcp.io/cluster`). */
+  replicatedList?: (resource: string) => KubeObject[];
   /** Maps a workspace path (`root:org`) or logical cluster name to the logical cluster name. */
   resolvePath: (pathOrName: string) => string | undefined;
 }
@@ -56,6 +58,24 @@ export class APICatalog {
   /** The APIResourceSchema `name` in logical cluster `cluster`, if known. */
   schema(cluster: string, name: string): KubeObject | undefined {
     return this.read(SCHEMAS_GR, SCHEMAS_PATH, cluster, name);
+  }
+
+  /**
+   * The schema of group/resource `group`/`resource` exported with identity hash `identity` by
+   * any export known here (a permission claim names another export's resource this way), or
+   * undefined.
+   */
+  schemaByIdentity(identity: string, group: string, resource: string): KubeObject | undefined {
+    const candidates: [string, KubeObject][] = this.src.cache.list(EXPORTS_GR, '*')
+      .filter((e) => e.json.includes(identity)).map((e) => [e.cluster, JSON.parse(e.json) as KubeObject]);
+    for (const o of this.src.replicatedList?.(EXPORTS_PATH) ?? []) candidates.push([o.metadata.annotations?.[CLUSTER_ANNOTATION] ?? '', o]);
+    for (const [cluster, exp] of candidates) {
+      if ((exp.status as { identityHash?: string } | undefined)?.identityHash !== identity) continue;
+      const r = ((exp.spec as { resources?: { group?: string; name?: string; schema?: string }[] } | undefined)?.resources ?? [])
+        .find((x) => (x.group ?? '') === group && x.name === resource);
+      if (r?.schema) return this.schema(cluster, r.schema);
+    }
+    return undefined;
   }
 
   /**

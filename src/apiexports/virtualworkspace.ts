@@ -146,15 +146,26 @@ export class APIExportVirtualWorkspace {
         for (const d of this.deps.catalog.descriptorsOf(schema, identity)) { add(d, this.deps.registry.boundStore(d)); exported.add(grKey(d.group, d.plural)); }
       }
     }
-    // Claimed built-in resources (claims of other exports' resources by identity are not served yet).
+    // Claimed resources: built-in ones, and other exports' resources named by their identity
+    // hash (bound in the consumers from that export). Claim keys are `<gr>/<identity hash>`.
     const exportClaims = new Map<string, string[]>();
+    /** Claimed group/resource → its claim key. */
+    const claimed = new Map<string, string>();
     for (const c of (Array.isArray(spec.permissionClaims) ? spec.permissionClaims : []) as Claim[]) {
       const gr = grKey(c.group ?? '', c.resource ?? '');
-      exportClaims.set(`${gr}/${c.identityHash ?? ''}`, c.verbs ?? ['*']);
-      if (exported.has(gr) || c.identityHash) continue;
-      for (const d of this.deps.registry.builtins.descriptors) {
-        if (d.group === (c.group ?? '') && d.plural === c.resource && !d.virtual) add(d, this.deps.registry.builtins.store(d.group, d.version, d.plural)!);
+      const key = `${gr}/${c.identityHash ?? ''}`;
+      exportClaims.set(key, c.verbs ?? ['*']);
+      if (exported.has(gr) || claimed.has(gr)) continue;
+      if (c.identityHash) {
+        const schema = this.deps.catalog.schemaByIdentity(c.identityHash, c.group ?? '', c.resource ?? '');
+        if (!schema) continue;
+        for (const d of this.deps.catalog.descriptorsOf(schema, c.identityHash)) add(d, this.deps.registry.boundStore(d));
+      } else {
+        for (const d of this.deps.registry.builtins.descriptors) {
+          if (d.group === (c.group ?? '') && d.plural === c.resource && !d.virtual) add(d, this.deps.registry.builtins.store(d.group, d.version, d.plural)!);
+        }
       }
+      claimed.set(gr, key);
     }
     // The consumers' APIBindings (read-only).
     for (const d of this.deps.registry.builtins.descriptors) {
@@ -166,8 +177,11 @@ export class APIExportVirtualWorkspace {
       namespacedStores: () => [],
       storedStores: () => [],
     };
-    const claimVerbs = (gr: string, bindingVerbs: string[] | undefined): string[] => {
-      const own = exportClaims.get(`${gr}/`);
+    /** What a consumer's binding allows of a claimed group/resource: the verbs both name. */
+    const claimVerbs = (gr: string, binding: { claims: Map<string, string[]> } | undefined): string[] => {
+      const key = claimed.get(gr);
+      const own = key && exportClaims.get(key);
+      const bindingVerbs = key ? binding?.claims.get(key) : undefined;
       if (!own || !bindingVerbs) return [];
       if (own.includes('*')) return bindingVerbs;
       return bindingVerbs.includes('*') ? own : own.filter((v) => bindingVerbs.includes(v));
@@ -186,7 +200,7 @@ export class APIExportVirtualWorkspace {
           } else if (exported.has(gr)) {
             if (!binding.bound.has(gr)) return `${gr} is not bound in the target logical cluster`;
           } else if (!isBindings) {
-            const verbs = claimVerbs(gr, binding.claims.get(`${gr}/`));
+            const verbs = claimVerbs(gr, binding);
             if (!verbs.includes('*') && !verbs.includes(r.verb)) return `the permission claim for ${gr} is not accepted for verb "${r.verb}" in the target logical cluster`;
           }
         }
@@ -200,7 +214,7 @@ export class APIExportVirtualWorkspace {
         if (exported.has(gr)) return undefined; // the identity's storage holds only consumers' objects
         return (e) => {
           const binding = this.bindings.binding(label, e.cluster);
-          const verbs = claimVerbs(gr, binding?.claims.get(`${gr}/`));
+          const verbs = claimVerbs(gr, binding);
           return verbs.includes('*') || verbs.includes('list');
         };
       },

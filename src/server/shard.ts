@@ -396,9 +396,15 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       const kind = classifyClusterSegment(segment);
       return kind === 'name' ? segment : kind === 'path' ? index.resolvePath(segment) ?? directory.locate(segment)?.cluster : undefined;
     };
-    const catalog = new APICatalog({ cache, replicated: (resource, cluster, name) => directory.replicated(resource, cluster, name), resolvePath });
+    const catalog = new APICatalog({
+      cache, resolvePath,
+      replicated: (resource, cluster, name) => directory.replicated(resource, cluster, name),
+      replicatedList: (resource) => directory.replicatedList(resource),
+    });
     // Permissions on an export are held without entering its workspace (kcp's deep SAR).
-    const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }, true));
+    const builtinGRs = new Set(BUILTIN_RESOURCES.map((d) => `${d.group}/${d.plural}`));
+    const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }, true),
+      (group, resource) => builtinGRs.has(`${group}/${resource}`));
     const namespaceDelete = namespaceDeleteAdmission((cluster) => index.get(cluster)?.deleting ?? false);
     const crdAdmit = crdOverlapAdmission(cache);
     const resources = [...BUILTIN_RESOURCES.map((d) => d.group === '' && d.plural === 'namespaces' ? { ...d, strategy: { ...d.strategy, admitDelete: namespaceDelete } }

@@ -161,6 +161,13 @@ export class ShardDirectory {
     return undefined;
   }
 
+  /** Every replicated object of `resource` (as given in `replicate`), of all other shards. */
+  replicatedList(resource: string): KubeObject[] {
+    const out: KubeObject[] = [];
+    for (const w of this.watched.values()) out.push(...(w.objects.get(resource)?.values() ?? []));
+    return out;
+  }
+
   /** A client for a shard's base URL, with the instance's shard credentials. */
   client(shard: string): RestClient | undefined {
     return this.watched.get(shard)?.client;

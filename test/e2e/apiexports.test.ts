@@ -295,6 +295,28 @@ describe('a shared Widget API', () => {
     assert.equal(moved.status, 422, moved.body);
   });
 
+  test('a claim by identity hash: another export\'s provider sees the bound widgets of consumers that accept it', async () => {
+    await createWorkspace('watcher');
+    const hash = (await admin('GET', '/clusters/root:provider/apis/apis.kcp.io/v1alpha2/apiexports/widgets')).json.status.identityHash;
+    const exportOf = (claim: Record<string, unknown>) => ({ apiVersion: 'apis.kcp.io/v1alpha2', kind: 'APIExport', metadata: { name: 'widget-watcher' }, spec: { permissionClaims: [claim] } });
+    // A resource that is not built in must be named by its identity.
+    const unnamed = await admin('POST', '/clusters/root:watcher/apis/apis.kcp.io/v1alpha2/apiexports', exportOf({ group: 'example.com', resource: 'widgets', verbs: ['get'] }));
+    assert.equal(unnamed.status, 422, unnamed.body);
+    assert.match(unnamed.json.message, /identityHash is required for API types that are not built-in/);
+    assert.equal((await admin('POST', '/clusters/root:watcher/apis/apis.kcp.io/v1alpha2/apiexports', exportOf({ group: 'example.com', resource: 'widgets', identityHash: hash, verbs: ['get', 'list', 'watch'] }))).status, 201);
+    await eventually('watcher identity', async () => (await admin('GET', '/clusters/root:watcher/apis/apis.kcp.io/v1alpha2/apiexports/widget-watcher')).json?.status?.identityHash);
+    assert.equal((await bind('consumer-a', 'widget-watcher', 'watcher', 'widget-watcher', [{ group: 'example.com', resource: 'widgets', identityHash: hash, verbs: ['*'], selector: { matchAll: true }, state: 'Accepted' }])).status, 201);
+    await eventually('watcher bound', async () => (await bindingStatus('consumer-a', 'widget-watcher')).phase === 'Bound');
+    const vw = vwBase('watcher', 'widget-watcher');
+    const list = await admin('GET', `${vw}/clusters/*/apis/example.com/v1/widgets`);
+    assert.equal(list.status, 200, list.body);
+    assert.deepEqual(list.json.items.map((o: any) => `${o.metadata.annotations['kcp.io/cluster']}/${o.metadata.name}`), [`${ws['consumer-a']}/w-a`]);
+    // The export asked for reading only.
+    const write = await admin('POST', `${vw}/clusters/${ws['consumer-a']}/apis/example.com/v1/namespaces/default/widgets`, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'from-watcher' } });
+    assert.equal(write.status, 403, write.body);
+    assert.equal((await admin('GET', `${vw}/clusters/${ws['consumer-a']}/apis/example.com/v1/namespaces/default/widgets/w-a`)).status, 200);
+  });
+
   test('a maximal permission policy caps what consumers may do with the bound resource', async () => {
     // other-provider's export (bound in consumer-c) gets a local policy: nothing is allowed
     // until its workspace grants the prefixed user or groups.
