@@ -85,7 +85,7 @@ test('the lock file installs on this Node without engine warnings', () => {
 
 test('executables are named as kubectl expects of plugins, and runnable', () => {
   const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { bin: Record<string, string> };
-  assert.deepEqual(Object.keys(pkg.bin).sort(), ['kcp-ts', 'kubectl-create-workspace', 'kubectl-ws']);
+  assert.deepEqual(Object.keys(pkg.bin).sort(), ['kcp-ts', 'kubectl-create-workspace', 'kubectl-kcp', 'kubectl-ws']);
   for (const [name, file] of Object.entries(pkg.bin)) {
     // kubectl finds `kubectl-<name>` on PATH by file name; putting bin/ on PATH must work.
     assert.equal(file, `bin/${name}`);
