@@ -250,7 +250,9 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
       throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
     }
     req.kcpPrefix = parts.slice(0, 3 + vw.segments).join('/');
-    req.kcpView = vw.view(args.map((a) => decodeURIComponent(a)));
+    req.kcpView = vw.view(args.map((a) => {
+      try { return decodeURIComponent(a); } catch { throw badRequest(`malformed URL path segment "${a}"`); }
+    }));
   }
   const view = req.kcpView;
   const info = parseRequestInfo(req.method, path, query);
