@@ -36,6 +36,16 @@ export const SKIP_ENDPOINT_SLICE_ANNOTATION = 'apiexports.apis.kcp.io/skip-endpo
 /** How long a binding waits before looking again for an export or schema it cannot see yet (ms). */
 const RETRY_MS = 1000;
 
+/**
+ * The wait before an object looks again for what it refers to (an export on another shard,
+ * replicated later): a second while it is new, then a tenth of its age, at most 30 s — a binding
+ * to an export that never comes costs little.
+ */
+function retryAfterMs(obj: KubeObject): number {
+  const age = Date.now() - Date.parse(obj.metadata.creationTimestamp ?? '');
+  return Number.isFinite(age) ? Math.min(30_000, Math.max(RETRY_MS, age / 10)) : RETRY_MS;
+}
+
 type Obj = Record<string, unknown>;
 const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 const conditionsOf = (o: KubeObject): Condition[] => (Array.isArray(asObj(o.status).conditions) ? asObj(o.status).conditions as Condition[] : []);
@@ -145,7 +155,7 @@ export function endpointSliceReconciler(deps: APIsReconcilerDeps) {
     }
     await writeStatus(deps.endpointSlices, scope, slice, { ...status, conditions: conds, endpoints, shardSelector: status.shardSelector ?? '' });
     // An export on another shard may appear later (replication): look again.
-    return exp ? undefined : { requeueAfterMs: RETRY_MS * 5 };
+    return exp ? undefined : { requeueAfterMs: retryAfterMs(slice) };
   };
 }
 
@@ -174,7 +184,7 @@ export function apiBindingReconciler(deps: APIsReconcilerDeps) {
       next.conditions = conds;
       if (!next.phase) next.phase = 'Binding';
       await writeStatus(deps.bindings, scope, binding, next);
-      return retry ? { requeueAfterMs: RETRY_MS } : undefined;
+      return retry ? { requeueAfterMs: retryAfterMs(binding) } : undefined;
     };
     const waiting = (reason: string, message: string) => {
       conds = setCondition(conds, { type: 'APIExportValid', status: 'False', reason, severity: 'Error', message });
