@@ -5,7 +5,8 @@
  *   is allowed the `bind` verb on that APIExport in the export's workspace (a SubjectAccessReview
  *   there, on the export's shard when that is another one); the binding gets the
  *   `internal.apis.kcp.io/export` label and the finalizer that cleans up its objects;
- * - an APIResourceSchema is named `<prefix>.<plural>.<group>` and never changes;
+ * - an APIResourceSchema is named `<prefix>.<plural>.<group>`, is a valid CRD spec, and never
+ *   changes;
  * - a CRD may not take a group/resource a binding of its workspace serves;
  * - an APIExport's resources name their schemas consistently, and its permission claims name
  *   resources that are not built in by their identity hash.
@@ -18,7 +19,7 @@ import type { UserInfo } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
 import type { APICatalog, BoundResource, ExportReference } from './catalog.js';
 import { base62Sha224 } from './identity.js';
-import { BINDINGS_GR, validateExportResources, validateSchemaName } from './schemas.js';
+import { BINDINGS_GR, validateExportResources, validateSchemaName, validateSchemaSpec } from './schemas.js';
 
 /** Finalizer of APIBindings: their bound objects are deleted before they go (kcp's name). */
 export const APIBINDING_FINALIZER = 'apis.kcp.io/apibinding-finalizer';
@@ -111,7 +112,7 @@ export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer, is
 
   const strategies: KcpStrategies = {
     apiresourceschemas: {
-      validate: (o) => validateSchemaName(o),
+      validate: (o) => [...validateSchemaName(o), ...validateSchemaSpec(o)],
       validateUpdate: (o, old): StatusCause[] => JSON.stringify(o.spec) === JSON.stringify(old.spec) ? []
         : [{ reason: 'FieldValueForbidden', field: 'spec', message: 'Forbidden: APIResourceSchema is immutable' }],
     },

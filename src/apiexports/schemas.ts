@@ -10,6 +10,7 @@ import type { StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import { descriptorsForCRD } from '../apiextensions/customresources.js';
+import { applyCRDDefaults, validateCRD } from '../apiextensions/crdvalidation.js';
 
 type Obj = Record<string, unknown>;
 const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
@@ -56,6 +57,19 @@ export function validateSchemaName(schema: KubeObject): StatusCause[] {
   const name = schema.metadata.name ?? '';
   if (name.endsWith(suffix) && name.length > suffix.length) return [];
   return [{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: "${name}": must be <prefix>${suffix}` }];
+}
+
+/**
+ * Validates an APIResourceSchema's spec as the CRD it stands for (kcp's apiresourceschema
+ * admission runs kube's CRD validation): structural schema, types, defaults, CEL rules, names,
+ * versions. Causes name the schema's fields (`spec.versions[i].schema…`).
+ */
+export function validateSchemaSpec(schema: KubeObject): StatusCause[] {
+  const crd = crdOfSchema({ ...schema, metadata: { ...schema.metadata, uid: schema.metadata.uid ?? 'new' } }) as unknown as Obj;
+  applyCRDDefaults(crd);
+  return validateCRD(crd)
+    .filter((c) => !c.field?.startsWith('metadata.'))
+    .map((c) => ({ ...c, field: c.field?.replace(/^(spec\.versions\[\d+\]\.schema)\.openAPIV3Schema/, '$1') }));
 }
 
 /**

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import type { KubeObject } from '../../src/apimachinery/meta.js';
 import { base62Sha224, identityHash, newIdentityKey } from '../../src/apiexports/identity.js';
 import { apiBindingToV1alpha1, apiBindingToV1alpha2, apiExportToV1alpha1, apiExportToV1alpha2 } from '../../src/apiexports/conversion.js';
-import { crdOfSchema, validateExportResources, validateSchemaName } from '../../src/apiexports/schemas.js';
+import { crdOfSchema, validateExportResources, validateSchemaName, validateSchemaSpec } from '../../src/apiexports/schemas.js';
 import { compareVersionPriority } from '../../src/apiextensions/customresources.js';
 
 test('identity: a 43-character URL-safe key; its hash is the hex SHA-256 of the key text', () => {
@@ -94,6 +94,17 @@ test('schema names are <prefix>.<plural>.<group>; export resources must match th
   assert.deepEqual(validateExportResources(exp([{ name: 'widgets', group: 'example.com', schema: 'v1.widgets.example.com' }])), []);
   const bad = validateExportResources(exp([{ name: 'widgets', group: 'example.com', schema: 'v1.gadgets.example.com' }, { name: 'widgets', group: 'example.com', schema: 'v2.widgets.example.com' }]));
   assert.deepEqual(bad.map((c) => c.field), ['spec.resources[0].schema', 'spec.resources[1]']);
+});
+
+test('a schema is validated as the CRD it stands for, causes naming the schema\'s fields', () => {
+  const schema = (type: string): KubeObject => ({
+    apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIResourceSchema', metadata: { name: 'v1.widgets.example.com' },
+    spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' }, versions: [{ name: 'v1', served: true, storage: true, schema: { type: 'object', properties: { spec: { type } } } }] },
+  });
+  assert.deepEqual(validateSchemaSpec(schema('object')), []);
+  const bad = validateSchemaSpec(schema('foo'));
+  assert.equal(bad.length, 1);
+  assert.equal(bad[0]!.field, 'spec.versions[0].schema.properties[spec].type');
 });
 
 test('a schema stands for a CRD with its versions\' schemas under openAPIV3Schema', () => {
