@@ -73,9 +73,13 @@ export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer, is
       : [{ reason: 'FieldValueInvalid', field: `spec.permissionClaims[${i}].identityHash`, message: 'Invalid value: "": identityHash is required for API types that are not built-in' }]);
   };
   /** Throws 403 unless the caller may bind the export `ref` names. Returns its logical cluster. */
-  const checkBind = async (ref: ExportReference, attrs: AdmissionAttributes, what: string): Promise<string> => {
+  const checkBind = async (obj: KubeObject, ref: ExportReference, attrs: AdmissionAttributes, what: 'APIBinding' | 'APIExportEndpointSlice'): Promise<string> => {
     const verb = attrs.operation;
-    const refused = () => new StatusError(403, 'Forbidden', `unable to ${verb} ${what}: no permission to bind to export ${display(ref)}`);
+    // kube's admission Forbidden: `<resource>.<group> "<name>" is forbidden: <reason>`.
+    const resource = what === 'APIBinding' ? 'apibindings' : 'apiexportendpointslices';
+    const name = obj.metadata.name ?? '';
+    const refused = () => new StatusError(403, 'Forbidden', `${resource}.apis.kcp.io "${name}" is forbidden: unable to ${verb} ${what}: no permission to bind to export ${display(ref)}`,
+      { name, group: 'apis.kcp.io', kind: resource });
     const cluster = catalog.exportCluster(attrs.cluster, ref);
     if (!cluster) throw refused();
     if (!(await mayBind(attrs.user, cluster, 'bind', ref.name))) throw refused();
@@ -88,7 +92,7 @@ export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer, is
       const ref = referenceOf(obj, 'reference');
       if (!ref) return; // the schema requires it: 422 follows
       if (attrs.operation === 'create') {
-        const cluster = await checkBind(ref, attrs, 'APIBinding');
+        const cluster = await checkBind(obj, ref, attrs, 'APIBinding');
         obj.metadata.labels = { ...(obj.metadata.labels ?? {}), [EXPORT_LABEL]: exportLabelValue(cluster, ref.name) };
       } else if (obj.metadata.labels?.[EXPORT_LABEL] !== attrs.old!.metadata.labels?.[EXPORT_LABEL]) {
         // The label is the server's: kept as it was. (A changed reference is refused by the
@@ -106,7 +110,7 @@ export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer, is
       const ref = referenceOf(obj, 'export');
       if (!ref) return;
       if (attrs.operation === 'update' && JSON.stringify(referenceOf(attrs.old!, 'export')) === JSON.stringify(ref)) return;
-      await checkBind(ref, attrs, 'APIExportEndpointSlice');
+      await checkBind(obj, ref, attrs, 'APIExportEndpointSlice');
     },
   };
 

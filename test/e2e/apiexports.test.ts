@@ -105,6 +105,14 @@ describe('a shared Widget API', () => {
       return s?.status?.endpoints?.length && s;
     });
     assert.deepEqual(slice.status.endpoints, [{ url: `${srv.url}${vwBase('provider', 'widgets')}` }]);
+    // A schema is a valid CRD spec under its <prefix>.<plural>.<group> name.
+    const badSchema = { apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIResourceSchema', metadata: { name: 'v2.widgets.example.com' },
+      spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'widgets', kind: 'Widget' }, versions: [{ name: 'v2', served: true, storage: true, schema: { type: 'object', properties: { spec: { type: 'foo' } } } }] } };
+    const refused = await admin('POST', '/clusters/root:provider/apis/apis.kcp.io/v1alpha1/apiresourceschemas', badSchema);
+    assert.equal(refused.status, 422, refused.body);
+    assert.equal(refused.json.details.causes[0].field, 'spec.versions[0].schema.properties[spec].type');
+    const misnamed = await admin('POST', '/clusters/root:provider/apis/apis.kcp.io/v1alpha1/apiresourceschemas', { ...badSchema, metadata: { name: 'v2.gadgets.example.com' } });
+    assert.equal(misnamed.status, 422);
     // A schema never changes.
     const edit = await admin('PATCH', '/clusters/root:provider/apis/apis.kcp.io/v1alpha1/apiresourceschemas/v1.widgets.example.com', { spec: { names: { shortNames: ['x'] } } }, { 'content-type': 'application/merge-patch+json' });
     assert.equal(edit.status, 422, edit.body);
@@ -284,7 +292,8 @@ describe('a shared Widget API', () => {
     const body = { apiVersion: 'apis.kcp.io/v1alpha2', kind: 'APIBinding', metadata: { name: 'widgets' }, spec: { reference: { export: { path: 'root:provider', name: 'widgets' } } } };
     const refused = await as('tenant-token', 'POST', '/clusters/root:tenant-ws/apis/apis.kcp.io/v1alpha2/apibindings', body);
     assert.equal(refused.status, 403, refused.body);
-    assert.equal(refused.json.message, 'unable to create APIBinding: no permission to bind to export root:provider:widgets');
+    assert.equal(refused.json.message, 'apibindings.apis.kcp.io "widgets" is forbidden: unable to create APIBinding: no permission to bind to export root:provider:widgets');
+    assert.deepEqual([refused.json.reason, refused.json.details.kind, refused.json.details.name], ['Forbidden', 'apibindings', 'widgets']);
     await grant('provider', 'tenant-bind', [{ apiGroups: ['apis.kcp.io'], resources: ['apiexports'], resourceNames: ['widgets'], verbs: ['bind'] }]);
     const ok = await as('tenant-token', 'POST', '/clusters/root:tenant-ws/apis/apis.kcp.io/v1alpha2/apibindings', body);
     assert.equal(ok.status, 201, ok.body);
