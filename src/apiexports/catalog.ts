@@ -24,6 +24,15 @@ export interface BoundResource {
   storageVersions?: string[];
 }
 
+/**
+ * Whether a binding's accepted permission claim covers every object of its resource
+ * (`selector.matchAll`, or no selector as v1alpha1's `all`). Only such claims are applied here.
+ */
+export function claimMatchesAll(claim: object): boolean {
+  const selector = (claim as { selector?: { matchAll?: boolean } }).selector;
+  return selector === undefined || selector.matchAll === true;
+}
+
 /** What the catalog reads from. */
 export interface CatalogSources {
   cache: WatchCache;

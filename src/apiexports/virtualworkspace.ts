@@ -21,7 +21,7 @@ import type { APIRegistry, ClusterAPIs } from '../apiextensions/registry.js';
 import type { Store, UserInfo } from '../registry/store.js';
 import type { CacheEntry, WatchCache } from '../storage/watchcache.js';
 import { exportLabelValue, EXPORT_LABEL } from './admission.js';
-import type { APICatalog, BoundResource } from './catalog.js';
+import { claimMatchesAll, type APICatalog, type BoundResource } from './catalog.js';
 import { BINDINGS_GR } from './schemas.js';
 
 /** What a virtual workspace request addresses, after its prefix. */
@@ -47,8 +47,8 @@ export interface VirtualView {
    * (403). May reject with a StatusError (503 when the export's shard cannot be asked).
    */
   authorize(r: VirtualRequest): Promise<string | undefined>;
-  /** For a wildcard list or watch of `store`: the objects the view may show. */
-  restrict(store: Store): ((e: CacheEntry) => boolean) | undefined;
+  /** For a wildcard `list` or `watch` (`verb`) of `store`: the objects the view may show. */
+  restrict(store: Store, verb: 'list' | 'watch'): ((e: CacheEntry) => boolean) | undefined;
 }
 
 /** Whether `user` may `verb` the export's `content` in its logical cluster (apiexports/content). */
@@ -88,7 +88,8 @@ class BindingIndex {
     const bound = new Set(((asObj(b.status).boundResources ?? []) as BoundResource[]).map((r) => grKey(r.group, r.resource)));
     const claims = new Map<string, string[]>();
     for (const c of (asObj(b.spec).permissionClaims ?? []) as Claim[]) {
-      if (c.state === 'Accepted') claims.set(`${grKey(c.group ?? '', c.resource ?? '')}/${c.identityHash ?? ''}`, c.verbs ?? ['*']);
+      // Only claims on all objects are applied (the apibinding controller reports the others).
+      if (c.state === 'Accepted' && claimMatchesAll(c)) claims.set(`${grKey(c.group ?? '', c.resource ?? '')}/${c.identityHash ?? ''}`, c.verbs ?? ['*']);
     }
     let clusters = this.byExport.get(label);
     if (!clusters) { clusters = new Map(); this.byExport.set(label, clusters); }
@@ -207,7 +208,7 @@ export class APIExportVirtualWorkspace {
         const allowed = await this.deps.mayAccessContent(r.user, exportCluster, r.verb, exportName);
         return allowed ? undefined : `access to the content of APIExport ${exportClusterOrPath}|${exportName} is not allowed`;
       },
-      restrict: (store) => {
+      restrict: (store, verb) => {
         const d = store.desc;
         const gr = grKey(d.group, d.plural);
         if (d.group === 'apis.kcp.io' && d.plural === 'apibindings') return (e) => e.labels?.[EXPORT_LABEL] === label;
@@ -215,7 +216,7 @@ export class APIExportVirtualWorkspace {
         return (e) => {
           const binding = this.bindings.binding(label, e.cluster);
           const verbs = claimVerbs(gr, binding);
-          return verbs.includes('*') || verbs.includes('list');
+          return verbs.includes('*') || verbs.includes(verb);
         };
       },
     };

@@ -373,14 +373,14 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     case 'list': {
       const out = negotiateOutput(accept, true);
       const opts = listOptions(query);
-      if (view && info.cluster === '*') opts.restrict = view.restrict(store);
+      if (view && info.cluster === '*') opts.restrict = view.restrict(store, 'list');
       const res = await store.list(scope, opts);
       return sendList(reply, res.items, { resourceVersion: res.resourceVersion, continue: res.continue, remainingItemCount: res.remainingItemCount }, store, out, query, info.cluster === '*');
     }
     case 'watch': {
       const out = negotiateOutput(accept, true);
       const opts = listOptions(query);
-      if (view && info.cluster === '*') opts.restrict = view.restrict(store);
+      if (view && info.cluster === '*') opts.restrict = view.restrict(store, 'watch');
       const filter = store.compileFilter(opts);
       const include = parseIncludeObject(query.get('includeObject'));
       const wildcard = info.cluster === '*';

@@ -246,6 +246,16 @@ describe('a shared Widget API', () => {
     const list = async (exportWs: string) => ((await admin('GET', `${vwBase(exportWs, 'widgets')}/clusters/*/apis/example.com/v1/widgets`)).json.items as any[]).map((o) => o.metadata.name).sort();
     assert.deepEqual(await list('provider'), ['w-a', 'w-b', 'w-b2']);
     assert.deepEqual(await list('other-provider'), ['w-c']);
+    // A claim accepted for some objects only (a label selector) is not applied here: nothing
+    // of the resource is shared, and the binding says why.
+    assert.equal((await admin('POST', '/clusters/root:consumer-c/api/v1/namespaces/default/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'team-a', labels: { team: 'a' } } })).status, 201);
+    const selective = { spec: { permissionClaims: [{ group: '', resource: 'configmaps', verbs: ['*'], selector: { matchLabels: { team: 'a' } }, state: 'Accepted' }] } };
+    assert.equal((await admin('PATCH', '/clusters/root:consumer-c/apis/apis.kcp.io/v1alpha2/apibindings/widgets', selective, { 'content-type': 'application/merge-patch+json' })).status, 200);
+    const applied = await eventually('selector reported', async () => (await bindingStatus('consumer-c', 'widgets')).conditions?.find((c: { type: string; reason?: string }) => c.type === 'PermissionClaimsApplied' && c.reason === 'SelectorNotSupported'));
+    assert.match(applied.message, /selectors other than matchAll are not supported \(configmaps\./);
+    const cms = await admin('GET', `${vwBase('other-provider', 'widgets')}/clusters/*/api/v1/configmaps`);
+    assert.deepEqual(cms.json.items, []);
+    assert.equal((await admin('GET', `${vwBase('other-provider', 'widgets')}/clusters/${ws['consumer-c']}/api/v1/namespaces/default/configmaps/team-a`)).status, 403);
   });
 
   test('conflicts: a second binding or a CRD of the same group/resource is refused with a condition', async () => {

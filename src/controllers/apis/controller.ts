@@ -21,7 +21,7 @@ import { isStatus } from '../../apimachinery/errors.js';
 import { setCondition, findCondition, type Condition } from '../../apimachinery/conditions.js';
 import type { KubeObject } from '../../apimachinery/meta.js';
 import { CRD_GR } from '../../apiextensions/customresources.js';
-import type { APICatalog, BoundResource, ExportReference } from '../../apiexports/catalog.js';
+import { claimMatchesAll, type APICatalog, type BoundResource, type ExportReference } from '../../apiexports/catalog.js';
 import { APIBINDING_FINALIZER } from '../../apiexports/admission.js';
 import { IDENTITY_SECRET_KEY, IDENTITY_SECRET_NAMESPACE, identityHash, newIdentityKey } from '../../apiexports/identity.js';
 import type { ResourceDescriptor } from '../../apis/types.js';
@@ -255,11 +255,16 @@ export function apiBindingReconciler(deps: APIsReconcilerDeps) {
     const exportClaims = new Map(((next.exportPermissionClaims ?? []) as Obj[]).map((c) => [claimKey(c), c] as const));
     const accepted = ((asObj(binding.spec).permissionClaims ?? []) as Obj[]).filter((c) => c.state === 'Accepted');
     const unknown = accepted.filter((c) => !exportClaims.has(claimKey(c)));
-    next.appliedPermissionClaims = accepted.filter((c) => exportClaims.has(claimKey(c))).map(({ state: _state, ...c }) => c);
+    // A claim limited to some objects (a selector other than matchAll) is not applied: this
+    // server shares all of a claimed resource or nothing, and never more than was accepted.
+    const selective = accepted.filter((c) => exportClaims.has(claimKey(c)) && !claimMatchesAll(c));
+    next.appliedPermissionClaims = accepted.filter((c) => exportClaims.has(claimKey(c)) && claimMatchesAll(c)).map(({ state: _state, ...c }) => c);
     conds = setCondition(conds, unknown.length
       ? { type: 'PermissionClaimsValid', status: 'False', reason: 'InvalidPermissionClaims', severity: 'Error', message: `${unknown.length} unexpected and/or invalid permission claims (${unknown.map((c) => `${c.resource}.${c.group ?? ''}`).join(', ')})` }
       : { type: 'PermissionClaimsValid', status: 'True' });
-    conds = setCondition(conds, { type: 'PermissionClaimsApplied', status: 'True' });
+    conds = setCondition(conds, selective.length
+      ? { type: 'PermissionClaimsApplied', status: 'False', reason: 'SelectorNotSupported', severity: 'Error', message: `Permission claims have not been fully applied: selectors other than matchAll are not supported (${selective.map((c) => `${c.resource}.${c.group ?? ''}`).join(', ')})` }
+      : { type: 'PermissionClaimsApplied', status: 'True' });
     conds = setCondition(conds, { type: 'BindingUpToDate', status: 'True' });
     conds = setCondition(conds, { type: 'InitialBindingCompleted', status: 'True' });
     conds = setCondition(conds, { type: 'Ready', status: 'True' });
