@@ -7,7 +7,7 @@
 import { CLUSTER_ANNOTATION, type KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import type { WatchCache } from '../storage/watchcache.js';
-import { descriptorsForSchema, EXPORTS_GR, SCHEMAS_GR } from './schemas.js';
+import { BINDINGS_GR, descriptorsForSchema, EXPORTS_GR, SCHEMAS_GR } from './schemas.js';
 
 /** Replicated resource paths (ShardDirectory `replicate`) of exports and schemas. */
 export const EXPORTS_PATH = 'apis/apis.kcp.io/v1alpha2/apiexports';
@@ -83,6 +83,24 @@ export class APICatalog {
       const r = ((exp.spec as { resources?: { group?: string; name?: string; schema?: string }[] } | undefined)?.resources ?? [])
         .find((x) => (x.group ?? '') === group && x.name === resource);
       if (r?.schema) return this.schema(cluster, r.schema);
+    }
+    return undefined;
+  }
+
+  /**
+   * The export a bound resource of logical cluster `cluster` comes from: the APIBinding of the
+   * cluster that binds `desc`'s group/resource with `desc.identity`, and its export's logical
+   * cluster and name. Undefined for a resource that is not bound.
+   */
+  exportOfBound(cluster: string, desc: ResourceDescriptor): { cluster: string; name: string } | undefined {
+    if (!desc.identity) return undefined;
+    for (const e of this.src.cache.list(BINDINGS_GR, cluster)) {
+      if (!e.json.includes(desc.identity)) continue;
+      const binding = JSON.parse(e.json) as KubeObject;
+      const status = (binding.status ?? {}) as { apiExportClusterName?: string; boundResources?: BoundResource[] };
+      if (!status.boundResources?.some((b) => b.group === desc.group && b.resource === desc.plural && b.schema.identityHash === desc.identity)) continue;
+      const name = (binding.spec as { reference?: { export?: { name?: string } } } | undefined)?.reference?.export?.name;
+      if (status.apiExportClusterName && name) return { cluster: status.apiExportClusterName, name };
     }
     return undefined;
   }

@@ -6,13 +6,10 @@
  * RBAC, must also be allowed by the RBAC of the export's workspace for the same user and groups
  * with the prefix `apis.kcp.io:binding:` (a deep SubjectAccessReview there).
  */
-import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import type { AuthzAttributes } from '../auth/authorizer.js';
 import type { UserInfo } from '../registry/store.js';
-import type { WatchCache } from '../storage/watchcache.js';
-import type { APICatalog, BoundResource } from './catalog.js';
-import { BINDINGS_GR } from './schemas.js';
+import type { APICatalog } from './catalog.js';
 
 /** Prefix of the user and groups a maximal permission policy is written for. */
 export const MAXIMAL_PERMISSION_PREFIX = 'apis.kcp.io:binding:';
@@ -24,24 +21,16 @@ export type DeepAuthorizer = (user: UserInfo, cluster: string, attrs: AuthzAttri
  * The check of a request on a bound resource (`desc.identity` set) in logical cluster
  * `cluster`: undefined when allowed (or when the export has no local policy), else the reason.
  */
-export function maximalPermissionPolicy(deps: { cache: WatchCache; catalog: APICatalog; authorize: DeepAuthorizer }) {
+export function maximalPermissionPolicy(deps: { catalog: APICatalog; authorize: DeepAuthorizer }) {
   return async (cluster: string, desc: ResourceDescriptor, attrs: AuthzAttributes): Promise<string | undefined> => {
-    if (!desc.identity) return undefined;
-    for (const e of deps.cache.list(BINDINGS_GR, cluster)) {
-      if (!e.json.includes(desc.identity)) continue;
-      const binding = JSON.parse(e.json) as KubeObject;
-      const status = (binding.status ?? {}) as { apiExportClusterName?: string; boundResources?: BoundResource[] };
-      if (!status.boundResources?.some((b) => b.group === desc.group && b.resource === desc.plural && b.schema.identityHash === desc.identity)) continue;
-      const exportName = ((binding.spec as { reference?: { export?: { name?: string } } } | undefined)?.reference?.export?.name) ?? '';
-      const exportCluster = status.apiExportClusterName ?? '';
-      const exp = deps.catalog.export(exportCluster, exportName);
-      const policy = (exp?.spec as { maximalPermissionPolicy?: { local?: unknown } } | undefined)?.maximalPermissionPolicy;
-      if (!policy?.local) return undefined;
-      const user = attrs.user;
-      const prefixed: UserInfo = { ...user, name: `${MAXIMAL_PERMISSION_PREFIX}${user.name}`, groups: user.groups.map((g) => `${MAXIMAL_PERMISSION_PREFIX}${g}`) };
-      if (await deps.authorize(prefixed, exportCluster, { ...attrs, user: prefixed, cluster: exportCluster })) return undefined;
-      return `the maximal permission policy of APIExport ${exportCluster}|${exportName} does not allow it`;
-    }
-    return undefined;
+    const from = deps.catalog.exportOfBound(cluster, desc);
+    if (!from) return undefined;
+    const exp = deps.catalog.export(from.cluster, from.name);
+    const policy = (exp?.spec as { maximalPermissionPolicy?: { local?: unknown } } | undefined)?.maximalPermissionPolicy;
+    if (!policy?.local) return undefined;
+    const user = attrs.user;
+    const prefixed: UserInfo = { ...user, name: `${MAXIMAL_PERMISSION_PREFIX}${user.name}`, groups: user.groups.map((g) => `${MAXIMAL_PERMISSION_PREFIX}${g}`) };
+    if (await deps.authorize(prefixed, from.cluster, { ...attrs, user: prefixed, cluster: from.cluster })) return undefined;
+    return `the maximal permission policy of APIExport ${from.cluster}|${from.name} does not allow it`;
   };
 }

@@ -715,6 +715,12 @@ export const BUILTIN_PATCH_META: Record<string, PatchMeta> = Object.freeze({
   'rbac.authorization.k8s.io/RoleBinding': withObjectMeta(),
   'rbac.authorization.k8s.io/ClusterRole': withObjectMeta(),
   'rbac.authorization.k8s.io/ClusterRoleBinding': withObjectMeta(),
+  'admissionregistration.k8s.io/ValidatingWebhookConfiguration': withObjectMeta({
+    webhooks: { strategy: 'merge', mergeKey: 'name' }, 'webhooks.matchConditions': { strategy: 'merge', mergeKey: 'name' },
+  }),
+  'admissionregistration.k8s.io/MutatingWebhookConfiguration': withObjectMeta({
+    webhooks: { strategy: 'merge', mergeKey: 'name' }, 'webhooks.matchConditions': { strategy: 'merge', mergeKey: 'name' },
+  }),
   'apiextensions.k8s.io/CustomResourceDefinition': withObjectMeta({
     'spec.versions.schema.openAPIV3Schema.x-kubernetes-validations': { strategy: 'merge', mergeKey: 'rule' },
   }),

@@ -8,6 +8,7 @@ import type { StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor, TableColumn } from './types.js';
 import { applyCRDDefaults, validateCRD } from '../apiextensions/crdvalidation.js';
+import { defaultWebhookConfiguration, validateWebhookConfiguration } from '../admission/webhooks.js';
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
@@ -303,6 +304,19 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     namespaced: false, verbs: ALL_VERBS, columns: bindingColumns,
     strategy: { nameRule: 'pathSegment', allowCreateOnUpdate: true, validate: (o) => validateBinding(o, true), validateUpdate: (o, old) => [...validateBinding(o, true), ...roleRefImmutable(o, old)] },
   },
+  ...(['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration'] as const).map((kind): ResourceDescriptor => {
+    const mutating = kind === 'MutatingWebhookConfiguration';
+    return {
+      group: 'admissionregistration.k8s.io', version: 'v1', kind, listKind: `${kind}List`, plural: `${kind.toLowerCase()}s`, singular: kind.toLowerCase(),
+      namespaced: false, categories: ['api-extensions'], verbs: ALL_VERBS,
+      columns: [{ name: 'Webhooks', type: 'integer', priority: 0, cell: (o) => (Array.isArray(o.webhooks) ? o.webhooks.length : 0) }],
+      strategy: {
+        prepareForCreate: (o) => defaultWebhookConfiguration(o, mutating),
+        prepareForUpdate: (o) => defaultWebhookConfiguration(o, mutating),
+        validate: (o) => validateWebhookConfiguration(o, mutating),
+      },
+    };
+  }),
   {
     group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition', listKind: 'CustomResourceDefinitionList',
     plural: 'customresourcedefinitions', singular: 'customresourcedefinition', namespaced: false, shortNames: ['crd', 'crds'],

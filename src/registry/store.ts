@@ -200,6 +200,36 @@ export interface StoreBackend {
   cache: WatchCache;
   /** Checks a namespace can take new objects (exists, not terminating); throws a Status otherwise. */
   checkNamespace(cluster: string, namespace: string): Promise<void>;
+  /** Dynamic admission (webhooks), if any: run on every create, update, patch and delete. */
+  webhooks?: WebhookAdmission;
+}
+
+/** What a dynamic admission step sees of a write (kube's admission.Attributes for webhooks). */
+export interface WebhookAttributes {
+  operation: 'CREATE' | 'UPDATE' | 'DELETE';
+  cluster: string;
+  desc: ResourceDescriptor;
+  subresource: string;
+  namespace: string;
+  name: string;
+  user: UserInfo;
+  /** The object to write (CREATE, UPDATE). */
+  object?: KubeObject;
+  /** The stored object (UPDATE, DELETE). */
+  oldObject?: KubeObject;
+  dryRun: boolean;
+  /** Collects `Warning` texts for the response. */
+  warnings?: string[];
+}
+
+/**
+ * Dynamic admission after the resource's own admission (src/admission/webhooks.ts): `mutate`
+ * before schema validation (resolves to the object to continue with), `validate` after it; both
+ * reject with the StatusError to answer.
+ */
+export interface WebhookAdmission {
+  mutate(a: WebhookAttributes): Promise<KubeObject | undefined>;
+  validate(a: WebhookAttributes): Promise<void>;
 }
 
 /** Maximum optimistic-concurrency retries of a patch or internal update. */
@@ -419,10 +449,32 @@ export class Store {
       obj.status = status;
     } else this.desc.strategy?.prepareForCreate?.(obj);
     await this.desc.strategy?.admit?.(obj, { operation: 'create', cluster: scope.cluster, user: scope.user });
-    this.validate(obj);
+    const hooks = this.backend.webhooks;
+    const attrs = (object: KubeObject): WebhookAttributes => ({
+      operation: 'CREATE', cluster: scope.cluster, desc: this.desc, subresource: '', namespace: meta.namespace ?? '', name: meta.name!,
+      user: scope.user, object, dryRun: Boolean(scope.dryRun), warnings: scope.warnings,
+    });
+    const admitted = hooks ? this.keepSystemMeta(obj, await hooks.mutate(attrs(obj))) : obj;
+    this.validate(admitted);
+    if (hooks) await hooks.validate(attrs(admitted));
     if (this.desc.namespaced && !namespaceKnown) await this.backend.checkNamespace(scope.cluster, meta.namespace!);
-    if (!applied) this.trackUpdate(undefined, obj, scope);
-    return { obj, generated };
+    if (!applied) this.trackUpdate(undefined, admitted, scope);
+    return { obj: admitted, generated };
+  }
+
+  /**
+   * The object a mutating webhook returned, with what the server owns put back as it was before
+   * (name, namespace, uid, creation time, resourceVersion, generation, deletion): a webhook may
+   * change labels, annotations, spec and so on, not the object's identity.
+   */
+  private keepSystemMeta(before: KubeObject, after: KubeObject | undefined): KubeObject {
+    if (!after || after === before) return before;
+    const b = before.metadata; const m = (after.metadata ??= {});
+    for (const k of ['name', 'namespace', 'uid', 'creationTimestamp', 'resourceVersion', 'generation', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generateName'] as const) {
+      if (b[k] === undefined) delete m[k]; else (m as Record<string, unknown>)[k] = b[k];
+    }
+    after.apiVersion = before.apiVersion; after.kind = before.kind;
+    return after;
   }
 
   /**
@@ -686,11 +738,18 @@ export class Store {
     }
     if (this.desc.strategy?.tracksGeneration && (!subresource || subresource === 'scale') && specChanged(old, merged)) m.generation = (o.generation ?? 1) + 1;
     await this.desc.strategy?.admit?.(merged, { operation: 'update', cluster: scope.cluster, user: scope.user, old, subresource });
+    const hooks = this.backend.webhooks;
+    const attrs = (object: KubeObject): WebhookAttributes => ({
+      operation: 'UPDATE', cluster: scope.cluster, desc: this.desc, subresource: subresource ?? '', namespace: o.namespace ?? '', name: o.name!,
+      user: scope.user, object, oldObject: old, dryRun: Boolean(scope.dryRun), warnings: scope.warnings,
+    });
+    if (hooks) merged = this.keepSystemMeta(merged, await hooks.mutate(attrs(merged)));
     this.validate(merged, old);
+    if (hooks) await hooks.validate(attrs(merged));
     if (!applied) this.trackUpdate(old, merged, scope, subresource);
-    m.resourceVersion = oldRv;
+    merged.metadata.resourceVersion = oldRv;
     if (sameContent(old, merged)) return { action: 'none', merged, oldRv };
-    const deleting = m.deletionTimestamp && !m.finalizers?.length && !this.desc.strategy?.deletionPending?.(merged);
+    const deleting = merged.metadata.deletionTimestamp && !merged.metadata.finalizers?.length && !this.desc.strategy?.deletionPending?.(merged);
     return { action: deleting ? 'delete' : 'update', merged, oldRv };
   }
 
@@ -844,6 +903,11 @@ export class Store {
         throw conflict(this.gr, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${m.resourceVersion}`);
       }
       this.desc.strategy?.admitDelete?.(obj, { cluster: scope.cluster, user: scope.user });
+      if (attempt === 0 && this.backend.webhooks) {
+        const a: WebhookAttributes = { operation: 'DELETE', cluster: scope.cluster, desc: this.desc, subresource: '', namespace: m.namespace ?? '', name, user: scope.user, oldObject: obj, dryRun: Boolean(scope.dryRun), warnings: scope.warnings };
+        await this.backend.webhooks.mutate(a);
+        await this.backend.webhooks.validate(a);
+      }
       const heldByStrategy = Boolean(this.desc.strategy?.deletionPending?.(obj));
       if (m.deletionTimestamp && heldByStrategy) return { deleted: false, json: JSON.stringify(obj) };
       const gc = gcFinalizersForDelete(m.finalizers, opts);

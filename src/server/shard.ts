@@ -45,6 +45,7 @@ import { apisAdmission, crdOverlapAdmission } from '../apiexports/admission.js';
 import { BINDINGS_GR } from '../apiexports/schemas.js';
 import { APIExportVirtualWorkspace } from '../apiexports/virtualworkspace.js';
 import { maximalPermissionPolicy } from '../apiexports/maximalpermission.js';
+import { Webhooks } from '../admission/webhooks.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
 import { RevokedCertificates } from '../auth/revocation.js';
@@ -401,6 +402,8 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       replicated: (resource, cluster, name) => directory.replicated(resource, cluster, name),
       replicatedList: (resource) => directory.replicatedList(resource),
     });
+    // Admission webhooks of each logical cluster, and of the export of a bound resource.
+    backend.webhooks = new Webhooks({ cache, exportClusterOf: (cluster, desc) => catalog.exportOfBound(cluster, desc)?.cluster });
     // Permissions on an export are held without entering its workspace (kcp's deep SAR).
     const builtinGRs = new Set(BUILTIN_RESOURCES.map((d) => `${d.group}/${d.plural}`));
     const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }, true),
@@ -493,7 +496,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         return desc.kind === 'SelfSubjectRulesReview' ? evaluateRulesReview(authz, body, user, cluster, exists) : evaluateAccessReview(authz, body, user, cluster, exists, deep);
       },
       maximalPermission: maximalPermissionPolicy({
-        cache, catalog,
+        catalog,
         authorize: (user, cluster, attrs) => authorizeIn(user, cluster, { verb: attrs.verb, group: attrs.apiGroup, resource: attrs.resource, subresource: attrs.subresource, name: attrs.name }, true),
       }),
       virtualWorkspaces: {

@@ -329,7 +329,8 @@ test('BUILTIN_PATCH_META covers the served kinds and always includes ObjectMeta'
   const kinds = ['/Namespace', '/ConfigMap', '/Secret', '/ServiceAccount', '/Event', '/LimitRange', '/ResourceQuota',
     'events.k8s.io/Event', 'coordination.k8s.io/Lease', 'rbac.authorization.k8s.io/Role',
     'rbac.authorization.k8s.io/RoleBinding', 'rbac.authorization.k8s.io/ClusterRole',
-    'rbac.authorization.k8s.io/ClusterRoleBinding', 'apiextensions.k8s.io/CustomResourceDefinition'];
+    'rbac.authorization.k8s.io/ClusterRoleBinding', 'apiextensions.k8s.io/CustomResourceDefinition',
+    'admissionregistration.k8s.io/ValidatingWebhookConfiguration', 'admissionregistration.k8s.io/MutatingWebhookConfiguration'];
   assert.deepEqual(Object.keys(BUILTIN_PATCH_META).sort(), [...kinds].sort());
   for (const k of kinds) {
     assert.deepEqual(BUILTIN_PATCH_META[k]!['metadata.ownerReferences'], { strategy: 'merge', mergeKey: 'uid' }, k);

@@ -1,0 +1,338 @@
+/**
+ * Dynamic admission webhooks per logical cluster, with kube-apiserver's semantics
+ * (https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/;
+ * k8s.io/apiserver/pkg/admission/plugin/webhook): the MutatingWebhookConfigurations and
+ * ValidatingWebhookConfigurations of the request's logical cluster — and, for a resource bound
+ * from an APIExport, those of the export's workspace (kcp's "webhooks for bound resources") — are
+ * called with an `admission.k8s.io/v1` AdmissionReview over HTTPS:
+ *
+ * - matching: `rules` (operations, apiGroups, apiVersions, resources with subresources and
+ *   wildcards, scope), `matchPolicy` (Equivalent: any served version of the group/resource),
+ *   `namespaceSelector` (the labels of the object's namespace, or of a Namespace itself),
+ *   `objectSelector` (the new or the old object's labels);
+ * - mutating webhooks first, in order, each seeing the previous one's result (JSON patches),
+ *   with `reinvocationPolicy: IfNeeded` called once more when a later webhook changed the
+ *   object; then schema validation; then validating webhooks;
+ * - `failurePolicy` (Fail, the default: 500 `failed calling webhook`; Ignore: skipped),
+ *   `timeoutSeconds` (default 10), `sideEffects` (a dry-run request is refused by a webhook with
+ *   side effects), a denial answers the webhook's status (code ≥ 400, default 400) with
+ *   `admission webhook "<name>" denied the request: <message>`; warnings become `Warning`
+ *   headers.
+ *
+ * A webhook of one workspace never sees another workspace's requests: configurations are read
+ * per logical cluster. The configurations themselves are never sent to webhooks (kube's rule,
+ * so that a broken webhook cannot lock its own configuration). `clientConfig.service` is
+ * refused when a configuration is written: kcp-ts has no Services to route to; use `url`.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { Agent, request } from 'node:https';
+import { isIP } from 'node:net';
+import * as jsonPatch from 'rfc6902';
+import { StatusError, type StatusCause } from '../apimachinery/errors.js';
+import { labelSelectorFromMetav1, matchesLabels, type LabelSelector, type LabelSelectorV1 } from '../apimachinery/labels.js';
+import type { KubeObject } from '../apimachinery/meta.js';
+import type { ResourceDescriptor } from '../apis/types.js';
+import type { UserInfo, WebhookAdmission, WebhookAttributes } from '../registry/store.js';
+import type { WatchCache } from '../storage/watchcache.js';
+
+/** Watch-cache group/resources of the configurations. */
+export const VALIDATING_WEBHOOKS_GR = 'admissionregistration.k8s.io/validatingwebhookconfigurations';
+export const MUTATING_WEBHOOKS_GR = 'admissionregistration.k8s.io/mutatingwebhookconfigurations';
+const NAMESPACES_GR = 'core/namespaces';
+
+type Obj = Record<string, unknown>;
+const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
+const asList = (v: unknown): Obj[] => (Array.isArray(v) ? v as Obj[] : []);
+
+interface Rule { operations: string[]; apiGroups: string[]; apiVersions: string[]; resources: string[]; scope: string }
+
+/** One webhook of a configuration, compiled. */
+interface Webhook {
+  name: string;
+  /** Configuration it comes from (for messages). */
+  config: string;
+  url: string;
+  agent: Agent;
+  rules: Rule[];
+  failurePolicy: 'Fail' | 'Ignore';
+  matchPolicy: 'Exact' | 'Equivalent';
+  namespaceSelector?: LabelSelector;
+  objectSelector?: LabelSelector;
+  sideEffects: string;
+  timeoutMs: number;
+  reinvoke: boolean;
+}
+
+/** Defaults kube's SetDefaults applies to a webhook of a configuration (admissionregistration/v1 defaults.go). */
+export function defaultWebhookConfiguration(obj: KubeObject, mutating: boolean): void {
+  for (const w of asList(obj.webhooks)) {
+    w.failurePolicy ??= 'Fail';
+    w.matchPolicy ??= 'Equivalent';
+    w.namespaceSelector ??= {};
+    w.objectSelector ??= {};
+    w.timeoutSeconds ??= 10;
+    if (mutating) w.reinvocationPolicy ??= 'Never';
+    for (const r of asList(w.rules)) r.scope ??= '*';
+    const service = asObj(asObj(w.clientConfig).service);
+    if (Object.keys(service).length) service.port ??= 443;
+  }
+}
+
+/**
+ * Validation of a webhook configuration (kube's ValidateValidatingWebhookConfiguration /
+ * ValidateMutatingWebhookConfiguration, the parts a client can get wrong), plus kcp-ts's refusal
+ * of `clientConfig.service`.
+ */
+export function validateWebhookConfiguration(obj: KubeObject, mutating: boolean): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const bad = (field: string, message: string, reason = 'FieldValueInvalid') => causes.push({ reason, field, message });
+  const names = new Set<string>();
+  asList(obj.webhooks).forEach((w, i) => {
+    const at = `webhooks[${i}]`;
+    const name = String(w.name ?? '');
+    if (!name) bad(`${at}.name`, 'Required value', 'FieldValueRequired');
+    else if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(name)) bad(`${at}.name`, `Invalid value: ${JSON.stringify(name)}: should be a domain with at least three segments separated by dots`);
+    if (names.has(name)) bad(`${at}.name`, `Duplicate value: ${JSON.stringify(name)}`, 'FieldValueDuplicate');
+    names.add(name);
+    const cc = asObj(w.clientConfig);
+    if (cc.service !== undefined) bad(`${at}.clientConfig.service`, 'Forbidden: service references are not supported: kcp-ts has no Services to route to; use clientConfig.url', 'FieldValueForbidden');
+    else if (typeof cc.url !== 'string' || !cc.url) bad(`${at}.clientConfig`, 'Required value: exactly one of url or service is required', 'FieldValueRequired');
+    else {
+      let u: URL | undefined;
+      try { u = new URL(cc.url); } catch { bad(`${at}.clientConfig.url`, `Invalid value: ${JSON.stringify(cc.url)}: must be a valid URL`); }
+      if (u && u.protocol !== 'https:') bad(`${at}.clientConfig.url`, `Unsupported value: ${JSON.stringify(u.protocol.replace(':', ''))}: 'https' is the only allowed URL scheme`, 'FieldValueNotSupported');
+      if (u && (u.username || u.password || u.search || u.hash)) bad(`${at}.clientConfig.url`, `Invalid value: ${JSON.stringify(cc.url)}: user information, query parameters and fragments are not permitted`);
+    }
+    if (cc.caBundle !== undefined && (typeof cc.caBundle !== 'string' || !Buffer.from(cc.caBundle, 'base64').toString().includes('-----BEGIN CERTIFICATE-----'))) {
+      bad(`${at}.clientConfig.caBundle`, 'Invalid value: must be a base64-encoded PEM certificate bundle');
+    }
+    const versions = asList(w.admissionReviewVersions) as unknown as string[];
+    if (!versions.length) bad(`${at}.admissionReviewVersions`, 'Required value: must specify one of v1, v1beta1', 'FieldValueRequired');
+    else if (!versions.includes('v1')) bad(`${at}.admissionReviewVersions`, `Unsupported value: ${JSON.stringify(versions)}: must include at least one of v1 (this server sends v1)`, 'FieldValueNotSupported');
+    if (!['None', 'NoneOnDryRun'].includes(String(w.sideEffects))) bad(`${at}.sideEffects`, `Unsupported value: ${JSON.stringify(w.sideEffects ?? '')}: supported values: "None", "NoneOnDryRun"`, 'FieldValueNotSupported');
+    if (!['Fail', 'Ignore'].includes(String(w.failurePolicy))) bad(`${at}.failurePolicy`, `Unsupported value: ${JSON.stringify(w.failurePolicy)}: supported values: "Fail", "Ignore"`, 'FieldValueNotSupported');
+    if (!['Exact', 'Equivalent'].includes(String(w.matchPolicy))) bad(`${at}.matchPolicy`, `Unsupported value: ${JSON.stringify(w.matchPolicy)}: supported values: "Equivalent", "Exact"`, 'FieldValueNotSupported');
+    if (mutating && !['Never', 'IfNeeded'].includes(String(w.reinvocationPolicy))) bad(`${at}.reinvocationPolicy`, `Unsupported value: ${JSON.stringify(w.reinvocationPolicy)}: supported values: "Never", "IfNeeded"`, 'FieldValueNotSupported');
+    const t = Number(w.timeoutSeconds);
+    if (!Number.isInteger(t) || t < 1 || t > 30) bad(`${at}.timeoutSeconds`, `Invalid value: ${JSON.stringify(w.timeoutSeconds)}: the timeout value must be between 1 and 30 seconds`);
+    asList(w.rules).forEach((r, j) => {
+      const ops = asList(r.operations) as unknown as string[];
+      for (const op of ops) if (!['*', 'CREATE', 'UPDATE', 'DELETE', 'CONNECT'].includes(op)) bad(`${at}.rules[${j}].operations`, `Unsupported value: ${JSON.stringify(op)}: supported values: "*", "CONNECT", "CREATE", "DELETE", "UPDATE"`, 'FieldValueNotSupported');
+      if (!['*', 'Cluster', 'Namespaced'].includes(String(r.scope))) bad(`${at}.rules[${j}].scope`, `Unsupported value: ${JSON.stringify(r.scope)}: supported values: "*", "Cluster", "Namespaced"`, 'FieldValueNotSupported');
+      for (const [field, list] of [['apiGroups', r.apiGroups], ['apiVersions', r.apiVersions], ['resources', r.resources]] as const) {
+        if (!asList(list).length) bad(`${at}.rules[${j}].${field}`, 'Required value', 'FieldValueRequired');
+      }
+    });
+    for (const sel of ['namespaceSelector', 'objectSelector'] as const) {
+      try { labelSelectorFromMetav1(asObj(w[sel]) as LabelSelectorV1); } catch (err) { bad(`${at}.${sel}`, `Invalid value: ${(err as Error).message}`); }
+    }
+  });
+  return causes;
+}
+
+/** Compiled configurations, by cache entry (a configuration changes: a new entry, a new compile). */
+const compiled = new WeakMap<object, Webhook[]>();
+const agents = new Map<string, Agent>();
+
+function agentFor(caBundle: string | undefined): Agent {
+  const key = createHash('sha256').update(caBundle ?? '').digest('hex');
+  let a = agents.get(key);
+  if (!a) {
+    a = new Agent({ keepAlive: true, maxSockets: 64, ...(caBundle ? { ca: Buffer.from(caBundle, 'base64').toString() } : {}) });
+    agents.set(key, a);
+  }
+  return a;
+}
+
+function compile(config: KubeObject, mutating: boolean): Webhook[] {
+  return asList(config.webhooks).map((w) => {
+    const cc = asObj(w.clientConfig);
+    const sel = (v: unknown) => {
+      const s = asObj(v);
+      return (asObj(s.matchLabels) && Object.keys(asObj(s.matchLabels)).length) || asList(s.matchExpressions).length ? labelSelectorFromMetav1(s as LabelSelectorV1) : undefined;
+    };
+    return {
+      name: String(w.name), config: config.metadata.name ?? '', url: String(cc.url ?? ''), agent: agentFor(cc.caBundle as string | undefined),
+      rules: asList(w.rules).map((r) => ({
+        operations: asList(r.operations) as unknown as string[], apiGroups: asList(r.apiGroups) as unknown as string[],
+        apiVersions: asList(r.apiVersions) as unknown as string[], resources: asList(r.resources) as unknown as string[], scope: String(r.scope ?? '*'),
+      })),
+      failurePolicy: w.failurePolicy === 'Ignore' ? 'Ignore' : 'Fail',
+      matchPolicy: w.matchPolicy === 'Exact' ? 'Exact' : 'Equivalent',
+      namespaceSelector: sel(w.namespaceSelector), objectSelector: sel(w.objectSelector),
+      sideEffects: String(w.sideEffects ?? 'None'),
+      timeoutMs: Math.min(30, Math.max(1, Number(w.timeoutSeconds ?? 10))) * 1000,
+      reinvoke: mutating && w.reinvocationPolicy === 'IfNeeded',
+    };
+  });
+}
+
+const has = (list: string[], v: string) => list.includes('*') || list.includes(v);
+
+/** Whether a rule's `resources` entry admits `resource` with `subresource` (kube's rule matcher). */
+function resourceMatches(entries: string[], resource: string, subresource: string): boolean {
+  const want = subresource ? `${resource}/${subresource}` : resource;
+  return entries.some((e) => {
+    if (e === '*/*' || e === want) return true;
+    const [r, s] = e.split('/');
+    if (s === undefined) return e === '*' && !subresource;
+    return (r === '*' || r === resource) && (s === '*' ? Boolean(subresource) || r !== '*' : s === subresource);
+  });
+}
+
+/** What is sent and decided for one request (see WebhookAttributes). */
+export class Webhooks implements WebhookAdmission {
+  constructor(private readonly deps: {
+    cache: WatchCache;
+    /** The logical cluster of the APIExport a bound resource (descriptor with `identity`) of `cluster` comes from. */
+    exportClusterOf?: (cluster: string, desc: ResourceDescriptor) => string | undefined;
+  }) {}
+
+  private webhooks(gr: string, cluster: string, desc: ResourceDescriptor, mutating: boolean): Webhook[] {
+    const clusters = [cluster];
+    if (desc.identity) { const e = this.deps.exportClusterOf?.(cluster, desc); if (e && e !== cluster) clusters.push(e); }
+    const out: Webhook[] = [];
+    for (const c of clusters) {
+      for (const e of this.deps.cache.list(gr, c)) {
+        let w = compiled.get(e);
+        if (!w) { w = compile(JSON.parse(e.json) as KubeObject, mutating); compiled.set(e, w); }
+        out.push(...w);
+      }
+    }
+    return out;
+  }
+
+  private matches(w: Webhook, a: WebhookAttributes): boolean {
+    const d = a.desc;
+    const ruleOk = w.rules.some((r) => has(r.operations, a.operation)
+      && has(r.apiGroups, d.group) && (w.matchPolicy === 'Equivalent' || has(r.apiVersions, d.version))
+      && resourceMatches(r.resources, d.plural, a.subresource)
+      && (r.scope === '*' || (r.scope === 'Namespaced') === d.namespaced));
+    if (!ruleOk) return false;
+    if (w.objectSelector) {
+      const objects = [a.object, a.oldObject].filter((o): o is KubeObject => o !== undefined);
+      if (!objects.some((o) => matchesLabels(w.objectSelector!, o.metadata.labels ?? {}))) return false;
+    }
+    if (w.namespaceSelector) {
+      let labels: Record<string, string> | undefined;
+      if (d.group === '' && d.plural === 'namespaces') labels = (a.object ?? a.oldObject)?.metadata.labels;
+      else if (d.namespaced) labels = this.deps.cache.getEntry(NAMESPACES_GR, a.cluster, '', a.namespace)?.labels;
+      else return true; // cluster-scoped objects other than Namespaces: the selector does not apply
+      if (!matchesLabels(w.namespaceSelector, labels ?? {})) return false;
+    }
+    return true;
+  }
+
+  /** Runs the matching mutating webhooks; resolves to the object to continue with. */
+  async mutate(a: WebhookAttributes): Promise<KubeObject | undefined> {
+    if (isConfiguration(a.desc)) return a.object;
+    const hooks = this.webhooks(MUTATING_WEBHOOKS_GR, a.cluster, a.desc, true).filter((w) => this.matches(w, a));
+    if (!hooks.length) return a.object;
+    let obj = a.object;
+    let lastChange = -1;
+    for (const [i, w] of hooks.entries()) {
+      const next = await this.call(w, { ...a, object: obj }, true);
+      if (next !== undefined && JSON.stringify(next) !== JSON.stringify(obj)) { obj = next; lastChange = i; }
+    }
+    // IfNeeded: called once more when a later webhook changed the object after it ran.
+    for (const w of hooks.slice(0, Math.max(0, lastChange)).filter((x) => x.reinvoke)) {
+      const next = await this.call(w, { ...a, object: obj }, true);
+      if (next !== undefined) obj = next;
+    }
+    return obj;
+  }
+
+  /** Runs the matching validating webhooks (in parallel, as kube does); throws the first refusal. */
+  async validate(a: WebhookAttributes): Promise<void> {
+    if (isConfiguration(a.desc)) return;
+    const hooks = this.webhooks(VALIDATING_WEBHOOKS_GR, a.cluster, a.desc, false).filter((w) => this.matches(w, a));
+    if (!hooks.length) return;
+    const results = await Promise.allSettled(hooks.map((w) => this.call(w, a, false)));
+    for (const r of results) if (r.status === 'rejected') throw r.reason;
+  }
+
+  /**
+   * Sends one AdmissionReview; resolves to the patched object (mutating) or undefined. A refusal
+   * or, with failurePolicy Fail, an error rejects with the StatusError to answer.
+   */
+  private async call(w: Webhook, a: WebhookAttributes, mutating: boolean): Promise<KubeObject | undefined> {
+    if (a.dryRun && w.sideEffects !== 'None' && w.sideEffects !== 'NoneOnDryRun') {
+      throw new StatusError(400, 'BadRequest', `admission webhook "${w.name}" does not support dry run`);
+    }
+    const uid = randomUUID();
+    const d = a.desc;
+    const review = {
+      apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+      request: {
+        uid, kind: { group: d.group, version: d.version, kind: d.kind }, resource: { group: d.group, version: d.version, resource: d.plural },
+        ...(a.subresource ? { subResource: a.subresource } : {}),
+        requestKind: { group: d.group, version: d.version, kind: d.kind }, requestResource: { group: d.group, version: d.version, resource: d.plural },
+        ...(a.subresource ? { requestSubResource: a.subresource } : {}),
+        name: a.name, ...(a.namespace ? { namespace: a.namespace } : {}), operation: a.operation,
+        userInfo: { username: a.user.name, ...(a.user.uid ? { uid: a.user.uid } : {}), groups: a.user.groups, ...(a.user.extra ? { extra: a.user.extra } : {}) },
+        object: a.operation === 'DELETE' ? null : a.object ?? null, oldObject: a.oldObject ?? null, dryRun: a.dryRun,
+        options: { apiVersion: 'meta.k8s.io/v1', kind: a.operation === 'CREATE' ? 'CreateOptions' : a.operation === 'UPDATE' ? 'UpdateOptions' : 'DeleteOptions' },
+      },
+    };
+    let response: Obj;
+    try {
+      response = await post(w, review);
+      if (response.uid !== uid) throw new Error(`expected response.uid="${uid}", got "${String(response.uid ?? '')}"`);
+    } catch (err) {
+      if (w.failurePolicy === 'Ignore') return undefined;
+      throw new StatusError(500, 'InternalError', `Internal error occurred: failed calling webhook "${w.name}": ${(err as Error).message}`);
+    }
+    for (const warning of asList(response.warnings) as unknown as string[]) a.warnings?.push(String(warning));
+    if (response.allowed !== true) {
+      const st = asObj(response.status);
+      const code = Number(st.code) >= 400 ? Number(st.code) : 400;
+      const deniedBy = `admission webhook "${w.name}" denied the request`;
+      const message = st.message ? `${deniedBy}: ${st.message}` : st.reason ? `${deniedBy}: ${st.reason}` : `${deniedBy} without explanation`;
+      throw new StatusError(code, String(st.reason ?? ''), message);
+    }
+    if (!mutating || !response.patch || a.operation === 'DELETE') return undefined;
+    try {
+      if (response.patchType !== 'JSONPatch') throw new Error(`unsupported patch type "${String(response.patchType)}"`);
+      const ops = JSON.parse(Buffer.from(String(response.patch), 'base64').toString()) as jsonPatch.Operation[];
+      const next = structuredClone(a.object) as KubeObject;
+      const errors = jsonPatch.applyPatch(next, ops).filter((e) => e !== null);
+      if (errors.length) throw new Error(`the JSON patch could not be applied: ${errors[0]!.message}`);
+      return next;
+    } catch (err) {
+      if (w.failurePolicy === 'Ignore') return undefined;
+      throw new StatusError(500, 'InternalError', `Internal error occurred: failed calling webhook "${w.name}": ${(err as Error).message}`);
+    }
+  }
+}
+
+/** Webhook configurations themselves are never sent to webhooks (kube). */
+function isConfiguration(d: ResourceDescriptor): boolean {
+  return d.group === 'admissionregistration.k8s.io';
+}
+
+/** POSTs the review; resolves to its `response`. */
+function post(w: Webhook, review: object): Promise<Obj> {
+  const body = Buffer.from(JSON.stringify(review));
+  const u = new URL(w.url);
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: u.hostname, port: u.port || 443, path: u.pathname || '/', method: 'POST', agent: w.agent, ...(isIP(u.hostname.replace(/^\[|\]$/g, '')) ? {} : { servername: u.hostname }),
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': String(body.length) },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        if ((res.statusCode ?? 0) >= 300) { reject(new Error(`the server responded with ${res.statusCode}`)); return; }
+        try {
+          const parsed = JSON.parse(Buffer.concat(chunks).toString()) as Obj;
+          if (parsed.kind !== 'AdmissionReview' || !parsed.response) throw new Error('the response is not an AdmissionReview with a response');
+          resolve(asObj(parsed.response));
+        } catch (err) { reject(err); }
+      });
+    });
+    req.setTimeout(w.timeoutMs, () => req.destroy(new Error(`context deadline exceeded (timeout ${w.timeoutMs / 1000}s)`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}

@@ -1,0 +1,72 @@
+/**
+ * OpenAPI v3 schemas of admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration and
+ * MutatingWebhookConfiguration with their webhooks, rules, client configs and match conditions,
+ * following k8s.io/api/admissionregistration/v1.
+ */
+import { type Schema, LABEL_SELECTOR, arrayOf, bytes, int32, kindSchema, object, ref, str, stringList } from './helpers.js';
+
+/** Definition-name prefix of admissionregistration.k8s.io/v1 types. */
+export const ADMISSION = 'io.k8s.api.admissionregistration.v1';
+const GROUP = 'admissionregistration.k8s.io';
+
+const ruleWithOperations = object('Operations and resources a webhook applies to.', {
+  apiGroups: stringList('API groups of the resources; "" is the core group, "*" all groups.'),
+  apiVersions: stringList('API versions of the resources; "*" all versions.'),
+  operations: stringList('CREATE, UPDATE, DELETE, CONNECT or "*".'),
+  resources: stringList('Resources ("pods"), subresources ("pods/status"), "*", "*/*" or "*/status".'),
+  scope: str('"Cluster", "Namespaced" or "*" (default).'),
+});
+
+const serviceReference = object('A Service the webhook is reached through.', {
+  name: str('Name of the service. Required.'),
+  namespace: str('Namespace of the service. Required.'),
+  path: str('URL path requests are sent to.'),
+  port: int32('Port of the service (default 443).'),
+}, { required: ['namespace', 'name'] });
+
+const clientConfig = object('How the API server reaches the webhook: exactly one of url and service.', {
+  caBundle: bytes('PEM CA bundle that validates the webhook server certificate (default: the system roots).'),
+  service: ref(`${ADMISSION}.ServiceReference`, 'A Service reference (kcp-ts: refused, it has no Services to route to).'),
+  url: str('https URL of the webhook, without user, query or fragment.'),
+});
+
+const matchCondition = object('A CEL expression that must be true for the webhook to be called.', {
+  expression: str('CEL expression over object, oldObject, request and authorizer; must return a bool. Required.'),
+  name: str('Identifier of the condition. Required.'),
+}, { required: ['name', 'expression'] });
+
+function webhook(mutating: boolean): Schema {
+  return object(`A ${mutating ? 'mutating' : 'validating'} admission webhook and what it applies to.`, {
+    admissionReviewVersions: stringList('AdmissionReview versions the webhook accepts, in order of preference (v1). Required.'),
+    clientConfig: ref(`${ADMISSION}.WebhookClientConfig`, 'How to reach the webhook. Required.'),
+    failurePolicy: str('Ignore or Fail (default): what an error calling the webhook does.'),
+    matchConditions: arrayOf(ref(`${ADMISSION}.MatchCondition`), 'Conditions that must all hold for the webhook to be called.', { listType: 'map', mapKeys: ['name'], patchMergeKey: 'name', patchStrategy: 'merge' }),
+    matchPolicy: str('Exact or Equivalent (default): whether requests through other versions of a resource match.'),
+    name: str('Fully qualified name of the webhook (e.g. imagepolicy.example.com). Required.'),
+    namespaceSelector: ref(LABEL_SELECTOR, 'Labels of the namespace of the object (or of a Namespace itself); default everything.'),
+    objectSelector: ref(LABEL_SELECTOR, 'Labels of the object (new or old); default everything.'),
+    ...(mutating ? { reinvocationPolicy: str('Never (default) or IfNeeded: call again when a later webhook changed the object.') } : {}),
+    rules: arrayOf(ref(`${ADMISSION}.RuleWithOperations`), 'Operations and resources the webhook applies to.', { listType: 'atomic' }),
+    sideEffects: str('None or NoneOnDryRun (required): whether calling the webhook has side effects.'),
+    timeoutSeconds: int32('Seconds to wait for the webhook, 1 to 30 (default 10).'),
+  }, { required: ['name', 'clientConfig', 'sideEffects', 'admissionReviewVersions'] });
+}
+
+const validatingConfig = kindSchema(GROUP, 'v1', 'ValidatingWebhookConfiguration', 'Admission webhooks that accept or reject requests without changing objects.', {
+  webhooks: arrayOf(ref(`${ADMISSION}.ValidatingWebhook`), 'The webhooks.', { listType: 'map', mapKeys: ['name'], patchMergeKey: 'name', patchStrategy: 'merge' }),
+});
+const mutatingConfig = kindSchema(GROUP, 'v1', 'MutatingWebhookConfiguration', 'Admission webhooks that may change objects before they are stored.', {
+  webhooks: arrayOf(ref(`${ADMISSION}.MutatingWebhook`), 'The webhooks.', { listType: 'map', mapKeys: ['name'], patchMergeKey: 'name', patchStrategy: 'merge' }),
+});
+
+/** admissionregistration.k8s.io/v1 schemas by definition name. */
+export const ADMISSION_SCHEMAS: Record<string, Schema> = {
+  [`${ADMISSION}.MatchCondition`]: matchCondition,
+  [`${ADMISSION}.MutatingWebhook`]: webhook(true),
+  [`${ADMISSION}.MutatingWebhookConfiguration`]: mutatingConfig,
+  [`${ADMISSION}.RuleWithOperations`]: ruleWithOperations,
+  [`${ADMISSION}.ServiceReference`]: serviceReference,
+  [`${ADMISSION}.ValidatingWebhook`]: webhook(false),
+  [`${ADMISSION}.ValidatingWebhookConfiguration`]: validatingConfig,
+  [`${ADMISSION}.WebhookClientConfig`]: clientConfig,
+};
