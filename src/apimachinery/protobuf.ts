@@ -540,6 +540,50 @@ export const PROTOBUF_SCHEMA: Readonly<Record<string, ProtobufMessage>> = {
     list(3, 'groups', 'string'),
     dict(4, 'extra', 'extraValue'),
   ],
+  // k8s.io/api authentication/v1: TokenReview (webhook token authenticators, kube-rbac-proxy).
+  'authentication.v1.TokenReview': [
+    one(1, 'metadata', 'message:meta.v1.ObjectMeta'),
+    one(2, 'spec', 'message:authentication.v1.TokenReviewSpec', 'always'),
+    one(3, 'status', 'message:authentication.v1.TokenReviewStatus'),
+  ],
+  'authentication.v1.TokenReviewSpec': [
+    one(1, 'token', 'string'),
+    list(2, 'audiences', 'string'),
+  ],
+  'authentication.v1.TokenReviewStatus': [
+    one(1, 'authenticated', 'bool'),
+    one(2, 'user', 'message:authentication.v1.UserInfo'),
+    list(4, 'audiences', 'string'),
+    one(3, 'error', 'string'),
+  ],
+  // k8s.io/api certificates/v1: CertificateSigningRequest (`kubectl certificate approve|deny`).
+  'certificates.v1.CertificateSigningRequest': [
+    one(1, 'metadata', 'message:meta.v1.ObjectMeta'),
+    one(2, 'spec', 'message:certificates.v1.CertificateSigningRequestSpec', 'always'),
+    one(3, 'status', 'message:certificates.v1.CertificateSigningRequestStatus'),
+  ],
+  'certificates.v1.CertificateSigningRequestSpec': [
+    one(1, 'request', 'bytes', 'always'),
+    one(7, 'signerName', 'string', 'always'),
+    one(8, 'expirationSeconds', 'int32', 'pointer'),
+    list(5, 'usages', 'string'),
+    one(2, 'username', 'string'),
+    one(3, 'uid', 'string'),
+    list(4, 'groups', 'string'),
+    dict(6, 'extra', 'extraValue'),
+  ],
+  'certificates.v1.CertificateSigningRequestStatus': [
+    list(1, 'conditions', 'message:certificates.v1.CertificateSigningRequestCondition'),
+    one(2, 'certificate', 'bytes'),
+  ],
+  'certificates.v1.CertificateSigningRequestCondition': [
+    one(1, 'type', 'string', 'always'),
+    one(6, 'status', 'string', 'always'),
+    one(2, 'reason', 'string'),
+    one(3, 'message', 'string'),
+    one(4, 'lastUpdateTime', 'time'),
+    one(5, 'lastTransitionTime', 'time'),
+  ],
   // k8s.io/api authentication/v1: TokenRequest (`kubectl create token`).
   'authentication.v1.TokenRequest': [
     one(1, 'metadata', 'message:meta.v1.ObjectMeta'),
@@ -599,6 +643,8 @@ export const PROTOBUF_KINDS: Readonly<Record<string, string>> = {
   'authorization.k8s.io/v1/SelfSubjectRulesReview': 'authorization.v1.SelfSubjectRulesReview',
   'authentication.k8s.io/v1/TokenRequest': 'authentication.v1.TokenRequest',
   'authentication.k8s.io/v1/SelfSubjectReview': 'authentication.v1.SelfSubjectReview',
+  'authentication.k8s.io/v1/TokenReview': 'authentication.v1.TokenReview',
+  'certificates.k8s.io/v1/CertificateSigningRequest': 'certificates.v1.CertificateSigningRequest',
 };
 
 // ---------------------------------------------------------------------------------------------

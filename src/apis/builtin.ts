@@ -8,6 +8,7 @@ import type { StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor, TableColumn } from './types.js';
 import { applyCRDDefaults, validateCRD } from '../apiextensions/crdvalidation.js';
+import { CSR_DESCRIPTOR } from '../certificates/csr.js';
 import { defaultWebhookConfiguration, validateWebhookConfiguration } from '../admission/webhooks.js';
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
@@ -351,6 +352,13 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     group: 'authentication.k8s.io', version: 'v1', kind: 'SelfSubjectReview', listKind: 'SelfSubjectReviewList',
     plural: 'selfsubjectreviews', singular: 'selfsubjectreview', namespaced: false, verbs: ['create'], virtual: true,
   },
+  {
+    // src/auth/tokenreview.ts
+    group: 'authentication.k8s.io', version: 'v1', kind: 'TokenReview', listKind: 'TokenReviewList',
+    plural: 'tokenreviews', singular: 'tokenreview', namespaced: false, verbs: ['create'], virtual: true,
+  },
+  // src/certificates/csr.ts (signer: src/certificates/signer.ts)
+  CSR_DESCRIPTOR,
 ];
 
 /**

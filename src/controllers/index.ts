@@ -25,6 +25,9 @@ import type { APICatalog } from '../apiexports/catalog.js';
 import { BINDINGS_GR, ENDPOINT_SLICES_GR, EXPORTS_GR } from '../apiexports/schemas.js';
 import { EXPORT_LABEL, exportLabelValue } from '../apiexports/admission.js';
 import { apiBindingReconciler, apiExportReconciler, endpointSliceReconciler, type APIsReconcilerDeps } from './apis/controller.js';
+import type { KeyPair } from '../pki/certs.js';
+import { CSR_GR } from '../certificates/csr.js';
+import { needsSigning, signerReconciler } from '../certificates/signer.js';
 
 /** What the controllers need from the shard they run in. */
 export interface ControllerHost {
@@ -49,6 +52,11 @@ export interface ControllerHost {
   /** The identity controllers act as, in a logical cluster (and namespace). */
   masters(cluster: string, namespace?: string): RequestScope;
   log: { warn(obj: object, msg: string): void };
+  /**
+   * The shard's client CA (what its authenticator trusts for client certificates): the
+   * kube-apiserver-client CSR signer signs with it. Absent (certificates given as files): no signer.
+   */
+  clientCA?: KeyPair;
 }
 
 /** Running controllers. */
@@ -162,6 +170,20 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   ];
   stops.push(async () => { for (const u of unsubscribeApis) u(); });
 
+  // CSRs of kubernetes.io/kube-apiserver-client, once approved (src/certificates/signer.ts).
+  const signers: Controller[] = [];
+  if (h.clientCA) {
+    const signer = new Controller({
+      name: 'csrsigning', prefix, thread, metrics: h.metrics,
+      reconcile: signerReconciler({ csrs: h.storeOf('certificatesigningrequests', 'certificates.k8s.io'), cache: h.cache, ca: h.clientCA, scope: h.masters }),
+      onError: (key, err) => h.log.warn({ key, err }, 'csrsigning reconcile failed'),
+    });
+    signers.push(signer);
+    stops.push(() => signer.close());
+    const unsubscribeSigner = informer(h.cache, CSR_GR, signer, (e, type) => type !== 'DELETED' && e.json.includes('"Approved"') && needsSigning(JSON.parse(e.json) as KubeObject));
+    stops.push(async () => unsubscribeSigner());
+  }
+
   // Tenancy: LogicalCluster lifecycle (initialization, deletion of content) and Workspaces.
   const lcStore = h.storeOf('logicalclusters', 'core.kcp.io');
   const wsStore = h.storeOf('workspaces', 'tenancy.kcp.io');
@@ -250,7 +272,7 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   stops.push(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); unsubscribeRemote?.(); });
   const stop = async () => { for (const s of stops.reverse()) await s().catch(() => undefined); };
   try {
-    await Promise.all([nsController, crdController, saController, gc.controller, lcController, wsCtl, ...apis].map((c) => c.ready()));
+    await Promise.all([nsController, crdController, saController, gc.controller, lcController, wsCtl, ...apis, ...signers].map((c) => c.ready()));
   } catch (err) {
     await stop();
     throw err;

@@ -64,7 +64,7 @@ export interface AppContext {
    * Create handler of virtual resources (access reviews). `deep`: a SubjectAccessReview asked
    * for with kcp's deep-SAR header by `system:masters` (another shard), see `Authorizer.authorize`.
    */
-  createVirtual(desc: ResourceDescriptor, body: KubeObject, user: UserInfo, cluster: string, deep: boolean): KubeObject;
+  createVirtual(desc: ResourceDescriptor, body: KubeObject, user: UserInfo, cluster: string, deep: boolean): KubeObject | Promise<KubeObject>;
   /**
    * `create` handlers of the descriptors' `extraSubresources`, by `<group>/<plural>/<subresource>`
    * (core group empty), e.g. `/serviceaccounts/token` (TokenRequest, src/auth/serviceaccounts.ts).
@@ -430,7 +430,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
       if (desc.virtual) {
         const checked = store.checkBody(obj, scope);
         const deep = req.headers[DEEP_SAR_HEADER] === 'true' && user.groups.includes('system:masters');
-        return sendObject(reply, 201, JSON.stringify(ctx.createVirtual(desc, checked, user, info.cluster, deep)), desc, out, query);
+        return sendObject(reply, 201, JSON.stringify(await ctx.createVirtual(desc, checked, user, info.cluster, deep)), desc, out, query);
       }
       const json = await store.create(scope, obj);
       addWarnings();

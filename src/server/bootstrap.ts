@@ -111,6 +111,11 @@ export async function bootstrapShard(stores: (plural: string, group: string) => 
       { apiGroups: ['authorization.k8s.io'], resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'], verbs: ['create'] },
       { apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews'], verbs: ['create'] },
     ]),
+    // kube's system:auth-delegator (delegated authentication and authorization, e.g. kube-rbac-proxy).
+    clusterRole('system:auth-delegator', [
+      { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+      { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+    ]),
     clusterRole('system:discovery', [{ nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*', '/openapi', '/openapi/*', '/version', '/version/', '/healthz', '/livez', '/readyz'], verbs: ['get'] }]),
     clusterRole('system:kcp:workspace:access', [{ nonResourceURLs: ['/'], verbs: ['access'] }]),
     clusterRole('system:kcp:tenancy:reader', [

@@ -50,6 +50,8 @@ import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy
 import { lockRootDirectory } from './rootlock.js';
 import { RevokedCertificates } from '../auth/revocation.js';
 import type { HealthCheck } from './health.js';
+import { evaluateTokenReview } from '../auth/tokenreview.js';
+import { csrAdmission } from '../certificates/csr.js';
 
 /** Options of `startServer` (flag names of `kcp-ts start`, as kcp's). */
 export interface ServerOptions {
@@ -419,6 +421,11 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       logicalclusters: logicalClusterAdmission,
       ...apis.admission,
     }, apis.strategies).map((d) => d.group === 'core.kcp.io' && d.plural === 'logicalclusters' ? { ...d, strategy: { ...d.strategy, initialContent: initialLogicalCluster } } : d)];
+    // CSR approval and signing admission: `approve`/`sign` on certificates.k8s.io `signers`.
+    const csrAdmit = csrAdmission((user, cluster, verb, name) => authz.authorize({
+      user, verb, cluster, isResourceRequest: true, namespace: '', apiGroup: 'certificates.k8s.io', resource: 'signers', subresource: '', name, path: '',
+    }, index.get(cluster) !== undefined).allowed);
+    for (const [i, d] of resources.entries()) if (d.group === 'certificates.k8s.io' && d.plural === 'certificatesigningrequests') resources[i] = { ...d, strategy: { ...d.strategy, admit: csrAdmit } };
     const registry = new APIRegistry(cache, backend, resources, { bindingsGR: BINDINGS_GR, descriptors: (b) => catalog.boundDescriptors(b) });
     // A schema replicated from another shard may complete a binding made before it arrived.
     // (Replicated objects change with no logical cluster location; routing changes are left alone.)
@@ -493,6 +500,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       createVirtual: (desc, body, user, cluster, deep) => {
         const exists = cache.getEntry(LOGICAL_CLUSTERS_GR, cluster, '', 'cluster') !== undefined;
         if (desc.kind === 'SelfSubjectReview') return evaluateSelfSubjectReview(body, user);
+        if (desc.kind === 'TokenReview') return evaluateTokenReview({ authn, apiAudiences: saTokens.audiences }, body);
         return desc.kind === 'SelfSubjectRulesReview' ? evaluateRulesReview(authz, body, user, cluster, exists) : evaluateAccessReview(authz, body, user, cluster, exists, deep);
       },
       maximalPermission: maximalPermissionPolicy({
@@ -536,7 +544,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     if (options.controllers ?? true) {
       const controllers = await startControllers({
         shard, url: shardURLs.externalURL, shards: directory, queueRedisUrl, cache, backend, registry, index, types, catalog, metrics: metrics.controllers,
-        storeOf, masters, log: app.log,
+        storeOf, masters, log: app.log, clientCA: managed?.ca,
       });
       cleanups.unshift(controllers.stop);
       prepareLogicalCluster = controllers.prepareLogicalCluster;

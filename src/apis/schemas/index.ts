@@ -13,6 +13,7 @@ import { EVENTS_COORDINATION_SCHEMAS } from './events.js';
 import { RBAC_SCHEMAS } from './rbac.js';
 import { AUTHORIZATION_SCHEMAS } from './authorization.js';
 import { APIEXTENSIONS_SCHEMAS } from './apiextensions.js';
+import { CERTIFICATES_SCHEMAS } from './certificates.js';
 import { ADMISSION_SCHEMAS } from './admissionregistration.js';
 
 export type { Schema } from './helpers.js';
@@ -38,6 +39,7 @@ export const BUILTIN_SCHEMAS: Record<string, object> = sortedMerge(
   AUTHORIZATION_SCHEMAS,
   APIEXTENSIONS_SCHEMAS,
   ADMISSION_SCHEMAS,
+  CERTIFICATES_SCHEMAS,
 );
 
 /** Go package prefix of built-in groups whose definition names do not follow the general rule. */
