@@ -9,7 +9,8 @@
  * - matching: `rules` (operations, apiGroups, apiVersions, resources with subresources and
  *   wildcards, scope), `matchPolicy` (Equivalent: any served version of the group/resource),
  *   `namespaceSelector` (the labels of the object's namespace, or of a Namespace itself),
- *   `objectSelector` (the new or the old object's labels);
+ *   `objectSelector` (the new or the old object's labels), `matchConditions` (CEL over
+ *   `object`, `oldObject` and `request`; an evaluation error is a call failure);
  * - mutating webhooks first, in order, each seeing the previous one's result (JSON patches),
  *   with `reinvocationPolicy: IfNeeded` called once more when a later webhook changed the
  *   object; then schema validation; then validating webhooks;
@@ -34,6 +35,9 @@ import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import type { UserInfo, WebhookAdmission, WebhookAttributes } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
+import { Environment, type ParseResult } from '@marcbachmann/cel-js';
+import { registerKubeLibrary } from '../apiextensions/cel-library.js';
+import { toCel } from '../apiextensions/cel.js';
 
 /** Watch-cache group/resources of the configurations. */
 export const VALIDATING_WEBHOOKS_GR = 'admissionregistration.k8s.io/validatingwebhookconfigurations';
@@ -61,6 +65,28 @@ interface Webhook {
   sideEffects: string;
   timeoutMs: number;
   reinvoke: boolean;
+  /** `matchConditions`, compiled (all must be true for the webhook to be called). */
+  conditions: { name: string; program: ParseResult }[];
+}
+
+let matchEnv: Environment | undefined;
+
+/** The CEL environment of match conditions: `object`, `oldObject`, `request` and kube's libraries. */
+function matchConditionEnvironment(): Environment {
+  if (!matchEnv) {
+    const env = new Environment({ unlistedVariablesAreDyn: false, homogeneousAggregateLiterals: false, enableOptionalTypes: true });
+    for (const v of ['object', 'oldObject', 'request']) env.registerVariable(v, 'dyn');
+    registerKubeLibrary(env);
+    matchEnv = env;
+  }
+  return matchEnv;
+}
+
+/** Compiles a match condition's expression; throws the compile error (first line). */
+function compileCondition(expression: string): ParseResult {
+  try { return matchConditionEnvironment().parse(expression); } catch (err) {
+    throw new Error(`compilation failed: ${String((err as Error).message ?? err).split('\n')[0]}`);
+  }
 }
 
 /** Defaults kube's SetDefaults applies to a webhook of a configuration (admissionregistration/v1 defaults.go). */
@@ -123,6 +149,18 @@ export function validateWebhookConfiguration(obj: KubeObject, mutating: boolean)
         if (!asList(list).length) bad(`${at}.rules[${j}].${field}`, 'Required value', 'FieldValueRequired');
       }
     });
+    const conditionNames = new Set<string>();
+    asList(w.matchConditions).forEach((c, j) => {
+      const name = String(c.name ?? '');
+      if (!name) bad(`${at}.matchConditions[${j}].name`, 'Required value', 'FieldValueRequired');
+      if (conditionNames.has(name)) bad(`${at}.matchConditions[${j}].name`, `Duplicate value: ${JSON.stringify(name)}`, 'FieldValueDuplicate');
+      conditionNames.add(name);
+      if (typeof c.expression !== 'string' || !c.expression.trim()) bad(`${at}.matchConditions[${j}].expression`, 'Required value', 'FieldValueRequired');
+      else {
+        try { compileCondition(c.expression); } catch (err) { bad(`${at}.matchConditions[${j}].expression`, `Invalid value: ${JSON.stringify(c.expression)}: ${(err as Error).message}`); }
+      }
+    });
+    if (asList(w.matchConditions).length > 64) bad(`${at}.matchConditions`, 'Too many: must have at most 64 items', 'FieldValueTooMany');
     for (const sel of ['namespaceSelector', 'objectSelector'] as const) {
       try { labelSelectorFromMetav1(asObj(w[sel]) as LabelSelectorV1); } catch (err) { bad(`${at}.${sel}`, `Invalid value: ${(err as Error).message}`); }
     }
@@ -163,6 +201,9 @@ function compile(config: KubeObject, mutating: boolean): Webhook[] {
       sideEffects: String(w.sideEffects ?? 'None'),
       timeoutMs: Math.min(30, Math.max(1, Number(w.timeoutSeconds ?? 10))) * 1000,
       reinvoke: mutating && w.reinvocationPolicy === 'IfNeeded',
+      conditions: asList(w.matchConditions).flatMap((c) => {
+        try { return [{ name: String(c.name), program: compileCondition(String(c.expression)) }]; } catch { return []; }
+      }),
     };
   });
 }
@@ -256,24 +297,34 @@ export class Webhooks implements WebhookAdmission {
    * or, with failurePolicy Fail, an error rejects with the StatusError to answer.
    */
   private async call(w: Webhook, a: WebhookAttributes, mutating: boolean): Promise<KubeObject | undefined> {
+    const uid = randomUUID();
+    const d = a.desc;
+    const request = {
+      uid, kind: { group: d.group, version: d.version, kind: d.kind }, resource: { group: d.group, version: d.version, resource: d.plural },
+      ...(a.subresource ? { subResource: a.subresource } : {}),
+      requestKind: { group: d.group, version: d.version, kind: d.kind }, requestResource: { group: d.group, version: d.version, resource: d.plural },
+      ...(a.subresource ? { requestSubResource: a.subresource } : {}),
+      name: a.name, ...(a.namespace ? { namespace: a.namespace } : {}), operation: a.operation,
+      userInfo: { username: a.user.name, ...(a.user.uid ? { uid: a.user.uid } : {}), groups: a.user.groups, ...(a.user.extra ? { extra: a.user.extra } : {}) },
+      object: a.operation === 'DELETE' ? null : a.object ?? null, oldObject: a.oldObject ?? null, dryRun: a.dryRun,
+      options: { apiVersion: 'meta.k8s.io/v1', kind: a.operation === 'CREATE' ? 'CreateOptions' : a.operation === 'UPDATE' ? 'UpdateOptions' : 'DeleteOptions' },
+    };
+    // matchConditions: all true, or the webhook is not called; an error is a call failure.
+    if (w.conditions.length) {
+      const vars = { object: toCel(request.object, undefined), oldObject: toCel(request.oldObject, undefined), request: toCel(request, undefined) };
+      for (const c of w.conditions) {
+        let result: unknown;
+        try { result = c.program(vars); } catch (err) {
+          if (w.failurePolicy === 'Ignore') return undefined;
+          throw new StatusError(500, 'InternalError', `Internal error occurred: failed calling webhook "${w.name}": match condition "${c.name}": ${(err as Error).message.split('\n')[0]}`);
+        }
+        if (result !== true) return undefined;
+      }
+    }
     if (a.dryRun && w.sideEffects !== 'None' && w.sideEffects !== 'NoneOnDryRun') {
       throw new StatusError(400, 'BadRequest', `admission webhook "${w.name}" does not support dry run`);
     }
-    const uid = randomUUID();
-    const d = a.desc;
-    const review = {
-      apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
-      request: {
-        uid, kind: { group: d.group, version: d.version, kind: d.kind }, resource: { group: d.group, version: d.version, resource: d.plural },
-        ...(a.subresource ? { subResource: a.subresource } : {}),
-        requestKind: { group: d.group, version: d.version, kind: d.kind }, requestResource: { group: d.group, version: d.version, resource: d.plural },
-        ...(a.subresource ? { requestSubResource: a.subresource } : {}),
-        name: a.name, ...(a.namespace ? { namespace: a.namespace } : {}), operation: a.operation,
-        userInfo: { username: a.user.name, ...(a.user.uid ? { uid: a.user.uid } : {}), groups: a.user.groups, ...(a.user.extra ? { extra: a.user.extra } : {}) },
-        object: a.operation === 'DELETE' ? null : a.object ?? null, oldObject: a.oldObject ?? null, dryRun: a.dryRun,
-        options: { apiVersion: 'meta.k8s.io/v1', kind: a.operation === 'CREATE' ? 'CreateOptions' : a.operation === 'UPDATE' ? 'UpdateOptions' : 'DeleteOptions' },
-      },
-    };
+    const review = { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request };
     let response: Obj;
     try {
       response = await post(w, review);

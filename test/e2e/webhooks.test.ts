@@ -175,6 +175,23 @@ describe('admission webhooks', () => {
     await kc('team-a', ['delete', 'validatingwebhookconfiguration', 'selective']);
   });
 
+  test('matchConditions (CEL): the webhook is called only when all hold; a bad expression is refused', async () => {
+    await kc('team-a', ['apply', '-f', '-'], { input: configYaml('Validating', 'conditional', [webhook('conditional.example.com', '/conditional', {
+      matchConditions: [{ name: 'not-kube-system', expression: "request.namespace != 'kube-system'" }, { name: 'has-data', expression: "has(object.data) && 'watch' in object.data" }],
+    })]) });
+    const count = () => seen.filter((s) => s.path === '/conditional').length;
+    const before = count();
+    await admin('POST', '/clusters/root:team-a/api/v1/namespaces/default/configmaps', cm('no-data'));
+    assert.equal(count(), before);
+    await admin('POST', '/clusters/root:team-a/api/v1/namespaces/default/configmaps', { ...cm('with-data'), data: { watch: '1' } });
+    assert.equal(count(), before + 1);
+    const bad = await admin('POST', '/clusters/root:team-a/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations',
+      JSON.parse(configYaml('Validating', 'bad-cel', [webhook('badcel.example.com', '/x', { matchConditions: [{ name: 'broken', expression: 'object.(' }] })])));
+    assert.equal(bad.status, 422, bad.body);
+    assert.match(bad.json.message, /matchConditions\[0\]\.expression/);
+    await kc('team-a', ['delete', 'validatingwebhookconfiguration', 'conditional']);
+  });
+
   test('a webhook of workspace A never sees workspace B; service references are refused', async () => {
     await kc('team-a', ['apply', '-f', '-'], { input: configYaml('Validating', 'spy', [webhook('spy.example.com', '/spy')]) });
     const count = () => seen.filter((s) => s.path === '/spy').length;
