@@ -9,6 +9,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { TLSSocket } from 'node:tls';
 import type { UserInfo } from '../registry/store.js';
+import { certificateScopes } from './serviceaccounts.js';
 import type { ServiceAccountTokens } from './serviceaccounts.js';
 
 /** Group every authenticated request carries. */
@@ -145,7 +146,8 @@ export class Authenticator {
         const cn = subject.CN;
         const o = subject.O;
         const name = Array.isArray(cn) ? cn[0] : cn;
-        if (name) cached = { user: withAuthenticated({ name, groups: o === undefined ? [] : Array.isArray(o) ? o : [o] }), serial: cert.serialNumber };
+        const extra = certificateScopes(cert.subjectaltname);
+        if (name) cached = { user: withAuthenticated({ name, groups: o === undefined ? [] : Array.isArray(o) ? o : [o], ...(extra ? { extra } : {}) }), serial: cert.serialNumber };
       }
       this.certUsers.set(socket, cached);
     }

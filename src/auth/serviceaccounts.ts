@@ -373,6 +373,23 @@ export async function createTokenRequest(deps: TokenRequestDeps, scope: RequestS
   };
 }
 
+/** kcp's extra of a user valid only in some logical clusters: values `cluster:<name>`. */
+export const SCOPES_EXTRA = 'authentication.kcp.io/scopes';
+
+/** URI SAN prefix naming the logical cluster a certificate issued through a CSR is valid in. */
+export const LOGICAL_CLUSTER_URI_PREFIX = 'urn:kcp-ts:logical-cluster:';
+
+/**
+ * The extra of a client certificate's user from its subjectAltName text (Node's
+ * `subjectaltname` / `X509Certificate.subjectAltName`: `URI:…, DNS:…`): a URI SAN
+ * `urn:kcp-ts:logical-cluster:<c>` scopes the user to `<c>` ({@link SCOPES_EXTRA}); undefined for
+ * certificates without one.
+ */
+export function certificateScopes(subjectAltName: string | undefined): Record<string, string[]> | undefined {
+  const clusters = [...(subjectAltName ?? '').matchAll(/URI:urn:kcp-ts:logical-cluster:([^,\s]+)/g)].map((m) => `cluster:${m[1]}`);
+  return clusters.length ? { [SCOPES_EXTRA]: clusters } : undefined;
+}
+
 /**
  * kcp's scoping of service accounts to their logical cluster
  * (kcp-dev/kubernetes pkg/registry/rbac/validation/kcp.go `IsForeign`/`IsInScope`/`scopeDown`,
@@ -385,6 +402,13 @@ export async function createTokenRequest(deps: TokenRequestDeps, scope: RequestS
  * as local, e.g. impersonated ones).
  */
 export function serviceAccountClusterMismatch(user: UserInfo, cluster: string): UserInfo | undefined {
+  // A user scoped to logical clusters (a certificate issued through a CertificateSigningRequest
+  // of one workspace) is, outside them, only an authenticated nobody: the name a workspace's
+  // admins could put in such a certificate never matches another workspace's bindings.
+  const scopes = user.extra?.[SCOPES_EXTRA];
+  if (scopes !== undefined && !scopes.includes(`cluster:${cluster}`)) {
+    return { name: `system:kcp:scoped:${scopes[0]?.replace(/^cluster:/, '') ?? ''}:${user.name}`, groups: user.groups.includes(AUTHENTICATED) ? [AUTHENTICATED] : [], extra: user.extra };
+  }
   if (!user.name.startsWith(SERVICE_ACCOUNT_USER_PREFIX)) return undefined;
   const clusters = user.extra?.[SA_CLUSTER_NAME_EXTRA];
   if (clusters === undefined || clusters.includes(cluster)) return undefined;

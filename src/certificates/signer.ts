@@ -26,8 +26,9 @@ import { CSR_GR, KUBE_APISERVER_CLIENT_SIGNER, hasCondition, parseCSR, requestPe
 
 /** Default (and largest) lifetime of a signed certificate: 1 year (kube `--cluster-signing-duration`). */
 export const DEFAULT_SIGNING_DURATION_SECONDS = 365 * 24 * 3600;
-/** URI SAN prefix naming the logical cluster a CSR-issued certificate belongs to. */
-export const LOGICAL_CLUSTER_URI_PREFIX = 'urn:kcp-ts:logical-cluster:';
+import { LOGICAL_CLUSTER_URI_PREFIX } from '../auth/serviceaccounts.js';
+
+export { LOGICAL_CLUSTER_URI_PREFIX };
 
 type Obj = Record<string, unknown>;
 const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});

@@ -14,6 +14,7 @@
  * shard answers, so existence is not revealed), 403 for `/clusters/*` (wildcard requests go to
  * shards directly, as in kcp), 503 with `Retry-After` when the owning shard is unreachable.
  */
+import { certificateScopes } from '../auth/serviceaccounts.js';
 import { X509Certificate } from 'node:crypto';
 import { createServer, type Server } from 'node:https';
 import { Pool, type Dispatcher } from 'undici';
@@ -103,7 +104,8 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
         if (!socket.authorized || !cert.checkIssued(clientCA) || !cert.verify(clientCA.publicKey)) return { error: 'client certificate not signed by the client CA' };
         const cn = /(?:^|\n)CN=([^\n]*)/.exec(cert.subject)?.[1];
         const groups = [...cert.subject.matchAll(/(?:^|\n)O=([^\n]*)/g)].map((m) => m[1]!);
-        if (cn) u = { user: { name: cn, groups: groups.includes(AUTHENTICATED_GROUP) ? groups : [...groups, AUTHENTICATED_GROUP] }, serial: cert.serialNumber };
+        const extra = certificateScopes(cert.subjectAltName);
+        if (cn) u = { user: { name: cn, groups: groups.includes(AUTHENTICATED_GROUP) ? groups : [...groups, AUTHENTICATED_GROUP], ...(extra ? { extra } : {}) }, serial: cert.serialNumber };
       }
       users.set(socket, u);
     }

@@ -83,6 +83,16 @@ test('create, approve, issue: the certificate authenticates as its CN/O in the w
   assert.equal(who.status.userInfo.username, 'carol');
   assert.deepEqual(who.status.userInfo.groups, ['team-x', 'system:authenticated']);
 
+  assert.deepEqual(who.status.userInfo.extra?.['authentication.kcp.io/scopes'], ['cluster:csr-a']);
+  // The certificate is valid in its workspace only: bindings to "carol" and "team-x" elsewhere
+  // do not apply to it (a workspace admin must not mint identities for other workspaces).
+  await kc(b, ['create', 'clusterrolebinding', 'carol-admin', '--clusterrole', 'cluster-admin', '--user', 'carol', '--group', 'team-x']);
+  await kc(b, ['create', 'clusterrolebinding', 'team-x-access', '--clusterrole', 'system:kcp:workspace:access', '--group', 'team-x']);
+  const carolInB = kubeconfigFor('csr-b', 'carol', { certPem, keyPem });
+  const refused = await kc(carolInB, ['get', 'configmaps', '-n', 'default'], { allowFail: true });
+  assert.notEqual(refused.code, 0);
+  assert.match(refused.stderr, /forbidden|Forbidden/);
+
   // Invisible in another logical cluster.
   const other = await kc(b, ['get', 'csr', 'carol'], { allowFail: true });
   assert.notEqual(other.code, 0);
