@@ -10,6 +10,7 @@ import type { ResourceDescriptor, TableColumn } from './types.js';
 import { applyCRDDefaults, validateCRD } from '../apiextensions/crdvalidation.js';
 import { CSR_DESCRIPTOR } from '../certificates/csr.js';
 import { defaultWebhookConfiguration, validateWebhookConfiguration } from '../admission/webhooks.js';
+import { defaultPolicy, validatePolicy, validatePolicyBinding } from '../admission/policies.js';
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
@@ -318,6 +319,22 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
       },
     };
   }),
+  {
+    group: 'admissionregistration.k8s.io', version: 'v1', kind: 'ValidatingAdmissionPolicy', listKind: 'ValidatingAdmissionPolicyList',
+    plural: 'validatingadmissionpolicies', singular: 'validatingadmissionpolicy', namespaced: false, categories: ['api-extensions'],
+    verbs: ALL_VERBS, hasStatus: true,
+    columns: [{ name: 'Validations', type: 'integer', priority: 0, cell: (o) => (Array.isArray(asObj(o.spec).validations) ? (asObj(o.spec).validations as unknown[]).length : 0) },
+      { name: 'ParamKind', type: 'string', priority: 0, cell: (o) => { const k = asObj(asObj(o.spec).paramKind); return k.kind ? `${k.apiVersion}/${k.kind}` : '<unset>'; } }],
+    strategy: { tracksGeneration: true, prepareForCreate: defaultPolicy, prepareForUpdate: defaultPolicy, validate: validatePolicy },
+  },
+  {
+    group: 'admissionregistration.k8s.io', version: 'v1', kind: 'ValidatingAdmissionPolicyBinding', listKind: 'ValidatingAdmissionPolicyBindingList',
+    plural: 'validatingadmissionpolicybindings', singular: 'validatingadmissionpolicybinding', namespaced: false, categories: ['api-extensions'],
+    verbs: ALL_VERBS,
+    columns: [{ name: 'PolicyName', type: 'string', priority: 0, cell: (o) => asObj(o.spec).policyName },
+      { name: 'ParamRef', type: 'string', priority: 0, cell: (o) => { const r = asObj(asObj(o.spec).paramRef); return r.name ? `${r.namespace ? `${r.namespace}/` : ''}${r.name}` : '<unset>'; } }],
+    strategy: { validate: validatePolicyBinding },
+  },
   {
     group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition', listKind: 'CustomResourceDefinitionList',
     plural: 'customresourcedefinitions', singular: 'customresourcedefinition', namespaced: false, shortNames: ['crd', 'crds'],

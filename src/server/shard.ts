@@ -46,6 +46,7 @@ import { BINDINGS_GR } from '../apiexports/schemas.js';
 import { APIExportVirtualWorkspace } from '../apiexports/virtualworkspace.js';
 import { maximalPermissionPolicy } from '../apiexports/maximalpermission.js';
 import { Webhooks } from '../admission/webhooks.js';
+import { ValidatingPolicies, chainAdmission } from '../admission/policies.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
 import { RevokedCertificates } from '../auth/revocation.js';
@@ -404,8 +405,12 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       replicated: (resource, cluster, name) => directory.replicated(resource, cluster, name),
       replicatedList: (resource) => directory.replicatedList(resource),
     });
-    // Admission webhooks of each logical cluster, and of the export of a bound resource.
-    backend.webhooks = new Webhooks({ cache, exportClusterOf: (cluster, desc) => catalog.exportOfBound(cluster, desc)?.cluster });
+    // Dynamic admission in kube's plugin order: validating admission policies, then the admission
+    // webhooks of each logical cluster (and of the export of a bound resource).
+    backend.webhooks = chainAdmission(
+      new ValidatingPolicies({ cache, apis: (cluster) => registry.forCluster(cluster) }),
+      new Webhooks({ cache, exportClusterOf: (cluster, desc) => catalog.exportOfBound(cluster, desc)?.cluster }),
+    );
     // Permissions on an export are held without entering its workspace (kcp's deep SAR).
     const builtinGRs = new Set(BUILTIN_RESOURCES.map((d) => `${d.group}/${d.plural}`));
     const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }, true),

@@ -1,7 +1,7 @@
 /**
  * OpenAPI v3 schemas of admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration and
- * MutatingWebhookConfiguration with their webhooks, rules, client configs and match conditions,
- * following k8s.io/api/admissionregistration/v1.
+ * MutatingWebhookConfiguration (webhooks, rules, client configs, match conditions) and
+ * ValidatingAdmissionPolicy and its Binding, following k8s.io/api/admissionregistration/v1.
  */
 import { type Schema, LABEL_SELECTOR, arrayOf, bytes, int32, kindSchema, object, ref, str, stringList } from './helpers.js';
 
@@ -59,9 +59,64 @@ const mutatingConfig = kindSchema(GROUP, 'v1', 'MutatingWebhookConfiguration', '
   webhooks: arrayOf(ref(`${ADMISSION}.MutatingWebhook`), 'The webhooks.', { listType: 'map', mapKeys: ['name'], patchMergeKey: 'name', patchStrategy: 'merge' }),
 });
 
+const namedRule = object('Operations and resources (optionally by name) a policy applies to.', {
+  apiGroups: stringList('API groups; "" is the core group, "*" all groups.'),
+  apiVersions: stringList('API versions; "*" all versions.'),
+  operations: stringList('CREATE, UPDATE, DELETE, CONNECT or "*".'),
+  resourceNames: stringList('Names of the objects; empty means all.'),
+  resources: stringList('Resources, subresources ("pods/status"), "*" or "*/*".'),
+  scope: str('"Cluster", "Namespaced" or "*" (default).'),
+});
+
+const matchResources = object('Which requests a policy or binding applies to.', {
+  excludeResourceRules: arrayOf(ref(`${ADMISSION}.NamedRuleWithOperations`), 'Requests never matched.', { listType: 'atomic' }),
+  matchPolicy: str('Exact or Equivalent (default).'),
+  namespaceSelector: ref(LABEL_SELECTOR, 'Labels of the namespace of the object; default everything.'),
+  objectSelector: ref(LABEL_SELECTOR, 'Labels of the object; default everything.'),
+  resourceRules: arrayOf(ref(`${ADMISSION}.NamedRuleWithOperations`), 'Requests matched.', { listType: 'atomic' }),
+}, { atomic: true });
+
+const validation = object('A CEL expression that must hold for the request.', {
+  expression: str('CEL over object, oldObject, request, params, namespaceObject, variables; must return a bool. Required.'),
+  message: str('Message when the expression is false.'),
+  messageExpression: str('CEL returning the message when the expression is false.'),
+  reason: str('Invalid (default), Forbidden, Unauthorized or RequestEntityTooLarge: the HTTP status of a refusal.'),
+}, { required: ['expression'] });
+
+const policy = kindSchema(GROUP, 'v1', 'ValidatingAdmissionPolicy', 'Validation rules in CEL, applied to requests through ValidatingAdmissionPolicyBindings.', {
+  spec: object('What the policy validates and how.', {
+    auditAnnotations: arrayOf(object('An audit annotation computed by CEL.', { key: str('Key of the annotation.'), valueExpression: str('CEL returning the value.') }), 'Audit annotations.', { listType: 'atomic' }),
+    failurePolicy: str('Fail (default) or Ignore: what an expression that cannot be evaluated does.'),
+    matchConditions: arrayOf(ref(`${ADMISSION}.MatchCondition`), 'Conditions that must all hold for the policy to be evaluated.', { listType: 'map', mapKeys: ['name'], patchMergeKey: 'name', patchStrategy: 'merge' }),
+    matchConstraints: ref(`${ADMISSION}.MatchResources`, 'The requests the policy applies to. Required.'),
+    paramKind: object('The kind of the parameter resources of bindings.', { apiVersion: str('API version of the kind.'), kind: str('The kind.') }, { atomic: true }),
+    validations: arrayOf(ref(`${ADMISSION}.Validation`), 'The validations.', { listType: 'atomic' }),
+    variables: arrayOf(object('A named CEL value, usable as variables.<name>.', { expression: str('CEL expression.'), name: str('Name.') }, { required: ['name', 'expression'] }), 'Variables.', { listType: 'map', mapKeys: ['name'], patchMergeKey: 'name', patchStrategy: 'merge' }),
+  }),
+  status: object('What the server observed of the policy.', {}, { extra: { 'x-kubernetes-preserve-unknown-fields': true } }),
+});
+
+const policyBinding = kindSchema(GROUP, 'v1', 'ValidatingAdmissionPolicyBinding', 'Applies a ValidatingAdmissionPolicy, with its parameters and actions.', {
+  spec: object('Which policy applies, to what, with which parameters and actions.', {
+    matchResources: ref(`${ADMISSION}.MatchResources`, 'Further limits the requests the policy applies to.'),
+    paramRef: object('The parameter objects.', {
+      name: str('Name of the parameter object.'), namespace: str('Namespace of the parameter objects.'),
+      parameterNotFoundAction: str('Allow or Deny: what a binding whose parameters are missing does. Required with paramRef.'),
+      selector: ref(LABEL_SELECTOR, 'Labels of the parameter objects (instead of name).'),
+    }, { atomic: true }),
+    policyName: str('Name of the ValidatingAdmissionPolicy. Required.'),
+    validationActions: stringList('Deny, Warn and/or Audit: what a failed validation does. Required.', { listType: 'set' }),
+  }),
+});
+
 /** admissionregistration.k8s.io/v1 schemas by definition name. */
 export const ADMISSION_SCHEMAS: Record<string, Schema> = {
   [`${ADMISSION}.MatchCondition`]: matchCondition,
+  [`${ADMISSION}.MatchResources`]: matchResources,
+  [`${ADMISSION}.NamedRuleWithOperations`]: namedRule,
+  [`${ADMISSION}.Validation`]: validation,
+  [`${ADMISSION}.ValidatingAdmissionPolicy`]: policy,
+  [`${ADMISSION}.ValidatingAdmissionPolicyBinding`]: policyBinding,
   [`${ADMISSION}.MutatingWebhook`]: webhook(true),
   [`${ADMISSION}.MutatingWebhookConfiguration`]: mutatingConfig,
   [`${ADMISSION}.RuleWithOperations`]: ruleWithOperations,

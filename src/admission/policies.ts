@@ -1,0 +1,265 @@
+/**
+ * ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding per logical cluster, with
+ * kube-apiserver's semantics (https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/;
+ * k8s.io/apiserver/pkg/admission/plugin/policy/validating):
+ *
+ * - a binding (`policyName`, `validationActions`, optional `matchResources` and `paramRef`) makes
+ *   its policy apply; a request is evaluated when the policy's `matchConstraints` and the
+ *   binding's `matchResources` both match (resource rules with exclusions, namespace and object
+ *   selectors), then every `matchConditions` expression holds;
+ * - `validations` are CEL over `object`, `oldObject`, `request`, `params`, `namespaceObject` and
+ *   `variables` (the policy's `variables`, evaluated lazily); a false one is a violation with its
+ *   `message`, `messageExpression` or `failed expression: <expr>`, and `reason` (default Invalid);
+ * - `validationActions`: Deny refuses (`ValidatingAdmissionPolicy '<p>' with binding '<b>' denied
+ *   request: <message>`, the code of the reason: Invalid 422, Forbidden 403, Unauthorized 401,
+ *   RequestEntityTooLarge 413), Warn adds a `Warning`, Audit records the failure for the audit
+ *   log (`auditAnnotations` too) when one is configured;
+ * - params: `paramKind` names a resource of the logical cluster; `paramRef.name` (or `selector`)
+ *   picks the objects, each evaluated; none found → `parameterNotFoundAction` (Deny: refused);
+ * - an expression that fails to evaluate follows `failurePolicy` (Fail: refused, Ignore: skipped).
+ */
+import { Environment, type ParseResult } from '@marcbachmann/cel-js';
+import { StatusError, type StatusCause } from '../apimachinery/errors.js';
+import { labelSelectorFromMetav1, matchesLabels, type LabelSelector, type LabelSelectorV1 } from '../apimachinery/labels.js';
+import type { KubeObject } from '../apimachinery/meta.js';
+import type { ClusterAPIs } from '../apiextensions/registry.js';
+import { registerKubeLibrary } from '../apiextensions/cel-library.js';
+import { toCel } from '../apiextensions/cel.js';
+import type { WebhookAdmission, WebhookAttributes } from '../registry/store.js';
+import type { WatchCache } from '../storage/watchcache.js';
+
+/** Watch-cache group/resources of policies and bindings. */
+export const POLICIES_GR = 'admissionregistration.k8s.io/validatingadmissionpolicies';
+export const POLICY_BINDINGS_GR = 'admissionregistration.k8s.io/validatingadmissionpolicybindings';
+const NAMESPACES_GR = 'core/namespaces';
+
+type Obj = Record<string, unknown>;
+const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
+const asList = (v: unknown): Obj[] => (Array.isArray(v) ? v as Obj[] : []);
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
+
+let env: Environment | undefined;
+
+/** The CEL environment of policies: object, oldObject, request, params, namespaceObject, variables. */
+function policyEnvironment(): Environment {
+  if (!env) {
+    const e = new Environment({ unlistedVariablesAreDyn: false, homogeneousAggregateLiterals: false, enableOptionalTypes: true });
+    for (const v of ['object', 'oldObject', 'request', 'params', 'namespaceObject', 'variables', 'authorizer']) e.registerVariable(v, 'dyn');
+    registerKubeLibrary(e);
+    env = e;
+  }
+  return env;
+}
+
+const programs = new Map<string, ParseResult | Error>();
+
+/** Parses a CEL expression once; throws its compile error. */
+function compile(expression: string): ParseResult {
+  let p = programs.get(expression);
+  if (!p) {
+    try { p = policyEnvironment().parse(expression); } catch (err) { p = new Error(`compilation failed: ${String((err as Error).message).split('\n')[0]}`); }
+    if (programs.size > 5000) programs.clear();
+    programs.set(expression, p);
+  }
+  if (p instanceof Error) throw p;
+  return p;
+}
+
+/** Status codes of `validations[].reason` (kube's allowed reasons). */
+const REASON_CODES: Record<string, number> = { Invalid: 422, Forbidden: 403, Unauthorized: 401, RequestEntityTooLarge: 413 };
+
+/** Validation of a ValidatingAdmissionPolicy (the parts a client can get wrong; expressions compile). */
+export function validatePolicy(obj: KubeObject): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const spec = asObj(obj.spec);
+  const bad = (field: string, message: string, reason = 'FieldValueInvalid') => causes.push({ reason, field, message });
+  const expr = (field: string, e: unknown) => {
+    if (typeof e !== 'string' || !e.trim()) { bad(field, 'Required value', 'FieldValueRequired'); return; }
+    try { compile(e); } catch (err) { bad(field, `Invalid value: ${JSON.stringify(e)}: ${(err as Error).message}`); }
+  };
+  if (spec.failurePolicy !== undefined && !['Fail', 'Ignore'].includes(String(spec.failurePolicy))) bad('spec.failurePolicy', `Unsupported value: ${JSON.stringify(spec.failurePolicy)}: supported values: "Fail", "Ignore"`, 'FieldValueNotSupported');
+  if (!asList(spec.validations).length && !asList(spec.auditAnnotations).length) bad('spec.validations', 'Required value: validations or auditAnnotations must contain at least one item', 'FieldValueRequired');
+  asList(spec.validations).forEach((v, i) => {
+    expr(`spec.validations[${i}].expression`, v.expression);
+    if (v.messageExpression !== undefined) expr(`spec.validations[${i}].messageExpression`, v.messageExpression);
+    if (v.reason !== undefined && !(String(v.reason) in REASON_CODES)) bad(`spec.validations[${i}].reason`, `Unsupported value: ${JSON.stringify(v.reason)}: supported values: "Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"`, 'FieldValueNotSupported');
+  });
+  asList(spec.variables).forEach((v, i) => { if (!v.name) bad(`spec.variables[${i}].name`, 'Required value', 'FieldValueRequired'); expr(`spec.variables[${i}].expression`, v.expression); });
+  asList(spec.matchConditions).forEach((c, i) => expr(`spec.matchConditions[${i}].expression`, c.expression));
+  asList(spec.auditAnnotations).forEach((a, i) => expr(`spec.auditAnnotations[${i}].valueExpression`, a.valueExpression));
+  if (!asList(asObj(spec.matchConstraints).resourceRules).length) bad('spec.matchConstraints.resourceRules', 'Required value', 'FieldValueRequired');
+  return causes;
+}
+
+/** Validation of a ValidatingAdmissionPolicyBinding. */
+export function validatePolicyBinding(obj: KubeObject): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const spec = asObj(obj.spec);
+  if (!spec.policyName) causes.push({ reason: 'FieldValueRequired', field: 'spec.policyName', message: 'Required value' });
+  const actions = strings(spec.validationActions);
+  if (!actions.length) causes.push({ reason: 'FieldValueRequired', field: 'spec.validationActions', message: 'Required value' });
+  for (const a of actions) if (!['Deny', 'Warn', 'Audit'].includes(a)) causes.push({ reason: 'FieldValueNotSupported', field: 'spec.validationActions', message: `Unsupported value: ${JSON.stringify(a)}: supported values: "Audit", "Deny", "Warn"` });
+  if (actions.includes('Deny') && actions.includes('Warn')) causes.push({ reason: 'FieldValueInvalid', field: 'spec.validationActions', message: 'Invalid value: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)' });
+  const ref = asObj(spec.paramRef);
+  if (spec.paramRef !== undefined && !['Allow', 'Deny'].includes(String(ref.parameterNotFoundAction))) causes.push({ reason: 'FieldValueNotSupported', field: 'spec.paramRef.parameterNotFoundAction', message: `Unsupported value: ${JSON.stringify(ref.parameterNotFoundAction ?? '')}: supported values: "Allow", "Deny"` });
+  return causes;
+}
+
+/** Defaults of a policy (kube's SetDefaults: failurePolicy Fail, matchPolicy Equivalent, selectors, scope). */
+export function defaultPolicy(obj: KubeObject): void {
+  const spec = (obj.spec ??= {}) as Obj;
+  spec.failurePolicy ??= 'Fail';
+  const mc = (spec.matchConstraints ??= {}) as Obj;
+  mc.matchPolicy ??= 'Equivalent'; mc.namespaceSelector ??= {}; mc.objectSelector ??= {};
+  for (const r of [...asList(mc.resourceRules), ...asList(mc.excludeResourceRules)]) r.scope ??= '*';
+}
+
+interface Rules { rules: Obj[]; exclude: Obj[]; namespaceSelector?: LabelSelector; objectSelector?: LabelSelector; matchPolicy: string }
+
+function compileMatch(m: Obj): Rules {
+  const sel = (v: unknown) => { const s = asObj(v); return Object.keys(asObj(s.matchLabels)).length || asList(s.matchExpressions).length ? labelSelectorFromMetav1(s as LabelSelectorV1) : undefined; };
+  return { rules: asList(m.resourceRules), exclude: asList(m.excludeResourceRules), namespaceSelector: sel(m.namespaceSelector), objectSelector: sel(m.objectSelector), matchPolicy: String(m.matchPolicy ?? 'Equivalent') };
+}
+
+const has = (list: string[], v: string) => list.includes('*') || list.includes(v);
+
+function ruleMatches(r: Obj, a: WebhookAttributes, exact: boolean): boolean {
+  const d = a.desc;
+  const resources = strings(r.resources);
+  const want = a.subresource ? `${d.plural}/${a.subresource}` : d.plural;
+  const resourceOk = resources.some((e) => e === '*/*' || e === want || (e === '*' && !a.subresource) || (e.endsWith('/*') && e.slice(0, -2) === d.plural) || (e.startsWith('*/') && e.slice(2) === a.subresource));
+  const names = strings(r.resourceNames);
+  const scope = String(r.scope ?? '*');
+  return has(strings(r.operations), a.operation) && has(strings(r.apiGroups), d.group) && (!exact || has(strings(r.apiVersions), d.version))
+    && resourceOk && (!names.length || names.includes(a.name)) && (scope === '*' || (scope === 'Namespaced') === d.namespaced);
+}
+
+/** The validating admission policies of a shard (see the module comment). */
+export class ValidatingPolicies implements WebhookAdmission {
+  constructor(private readonly deps: {
+    cache: WatchCache;
+    /** The APIs of a logical cluster (to find a policy's `paramKind`). */
+    apis: (cluster: string) => ClusterAPIs;
+  }) {}
+
+  async mutate(a: WebhookAttributes): Promise<KubeObject | undefined> { return a.object; }
+
+  private matches(m: Rules, a: WebhookAttributes): boolean {
+    const exact = m.matchPolicy === 'Exact';
+    if (m.rules.length && !m.rules.some((r) => ruleMatches(r, a, exact))) return false;
+    if (m.exclude.some((r) => ruleMatches(r, a, exact))) return false;
+    if (m.objectSelector && ![a.object, a.oldObject].some((o) => o && matchesLabels(m.objectSelector!, o.metadata.labels ?? {}))) return false;
+    if (m.namespaceSelector) {
+      const d = a.desc;
+      let labels: Record<string, string> | undefined;
+      if (d.group === '' && d.plural === 'namespaces') labels = (a.object ?? a.oldObject)?.metadata.labels;
+      else if (d.namespaced) labels = this.deps.cache.getEntry(NAMESPACES_GR, a.cluster, '', a.namespace)?.labels;
+      else return true;
+      if (!matchesLabels(m.namespaceSelector, labels ?? {})) return false;
+    }
+    return true;
+  }
+
+  async validate(a: WebhookAttributes): Promise<void> {
+    if (a.desc.group === 'admissionregistration.k8s.io') return;
+    const bindings = this.deps.cache.list(POLICY_BINDINGS_GR, a.cluster);
+    if (!bindings.length) return;
+    for (const be of bindings) {
+      const binding = JSON.parse(be.json) as KubeObject;
+      const bspec = asObj(binding.spec);
+      const pe = this.deps.cache.getEntry(POLICIES_GR, a.cluster, '', String(bspec.policyName ?? ''));
+      if (!pe) continue;
+      const policy = JSON.parse(pe.json) as KubeObject;
+      const spec = asObj(policy.spec);
+      if (!this.matches(compileMatch(asObj(spec.matchConstraints)), a)) continue;
+      if (bspec.matchResources !== undefined && !this.matches(compileMatch(asObj(bspec.matchResources)), a)) continue;
+      this.evaluate(a, policy, binding);
+    }
+  }
+
+  private evaluate(a: WebhookAttributes, policy: KubeObject, binding: KubeObject): void {
+    const spec = asObj(policy.spec);
+    const bspec = asObj(binding.spec);
+    const actions = strings(bspec.validationActions);
+    const failClosed = spec.failurePolicy !== 'Ignore';
+    const pname = policy.metadata.name; const bname = binding.metadata.name;
+    const refuse = (message: string, code = 422, reason = 'Invalid') => new StatusError(code, reason, `ValidatingAdmissionPolicy '${pname}' with binding '${bname}' denied request: ${message}`);
+    // Params.
+    let params: unknown[] = [null];
+    const paramKind = asObj(spec.paramKind);
+    if (paramKind.kind) {
+      const ref = asObj(bspec.paramRef);
+      const [group, version] = String(paramKind.apiVersion ?? '').includes('/') ? String(paramKind.apiVersion).split('/') : ['', String(paramKind.apiVersion ?? '')];
+      const store = this.deps.apis(a.cluster).descriptors.find((d) => d.group === group && d.version === version && d.kind === paramKind.kind);
+      const found: KubeObject[] = [];
+      if (store) {
+        const gr = `${store.group || 'core'}/${store.plural}`;
+        const ns = store.namespaced ? String(ref.namespace ?? a.namespace ?? '') : '';
+        if (ref.name) {
+          const e = this.deps.cache.getEntry(gr, a.cluster, ns, String(ref.name));
+          if (e) found.push(JSON.parse(e.json) as KubeObject);
+        } else if (ref.selector !== undefined) {
+          const sel = labelSelectorFromMetav1(asObj(ref.selector) as LabelSelectorV1);
+          for (const e of this.deps.cache.list(gr, a.cluster, store.namespaced ? ns : undefined)) if (matchesLabels(sel, e.labels ?? {})) found.push(JSON.parse(e.json) as KubeObject);
+        }
+      }
+      if (!found.length) {
+        if (ref.parameterNotFoundAction === 'Allow') return;
+        if (actions.includes('Deny')) throw refuse(`failed to configure binding: no params found for policy binding with \`Deny\` parameterNotFoundAction`, 403, 'Forbidden');
+        return;
+      }
+      params = found;
+    }
+    const namespaceObject = a.namespace ? (() => { const e = this.deps.cache.getEntry(NAMESPACES_GR, a.cluster, '', a.namespace); return e ? JSON.parse(e.json) : null; })() : null;
+    const request = {
+      kind: { group: a.desc.group, version: a.desc.version, kind: a.desc.kind }, resource: { group: a.desc.group, version: a.desc.version, resource: a.desc.plural },
+      subResource: a.subresource, name: a.name, namespace: a.namespace, operation: a.operation, dryRun: a.dryRun,
+      userInfo: { username: a.user.name, uid: a.user.uid ?? '', groups: a.user.groups, extra: a.user.extra ?? {} },
+    };
+    for (const p of params) {
+      const vars: Record<string, unknown> = {
+        object: toCel(a.operation === 'DELETE' ? null : a.object ?? null, undefined), oldObject: toCel(a.oldObject ?? null, undefined),
+        request: toCel(request, undefined), params: toCel(p, undefined), namespaceObject: toCel(namespaceObject, undefined),
+      };
+      // Variables, in order; each may use the ones before it (`variables.<name>`).
+      const variables: Record<string, unknown> = Object.create(null);
+      vars.variables = variables;
+      const run = (expression: string): unknown => compile(expression)(vars);
+      try {
+        for (const v of asList(spec.variables)) variables[String(v.name)] = run(String(v.expression));
+        if (!asList(spec.matchConditions).every((c) => run(String(c.expression)) === true)) continue;
+      } catch (err) {
+        if (failClosed && actions.includes('Deny')) throw refuse(`expression evaluation failed: ${(err as Error).message.split('\n')[0]}`);
+        continue;
+      }
+      for (const v of asList(spec.validations)) {
+        let ok: unknown;
+        try { ok = run(String(v.expression)); } catch (err) {
+          if (!failClosed) continue;
+          ok = false;
+          v.message ??= `expression '${v.expression}' resulted in error: ${(err as Error).message.split('\n')[0]}`;
+        }
+        if (ok === true) continue;
+        let message = typeof v.message === 'string' && v.message ? v.message : `failed expression: ${v.expression}`;
+        if (typeof v.messageExpression === 'string') {
+          try { const m = run(v.messageExpression); if (typeof m === 'string' && m.trim() && !m.includes('\n')) message = m; } catch { /* kube keeps the static message */ }
+        }
+        const reason = String(v.reason ?? 'Invalid');
+        if (actions.includes('Warn')) a.warnings?.push(`Validation failed for ValidatingAdmissionPolicy '${pname}' with binding '${bname}': ${message}`);
+        if (actions.includes('Deny')) throw refuse(message, REASON_CODES[reason] ?? 422, reason);
+      }
+    }
+  }
+}
+
+/** Runs several dynamic admission steps in order (policies, then webhooks, as kube's plugin order). */
+export function chainAdmission(...steps: WebhookAdmission[]): WebhookAdmission {
+  return {
+    async mutate(a) {
+      let obj = a.object;
+      for (const s of steps) obj = await s.mutate({ ...a, object: obj });
+      return obj;
+    },
+    async validate(a) { for (const s of steps) await s.validate(a); },
+  };
+}
