@@ -2,7 +2,8 @@
  * kcp-ts benchmarks: `npm run bench [-- <scenario>...]` (docs/benchmarks.md).
  *
  * Scenarios: startup, create, get, list, watch, memory (the issue's figures) and the extra
- * watch-fanout, list-10k and redis-ceiling; crd-apply and cr-create for custom resources.
+ * watch-fanout, list-10k and redis-ceiling; crd-apply and cr-create for custom resources; audit
+ * (create throughput with a Metadata audit policy against without).
  * Without arguments all run in that order.
  * Each scenario starts its own server child (bench/server-child.ts, embedded Redis with AOF
  * appendfsync always, fresh root directory) so the load generator (this process) and the server
@@ -17,8 +18,8 @@
  * server, see bench/server-child.ts).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +33,7 @@ import { wsCreate, wsDelete, wsMemory, type Report } from './workspaces.js';
 import { killInstancesSync, proxyOverhead, proxyRestart, shardsWs } from './shards.js';
 import { operatorBench } from './operator.js';
 import { apisBind, apisVirtualWorkspace } from './apis.js';
+import { webhookBench } from './admission.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS = join(BENCH_DIR, 'results.json');
@@ -171,6 +173,61 @@ async function create(): Promise<void> {
       rows.push({ scenario: 'create', figure: `ConfigMap creates/s, ${CONCURRENCY} clients`, value: fmtInt(r.opsPerSec), target: '≥ 5,000/s', met: r.opsPerSec >= 5000 ? 'yes' : 'NO', detail: loadDetail(r) });
     } finally { closeClients(clients); }
   });
+}
+
+/**
+ * `audit`: ConfigMap creates/s as `create` measures them, on a server without auditing and on one
+ * with a Metadata-level policy for everything (`--audit-policy-file`, log in the root directory),
+ * alternately twice (a drifting machine affects both alike); the medians of all runs are compared.
+ */
+async function auditScenario(): Promise<void> {
+  const policyDir = mkdtempSync(join(tmpdir(), 'kcpb-audit-'));
+  const policy = join(policyDir, 'policy.yaml');
+  writeFileSync(policy, 'apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n');
+  const runs: Record<'plain' | 'audit', number[]> = { plain: [], audit: [] };
+  const loads: Partial<Record<'plain' | 'audit', LoadResult>> = {};
+  let events = 0;
+  let bytes = 0;
+  try {
+    for (const pass of [0, 1]) {
+      for (const mode of ['plain', 'audit'] as const) {
+        if (mode === 'audit') process.env.BENCH_AUDIT_POLICY = policy; else delete process.env.BENCH_AUDIT_POLICY;
+        await withServer(`audit-${mode}`, async (s) => {
+          const admin = makeClients(s.url, s.creds, 1)[0]!;
+          await createNamespace(admin, 'bench');
+          admin.close();
+          const clients = makeClients(s.url, s.creds, CONCURRENCY);
+          try {
+            const r = await repeated((run) => runLoad({
+              clients, warmupMs: warmup(run), durationMs: DURATION_MS, cpu: s.cpu,
+              next: (c, i): Req => ({ method: 'POST', path: CM_PATH('bench'), body: cm(`cm-${pass}-${run}-${c}-${i}`, { a: 'value-a', b: 'value-b' }) }),
+              ok: (st) => st === 201,
+            }));
+            runs[mode].push(...r.runs);
+            if (pass === 1) loads[mode] = r.best;
+          } finally { closeClients(clients); }
+          if (mode === 'audit') {
+            await sleep(200);
+            const log = readFileSync(join(s.root, 'audit.log'), 'utf8');
+            bytes += log.length;
+            events += log.split('\n').length - 1;
+          }
+        });
+      }
+    }
+  } finally {
+    delete process.env.BENCH_AUDIT_POLICY;
+    rmSync(policyDir, { recursive: true, force: true });
+  }
+  const plain = median(runs.plain);
+  const audited = median(runs.audit);
+  const ratio = audited / plain;
+  results.audit = {
+    plainOpsPerSec: round(plain, 1), auditOpsPerSec: round(audited, 1), ratio: round(ratio, 3), runsPlain: runs.plain, runsAudit: runs.audit,
+    auditEvents: events, auditLogBytes: bytes, plain: loads.plain ? loadJson(loads.plain) : undefined, audit: loads.audit ? loadJson(loads.audit) : undefined,
+    note: 'Metadata level for every request: two events (RequestReceived, ResponseComplete) per create, written to <root>/audit.log',
+  };
+  rows.push({ scenario: 'audit', figure: `ConfigMap creates/s with a Metadata audit policy, ${CONCURRENCY} clients`, value: `${fmtInt(audited)} (${round(ratio * 100, 1)} %)`, target: '≥ 85 % of without', met: ratio >= 0.85 ? 'yes' : 'NO', detail: `without audit ${fmtInt(plain)}/s; ${fmtInt(events)} events, ${round(bytes / 1024 / 1024, 1)} MiB` });
 }
 
 async function get(): Promise<void> {
@@ -494,6 +551,7 @@ async function crCreate(): Promise<void> {
 const SCENARIOS: Record<string, () => Promise<void>> = {
   startup,
   create,
+  audit: auditScenario,
   get,
   list: () => listScenario('list', 0),
   watch: () => watchScenario('watch', 10, 100),
@@ -521,6 +579,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
       if (saved === undefined) delete process.env.BENCH_WATCH_HISTORY; else process.env.BENCH_WATCH_HISTORY = saved;
     }
   },
+  // Admission: create throughput with one allow-all validating webhook (bench/admission.ts).
+  webhook: () => workspaceScenario('webhook', webhookBench),
   // kcp-ts operator against a real kube-apiserver (bench/operator.ts; needs npm run build and test/tools/build.sh).
   operator: () => instanceScenario('operator', operatorBench),
 };

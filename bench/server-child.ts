@@ -17,6 +17,7 @@
  * redis-server is left behind.
  */
 import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { PerformanceObserver, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { startServer, type RunningServer } from '../src/index.js';
@@ -83,7 +84,10 @@ try {
   // BENCH_WATCH_HISTORY: the watch cache's history window in events (a memory scenario keeps it
   // small so that what the window happens to hold does not swamp a per-object figure).
   const history = process.env.BENCH_WATCH_HISTORY ? Number(process.env.BENCH_WATCH_HISTORY) : undefined;
-  server = await startServer({ rootDirectory: root, securePort: 0, redisUrl, watchHistorySize: history });
+  // BENCH_AUDIT_POLICY: an audit policy file; the audit log is <root>/audit.log (scenario audit).
+  const auditPolicy = process.env.BENCH_AUDIT_POLICY;
+  const audit = auditPolicy ? { policy: auditPolicy, path: join(root, 'audit.log') } : undefined;
+  server = await startServer({ rootDirectory: root, securePort: 0, redisUrl, watchHistorySize: history, audit });
   const startMs = performance.now() - t0;
   send({ event: 'ready', url: server.url, port: server.port, redisUrl: server.redisUrl, startMs, pid: process.pid });
 } catch (err) {

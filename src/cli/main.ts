@@ -13,6 +13,7 @@ import { ShutdownSignals } from './signals.js';
 import { frontProxyMain } from './frontproxy.js';
 import { readFlagFile } from './flags.js';
 import type { RequestHeaderConfig } from '../auth/authn.js';
+import { loadAuditPolicy } from '../server/audit.js';
 
 const USAGE = `Usage: kcp-ts start [flags]
        kcp-ts front-proxy [flags]   (kcp-ts front-proxy --help)
@@ -62,6 +63,11 @@ Flags:
   --revoked-client-certificates-file FILE
                             serial numbers (hex, one per line) of client certificates to refuse;
                             re-read when it changes
+  --audit-policy-file FILE  audit.k8s.io/v1 Policy: which requests are audited, at which level
+  --audit-log-path PATH     where audit events go (JSON lines), "-" for stdout; needs the policy
+  --audit-log-maxsize MB    rotate the audit log when it would exceed MB (default 0: 100 MB)
+  --audit-log-maxbackup N   rotated audit logs kept (default 0: all)
+  --audit-log-maxage DAYS   days rotated audit logs are kept (default 0: no limit)
   -v, --verbose             log every request
   -h, --help                this help
 `;
@@ -97,6 +103,8 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
         'requestheader-extra-headers-prefix': { type: 'string' },
         'tls-cert-file': { type: 'string' }, 'tls-private-key-file': { type: 'string' }, 'client-ca-file': { type: 'string' },
         'service-account-signing-key-file': { type: 'string' }, 'revoked-client-certificates-file': { type: 'string' },
+        'audit-policy-file': { type: 'string' }, 'audit-log-path': { type: 'string' }, 'audit-log-maxsize': { type: 'string' },
+        'audit-log-maxbackup': { type: 'string' }, 'audit-log-maxage': { type: 'string' },
       },
     }));
   } catch (err) {
@@ -113,6 +121,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   let shardClientCert: { cert: string; key: string } | undefined;
   const requestHeader: Partial<RequestHeaderConfig> = {};
   let certificates: ServerOptions['certificates'];
+  let audit: ServerOptions['audit'];
   const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
   try {
     labels = values['shard-labels'] ? parseLabels(values['shard-labels']) : undefined;
@@ -139,6 +148,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     if (values['requestheader-username-headers']) requestHeader.usernameHeaders = list(values['requestheader-username-headers']);
     if (values['requestheader-group-headers']) requestHeader.groupHeaders = list(values['requestheader-group-headers']);
     if (values['requestheader-extra-headers-prefix']) requestHeader.extraHeaderPrefixes = list(values['requestheader-extra-headers-prefix']);
+    audit = auditOptions(values);
   } catch (err) {
     process.stderr.write(`kcp-ts start: ${(err as Error).message}\n`);
     return 2;
@@ -149,7 +159,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     queueRedisUrl: values['queue-redis-url'], tokenAuthFile: values['token-auth-file'], logger: values.verbose ? { level: 'info' } : { level: 'warn' },
     rootShard, shardBaseURL: values['shard-base-url'], shardExternalURL: values['shard-external-url'],
     shardVirtualWorkspaceURL: values['shard-virtual-workspace-url'], shardLabels: labels, pkiDirectory: values['pki-directory'],
-    shardClientCert, requestHeader, certificates, revokedClientCertificatesFile: values['revoked-client-certificates-file'],
+    shardClientCert, requestHeader, certificates, revokedClientCertificatesFile: values['revoked-client-certificates-file'], audit,
   };
   try {
     const t0 = performance.now();
@@ -176,6 +186,33 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   } finally {
     shutdown.dispose();
   }
+}
+
+/**
+ * kube-apiserver's audit flags (`--audit-policy-file`, `--audit-log-path`, `--audit-log-maxsize`,
+ * `--audit-log-maxbackup`, `--audit-log-maxage`; k8s.io/apiserver/pkg/server/options/audit.go):
+ * the policy is read and validated here, so that a bad one is a usage error naming the file and
+ * the field. As kube, a policy without a log path (or a path without a policy) audits nothing.
+ */
+function auditOptions(values: Record<string, string | boolean | undefined>): ServerOptions['audit'] {
+  const num = (flag: string): number | undefined => {
+    const v = values[flag];
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (typeof v !== 'string' || !/^\d+$/.test(v) || !Number.isSafeInteger(n)) throw new Error(`invalid --${flag} "${String(v)}" (a non-negative integer)`);
+    return n;
+  };
+  const maxSizeMB = num('audit-log-maxsize');
+  const maxBackups = num('audit-log-maxbackup');
+  const maxAgeDays = num('audit-log-maxage');
+  const file = values['audit-policy-file'] as string | undefined;
+  const path = values['audit-log-path'] as string | undefined;
+  const policy = file ? loadAuditPolicy(file) : undefined;
+  if (!policy || !path) {
+    if (file || path) process.stderr.write(`kcp-ts start: auditing is off: it needs both --audit-policy-file and --audit-log-path\n`);
+    return undefined;
+  }
+  return { policy, path, maxSizeMB, maxBackups, maxAgeDays };
 }
 
 /** Throws `--<flag>: not <what> (…)` when `parse` fails on the flag's file. */

@@ -25,6 +25,7 @@ import type { VirtualView } from '../apiexports/virtualworkspace.js';
 import { buildOpenAPIV2, buildOpenAPIV3GroupVersion, buildOpenAPIV3Root } from '../apis/openapi.js';
 import { encodeOpenAPIV2Protobuf } from '../apis/openapiv2proto.js';
 import { answerHealth, healthEndpointOf, HEALTH_ENDPOINTS, type HealthCheck, type HealthEndpoint } from './health.js';
+import { auditAuthorization, auditResponseStarted, installAudit, type Auditor } from './audit.js';
 
 /** Maximum request body: 3 MiB, as kube-apiserver's default `MaxRequestBodyBytes`. */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -83,6 +84,8 @@ export interface AppContext {
    */
   maximalPermission?(cluster: string, desc: ResourceDescriptor, attrs: AuthzAttributes): Promise<string | undefined>;
   logger?: boolean | object;
+  /** Audit policy and log (audit.ts; `--audit-policy-file`, `--audit-log-*`); absent: no auditing. */
+  audit?: Auditor;
 }
 
 declare module 'fastify' {
@@ -128,6 +131,8 @@ export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca
   });
   app.setNotFoundHandler((_req, reply) => sendStatus(reply, new StatusError(404, 'NotFound', 'the server could not find the requested resource')));
 
+  // Before authentication: failed authentications are audited too.
+  if (ctx.audit) installAudit(app, ctx.audit);
   app.addHook('onResponse', (req, reply, done) => {
     const info = req.kcpInfo;
     ctx.metrics.observeRequest(info?.verb ?? req.method.toLowerCase(), info?.resource ?? '', reply.statusCode, reply.elapsedTime / 1000);
@@ -199,6 +204,7 @@ async function authorizeNonResource(ctx: AppContext, req: FastifyRequest, path: 
   const user = req.kcpUser!;
   const verb = req.method === 'GET' || req.method === 'HEAD' ? 'get' : req.method.toLowerCase();
   const d = ctx.authz.authorize({ user, verb, cluster, isResourceRequest: false, namespace: '', apiGroup: '', resource: '', subresource: '', name: '', path }, cluster ? await ctx.clusterExists(cluster) : true);
+  auditAuthorization(req, d.allowed, d.reason);
   if (!d.allowed) throw new StatusError(403, 'Forbidden', `forbidden: User "${user.name}" cannot ${verb} path "${path}"${d.reason ? `: ${d.reason}` : ''}`);
 }
 
@@ -276,7 +282,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     // access gets one answer whether the workspace exists or not. `~` is everyone's (kcp).
     if (!home) {
       const denial = ctx.authz.workspaceGate(req.kcpUser!, resolved, await ctx.clusterExists(resolved));
-      if (denial) throw workspaceAccessDenied(segment, denial);
+      if (denial) { auditAuthorization(req, false, denial); throw workspaceAccessDenied(segment, denial); }
     }
   } else if (info.cluster === '*') {
     const denial = ctx.authz.workspaceGate(req.kcpUser!, '*', true);
@@ -345,6 +351,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     const denial = await ctx.maximalPermission(info.cluster, desc, attrs);
     if (denial) Object.assign(decision, { allowed: false, reason: denial });
   }
+  auditAuthorization(req, decision.allowed, decision.reason);
   if (!decision.allowed) {
     const scope = namespace ? `in the namespace "${namespace}"` : 'at the cluster scope';
     throw forbidden(user.name, info.verb, { group: info.apiGroup, resource: info.subresource ? `${info.resource}/${info.subresource}` : info.resource }, info.name || undefined, decision.reason, scope);
@@ -409,6 +416,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
           allowBookmarks: queryBool(query, 'allowWatchBookmarks') === true, timeoutSeconds: timeout === null ? 1800 : Number(timeout),
           encode, bookmark,
         }, reply.raw, 'application/json');
+        auditResponseStarted(req, reply);
       } catch (err) {
         const status = toStatusError(err);
         if (!reply.raw.headersSent) {

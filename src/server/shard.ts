@@ -50,6 +50,7 @@ import { ValidatingPolicies, chainAdmission } from '../admission/policies.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
 import { RevokedCertificates } from '../auth/revocation.js';
+import { AuditLogWriter, loadAuditPolicy, type AuditPolicy, type Auditor } from './audit.js';
 import type { HealthCheck } from './health.js';
 import { evaluateTokenReview } from '../auth/tokenreview.js';
 import { csrAdmission } from '../certificates/csr.js';
@@ -118,6 +119,13 @@ export interface ServerOptions {
   queueRedisUrl?: string;
   /** Static token file (kube-apiserver CSV format). */
   tokenAuthFile?: string;
+  /**
+   * Audit (src/server/audit.ts), kube-apiserver's `--audit-policy-file` (a parsed policy, or the
+   * file: then an invalid one rejects the start with an `AuditPolicyError`) and `--audit-log-*`
+   * (`path` a file or `-` for stdout; `maxSizeMB` 0: 100 MiB as lumberjack; `maxBackups`,
+   * `maxAgeDays` 0: kept). Without a policy and a path nothing is audited.
+   */
+  audit?: { policy: AuditPolicy | string; path: string; maxSizeMB?: number; maxBackups?: number; maxAgeDays?: number };
   /** Watch events kept in memory for resuming watches. */
   watchHistorySize?: number;
   /** Events kept in the Redis stream (approximate). */
@@ -454,6 +462,15 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     if (revoked) cleanups.unshift(async () => revoked.close());
     const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map(), saTokens, requestHeader, revoked);
     const hub = new WatchHub(cache, () => storage.currentRevision(), options.bookmarkIntervalMs);
+    let audit: Auditor | undefined;
+    if (options.audit) {
+      const a = options.audit;
+      const policy = typeof a.policy === 'string' ? loadAuditPolicy(a.policy) : a.policy;
+      audit = { policy, writer: new AuditLogWriter({ path: a.path, maxSizeBytes: (a.maxSizeMB ?? 0) * 1024 * 1024, maxBackups: a.maxBackups, maxAgeDays: a.maxAgeDays, warn: (m) => warn(m) }) };
+      // Flushed once the app is closed (cleanups run first to last; app.close is unshifted later).
+      const writer = audit.writer;
+      cleanups.unshift(() => writer.close());
+    }
     cleanups.push(async () => hub.closeAll());
     const metrics = new Metrics(() => hub.size, () => cache.size);
     let started = false;
@@ -517,7 +534,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         initializingworkspaces: lifecycleVirtualWorkspace(INITIALIZING, { cache, registry, backend, resolvePath, authorizeIn }),
         terminatingworkspaces: lifecycleVirtualWorkspace(TERMINATING, { cache, registry, backend, resolvePath, authorizeIn }),
       },
-      logger: options.logger,
+      logger: options.logger, audit,
     }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: requestHeader ? [pki.ca.certPem, requestHeader.clientCA] : pki.ca.certPem });
     cleanups.unshift(() => app.close());
     if (options.logger) warn = (m) => app.log.warn(m);
