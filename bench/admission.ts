@@ -18,6 +18,74 @@ const median = (a: number[]) => { const s = [...a].sort((x, y) => x - y); return
 const CM = (ns: string) => `/clusters/root/api/v1/namespaces/${ns}/configmaps`;
 const VWC = '/clusters/root/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations';
 
+/**
+ * Create throughput without and with an admission configuration (`install` creates it, `remove`
+ * deletes it), alternating A/B/A/B on the same server; medians.
+ */
+async function abRuns(s: ServerProc, clients: ReturnType<typeof makeClients>, install: () => Promise<void>, remove: () => Promise<void>): Promise<{ without: LoadResult[]; withIt: LoadResult[]; ratio: number; a: number; b: number }> {
+  const run = (label: string, k: number): Promise<LoadResult> => runLoad({
+    clients, warmupMs: k === 0 ? 2000 : 1000, durationMs: DURATION_MS, cpu: s.cpu,
+    next: (c, i) => ({ method: 'POST', path: CM('bench'), body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${label}-${k}-${c}-${i}` }, data: { a: 'value-a', b: 'value-b' } }) }),
+    ok: (st) => st === 201,
+  });
+  const without: LoadResult[] = []; const withIt: LoadResult[] = [];
+  for (let k = 0; k < 2; k++) {
+    without.push(await run('plain', k));
+    await install();
+    await new Promise((r) => setTimeout(r, 500)); // the watch cache has it
+    withIt.push(await run('admitted', k));
+    await remove();
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const a = median(without.map((r) => r.opsPerSec));
+  const b = median(withIt.map((r) => r.opsPerSec));
+  return { without, withIt, ratio: b / a, a, b };
+}
+
+async function mustCreate(c: ReturnType<typeof makeClients>[number], path: string, body: object): Promise<void> {
+  const r = await c.request('POST', path, JSON.stringify(body));
+  if (r.status !== 201) throw new Error(`POST ${path}: ${r.status} ${r.body.toString().slice(0, 200)}`);
+}
+
+/** `vap`: create throughput with a ValidatingAdmissionPolicy of three CEL rules vs without. Target ≥ 80 %. */
+export async function policyBench(s: ServerProc): Promise<Report> {
+  const clients = makeClients(s.url, s.creds, CONCURRENCY);
+  try {
+    const admin = clients[0]!;
+    await admin.request('POST', '/clusters/root/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench' } }));
+    const base = '/clusters/root/apis/admissionregistration.k8s.io/v1';
+    const { without, withIt, ratio, a, b } = await abRuns(s, clients, async () => {
+      await mustCreate(admin, `${base}/validatingadmissionpolicies`, {
+        apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'three-rules' },
+        spec: {
+          matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['configmaps'] }] },
+          validations: [
+            { expression: '!has(object.data) || size(object.data) <= 16' },
+            { expression: 'size(object.metadata.name) < 200' },
+            { expression: "!has(object.metadata.labels) || !('forbidden' in object.metadata.labels)" },
+          ],
+        },
+      });
+      await mustCreate(admin, `${base}/validatingadmissionpolicybindings`, {
+        apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'three-rules' },
+        spec: { policyName: 'three-rules', validationActions: ['Deny'] },
+      });
+    }, async () => {
+      await admin.request('DELETE', `${base}/validatingadmissionpolicybindings/three-rules`);
+      await admin.request('DELETE', `${base}/validatingadmissionpolicies/three-rules`);
+    });
+    const last = withIt.at(-1)!;
+    return {
+      result: { withoutOpsPerSec: without.map((r) => round(r.opsPerSec)), withPolicyOpsPerSec: withIt.map((r) => round(r.opsPerSec)), ratio: round(ratio, 3), withPolicyLatencyMs: last.latencyMs, cpu: last.cpu },
+      rows: [{
+        scenario: 'vap', figure: `ConfigMap creates/s with a ValidatingAdmissionPolicy of 3 CEL rules vs without (${CONCURRENCY} clients)`,
+        value: `${round(b, 0)} vs ${round(a, 0)}/s: ${round(ratio * 100)} %`, target: '≥ 80 %', met: ratio >= 0.8 ? 'yes' : 'NO',
+        detail: `runs without ${without.map((r) => round(r.opsPerSec, 0)).join('/')}, with ${withIt.map((r) => round(r.opsPerSec, 0)).join('/')}; with: p50 ${round(last.latencyMs.p50, 2)} ms, p99 ${round(last.latencyMs.p99, 2)} ms, ${withIt.reduce((n, r) => n + r.errors, 0)} errors; server CPU ${last.cpu.server} %`,
+      }],
+    };
+  } finally { closeClients(clients); }
+}
+
 /** `webhook`: create throughput with one allow-all validating webhook vs without. */
 export async function webhookBench(s: ServerProc): Promise<Report> {
   const hook = spawn(process.execPath, ['--import', 'tsx', new URL('./webhook-server.ts', import.meta.url).pathname], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -34,24 +102,7 @@ export async function webhookBench(s: ServerProc): Promise<Report> {
       apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: 'allow-all' },
       webhooks: [{ name: 'allow.bench.example.com', clientConfig: { url, caBundle }, sideEffects: 'None', admissionReviewVersions: ['v1'], rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }] }],
     };
-    const run = (label: string, k: number): Promise<LoadResult> => runLoad({
-      clients, warmupMs: k === 0 ? 2000 : 1000, durationMs: DURATION_MS, cpu: s.cpu,
-      next: (c, i) => ({ method: 'POST', path: CM('bench'), body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${label}-${k}-${c}-${i}` }, data: { a: 'value-a', b: 'value-b' } }) }),
-      ok: (st) => st === 201,
-    });
-    const without: LoadResult[] = []; const withHook: LoadResult[] = [];
-    for (let k = 0; k < 2; k++) {
-      without.push(await run('plain', k));
-      const created = await admin.request('POST', VWC, JSON.stringify(config));
-      if (created.status !== 201) throw new Error(`creating the webhook configuration: ${created.status} ${created.body.toString().slice(0, 200)}`);
-      await new Promise((r) => setTimeout(r, 500)); // the watch cache has it
-      withHook.push(await run('hooked', k));
-      await admin.request('DELETE', `${VWC}/allow-all`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    const a = median(without.map((r) => r.opsPerSec));
-    const b = median(withHook.map((r) => r.opsPerSec));
-    const ratio = b / a;
+    const { without, withIt: withHook, ratio, a, b } = await abRuns(s, clients, async () => mustCreate(admin, VWC, config), async () => { await admin.request('DELETE', `${VWC}/allow-all`); });
     const errors = withHook.reduce((n, r) => n + r.errors, 0);
     const last = withHook.at(-1)!;
     return {

@@ -134,6 +134,15 @@ function ruleMatches(r: Obj, a: WebhookAttributes, exact: boolean): boolean {
     && resourceOk && (!names.length || names.includes(a.name)) && (scope === '*' || (scope === 'Namespaced') === d.namespaced);
 }
 
+/** Parsed policies and bindings by cache entry (a change is a new entry: parsed again). */
+const parsedEntries = new WeakMap<object, { obj: KubeObject; match: Rules }>();
+
+function parsed(e: { json: string }, match: (o: KubeObject) => Rules): { obj: KubeObject; match: Rules } {
+  let p = parsedEntries.get(e);
+  if (!p) { const obj = JSON.parse(e.json) as KubeObject; p = { obj, match: match(obj) }; parsedEntries.set(e, p); }
+  return p;
+}
+
 /** The validating admission policies of a shard (see the module comment). */
 export class ValidatingPolicies implements WebhookAdmission {
   constructor(private readonly deps: {
@@ -165,15 +174,14 @@ export class ValidatingPolicies implements WebhookAdmission {
     const bindings = this.deps.cache.list(POLICY_BINDINGS_GR, a.cluster);
     if (!bindings.length) return;
     for (const be of bindings) {
-      const binding = JSON.parse(be.json) as KubeObject;
-      const bspec = asObj(binding.spec);
+      const binding = parsed(be, (o) => compileMatch(asObj(asObj(o.spec).matchResources)));
+      const bspec = asObj(binding.obj.spec);
       const pe = this.deps.cache.getEntry(POLICIES_GR, a.cluster, '', String(bspec.policyName ?? ''));
       if (!pe) continue;
-      const policy = JSON.parse(pe.json) as KubeObject;
-      const spec = asObj(policy.spec);
-      if (!this.matches(compileMatch(asObj(spec.matchConstraints)), a)) continue;
-      if (bspec.matchResources !== undefined && !this.matches(compileMatch(asObj(bspec.matchResources)), a)) continue;
-      this.evaluate(a, policy, binding);
+      const policy = parsed(pe, (o) => compileMatch(asObj(asObj(o.spec).matchConstraints)));
+      if (!this.matches(policy.match, a)) continue;
+      if (bspec.matchResources !== undefined && !this.matches(binding.match, a)) continue;
+      this.evaluate(a, policy.obj, binding.obj);
     }
   }
 
@@ -234,13 +242,14 @@ export class ValidatingPolicies implements WebhookAdmission {
       }
       for (const v of asList(spec.validations)) {
         let ok: unknown;
+        let failure: string | undefined;
         try { ok = run(String(v.expression)); } catch (err) {
           if (!failClosed) continue;
           ok = false;
-          v.message ??= `expression '${v.expression}' resulted in error: ${(err as Error).message.split('\n')[0]}`;
+          failure = `expression '${String(v.expression)}' resulted in error: ${(err as Error).message.split('\n')[0]}`;
         }
         if (ok === true) continue;
-        let message = typeof v.message === 'string' && v.message ? v.message : `failed expression: ${v.expression}`;
+        let message = typeof v.message === 'string' && v.message ? v.message : failure ?? `failed expression: ${String(v.expression)}`;
         if (typeof v.messageExpression === 'string') {
           try { const m = run(v.messageExpression); if (typeof m === 'string' && m.trim() && !m.includes('\n')) message = m; } catch { /* kube keeps the static message */ }
         }
