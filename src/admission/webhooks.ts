@@ -26,8 +26,8 @@
  * refused when a configuration is written: kcp-ts has no Services to route to; use `url`.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { Agent, request } from 'node:https';
 import { isIP } from 'node:net';
+import { Pool } from 'undici';
 import * as jsonPatch from 'rfc6902';
 import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import { labelSelectorFromMetav1, matchesLabels, type LabelSelector, type LabelSelectorV1 } from '../apimachinery/labels.js';
@@ -56,7 +56,10 @@ interface Webhook {
   /** Configuration it comes from (for messages). */
   config: string;
   url: string;
-  agent: Agent;
+  /** Keep-alive connections to the webhook's origin, trusting its CA bundle. */
+  pool: Pool;
+  /** Path (and query) of the URL. */
+  path: string;
   rules: Rule[];
   failurePolicy: 'Fail' | 'Ignore';
   matchPolicy: 'Exact' | 'Equivalent';
@@ -170,16 +173,22 @@ export function validateWebhookConfiguration(obj: KubeObject, mutating: boolean)
 
 /** Compiled configurations, by cache entry (a configuration changes: a new entry, a new compile). */
 const compiled = new WeakMap<object, Webhook[]>();
-const agents = new Map<string, Agent>();
+const pools = new Map<string, Pool>();
 
-function agentFor(caBundle: string | undefined): Agent {
-  const key = createHash('sha256').update(caBundle ?? '').digest('hex');
-  let a = agents.get(key);
-  if (!a) {
-    a = new Agent({ keepAlive: true, maxSockets: 64, ...(caBundle ? { ca: Buffer.from(caBundle, 'base64').toString() } : {}) });
-    agents.set(key, a);
+/** One connection pool per webhook origin and CA bundle (kept while the shard runs). */
+function poolFor(url: string, caBundle: string | undefined): Pool {
+  const u = new URL(url);
+  const key = `${u.origin} ${createHash('sha256').update(caBundle ?? '').digest('hex')}`;
+  let p = pools.get(key);
+  if (!p) {
+    const host = u.hostname.replace(/^\[|\]$/g, '');
+    p = new Pool(u.origin, {
+      connections: 64, pipelining: 1, keepAliveTimeout: 30_000,
+      connect: { ...(caBundle ? { ca: Buffer.from(caBundle, 'base64').toString() } : {}), ...(isIP(host) ? {} : { servername: host }) },
+    });
+    pools.set(key, p);
   }
-  return a;
+  return p;
 }
 
 function compile(config: KubeObject, mutating: boolean): Webhook[] {
@@ -190,7 +199,8 @@ function compile(config: KubeObject, mutating: boolean): Webhook[] {
       return (asObj(s.matchLabels) && Object.keys(asObj(s.matchLabels)).length) || asList(s.matchExpressions).length ? labelSelectorFromMetav1(s as LabelSelectorV1) : undefined;
     };
     return {
-      name: String(w.name), config: config.metadata.name ?? '', url: String(cc.url ?? ''), agent: agentFor(cc.caBundle as string | undefined),
+      name: String(w.name), config: config.metadata.name ?? '', url: String(cc.url ?? ''), pool: poolFor(String(cc.url), cc.caBundle as string | undefined),
+      path: (() => { const u = new URL(String(cc.url)); return `${u.pathname || '/'}${u.search}`; })(),
       rules: asList(w.rules).map((r) => ({
         operations: asList(r.operations) as unknown as string[], apiGroups: asList(r.apiGroups) as unknown as string[],
         apiVersions: asList(r.apiVersions) as unknown as string[], resources: asList(r.resources) as unknown as string[], scope: String(r.scope ?? '*'),
@@ -362,28 +372,18 @@ function isConfiguration(d: ResourceDescriptor): boolean {
 }
 
 /** POSTs the review; resolves to its `response`. */
-function post(w: Webhook, review: object): Promise<Obj> {
-  const body = Buffer.from(JSON.stringify(review));
-  const u = new URL(w.url);
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: u.hostname, port: u.port || 443, path: u.pathname || '/', method: 'POST', agent: w.agent, ...(isIP(u.hostname.replace(/^\[|\]$/g, '')) ? {} : { servername: u.hostname }),
-      headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': String(body.length) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        if ((res.statusCode ?? 0) >= 300) { reject(new Error(`the server responded with ${res.statusCode}`)); return; }
-        try {
-          const parsed = JSON.parse(Buffer.concat(chunks).toString()) as Obj;
-          if (parsed.kind !== 'AdmissionReview' || !parsed.response) throw new Error('the response is not an AdmissionReview with a response');
-          resolve(asObj(parsed.response));
-        } catch (err) { reject(err); }
-      });
-    });
-    req.setTimeout(w.timeoutMs, () => req.destroy(new Error(`context deadline exceeded (timeout ${w.timeoutMs / 1000}s)`)));
-    req.on('error', reject);
-    req.end(body);
+async function post(w: Webhook, review: object): Promise<Obj> {
+  const res = await w.pool.request({
+    method: 'POST', path: w.path, body: JSON.stringify(review),
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    headersTimeout: w.timeoutMs, bodyTimeout: w.timeoutMs, signal: AbortSignal.timeout(w.timeoutMs),
+  }).catch((err: Error) => {
+    throw err.name === 'TimeoutError' || err.name === 'AbortError' || /timeout/i.test(err.message)
+      ? new Error(`context deadline exceeded (timeout ${w.timeoutMs / 1000}s)`) : err;
   });
+  const text = await res.body.text();
+  if (res.statusCode >= 300) throw new Error(`the server responded with ${res.statusCode}`);
+  const parsed = JSON.parse(text) as Obj;
+  if (parsed.kind !== 'AdmissionReview' || !parsed.response) throw new Error('the response is not an AdmissionReview with a response');
+  return asObj(parsed.response);
 }
