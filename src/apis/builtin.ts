@@ -9,6 +9,7 @@ import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor, TableColumn } from './types.js';
 import { applyCRDDefaults, validateCRD } from '../apiextensions/crdvalidation.js';
 import { CSR_DESCRIPTOR } from '../certificates/csr.js';
+import { age } from '../apimachinery/duration.js';
 import { defaultWebhookConfiguration, validateWebhookConfiguration } from '../admission/webhooks.js';
 import { defaultPolicy, validatePolicy, validatePolicyBinding } from '../admission/policies.js';
 
@@ -415,21 +416,4 @@ function normalizeSecret(obj: KubeObject): void {
   delete obj.stringData;
 }
 
-/** Human-readable age of an RFC 3339 timestamp, as kubectl prints (`5s`, `3m`, `2d`). */
-export function age(ts: string | undefined, now = Date.now()): string {
-  if (!ts) return '<unknown>';
-  const t = Date.parse(ts);
-  if (Number.isNaN(t)) return '<unknown>';
-  let s = Math.max(0, Math.floor((now - t) / 1000));
-  if (s < 120) return `${s}s`;
-  let m = Math.floor(s / 60);
-  if (m < 10) { s %= 60; return s ? `${m}m${s}s` : `${m}m`; }
-  if (m < 180) return `${m}m`;
-  const h = Math.floor(m / 60);
-  if (h < 8) { m %= 60; return m ? `${h}h${m}m` : `${h}h`; }
-  if (h < 48) return `${h}h`;
-  const d = Math.floor(h / 24);
-  if (d < 8) { const hh = h % 24; return hh ? `${d}d${hh}h` : `${d}d`; }
-  if (d < 365 * 2) return `${d}d`;
-  return `${Math.floor(d / 365)}y`;
-}
+export { age, humanDuration } from '../apimachinery/duration.js';

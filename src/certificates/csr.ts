@@ -17,11 +17,14 @@
  * https://kubernetes.io/docs/reference/access-authn-authz/certificate-signing-requests/
  */
 import { X509Certificate, createPublicKey, verify } from 'node:crypto';
+// @peculiar/x509 needs the reflect polyfill loaded before it (tsyringe).
+import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { AdmissionAttributes, ResourceDescriptor, TableColumn } from '../apis/types.js';
 import type { UserInfo } from '../registry/store.js';
+import { humanDuration } from '../apimachinery/duration.js';
 
 /** Watch-cache group/resource of CertificateSigningRequests. */
 export const CSR_GR = 'certificates.k8s.io/certificatesigningrequests';
@@ -307,22 +310,6 @@ export function csrConditionColumn(o: KubeObject): string {
   return status;
 }
 
-/** kube's `duration.HumanDuration` (k8s.io/apimachinery/pkg/util/duration) of seconds: REQUESTEDDURATION. */
-export function humanDuration(seconds: number): string {
-  let s = Math.floor(seconds);
-  if (s < 120) return `${s}s`;
-  let m = Math.floor(s / 60);
-  if (m < 10) { s %= 60; return s ? `${m}m${s}s` : `${m}m`; }
-  if (m < 180) return `${m}m`;
-  const h = Math.floor(m / 60);
-  if (h < 8) { m %= 60; return m ? `${h}h${m}m` : `${h}h`; }
-  if (h < 48) return `${h}h`;
-  const d = Math.floor(h / 24);
-  if (d < 8) { const hh = h % 24; return hh ? `${d}d${hh}h` : `${d}d`; }
-  if (d < 365 * 2) return `${d}d`;
-  if (d < 365 * 8) { const y = Math.floor(d / 365); const dd = d % 365; return dd ? `${y}y${dd}d` : `${y}y`; }
-  return `${Math.floor(d / 365)}y`;
-}
 
 const columns: TableColumn[] = [
   { name: 'Age', type: 'string', priority: 0, cell: () => undefined },

@@ -15,6 +15,8 @@
  * scoped to that logical cluster).
  */
 import { createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
+// @peculiar/x509 needs the reflect polyfill loaded before it (tsyringe).
+import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { CERTIFICATE_BACKDATE_MS, type KeyPair } from '../pki/certs.js';
 import { isStatus } from '../apimachinery/errors.js';
