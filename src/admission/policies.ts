@@ -12,8 +12,9 @@
  *   `message`, `messageExpression` or `failed expression: <expr>`, and `reason` (default Invalid);
  * - `validationActions`: Deny refuses (`ValidatingAdmissionPolicy '<p>' with binding '<b>' denied
  *   request: <message>`, the code of the reason: Invalid 422, Forbidden 403, Unauthorized 401,
- *   RequestEntityTooLarge 413), Warn adds a `Warning`, Audit records the failure for the audit
- *   log (`auditAnnotations` too) when one is configured;
+ *   RequestEntityTooLarge 413), Warn adds a `Warning`, Audit records the failures in the request's
+ *   audit event (`validation.policy.admission.k8s.io/validation_failure`; `auditAnnotations` as
+ *   `<policy>/<key>`) when auditing is on;
  * - params: `paramKind` names a resource of the logical cluster; `paramRef.name` (or `selector`)
  *   picks the objects, each evaluated; none found → `parameterNotFoundAction` (Deny: refused);
  * - an expression that fails to evaluate follows `failurePolicy` (Fail: refused, Ignore: skipped).
@@ -134,6 +135,9 @@ function ruleMatches(r: Obj, a: WebhookAttributes, exact: boolean): boolean {
     && resourceOk && (!names.length || names.includes(a.name)) && (scope === '*' || (scope === 'Namespaced') === d.namespaced);
 }
 
+/** One failed validation recorded for the audit log (kube's validationFailureValue). */
+interface AuditFailure { message: string; policy: string; binding: string; expressionIndex: number; validationActions: string[] }
+
 /** Parsed policies and bindings by cache entry (a change is a new entry: parsed again). */
 const parsedEntries = new WeakMap<object, { obj: KubeObject; match: Rules }>();
 
@@ -173,19 +177,26 @@ export class ValidatingPolicies implements WebhookAdmission {
     if (a.desc.group === 'admissionregistration.k8s.io') return;
     const bindings = this.deps.cache.list(POLICY_BINDINGS_GR, a.cluster);
     if (!bindings.length) return;
-    for (const be of bindings) {
-      const binding = parsed(be, (o) => compileMatch(asObj(asObj(o.spec).matchResources)));
-      const bspec = asObj(binding.obj.spec);
-      const pe = this.deps.cache.getEntry(POLICIES_GR, a.cluster, '', String(bspec.policyName ?? ''));
-      if (!pe) continue;
-      const policy = parsed(pe, (o) => compileMatch(asObj(asObj(o.spec).matchConstraints)));
-      if (!this.matches(policy.match, a)) continue;
-      if (bspec.matchResources !== undefined && !this.matches(binding.match, a)) continue;
-      this.evaluate(a, policy.obj, binding.obj);
+    const auditFailures: AuditFailure[] = [];
+    try {
+      for (const be of bindings) {
+        const binding = parsed(be, (o) => compileMatch(asObj(asObj(o.spec).matchResources)));
+        const bspec = asObj(binding.obj.spec);
+        const pe = this.deps.cache.getEntry(POLICIES_GR, a.cluster, '', String(bspec.policyName ?? ''));
+        if (!pe) continue;
+        const policy = parsed(pe, (o) => compileMatch(asObj(asObj(o.spec).matchConstraints)));
+        if (!this.matches(policy.match, a)) continue;
+        if (bspec.matchResources !== undefined && !this.matches(binding.match, a)) continue;
+        this.evaluate(a, policy.obj, binding.obj, auditFailures);
+      }
+    } finally {
+      // The Audit action: kube's `validation.policy.admission.k8s.io/validation_failure`
+      // annotation, the failures of every policy and binding as one JSON list.
+      if (auditFailures.length) a.audit?.('validation.policy.admission.k8s.io/validation_failure', JSON.stringify(auditFailures));
     }
   }
 
-  private evaluate(a: WebhookAttributes, policy: KubeObject, binding: KubeObject): void {
+  private evaluate(a: WebhookAttributes, policy: KubeObject, binding: KubeObject, auditFailures: AuditFailure[]): void {
     const spec = asObj(policy.spec);
     const bspec = asObj(binding.spec);
     const actions = strings(bspec.validationActions);
@@ -240,7 +251,7 @@ export class ValidatingPolicies implements WebhookAdmission {
         if (failClosed && actions.includes('Deny')) throw refuse(`expression evaluation failed: ${(err as Error).message.split('\n')[0]}`);
         continue;
       }
-      for (const v of asList(spec.validations)) {
+      for (const [index, v] of asList(spec.validations).entries()) {
         let ok: unknown;
         let failure: string | undefined;
         try { ok = run(String(v.expression)); } catch (err) {
@@ -255,7 +266,15 @@ export class ValidatingPolicies implements WebhookAdmission {
         }
         const reason = String(v.reason ?? 'Invalid');
         if (actions.includes('Warn')) a.warnings?.push(`Validation failed for ValidatingAdmissionPolicy '${pname}' with binding '${bname}': ${message}`);
+        if (actions.includes('Audit')) auditFailures.push({ message, policy: pname ?? '', binding: bname ?? '', expressionIndex: index, validationActions: actions });
         if (actions.includes('Deny')) throw refuse(message, REASON_CODES[reason] ?? 422, reason);
+      }
+      // auditAnnotations: `<policy>/<key>` with the value of its expression (null: none).
+      for (const an of asList(spec.auditAnnotations)) {
+        try {
+          const value = run(String(an.valueExpression));
+          if (typeof value === 'string' && value) a.audit?.(`${pname}/${String(an.key)}`, value);
+        } catch { /* kube: an annotation that cannot be evaluated is left out (failurePolicy applies to validations) */ }
       }
     }
   }

@@ -49,6 +49,8 @@ export interface RequestScope {
   fieldValidation?: FieldValidationMode;
   /** Collects `Warning` header texts for the response. */
   warnings?: string[];
+  /** Records an annotation of the request's audit event (no-op without auditing). */
+  audit?: (key: string, value: string) => void;
   /** Who makes the change, recorded in `metadata.managedFields` (server-side apply). */
   fieldManager?: string;
   /** Paths of keys the JSON body repeated (strict decoding's "duplicate field"). */
@@ -220,6 +222,8 @@ export interface WebhookAttributes {
   dryRun: boolean;
   /** Collects `Warning` texts for the response. */
   warnings?: string[];
+  /** Records an annotation of the request's audit event. */
+  audit?: (key: string, value: string) => void;
 }
 
 /**
@@ -452,7 +456,7 @@ export class Store {
     const hooks = this.backend.webhooks;
     const attrs = (object: KubeObject): WebhookAttributes => ({
       operation: 'CREATE', cluster: scope.cluster, desc: this.desc, subresource: '', namespace: meta.namespace ?? '', name: meta.name!,
-      user: scope.user, object, dryRun: Boolean(scope.dryRun), warnings: scope.warnings,
+      user: scope.user, object, dryRun: Boolean(scope.dryRun), warnings: scope.warnings, audit: scope.audit,
     });
     const admitted = hooks ? this.keepSystemMeta(obj, await hooks.mutate(attrs(obj))) : obj;
     this.validate(admitted);
@@ -741,7 +745,7 @@ export class Store {
     const hooks = this.backend.webhooks;
     const attrs = (object: KubeObject): WebhookAttributes => ({
       operation: 'UPDATE', cluster: scope.cluster, desc: this.desc, subresource: subresource ?? '', namespace: o.namespace ?? '', name: o.name!,
-      user: scope.user, object, oldObject: old, dryRun: Boolean(scope.dryRun), warnings: scope.warnings,
+      user: scope.user, object, oldObject: old, dryRun: Boolean(scope.dryRun), warnings: scope.warnings, audit: scope.audit,
     });
     if (hooks) merged = this.keepSystemMeta(merged, await hooks.mutate(attrs(merged)));
     this.validate(merged, old);
@@ -904,7 +908,7 @@ export class Store {
       }
       this.desc.strategy?.admitDelete?.(obj, { cluster: scope.cluster, user: scope.user });
       if (attempt === 0 && this.backend.webhooks) {
-        const a: WebhookAttributes = { operation: 'DELETE', cluster: scope.cluster, desc: this.desc, subresource: '', namespace: m.namespace ?? '', name, user: scope.user, oldObject: obj, dryRun: Boolean(scope.dryRun), warnings: scope.warnings };
+        const a: WebhookAttributes = { operation: 'DELETE', cluster: scope.cluster, desc: this.desc, subresource: '', namespace: m.namespace ?? '', name, user: scope.user, oldObject: obj, dryRun: Boolean(scope.dryRun), warnings: scope.warnings, audit: scope.audit };
         await this.backend.webhooks.mutate(a);
         await this.backend.webhooks.validate(a);
       }

@@ -25,7 +25,7 @@ import type { VirtualView } from '../apiexports/virtualworkspace.js';
 import { buildOpenAPIV2, buildOpenAPIV3GroupVersion, buildOpenAPIV3Root } from '../apis/openapi.js';
 import { encodeOpenAPIV2Protobuf } from '../apis/openapiv2proto.js';
 import { answerHealth, healthEndpointOf, HEALTH_ENDPOINTS, type HealthCheck, type HealthEndpoint } from './health.js';
-import { auditAuthorization, auditResponseStarted, installAudit, type Auditor } from './audit.js';
+import { addAuditAnnotation, auditAuthorization, auditResponseStarted, installAudit, type Auditor } from './audit.js';
 
 /** Maximum request body: 3 MiB, as kube-apiserver's default `MaxRequestBodyBytes`. */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -362,7 +362,10 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
   const optionsKind = info.verb === 'create' ? 'CreateOptions' : info.verb === 'update' ? 'UpdateOptions' : 'PatchOptions';
   const fieldValidation = ['create', 'update', 'patch'].includes(info.verb) ? fieldValidationMode(query.get('fieldValidation'), optionsKind) : undefined;
   const warnings: string[] = [];
-  const scope: RequestScope = { cluster: info.cluster, namespace: namespace || undefined, user, dryRun: dryRunParam.length > 0, fieldValidation, warnings, fieldManager: fieldManagerOf(query, req.headers['user-agent'], optionsKind) };
+  const scope: RequestScope = {
+    cluster: info.cluster, namespace: namespace || undefined, user, dryRun: dryRunParam.length > 0, fieldValidation, warnings,
+    fieldManager: fieldManagerOf(query, req.headers['user-agent'], optionsKind), audit: (key, value) => addAuditAnnotation(req, key, value),
+  };
   const addWarnings = () => {
     // RFC 7234 warn-code 299 "Miscellaneous persistent warning", as kube-apiserver sends them.
     if (warnings.length) reply.header('Warning', warningHeaders(warnings));

@@ -179,3 +179,29 @@ test('kcp-ts start: a bad policy file exits 2 naming the file and the field', as
     assert.match(err, re);
   }
 });
+
+test('a ValidatingAdmissionPolicy with the Audit action records its failures and auditAnnotations in the event', async () => {
+  const base = '/clusters/root/apis/admissionregistration.k8s.io/v1';
+  assert.equal((await call(srv, srv.creds, 'POST', `${base}/validatingadmissionpolicies`, {
+    apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'small-configmaps' },
+    spec: {
+      matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }] },
+      validations: [{ expression: '!has(object.data) || size(object.data) <= 1', message: 'at most one key' }],
+      auditAnnotations: [{ key: 'keys', valueExpression: "string(has(object.data) ? size(object.data) : 0) + ' keys'" }],
+    },
+  })).status, 201);
+  assert.equal((await call(srv, srv.creds, 'POST', `${base}/validatingadmissionpolicybindings`, {
+    apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'small-configmaps-audit' },
+    spec: { policyName: 'small-configmaps', validationActions: ['Audit'] },
+  })).status, 201);
+  const r = await eventually('policy in effect', async () => {
+    const res = await call(srv, srv.creds, 'POST', '/clusters/root/api/v1/namespaces/default/configmaps', { ...CM(`big-${Date.now()}`), data: { a: '1', b: '2' } });
+    assert.equal(res.status, 201, 'Audit does not refuse');
+    const evs = await eventsOf(auditIdOf(res), ['ResponseComplete']);
+    return evs.find((e) => e.stage === 'ResponseComplete')!.annotations?.['validation.policy.admission.k8s.io/validation_failure'] !== undefined && evs;
+  });
+  const done = r.find((e: any) => e.stage === 'ResponseComplete');
+  assert.deepEqual(JSON.parse(done.annotations['validation.policy.admission.k8s.io/validation_failure']),
+    [{ message: 'at most one key', policy: 'small-configmaps', binding: 'small-configmaps-audit', expressionIndex: 0, validationActions: ['Audit'] }]);
+  assert.equal(done.annotations['small-configmaps/keys'], '2 keys');
+});
