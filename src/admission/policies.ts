@@ -19,12 +19,11 @@
  *   picks the objects, each evaluated; none found → `parameterNotFoundAction` (Deny: refused);
  * - an expression that fails to evaluate follows `failurePolicy` (Fail: refused, Ignore: skipped).
  */
-import { Environment, type ParseResult } from '@marcbachmann/cel-js';
 import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import { labelSelectorFromMetav1, matchesLabels, type LabelSelector, type LabelSelectorV1 } from '../apimachinery/labels.js';
+import { compileExpression, namespaceObject, ruleMatches, ruleOf, selectorOf, selectorsMatch, type AdmissionRule } from './match.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ClusterAPIs } from '../apiextensions/registry.js';
-import { registerKubeLibrary } from '../apiextensions/cel-library.js';
 import { toCel } from '../apiextensions/cel.js';
 import type { WebhookAdmission, WebhookAttributes } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
@@ -32,39 +31,12 @@ import type { WatchCache } from '../storage/watchcache.js';
 /** Watch-cache group/resources of policies and bindings. */
 export const POLICIES_GR = 'admissionregistration.k8s.io/validatingadmissionpolicies';
 export const POLICY_BINDINGS_GR = 'admissionregistration.k8s.io/validatingadmissionpolicybindings';
-const NAMESPACES_GR = 'core/namespaces';
 
 type Obj = Record<string, unknown>;
 const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 const asList = (v: unknown): Obj[] => (Array.isArray(v) ? v as Obj[] : []);
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
 
-let env: Environment | undefined;
-
-/** The CEL environment of policies: object, oldObject, request, params, namespaceObject, variables. */
-function policyEnvironment(): Environment {
-  if (!env) {
-    const e = new Environment({ unlistedVariablesAreDyn: false, homogeneousAggregateLiterals: false, enableOptionalTypes: true });
-    for (const v of ['object', 'oldObject', 'request', 'params', 'namespaceObject', 'variables', 'authorizer']) e.registerVariable(v, 'dyn');
-    registerKubeLibrary(e);
-    env = e;
-  }
-  return env;
-}
-
-const programs = new Map<string, ParseResult | Error>();
-
-/** Parses a CEL expression once; throws its compile error. */
-function compile(expression: string): ParseResult {
-  let p = programs.get(expression);
-  if (!p) {
-    try { p = policyEnvironment().parse(expression); } catch (err) { p = new Error(`compilation failed: ${String((err as Error).message).split('\n')[0]}`); }
-    if (programs.size > 5000) programs.clear();
-    programs.set(expression, p);
-  }
-  if (p instanceof Error) throw p;
-  return p;
-}
 
 /** Status codes of `validations[].reason` (kube's allowed reasons). */
 const REASON_CODES: Record<string, number> = { Invalid: 422, Forbidden: 403, Unauthorized: 401, RequestEntityTooLarge: 413 };
@@ -76,7 +48,7 @@ export function validatePolicy(obj: KubeObject): StatusCause[] {
   const bad = (field: string, message: string, reason = 'FieldValueInvalid') => causes.push({ reason, field, message });
   const expr = (field: string, e: unknown) => {
     if (typeof e !== 'string' || !e.trim()) { bad(field, 'Required value', 'FieldValueRequired'); return; }
-    try { compile(e); } catch (err) { bad(field, `Invalid value: ${JSON.stringify(e)}: ${(err as Error).message}`); }
+    try { compileExpression(e); } catch (err) { bad(field, `Invalid value: ${JSON.stringify(e)}: ${(err as Error).message}`); }
   };
   if (spec.failurePolicy !== undefined && !['Fail', 'Ignore'].includes(String(spec.failurePolicy))) bad('spec.failurePolicy', `Unsupported value: ${JSON.stringify(spec.failurePolicy)}: supported values: "Fail", "Ignore"`, 'FieldValueNotSupported');
   if (!asList(spec.validations).length && !asList(spec.auditAnnotations).length) bad('spec.validations', 'Required value: validations or auditAnnotations must contain at least one item', 'FieldValueRequired');
@@ -115,24 +87,13 @@ export function defaultPolicy(obj: KubeObject): void {
   for (const r of [...asList(mc.resourceRules), ...asList(mc.excludeResourceRules)]) r.scope ??= '*';
 }
 
-interface Rules { rules: Obj[]; exclude: Obj[]; namespaceSelector?: LabelSelector; objectSelector?: LabelSelector; matchPolicy: string }
+interface Rules { rules: AdmissionRule[]; exclude: AdmissionRule[]; namespaceSelector?: LabelSelector; objectSelector?: LabelSelector; anyVersion: boolean }
 
 function compileMatch(m: Obj): Rules {
-  const sel = (v: unknown) => { const s = asObj(v); return Object.keys(asObj(s.matchLabels)).length || asList(s.matchExpressions).length ? labelSelectorFromMetav1(s as LabelSelectorV1) : undefined; };
-  return { rules: asList(m.resourceRules), exclude: asList(m.excludeResourceRules), namespaceSelector: sel(m.namespaceSelector), objectSelector: sel(m.objectSelector), matchPolicy: String(m.matchPolicy ?? 'Equivalent') };
-}
-
-const has = (list: string[], v: string) => list.includes('*') || list.includes(v);
-
-function ruleMatches(r: Obj, a: WebhookAttributes, exact: boolean): boolean {
-  const d = a.desc;
-  const resources = strings(r.resources);
-  const want = a.subresource ? `${d.plural}/${a.subresource}` : d.plural;
-  const resourceOk = resources.some((e) => e === '*/*' || e === want || (e === '*' && !a.subresource) || (e.endsWith('/*') && e.slice(0, -2) === d.plural) || (e.startsWith('*/') && e.slice(2) === a.subresource));
-  const names = strings(r.resourceNames);
-  const scope = String(r.scope ?? '*');
-  return has(strings(r.operations), a.operation) && has(strings(r.apiGroups), d.group) && (!exact || has(strings(r.apiVersions), d.version))
-    && resourceOk && (!names.length || names.includes(a.name)) && (scope === '*' || (scope === 'Namespaced') === d.namespaced);
+  return {
+    rules: asList(m.resourceRules).map(ruleOf), exclude: asList(m.excludeResourceRules).map(ruleOf),
+    namespaceSelector: selectorOf(m.namespaceSelector), objectSelector: selectorOf(m.objectSelector), anyVersion: m.matchPolicy !== 'Exact',
+  };
 }
 
 /** One failed validation recorded for the audit log (kube's validationFailureValue). */
@@ -158,23 +119,12 @@ export class ValidatingPolicies implements WebhookAdmission {
   async mutate(a: WebhookAttributes): Promise<KubeObject | undefined> { return a.object; }
 
   private matches(m: Rules, a: WebhookAttributes): boolean {
-    const exact = m.matchPolicy === 'Exact';
-    if (m.rules.length && !m.rules.some((r) => ruleMatches(r, a, exact))) return false;
-    if (m.exclude.some((r) => ruleMatches(r, a, exact))) return false;
-    if (m.objectSelector && ![a.object, a.oldObject].some((o) => o && matchesLabels(m.objectSelector!, o.metadata.labels ?? {}))) return false;
-    if (m.namespaceSelector) {
-      const d = a.desc;
-      let labels: Record<string, string> | undefined;
-      if (d.group === '' && d.plural === 'namespaces') labels = (a.object ?? a.oldObject)?.metadata.labels;
-      else if (d.namespaced) labels = this.deps.cache.getEntry(NAMESPACES_GR, a.cluster, '', a.namespace)?.labels;
-      else return true;
-      if (!matchesLabels(m.namespaceSelector, labels ?? {})) return false;
-    }
-    return true;
+    if (m.rules.length && !m.rules.some((r) => ruleMatches(r, a, m.anyVersion))) return false;
+    if (m.exclude.some((r) => ruleMatches(r, a, m.anyVersion))) return false;
+    return selectorsMatch(this.deps.cache, a, m.objectSelector, m.namespaceSelector);
   }
 
   async validate(a: WebhookAttributes): Promise<void> {
-    if (a.desc.group === 'admissionregistration.k8s.io') return;
     const bindings = this.deps.cache.list(POLICY_BINDINGS_GR, a.cluster);
     if (!bindings.length) return;
     const auditFailures: AuditFailure[] = [];
@@ -229,7 +179,7 @@ export class ValidatingPolicies implements WebhookAdmission {
       }
       params = found;
     }
-    const namespaceObject = a.namespace ? (() => { const e = this.deps.cache.getEntry(NAMESPACES_GR, a.cluster, '', a.namespace); return e ? JSON.parse(e.json) : null; })() : null;
+    const namespace = namespaceObject(this.deps.cache, a);
     const request = {
       kind: { group: a.desc.group, version: a.desc.version, kind: a.desc.kind }, resource: { group: a.desc.group, version: a.desc.version, resource: a.desc.plural },
       subResource: a.subresource, name: a.name, namespace: a.namespace, operation: a.operation, dryRun: a.dryRun,
@@ -238,12 +188,12 @@ export class ValidatingPolicies implements WebhookAdmission {
     for (const p of params) {
       const vars: Record<string, unknown> = {
         object: toCel(a.operation === 'DELETE' ? null : a.object ?? null, undefined), oldObject: toCel(a.oldObject ?? null, undefined),
-        request: toCel(request, undefined), params: toCel(p, undefined), namespaceObject: toCel(namespaceObject, undefined),
+        request: toCel(request, undefined), params: toCel(p, undefined), namespaceObject: toCel(namespace, undefined),
       };
       // Variables, in order; each may use the ones before it (`variables.<name>`).
       const variables: Record<string, unknown> = Object.create(null);
       vars.variables = variables;
-      const run = (expression: string): unknown => compile(expression)(vars);
+      const run = (expression: string): unknown => compileExpression(expression)(vars);
       try {
         for (const v of asList(spec.variables)) variables[String(v.name)] = run(String(v.expression));
         if (!asList(spec.matchConditions).every((c) => run(String(c.expression)) === true)) continue;
@@ -278,16 +228,4 @@ export class ValidatingPolicies implements WebhookAdmission {
       }
     }
   }
-}
-
-/** Runs several dynamic admission steps in order (policies, then webhooks, as kube's plugin order). */
-export function chainAdmission(...steps: WebhookAdmission[]): WebhookAdmission {
-  return {
-    async mutate(a) {
-      let obj = a.object;
-      for (const s of steps) obj = await s.mutate({ ...a, object: obj });
-      return obj;
-    },
-    async validate(a) { for (const s of steps) await s.validate(a); },
-  };
 }

@@ -30,25 +30,23 @@ import { isIP } from 'node:net';
 import { Pool } from 'undici';
 import * as jsonPatch from 'rfc6902';
 import { StatusError, type StatusCause } from '../apimachinery/errors.js';
-import { labelSelectorFromMetav1, matchesLabels, type LabelSelector, type LabelSelectorV1 } from '../apimachinery/labels.js';
+import { labelSelectorFromMetav1, type LabelSelector, type LabelSelectorV1 } from '../apimachinery/labels.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
-import type { UserInfo, WebhookAdmission, WebhookAttributes } from '../registry/store.js';
+import type { WebhookAdmission, WebhookAttributes } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
-import { Environment, type ParseResult } from '@marcbachmann/cel-js';
-import { registerKubeLibrary } from '../apiextensions/cel-library.js';
+import type { ParseResult } from '@marcbachmann/cel-js';
+import { compileExpression, ruleMatches, ruleOf, selectorOf, selectorsMatch, type AdmissionRule } from './match.js';
 import { toCel } from '../apiextensions/cel.js';
 
 /** Watch-cache group/resources of the configurations. */
 export const VALIDATING_WEBHOOKS_GR = 'admissionregistration.k8s.io/validatingwebhookconfigurations';
 export const MUTATING_WEBHOOKS_GR = 'admissionregistration.k8s.io/mutatingwebhookconfigurations';
-const NAMESPACES_GR = 'core/namespaces';
 
 type Obj = Record<string, unknown>;
 const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 const asList = (v: unknown): Obj[] => (Array.isArray(v) ? v as Obj[] : []);
 
-interface Rule { operations: string[]; apiGroups: string[]; apiVersions: string[]; resources: string[]; scope: string }
 
 /** One webhook of a configuration, compiled. */
 interface Webhook {
@@ -60,7 +58,7 @@ interface Webhook {
   pool: Pool;
   /** Path (and query) of the URL. */
   path: string;
-  rules: Rule[];
+  rules: AdmissionRule[];
   failurePolicy: 'Fail' | 'Ignore';
   matchPolicy: 'Exact' | 'Equivalent';
   namespaceSelector?: LabelSelector;
@@ -72,25 +70,6 @@ interface Webhook {
   conditions: { name: string; program: ParseResult }[];
 }
 
-let matchEnv: Environment | undefined;
-
-/** The CEL environment of match conditions: `object`, `oldObject`, `request` and kube's libraries. */
-function matchConditionEnvironment(): Environment {
-  if (!matchEnv) {
-    const env = new Environment({ unlistedVariablesAreDyn: false, homogeneousAggregateLiterals: false, enableOptionalTypes: true });
-    for (const v of ['object', 'oldObject', 'request']) env.registerVariable(v, 'dyn');
-    registerKubeLibrary(env);
-    matchEnv = env;
-  }
-  return matchEnv;
-}
-
-/** Compiles a match condition's expression; throws the compile error (first line). */
-function compileCondition(expression: string): ParseResult {
-  try { return matchConditionEnvironment().parse(expression); } catch (err) {
-    throw new Error(`compilation failed: ${String((err as Error).message ?? err).split('\n')[0]}`);
-  }
-}
 
 /** Defaults kube's SetDefaults applies to a webhook of a configuration (admissionregistration/v1 defaults.go). */
 export function defaultWebhookConfiguration(obj: KubeObject, mutating: boolean): void {
@@ -160,7 +139,7 @@ export function validateWebhookConfiguration(obj: KubeObject, mutating: boolean)
       conditionNames.add(name);
       if (typeof c.expression !== 'string' || !c.expression.trim()) bad(`${at}.matchConditions[${j}].expression`, 'Required value', 'FieldValueRequired');
       else {
-        try { compileCondition(c.expression); } catch (err) { bad(`${at}.matchConditions[${j}].expression`, `Invalid value: ${JSON.stringify(c.expression)}: ${(err as Error).message}`); }
+        try { compileExpression(c.expression); } catch (err) { bad(`${at}.matchConditions[${j}].expression`, `Invalid value: ${JSON.stringify(c.expression)}: ${(err as Error).message}`); }
       }
     });
     if (asList(w.matchConditions).length > 64) bad(`${at}.matchConditions`, 'Too many: must have at most 64 items', 'FieldValueTooMany');
@@ -194,42 +173,23 @@ function poolFor(url: string, caBundle: string | undefined): Pool {
 function compile(config: KubeObject, mutating: boolean): Webhook[] {
   return asList(config.webhooks).map((w) => {
     const cc = asObj(w.clientConfig);
-    const sel = (v: unknown) => {
-      const s = asObj(v);
-      return (asObj(s.matchLabels) && Object.keys(asObj(s.matchLabels)).length) || asList(s.matchExpressions).length ? labelSelectorFromMetav1(s as LabelSelectorV1) : undefined;
-    };
     return {
       name: String(w.name), config: config.metadata.name ?? '', url: String(cc.url ?? ''), pool: poolFor(String(cc.url), cc.caBundle as string | undefined),
       path: (() => { const u = new URL(String(cc.url)); return `${u.pathname || '/'}${u.search}`; })(),
-      rules: asList(w.rules).map((r) => ({
-        operations: asList(r.operations) as unknown as string[], apiGroups: asList(r.apiGroups) as unknown as string[],
-        apiVersions: asList(r.apiVersions) as unknown as string[], resources: asList(r.resources) as unknown as string[], scope: String(r.scope ?? '*'),
-      })),
+      rules: asList(w.rules).map(ruleOf),
       failurePolicy: w.failurePolicy === 'Ignore' ? 'Ignore' : 'Fail',
       matchPolicy: w.matchPolicy === 'Exact' ? 'Exact' : 'Equivalent',
-      namespaceSelector: sel(w.namespaceSelector), objectSelector: sel(w.objectSelector),
+      namespaceSelector: selectorOf(w.namespaceSelector), objectSelector: selectorOf(w.objectSelector),
       sideEffects: String(w.sideEffects ?? 'None'),
       timeoutMs: Math.min(30, Math.max(1, Number(w.timeoutSeconds ?? 10))) * 1000,
       reinvoke: mutating && w.reinvocationPolicy === 'IfNeeded',
       conditions: asList(w.matchConditions).flatMap((c) => {
-        try { return [{ name: String(c.name), program: compileCondition(String(c.expression)) }]; } catch { return []; }
+        try { return [{ name: String(c.name), program: compileExpression(String(c.expression)) }]; } catch { return []; }
       }),
     };
   });
 }
 
-const has = (list: string[], v: string) => list.includes('*') || list.includes(v);
-
-/** Whether a rule's `resources` entry admits `resource` with `subresource` (kube's rule matcher). */
-function resourceMatches(entries: string[], resource: string, subresource: string): boolean {
-  const want = subresource ? `${resource}/${subresource}` : resource;
-  return entries.some((e) => {
-    if (e === '*/*' || e === want) return true;
-    const [r, s] = e.split('/');
-    if (s === undefined) return e === '*' && !subresource;
-    return (r === '*' || r === resource) && (s === '*' ? Boolean(subresource) || r !== '*' : s === subresource);
-  });
-}
 
 /** What is sent and decided for one request (see WebhookAttributes). */
 export class Webhooks implements WebhookAdmission {
@@ -254,29 +214,11 @@ export class Webhooks implements WebhookAdmission {
   }
 
   private matches(w: Webhook, a: WebhookAttributes): boolean {
-    const d = a.desc;
-    const ruleOk = w.rules.some((r) => has(r.operations, a.operation)
-      && has(r.apiGroups, d.group) && (w.matchPolicy === 'Equivalent' || has(r.apiVersions, d.version))
-      && resourceMatches(r.resources, d.plural, a.subresource)
-      && (r.scope === '*' || (r.scope === 'Namespaced') === d.namespaced));
-    if (!ruleOk) return false;
-    if (w.objectSelector) {
-      const objects = [a.object, a.oldObject].filter((o): o is KubeObject => o !== undefined);
-      if (!objects.some((o) => matchesLabels(w.objectSelector!, o.metadata.labels ?? {}))) return false;
-    }
-    if (w.namespaceSelector) {
-      let labels: Record<string, string> | undefined;
-      if (d.group === '' && d.plural === 'namespaces') labels = (a.object ?? a.oldObject)?.metadata.labels;
-      else if (d.namespaced) labels = this.deps.cache.getEntry(NAMESPACES_GR, a.cluster, '', a.namespace)?.labels;
-      else return true; // cluster-scoped objects other than Namespaces: the selector does not apply
-      if (!matchesLabels(w.namespaceSelector, labels ?? {})) return false;
-    }
-    return true;
+    return w.rules.some((r) => ruleMatches(r, a, w.matchPolicy === 'Equivalent')) && selectorsMatch(this.deps.cache, a, w.objectSelector, w.namespaceSelector);
   }
 
   /** Runs the matching mutating webhooks; resolves to the object to continue with. */
   async mutate(a: WebhookAttributes): Promise<KubeObject | undefined> {
-    if (isConfiguration(a.desc)) return a.object;
     const hooks = this.webhooks(MUTATING_WEBHOOKS_GR, a.cluster, a.desc, true).filter((w) => this.matches(w, a));
     if (!hooks.length) return a.object;
     let obj = a.object;
@@ -295,7 +237,6 @@ export class Webhooks implements WebhookAdmission {
 
   /** Runs the matching validating webhooks (in parallel, as kube does); throws the first refusal. */
   async validate(a: WebhookAttributes): Promise<void> {
-    if (isConfiguration(a.desc)) return;
     const hooks = this.webhooks(VALIDATING_WEBHOOKS_GR, a.cluster, a.desc, false).filter((w) => this.matches(w, a));
     if (!hooks.length) return;
     const results = await Promise.allSettled(hooks.map((w) => this.call(w, a, false)));
@@ -366,10 +307,6 @@ export class Webhooks implements WebhookAdmission {
   }
 }
 
-/** Webhook configurations themselves are never sent to webhooks (kube). */
-function isConfiguration(d: ResourceDescriptor): boolean {
-  return d.group === 'admissionregistration.k8s.io';
-}
 
 /** POSTs the review; resolves to its `response`. */
 async function post(w: Webhook, review: object): Promise<Obj> {

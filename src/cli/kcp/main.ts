@@ -14,7 +14,7 @@ import { KcpClient } from '../ws/client.js';
 import { clientConfig, loadConfig, loadingRules } from '../ws/kubeconfig.js';
 import { CONNECTION_HELP, connectionOverrides } from '../pflag.js';
 import { parseClusterURL } from '../ws/paths.js';
-import { BIND_FLAGS, CONNECTION_FLAGS, parseFlags, type FlagSpec, type ParsedFlags } from './args.js';
+import { BIND_FLAGS, CONNECTION_FLAGS, parseFlags, type FlagSpec } from './args.js';
 import { BindError, bindOptions, runBind } from './bind.js';
 
 /** Options of {@link kubectlKcp} beyond the IO. */
