@@ -17,7 +17,7 @@ import type { AdmissionAttributes } from '../apis/types.js';
 import type { KcpAdmission, KcpStrategies } from '../apis/kcp/index.js';
 import type { UserInfo } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
-import type { APICatalog, BoundResource, ExportReference } from './catalog.js';
+import { boundResourcesOf, type APICatalog, type ExportReference } from './catalog.js';
 import { base62Sha224 } from './identity.js';
 import { BINDINGS_GR, validateExportResources, validateSchemaName, validateSchemaSpec } from './schemas.js';
 
@@ -35,8 +35,7 @@ export function crdOverlapAdmission(cache: WatchCache): (obj: KubeObject, attrs:
     if (attrs.operation !== 'create' || attrs.subresource) return;
     const spec = (crd.spec ?? {}) as { group?: string; names?: { plural?: string } };
     for (const e of cache.list(BINDINGS_GR, attrs.cluster)) {
-      const bound = ((JSON.parse(e.json) as KubeObject).status as { boundResources?: BoundResource[] } | undefined)?.boundResources ?? [];
-      if (!bound.some((b) => b.group === spec.group && b.resource === spec.names?.plural)) continue;
+      if (!boundResourcesOf(e).some((b) => b.group === spec.group && b.resource === spec.names?.plural)) continue;
       throw new StatusError(403, 'Forbidden',
         `customresourcedefinitions.apiextensions.k8s.io "${crd.metadata.name}" is forbidden: cannot create "${crd.metadata.name}" CustomResourceDefinition with "${spec.group}" group and "${spec.names?.plural}" resource because it overlaps with a bound CustomResourceDefinition for "${e.name}" APIBinding in "${attrs.cluster}" logical cluster`,
         { name: crd.metadata.name, group: 'apiextensions.k8s.io', kind: 'customresourcedefinitions' });

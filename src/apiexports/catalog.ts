@@ -2,11 +2,12 @@
  * Where a shard finds the APIExports and APIResourceSchemas that bindings refer to: in its own
  * watch cache when the export's workspace lives on this shard, else in the objects replicated
  * from the instance's other shards (shards/directory.ts, `replicate`). Exports are read in their
- * storage version (`v1alpha2`) either way.
+ * storage version (`v1alpha2`) either way. What it returns is shared (parsed once per stored
+ * version): callers read it and never mutate it.
  */
 import { CLUSTER_ANNOTATION, type KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
-import type { WatchCache } from '../storage/watchcache.js';
+import { entryObject, type CacheEntry, type WatchCache } from '../storage/watchcache.js';
 import { BINDINGS_GR, descriptorsForSchema, EXPORTS_GR, SCHEMAS_GR } from './schemas.js';
 
 /** Replicated resource paths (ShardDirectory `replicate`) of exports and schemas. */
@@ -33,6 +34,11 @@ export function claimMatchesAll(claim: object): boolean {
   return selector === undefined || selector.matchAll === true;
 }
 
+/** The `status.boundResources` of a cached APIBinding (read-only). */
+export function boundResourcesOf(binding: CacheEntry): BoundResource[] {
+  return ((entryObject<KubeObject>(binding).status as { boundResources?: BoundResource[] } | undefined)?.boundResources) ?? [];
+}
+
 /** What the catalog reads from. */
 export interface CatalogSources {
   cache: WatchCache;
@@ -55,7 +61,7 @@ export class APICatalog {
 
   private read(gr: string, path: string, cluster: string, name: string): KubeObject | undefined {
     const e = this.src.cache.getEntry(gr, cluster, '', name);
-    if (e) return JSON.parse(e.json) as KubeObject;
+    if (e) return entryObject<KubeObject>(e);
     return this.src.replicated?.(path, cluster, name);
   }
 
@@ -76,7 +82,7 @@ export class APICatalog {
    */
   schemaByIdentity(identity: string, group: string, resource: string): KubeObject | undefined {
     const candidates: [string, KubeObject][] = this.src.cache.list(EXPORTS_GR, '*')
-      .filter((e) => e.json.includes(identity)).map((e) => [e.cluster, JSON.parse(e.json) as KubeObject]);
+      .filter((e) => e.json.includes(identity)).map((e) => [e.cluster, entryObject<KubeObject>(e)]);
     for (const o of this.src.replicatedList?.(EXPORTS_PATH) ?? []) candidates.push([o.metadata.annotations?.[CLUSTER_ANNOTATION] ?? '', o]);
     for (const [cluster, exp] of candidates) {
       if ((exp.status as { identityHash?: string } | undefined)?.identityHash !== identity) continue;
@@ -96,7 +102,7 @@ export class APICatalog {
     if (!desc.identity) return undefined;
     for (const e of this.src.cache.list(BINDINGS_GR, cluster)) {
       if (!e.json.includes(desc.identity)) continue;
-      const binding = JSON.parse(e.json) as KubeObject;
+      const binding = entryObject<KubeObject>(e);
       const status = (binding.status ?? {}) as { apiExportClusterName?: string; boundResources?: BoundResource[] };
       if (!status.boundResources?.some((b) => b.group === desc.group && b.resource === desc.plural && b.schema.identityHash === desc.identity)) continue;
       const name = (binding.spec as { reference?: { export?: { name?: string } } } | undefined)?.reference?.export?.name;

@@ -31,6 +31,18 @@ export interface CacheEntry {
   readonly labels: Record<string, string> | undefined;
 }
 
+const parsedEntries = new WeakMap<CacheEntry, unknown>();
+
+/**
+ * The object of a cache entry, parsed once per stored version (an entry is never changed: a new
+ * version is a new entry). Shared by every caller: read it, never mutate it.
+ */
+export function entryObject<T = unknown>(e: CacheEntry): T {
+  let o = parsedEntries.get(e);
+  if (o === undefined) { o = JSON.parse(e.json); parsedEntries.set(e, o); }
+  return o as T;
+}
+
 /** Watch event type, as in `metav1.WatchEvent`. */
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 

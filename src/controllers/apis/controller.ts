@@ -21,7 +21,7 @@ import { isStatus } from '../../apimachinery/errors.js';
 import { setCondition, findCondition, type Condition } from '../../apimachinery/conditions.js';
 import type { KubeObject } from '../../apimachinery/meta.js';
 import { CRD_GR } from '../../apiextensions/customresources.js';
-import { claimMatchesAll, type APICatalog, type BoundResource, type ExportReference } from '../../apiexports/catalog.js';
+import { boundResourcesOf, claimMatchesAll, type APICatalog, type BoundResource, type ExportReference } from '../../apiexports/catalog.js';
 import { APIBINDING_FINALIZER } from '../../apiexports/admission.js';
 import { IDENTITY_SECRET_KEY, IDENTITY_SECRET_NAMESPACE, identityHash, newIdentityKey } from '../../apiexports/identity.js';
 import type { ResourceDescriptor } from '../../apis/types.js';
@@ -219,7 +219,7 @@ export function apiBindingReconciler(deps: APIsReconcilerDeps) {
     const otherBound = new Map<string, string>();
     for (const e of deps.cache.list(BINDINGS_GR, cluster)) {
       if (e.name === name) continue;
-      for (const b of (asObj(JSON.parse(e.json).status).boundResources ?? []) as BoundResource[]) otherBound.set(`${b.resource}.${b.group}`, e.name);
+      for (const b of boundResourcesOf(e)) otherBound.set(`${b.resource}.${b.group}`, e.name);
     }
     const conflicts: string[] = [];
     const bound: BoundResource[] = [];
@@ -285,7 +285,7 @@ async function finalize(deps: APIsReconcilerDeps, scope: RequestScope, binding: 
   const adopted = new Set<string>();
   for (const e of deps.cache.list(BINDINGS_GR, scope.cluster)) {
     if (e.name === binding.metadata.name || e.json.includes('"deletionTimestamp"')) continue;
-    for (const b of (asObj(JSON.parse(e.json).status).boundResources ?? []) as BoundResource[]) adopted.add(`${b.schema.UID}/${b.schema.identityHash}`);
+    for (const b of boundResourcesOf(e)) adopted.add(`${b.schema.UID}/${b.schema.identityHash}`);
   }
   for (const b of (status.boundResources ?? []) as BoundResource[]) {
     if (adopted.has(`${b.schema.UID}/${b.schema.identityHash}`)) continue;
