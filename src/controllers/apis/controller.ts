@@ -26,7 +26,7 @@ import { APIBINDING_FINALIZER } from '../../apiexports/admission.js';
 import { IDENTITY_SECRET_KEY, IDENTITY_SECRET_NAMESPACE, identityHash, newIdentityKey } from '../../apiexports/identity.js';
 import type { ResourceDescriptor } from '../../apis/types.js';
 import type { RequestScope, Store } from '../../registry/store.js';
-import type { WatchCache } from '../../storage/watchcache.js';
+import { entryObject, type WatchCache } from '../../storage/watchcache.js';
 import { splitKey } from '../namespace/controller.js';
 import { deleteAll, getIfExists, type ReconcileResult } from '../runtime.js';
 import { BINDINGS_GR } from '../../apiexports/schemas.js';
@@ -163,7 +163,7 @@ export function endpointSliceReconciler(deps: APIsReconcilerDeps) {
 function crdResources(cache: WatchCache, cluster: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const e of cache.list(CRD_GR, cluster)) {
-    const spec = asObj((JSON.parse(e.json) as KubeObject).spec);
+    const spec = asObj(entryObject<KubeObject>(e).spec);
     out.set(`${asObj(spec.names).plural}.${spec.group}`, e.name);
   }
   return out;
