@@ -44,6 +44,7 @@ const REASON_CODES: Record<string, number> = { Invalid: 422, Forbidden: 403, Una
 /** Validation of a ValidatingAdmissionPolicy (the parts a client can get wrong; expressions compile). */
 export function validatePolicy(obj: KubeObject): StatusCause[] {
   const causes: StatusCause[] = [];
+  if (obj.spec === null || typeof obj.spec !== 'object' || Array.isArray(obj.spec)) return [{ reason: 'FieldValueInvalid', field: 'spec', message: `Invalid value: ${JSON.stringify(obj.spec ?? null)}: must be an object` }];
   const spec = asObj(obj.spec);
   const bad = (field: string, message: string, reason = 'FieldValueInvalid') => causes.push({ reason, field, message });
   const expr = (field: string, e: unknown) => {
@@ -61,12 +62,18 @@ export function validatePolicy(obj: KubeObject): StatusCause[] {
   asList(spec.matchConditions).forEach((c, i) => expr(`spec.matchConditions[${i}].expression`, c.expression));
   asList(spec.auditAnnotations).forEach((a, i) => expr(`spec.auditAnnotations[${i}].valueExpression`, a.valueExpression));
   if (!asList(asObj(spec.matchConstraints).resourceRules).length) bad('spec.matchConstraints.resourceRules', 'Required value', 'FieldValueRequired');
+  for (const list of ['resourceRules', 'excludeResourceRules'] as const) {
+    asList(asObj(spec.matchConstraints)[list]).forEach((r, i) => {
+      if (!r || typeof r !== 'object' || Array.isArray(r)) bad(`spec.matchConstraints.${list}[${i}]`, `Invalid value: ${JSON.stringify(r)}: must be an object`);
+    });
+  }
   return causes;
 }
 
 /** Validation of a ValidatingAdmissionPolicyBinding. */
 export function validatePolicyBinding(obj: KubeObject): StatusCause[] {
   const causes: StatusCause[] = [];
+  if (obj.spec !== undefined && (obj.spec === null || typeof obj.spec !== 'object' || Array.isArray(obj.spec))) return [{ reason: 'FieldValueInvalid', field: 'spec', message: `Invalid value: ${JSON.stringify(obj.spec)}: must be an object` }];
   const spec = asObj(obj.spec);
   if (!spec.policyName) causes.push({ reason: 'FieldValueRequired', field: 'spec.policyName', message: 'Required value' });
   const actions = strings(spec.validationActions);
@@ -80,11 +87,13 @@ export function validatePolicyBinding(obj: KubeObject): StatusCause[] {
 
 /** Defaults of a policy (kube's SetDefaults: failurePolicy Fail, matchPolicy Equivalent, selectors, scope). */
 export function defaultPolicy(obj: KubeObject): void {
+  if (obj.spec !== undefined && (typeof obj.spec !== 'object' || obj.spec === null || Array.isArray(obj.spec))) return; // validation refuses it
   const spec = (obj.spec ??= {}) as Obj;
   spec.failurePolicy ??= 'Fail';
   const mc = (spec.matchConstraints ??= {}) as Obj;
+  if (typeof mc !== 'object' || mc === null || Array.isArray(mc)) return;
   mc.matchPolicy ??= 'Equivalent'; mc.namespaceSelector ??= {}; mc.objectSelector ??= {};
-  for (const r of [...asList(mc.resourceRules), ...asList(mc.excludeResourceRules)]) r.scope ??= '*';
+  for (const r of [...asList(mc.resourceRules), ...asList(mc.excludeResourceRules)]) if (r && typeof r === 'object' && !Array.isArray(r)) r.scope ??= '*';
 }
 
 interface Rules { rules: AdmissionRule[]; exclude: AdmissionRule[]; namespaceSelector?: LabelSelector; objectSelector?: LabelSelector; anyVersion: boolean }

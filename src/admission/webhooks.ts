@@ -74,13 +74,14 @@ interface Webhook {
 /** Defaults kube's SetDefaults applies to a webhook of a configuration (admissionregistration/v1 defaults.go). */
 export function defaultWebhookConfiguration(obj: KubeObject, mutating: boolean): void {
   for (const w of asList(obj.webhooks)) {
+    if (!w || typeof w !== 'object' || Array.isArray(w)) continue; // validation refuses it
     w.failurePolicy ??= 'Fail';
     w.matchPolicy ??= 'Equivalent';
     w.namespaceSelector ??= {};
     w.objectSelector ??= {};
     w.timeoutSeconds ??= 10;
     if (mutating) w.reinvocationPolicy ??= 'Never';
-    for (const r of asList(w.rules)) r.scope ??= '*';
+    for (const r of asList(w.rules)) if (r && typeof r === 'object' && !Array.isArray(r)) r.scope ??= '*';
     const service = asObj(asObj(w.clientConfig).service);
     if (Object.keys(service).length) service.port ??= 443;
   }
@@ -95,8 +96,13 @@ export function validateWebhookConfiguration(obj: KubeObject, mutating: boolean)
   const causes: StatusCause[] = [];
   const bad = (field: string, message: string, reason = 'FieldValueInvalid') => causes.push({ reason, field, message });
   const names = new Set<string>();
+  if (obj.webhooks !== undefined && obj.webhooks !== null && !Array.isArray(obj.webhooks)) bad('webhooks', `Invalid value: ${JSON.stringify(obj.webhooks)}: must be a list`);
   asList(obj.webhooks).forEach((w, i) => {
     const at = `webhooks[${i}]`;
+    if (!w || typeof w !== 'object' || Array.isArray(w)) { bad(at, `Invalid value: ${JSON.stringify(w)}: must be an object`); return; }
+    for (const list of ['rules', 'matchConditions', 'admissionReviewVersions'] as const) {
+      if (w[list] !== undefined && w[list] !== null && !Array.isArray(w[list])) bad(`${at}.${list}`, `Invalid value: ${JSON.stringify(w[list])}: must be a list`);
+    }
     const name = String(w.name ?? '');
     if (!name) bad(`${at}.name`, 'Required value', 'FieldValueRequired');
     else if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(name)) bad(`${at}.name`, `Invalid value: ${JSON.stringify(name)}: should be a domain with at least three segments separated by dots`);

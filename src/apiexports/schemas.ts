@@ -52,8 +52,10 @@ export function descriptorsForSchema(schema: KubeObject, identity: string): Reso
  */
 export function validateSchemaName(schema: KubeObject): StatusCause[] {
   const spec = asObj(schema.spec);
+  const plural = asObj(spec.names).plural;
+  if (typeof plural !== 'string' || !plural) return []; // the schema reports the missing names
   const group = String(spec.group ?? '') || 'core';
-  const suffix = `.${asObj(spec.names).plural}.${group}`;
+  const suffix = `.${plural}.${group}`;
   const name = schema.metadata.name ?? '';
   if (name.endsWith(suffix) && name.length > suffix.length) return [];
   return [{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: "${name}": must be <prefix>${suffix}` }];

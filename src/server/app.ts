@@ -120,6 +120,9 @@ export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca
     forceCloseConnections: true,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
+    // Errors the router finds before a handler runs (a path with malformed percent-encoding): a
+    // 400 Status like every other client mistake, not Fastify's own body.
+    frameworkErrors: (err, _req, reply) => sendStatus(reply, err.statusCode && err.statusCode < 500 ? badRequest(err.message) : toStatusError(err)),
   });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) => done(null, body));

@@ -286,6 +286,12 @@ describe('bad input gets a Status', () => {
     assert.equal((await api('POST', `${NS}/configmaps`, { metadata: { name: 'x', labels: 'nope' } })).status, 422);
     assert.equal((await api('GET', `${NS}/configmaps/%ZZ`)).status, 400);
     assert.equal((await api('GET', '/clusters/Root/api/v1/namespaces')).status, 400);
+    // Found by the router before any handler: still a Status.
+    for (const path of ['/clusters/%ZZ/api/v1/configmaps', '/services/apiexport/%ZZ/x/clusters/*/api/v1/configmaps']) {
+      const bad = await api('GET', path);
+      assert.equal(bad.status, 400, path);
+      assert.deepEqual([bad.json.kind, bad.json.reason], ['Status', 'BadRequest'], path);
+    }
   });
 
   test('kind or apiVersion not matching the URL → 400', async () => {
