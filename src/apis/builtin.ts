@@ -126,7 +126,15 @@ function resourceList(v: unknown): string {
   return Object.entries(asObj(v)).map(([k, q]) => `${k}: ${String(q)}`).join(', ');
 }
 
-/** Built-in resource descriptors, in discovery order. */
+/**
+ * Built-in resource descriptors, in discovery order. The set is what kcp v0.30 serves in a
+ * workspace: the generic control plane's storage providers (k8s.io/kubernetes
+ * pkg/controlplane/apiserver/apis.go `GenericStorageProviders`, without flowcontrol as kcp's
+ * pkg/server/server.go installs them) at their GA versions (pkg/controlplane/instance.go
+ * `DefaultAPIResourceConfigSource` turns every beta and alpha off), plus LimitRange, which kcp
+ * does not serve (docs/architecture.md, "Built-in APIs"); test/integration/builtin-parity.test.ts
+ * holds the list.
+ */
 export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
   {
     group: '', version: 'v1', kind: 'Namespace', listKind: 'NamespaceList', plural: 'namespaces', singular: 'namespace',
@@ -353,6 +361,12 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
       validate: (obj) => validateCRD(obj as Record<string, unknown>),
       validateUpdate: (obj, old) => validateCRD(obj as Record<string, unknown>, old as Record<string, unknown>),
     },
+  },
+  {
+    // kube's pkg/registry/authorization/localsubjectaccessreview: a SubjectAccessReview scoped to
+    // the request's namespace, served by kcp's generic control plane (src/auth/reviews.ts).
+    group: 'authorization.k8s.io', version: 'v1', kind: 'LocalSubjectAccessReview', listKind: 'LocalSubjectAccessReviewList',
+    plural: 'localsubjectaccessreviews', singular: 'localsubjectaccessreview', namespaced: true, verbs: ['create'], virtual: true,
   },
   {
     group: 'authorization.k8s.io', version: 'v1', kind: 'SelfSubjectAccessReview', listKind: 'SelfSubjectAccessReviewList',

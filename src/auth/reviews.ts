@@ -1,9 +1,10 @@
 /**
  * Access reviews (authorization.k8s.io/v1): SelfSubjectAccessReview answers for the caller,
- * SubjectAccessReview for the user in `spec` (https://kubernetes.io/docs/reference/access-authn-authz/authorization/#checking-api-access).
- * Both are create-only and never stored; `kubectl auth can-i` uses the former.
+ * SubjectAccessReview for the user in `spec`, LocalSubjectAccessReview for the user in `spec`
+ * within the request's namespace (https://kubernetes.io/docs/reference/access-authn-authz/authorization/#checking-api-access).
+ * All are create-only and never stored; `kubectl auth can-i` uses the first.
  */
-import { badRequest, invalid } from '../apimachinery/errors.js';
+import { type StatusCause, badRequest, invalid } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { UserInfo } from '../registry/store.js';
 import type { Authorizer } from './authorizer.js';
@@ -59,17 +60,22 @@ function checkReviewSpec(review: KubeObject): void {
 /**
  * Evaluates an access review object against the authorizer for `user` in `cluster`; returns
  * the object with `status` set (`deep`: see `Authorizer.authorize`). Throws 422 when neither or
- * both attribute kinds are given.
+ * both attribute kinds are given (a LocalSubjectAccessReview: `localSubjectAccessReviewCauses`).
+ * SubjectAccessReview and LocalSubjectAccessReview are evaluated for the user in `spec`.
  */
 export function evaluateAccessReview(authz: Authorizer, review: KubeObject, user: UserInfo, cluster: string, clusterExists: boolean, deep = false): KubeObject {
   checkReviewSpec(review);
   const spec = (review.spec ?? {}) as { resourceAttributes?: ResourceAttributes; nonResourceAttributes?: NonResourceAttributes; user?: string; groups?: string[]; uid?: string };
+  if (review.kind === 'LocalSubjectAccessReview') {
+    const causes = localSubjectAccessReviewCauses(review);
+    if (causes.length) throw invalid('LocalSubjectAccessReview', 'authorization.k8s.io', '', causes);
+  }
   const ra = spec.resourceAttributes; const nra = spec.nonResourceAttributes;
   if ((ra && nra) || (!ra && !nra)) {
     throw invalid(review.kind ?? 'SubjectAccessReview', 'authorization.k8s.io', '', [{ reason: 'FieldValueRequired', field: 'spec.resourceAttributes', message: 'Required value: exactly one of nonResourceAttributes or resourceAttributes must be specified' }]);
   }
   let subject = user;
-  if (review.kind === 'SubjectAccessReview') {
+  if (review.kind === 'SubjectAccessReview' || review.kind === 'LocalSubjectAccessReview') {
     if (!spec.user && !spec.groups?.length) {
       throw invalid('SubjectAccessReview', 'authorization.k8s.io', '', [{ reason: 'FieldValueRequired', field: 'spec.user', message: 'Required value: at least one of user or group must be specified' }]);
     }
@@ -84,6 +90,47 @@ export function evaluateAccessReview(authz: Authorizer, review: KubeObject, user
   const status: Record<string, unknown> = { allowed: d.allowed };
   if (d.reason) status.reason = d.reason;
   return { ...review, metadata: { ...review.metadata, creationTimestamp: null as unknown as string }, status };
+}
+
+const isSet = (v: unknown): boolean => v !== undefined && v !== null;
+
+/** A value of an Invalid cause as kube's field errors print it: strings quoted, absent as null. */
+function shown(v: unknown): string {
+  return typeof v === 'string' ? JSON.stringify(v) : isSet(v) ? JSON.stringify(v) : 'null';
+}
+
+/** Whether an ObjectMeta field holds anything but its zero value (Go's semantic equality). */
+function nonZero(v: unknown): boolean {
+  if (!isSet(v) || v === '' || v === 0 || v === false) return false;
+  if (Array.isArray(v)) return v.length > 0;
+  if (typeof v === 'object') return Object.keys(v as object).length > 0;
+  return true;
+}
+
+/**
+ * Validation of a LocalSubjectAccessReview, as kube's `ValidateLocalSubjectAccessReview`
+ * (k8s.io/kubernetes pkg/apis/authorization/validation): the SubjectAccessReview spec rules
+ * (exactly one of resourceAttributes / nonResourceAttributes, a user or a group), metadata empty
+ * but for the namespace, `spec.resourceAttributes.namespace` equal to `metadata.namespace` (the
+ * request's: the generic create handler already answered 400 for a body naming another one), and
+ * no nonResourceAttributes. All causes are `FieldValueInvalid`, answered together as one 422.
+ */
+export function localSubjectAccessReviewCauses(review: KubeObject): StatusCause[] {
+  const spec = (review.spec ?? {}) as Record<string, unknown>;
+  const ra = spec.resourceAttributes as ResourceAttributes | null | undefined;
+  const nra = spec.nonResourceAttributes;
+  const causes: StatusCause[] = [];
+  const bad = (path: string, value: unknown, detail: string) => causes.push({ reason: 'FieldValueInvalid', field: path, message: `Invalid value: ${shown(value)}: ${detail}` });
+  if (isSet(ra) && isSet(nra)) bad('spec.nonResourceAttributes', nra, 'cannot be specified in combination with resourceAttributes');
+  if (!isSet(ra) && !isSet(nra)) bad('spec.resourceAttributes', nra, 'exactly one of nonResourceAttributes or resourceAttributes must be specified');
+  const groups = Array.isArray(spec.groups) ? spec.groups : [];
+  if (!spec.user && groups.length === 0) bad('spec.user', spec.user ?? '', 'at least one of user or group must be specified');
+  const meta = review.metadata as Record<string, unknown>;
+  if (Object.entries(meta).some(([k, v]) => k !== 'namespace' && k !== 'managedFields' && nonZero(v))) bad('metadata', meta, 'must be empty except for namespace');
+  const namespace = meta.namespace ?? '';
+  if (isSet(ra) && (ra!.namespace ?? '') !== namespace) bad('spec.resourceAttributes.namespace', ra!.namespace ?? '', 'must match metadata.namespace');
+  if (isSet(nra)) bad('spec.nonResourceAttributes', nra, 'disallowed on this kind of request');
+  return causes;
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
- * OpenAPI v3 schemas of authorization.k8s.io/v1 SubjectAccessReview and SelfSubjectAccessReview,
- * following k8s.io/api/authorization/v1.
+ * OpenAPI v3 schemas of authorization.k8s.io/v1 SubjectAccessReview, LocalSubjectAccessReview and
+ * SelfSubjectAccessReview, following k8s.io/api/authorization/v1.
  */
 import { type Schema, META, arrayOf, bool, kindSchema, mapOf, object, ref, str, stringList } from './helpers.js';
 
@@ -27,6 +27,18 @@ const subjectAccessReview = kindSchema(
   'Asks whether a given user or group may perform an action.',
   {
     spec: ref(`${AUTHORIZATION}.SubjectAccessReviewSpec`, 'The request being evaluated.'),
+    status: statusProp(),
+  },
+  { required: ['spec'] },
+);
+
+const localSubjectAccessReview = kindSchema(
+  GROUP,
+  'v1',
+  'LocalSubjectAccessReview',
+  'Asks whether a given user or group may perform an action in one namespace; spec.resourceAttributes.namespace must be that namespace.',
+  {
+    spec: ref(`${AUTHORIZATION}.SubjectAccessReviewSpec`, 'The request being evaluated; spec.resourceAttributes.namespace must equal the namespace of the request, nonResourceAttributes are not allowed.'),
     status: statusProp(),
   },
   { required: ['spec'] },
@@ -106,6 +118,7 @@ const subjectAccessReviewStatus = object(
 export const AUTHORIZATION_SCHEMAS: Record<string, Schema> = {
   [`${AUTHORIZATION}.FieldSelectorAttributes`]: fieldSelectorAttributes,
   [`${AUTHORIZATION}.LabelSelectorAttributes`]: labelSelectorAttributes,
+  [`${AUTHORIZATION}.LocalSubjectAccessReview`]: localSubjectAccessReview,
   [`${AUTHORIZATION}.NonResourceAttributes`]: nonResourceAttributes,
   [`${AUTHORIZATION}.ResourceAttributes`]: resourceAttributes,
   [`${AUTHORIZATION}.SelfSubjectAccessReview`]: selfSubjectAccessReview,
