@@ -25,9 +25,7 @@
  * so that a broken webhook cannot lock its own configuration). `clientConfig.service` is
  * refused when a configuration is written: kcp-ts has no Services to route to; use `url`.
  */
-import { createHash, randomUUID } from 'node:crypto';
-import { isIP } from 'node:net';
-import { Pool } from 'undici';
+import { randomUUID } from 'node:crypto';
 import * as jsonPatch from 'rfc6902';
 import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import { labelSelectorFromMetav1, type LabelSelector, type LabelSelectorV1 } from '../apimachinery/labels.js';
@@ -35,6 +33,7 @@ import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import type { WebhookAdmission, WebhookAttributes } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
+import { postJSON, validateWebhookClientConfig, webhookEndpoint, type WebhookEndpoint } from '../apimachinery/webhookclient.js';
 import type { ParseResult } from '@marcbachmann/cel-js';
 import { compileExpression, ruleMatches, ruleOf, selectorOf, selectorsMatch, type AdmissionRule } from './match.js';
 import { toCel } from '../apiextensions/cel.js';
@@ -53,11 +52,7 @@ interface Webhook {
   name: string;
   /** Configuration it comes from (for messages). */
   config: string;
-  url: string;
-  /** Keep-alive connections to the webhook's origin, trusting its CA bundle. */
-  pool: Pool;
-  /** Path (and query) of the URL. */
-  path: string;
+  endpoint: WebhookEndpoint;
   rules: AdmissionRule[];
   failurePolicy: 'Fail' | 'Ignore';
   matchPolicy: 'Exact' | 'Equivalent';
@@ -108,18 +103,7 @@ export function validateWebhookConfiguration(obj: KubeObject, mutating: boolean)
     else if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(name)) bad(`${at}.name`, `Invalid value: ${JSON.stringify(name)}: should be a domain with at least three segments separated by dots`);
     if (names.has(name)) bad(`${at}.name`, `Duplicate value: ${JSON.stringify(name)}`, 'FieldValueDuplicate');
     names.add(name);
-    const cc = asObj(w.clientConfig);
-    if (cc.service !== undefined) bad(`${at}.clientConfig.service`, 'Forbidden: service references are not supported: kcp-ts has no Services to route to; use clientConfig.url', 'FieldValueForbidden');
-    else if (typeof cc.url !== 'string' || !cc.url) bad(`${at}.clientConfig`, 'Required value: exactly one of url or service is required', 'FieldValueRequired');
-    else {
-      let u: URL | undefined;
-      try { u = new URL(cc.url); } catch { bad(`${at}.clientConfig.url`, `Invalid value: ${JSON.stringify(cc.url)}: must be a valid URL`); }
-      if (u && u.protocol !== 'https:') bad(`${at}.clientConfig.url`, `Unsupported value: ${JSON.stringify(u.protocol.replace(':', ''))}: 'https' is the only allowed URL scheme`, 'FieldValueNotSupported');
-      if (u && (u.username || u.password || u.search || u.hash)) bad(`${at}.clientConfig.url`, `Invalid value: ${JSON.stringify(cc.url)}: user information, query parameters and fragments are not permitted`);
-    }
-    if (cc.caBundle !== undefined && (typeof cc.caBundle !== 'string' || !Buffer.from(cc.caBundle, 'base64').toString().includes('-----BEGIN CERTIFICATE-----'))) {
-      bad(`${at}.clientConfig.caBundle`, 'Invalid value: must be a base64-encoded PEM certificate bundle');
-    }
+    causes.push(...validateWebhookClientConfig(w.clientConfig, `${at}.clientConfig`));
     const versions = asList(w.admissionReviewVersions) as unknown as string[];
     if (!versions.length) bad(`${at}.admissionReviewVersions`, 'Required value: must specify one of v1, v1beta1', 'FieldValueRequired');
     else if (!versions.includes('v1')) bad(`${at}.admissionReviewVersions`, `Unsupported value: ${JSON.stringify(versions)}: must include at least one of v1 (this server sends v1)`, 'FieldValueNotSupported');
@@ -158,30 +142,11 @@ export function validateWebhookConfiguration(obj: KubeObject, mutating: boolean)
 
 /** Compiled configurations, by cache entry (a configuration changes: a new entry, a new compile). */
 const compiled = new WeakMap<object, Webhook[]>();
-const pools = new Map<string, Pool>();
-
-/** One connection pool per webhook origin and CA bundle (kept while the shard runs). */
-function poolFor(url: string, caBundle: string | undefined): Pool {
-  const u = new URL(url);
-  const key = `${u.origin} ${createHash('sha256').update(caBundle ?? '').digest('hex')}`;
-  let p = pools.get(key);
-  if (!p) {
-    const host = u.hostname.replace(/^\[|\]$/g, '');
-    p = new Pool(u.origin, {
-      connections: 64, pipelining: 1, keepAliveTimeout: 30_000,
-      connect: { ...(caBundle ? { ca: Buffer.from(caBundle, 'base64').toString() } : {}), ...(isIP(host) ? {} : { servername: host }) },
-    });
-    pools.set(key, p);
-  }
-  return p;
-}
 
 function compile(config: KubeObject, mutating: boolean): Webhook[] {
   return asList(config.webhooks).map((w) => {
-    const cc = asObj(w.clientConfig);
     return {
-      name: String(w.name), config: config.metadata.name ?? '', url: String(cc.url ?? ''), pool: poolFor(String(cc.url), cc.caBundle as string | undefined),
-      path: (() => { const u = new URL(String(cc.url)); return `${u.pathname || '/'}${u.search}`; })(),
+      name: String(w.name), config: config.metadata.name ?? '', endpoint: webhookEndpoint(w.clientConfig),
       rules: asList(w.rules).map(ruleOf),
       failurePolicy: w.failurePolicy === 'Ignore' ? 'Ignore' : 'Fail',
       matchPolicy: w.matchPolicy === 'Exact' ? 'Exact' : 'Equivalent',
@@ -316,17 +281,7 @@ export class Webhooks implements WebhookAdmission {
 
 /** POSTs the review; resolves to its `response`. */
 async function post(w: Webhook, review: object): Promise<Obj> {
-  const res = await w.pool.request({
-    method: 'POST', path: w.path, body: JSON.stringify(review),
-    headers: { 'content-type': 'application/json', accept: 'application/json' },
-    headersTimeout: w.timeoutMs, bodyTimeout: w.timeoutMs, signal: AbortSignal.timeout(w.timeoutMs),
-  }).catch((err: Error) => {
-    throw err.name === 'TimeoutError' || err.name === 'AbortError' || /timeout/i.test(err.message)
-      ? new Error(`context deadline exceeded (timeout ${w.timeoutMs / 1000}s)`) : err;
-  });
-  const text = await res.body.text();
-  if (res.statusCode >= 300) throw new Error(`the server responded with ${res.statusCode}`);
-  const parsed = JSON.parse(text) as Obj;
+  const parsed = await postJSON(w.endpoint, review, w.timeoutMs);
   if (parsed.kind !== 'AdmissionReview' || !parsed.response) throw new Error('the response is not an AdmissionReview with a response');
   return asObj(parsed.response);
 }

@@ -1204,13 +1204,14 @@ function validateNames(names: Obj, p: string): StatusCause[] {
 
 const ACCEPTED_CONVERSION_REVIEW_VERSIONS = ['v1', 'v1beta1'];
 
-/** Cause for `strategy: Webhook`, which this server refuses. */
-export const WEBHOOK_CONVERSION_UNSUPPORTED = 'conversion webhooks are not supported by this server yet; use strategy None';
+/** Cause for a conversion webhook's `service` reference, which this server cannot route to. */
+export const CONVERSION_SERVICE_UNSUPPORTED = 'service references are not supported: kcp-ts has no Services to route to; use url';
 
 /**
  * `validateCustomResourceConversion` for the v1 shape (`spec.conversion.webhook.{clientConfig,
  * conversionReviewVersions}`; kube reports them under the internal names `webhookClientConfig` and
- * `conversionReviewVersions`, which are used here too). `Webhook` is additionally refused.
+ * `conversionReviewVersions`, which are used here too). A `service` reference is additionally
+ * refused (see src/apimachinery/webhookclient.ts), after kube's own checks of it.
  */
 function validateConversion(conv: unknown, requireRecognizedVersion: boolean, p: string): StatusCause[] {
   const errs: StatusCause[] = [];
@@ -1225,7 +1226,6 @@ function validateConversion(conv: unknown, requireRecognizedVersion: boolean, p:
   const cc = webhook.clientConfig;
   const reviewVersions = webhook.conversionReviewVersions;
   if (strategy === 'Webhook') {
-    errs.push(forbidden(sp, WEBHOOK_CONVERSION_UNSUPPORTED));
     const ccp = child(p, 'webhookClientConfig');
     if (!isObj(cc)) errs.push(required(ccp, 'required when strategy is set to Webhook'));
     else if (isSet(cc.url) === isSet(cc.service)) errs.push(required(ccp, 'exactly one of url or service is required'));
@@ -1240,6 +1240,11 @@ function validateConversion(conv: unknown, requireRecognizedVersion: boolean, p:
       if (isSet(svc.port) && !(Number.isInteger(svc.port) && (svc.port as number) >= 1 && (svc.port as number) <= 65535)) {
         errs.push(invalid(child(svp, 'port'), svc.port, 'port is not valid: must be between 1 and 65535, inclusive'));
       }
+      errs.push(forbidden(svp, CONVERSION_SERVICE_UNSUPPORTED));
+    }
+    const caBundle = cc === undefined ? undefined : asObj(cc).caBundle;
+    if (isSet(caBundle) && (typeof caBundle !== 'string' || !Buffer.from(caBundle, 'base64').toString().includes('-----BEGIN CERTIFICATE-----'))) {
+      errs.push(invalid(child(ccp, 'caBundle'), '', 'must be a base64-encoded PEM certificate bundle'));
     }
     const rp = child(p, 'conversionReviewVersions');
     const versions = arr(reviewVersions);

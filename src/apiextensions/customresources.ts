@@ -4,7 +4,8 @@
  * REST semantics as built-in types; https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/).
  *
  * All versions share one storage location (`<group>/<plural>`); objects are stored in the storage
- * version. Conversion strategy `None` only rewrites `apiVersion`.
+ * version. Conversion strategy `None` only rewrites `apiVersion`; `Webhook` calls the CRD's
+ * conversion webhook (./conversion.ts), asynchronously and batched.
  */
 import type { StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
@@ -12,6 +13,7 @@ import { age } from '../apis/builtin.js';
 import type { ResourceDescriptor, TableColumn } from '../apis/types.js';
 import { compileSchema, type CompiledSchema } from './schema.js';
 import { evaluateJsonPath, parseJsonPath } from './jsonpath.js';
+import { usesConversionWebhook, WebhookConverter } from './conversion.js';
 
 /** Group/resource of CRDs in the watch cache. */
 export const CRD_GR = 'apiextensions.k8s.io/customresourcedefinitions';
@@ -37,6 +39,37 @@ function schemaFor(crd: KubeObject, version: string, schema: Obj): CompiledSchem
     if (compiled.size > 2000) compiled.clear();
     c = compileSchema(schema);
     compiled.set(key, c);
+  }
+  return c;
+}
+
+/** Conversion webhooks by CRD uid and resourceVersion: one converter per CRD change. */
+const converters = new Map<string, WebhookConverter>();
+
+/**
+ * The conversion webhook of a CRD with `spec.conversion.strategy: Webhook` (undefined
+ * otherwise, or when its URL does not parse: CRD validation refuses such a CRD first). Converted
+ * objects are pruned and defaulted by the desired version's schema.
+ */
+function conversionWebhookOf(crd: KubeObject, versions: Obj[]): WebhookConverter | undefined {
+  if (!usesConversionWebhook(crd)) return undefined;
+  const key = `${crd.metadata.uid}/${crd.metadata.resourceVersion}`;
+  let c = converters.get(key);
+  if (!c) {
+    const schemas = new Map(versions.map((v) => [String(v.name), asObj(asObj(v.schema).openAPIV3Schema)]));
+    try {
+      c = new WebhookConverter(String(asObj(asObj(crd.spec).names).kind), asObj(asObj(asObj(crd.spec).conversion).webhook), (version, obj) => {
+        const schema = schemas.get(version);
+        if (!schema) return;
+        const compiledSchema = schemaFor(crd, version, schema);
+        compiledSchema.prune(obj as Obj);
+        compiledSchema.applyDefaults(obj as Obj);
+      });
+    } catch {
+      return undefined;
+    }
+    if (converters.size > 2000) converters.clear();
+    converters.set(key, c);
   }
   return c;
 }
@@ -111,6 +144,7 @@ export function descriptorsForCRD(crd: KubeObject, opts: { includeUnserved?: boo
   const plural = String(names.plural);
   const versions = Array.isArray(spec.versions) ? spec.versions as Obj[] : [];
   const storageVersion = String(versions.find((v) => v.storage === true)?.name ?? versions[0]?.name);
+  const webhook = conversionWebhookOf(crd, versions);
   const out: ResourceDescriptor[] = [];
   for (const v of [...versions].sort((a, b) => compareVersionPriority(String(a.name), String(b.name)))) {
     if (v.served !== true && !opts.includeUnserved) continue;
@@ -137,11 +171,13 @@ export function descriptorsForCRD(crd: KubeObject, opts: { includeUnserved?: boo
       shortNames: Array.isArray(names.shortNames) ? names.shortNames.map(String) : undefined,
       categories: Array.isArray(names.categories) ? names.categories.map(String) : undefined,
       verbs: ALL_VERBS, hasStatus, scale, schema: openAPIV3Schema, columns, columnsComplete: true,
-      // The storage version itself needs no conversion (and no re-encoding on every read).
-      storage: served === stored ? undefined : {
+      // With strategy None the storage version itself needs no conversion (and no re-encoding on
+      // every read); with a webhook every version converts what was stored in another version.
+      storage: served === stored && !webhook ? undefined : {
         group, plural,
         toStorage: (o) => (o.apiVersion === stored ? o : { ...o, apiVersion: stored }),
         fromStorage: (o) => (o.apiVersion === served ? o : { ...o, apiVersion: served }),
+        ...(webhook ? { webhook: { converter: webhook, storageAPIVersion: stored } } : {}),
       },
       strategy: {
         tracksGeneration: true,

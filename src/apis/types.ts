@@ -6,6 +6,7 @@ import type { KubeObject } from '../apimachinery/meta.js';
 import type { StatusCause } from '../apimachinery/errors.js';
 import type { NameRule } from '../apimachinery/validation.js';
 import type { TransactionItem, UserInfo } from '../registry/store.js';
+import type { AsyncConverter } from '../apiextensions/conversion.js';
 
 /** What admission sees of a write (kube's `admission.Attributes`, reduced). */
 export interface AdmissionAttributes {
@@ -144,6 +145,12 @@ export interface ResourceDescriptor {
     plural: string;
     toStorage(obj: KubeObject): KubeObject;
     fromStorage(obj: KubeObject): KubeObject;
+    /**
+     * Asynchronous, batched conversion (a CRD's conversion webhook), used instead of
+     * toStorage/fromStorage: objects are written converted to `storageAPIVersion` and read
+     * converted to the served version, whatever version they were stored in.
+     */
+    webhook?: { converter: AsyncConverter; storageAPIVersion: string };
   };
   /**
    * Identity hash of the APIExport a bound resource comes from (APIBinding): objects are stored

@@ -355,7 +355,10 @@ export function informer(cache: WatchCache, groupResource: string, controller: P
  * built on it carry its resourceVersion and fail with 409 (then the key is reconciled again).
  */
 export async function getIfExists(store: Store, scope: RequestScope, name: string): Promise<KubeObject | undefined> {
-  return store.getCached(scope, name);
+  const e = store.cachedEntry(scope, name);
+  if (!e) return undefined;
+  await store.prepare([e]);
+  return store.decodeEntry(e);
 }
 
 /**

@@ -272,21 +272,97 @@ export class Store {
   /**
    * Stored JSON as this resource serves it: unchanged, or converted from the storage version
    * when the resource shares storage with another (events.k8s.io Events are core Events).
+   * Resources converted by a webhook convert asynchronously: see `prepare` and `renderEntry`.
    */
   render(json: string): string {
     const conv = this.desc.storage;
+    if (conv?.webhook) return JSON.stringify(this.decode(json));
     return conv ? JSON.stringify(conv.fromStorage(JSON.parse(json) as KubeObject)) : json;
   }
 
-  /** A cached entry as this resource serves it, parsed. */
+  /**
+   * Stored (or served) JSON as this resource serves it, parsed. Throws an Error for an object
+   * that needs a conversion webhook (a programming error: those are read through `prepare`).
+   */
   decode(json: string): KubeObject {
     const obj = JSON.parse(json) as KubeObject;
-    return this.desc.storage ? this.desc.storage.fromStorage(obj) : obj;
+    const conv = this.desc.storage;
+    if (!conv) return obj;
+    if (!conv.webhook) return conv.fromStorage(obj);
+    if (obj.apiVersion !== this.apiVersion) throw new Error(`${this.desc.kind} ${obj.metadata?.name ?? ''} needs its conversion webhook: read it through prepare()`);
+    return obj;
+  }
+
+  /**
+   * Converted forms of cache entries (resources converted by a webhook): the served JSON, or
+   * the conversion in flight (shared by concurrent readers). A changed object is a new entry.
+   */
+  private readonly converted = new WeakMap<CacheEntry, string | Promise<string>>();
+
+  /**
+   * Makes the served form of cached entries available to `renderEntry`/`decodeEntry`: the
+   * entries not converted yet go to the conversion webhook in one ConversionReview. Undefined
+   * (nothing to wait for) unless this resource converts through a webhook and some entry is
+   * not converted yet. Rejects with the conversion's StatusError (500).
+   */
+  prepare(entries: readonly CacheEntry[]): Promise<void> | undefined {
+    const webhook = this.desc.storage?.webhook;
+    if (!webhook) return undefined;
+    const waits: Promise<string>[] = [];
+    const missing: CacheEntry[] = [];
+    for (const e of entries) {
+      const c = this.converted.get(e);
+      if (c === undefined) missing.push(e);
+      else if (typeof c !== 'string') waits.push(c);
+    }
+    if (missing.length) {
+      const parsed = missing.map((e) => JSON.parse(e.json) as KubeObject);
+      // Objects already in the served version come back as they are: their stored JSON is served.
+      const batch = webhook.converter.convert(parsed, this.apiVersion)
+        .then((objs) => objs.map((o, i) => (o === parsed[i] ? missing[i]!.json : JSON.stringify(o))));
+      missing.forEach((e, i) => {
+        const p = batch.then((jsons) => { this.converted.set(e, jsons[i]!); return jsons[i]!; });
+        p.catch(() => { if (this.converted.get(e) === p) this.converted.delete(e); });
+        this.converted.set(e, p);
+        waits.push(p);
+      });
+    }
+    return waits.length ? Promise.all(waits).then(() => undefined) : undefined;
+  }
+
+  /** A cached entry as this resource serves it (after `prepare` for webhook-converted resources). */
+  renderEntry(e: CacheEntry): string {
+    if (!this.desc.storage?.webhook) return this.render(e.json);
+    const c = this.converted.get(e);
+    if (typeof c !== 'string') throw new Error(`${this.desc.kind} ${e.name}: read before its conversion (prepare first)`);
+    return c;
+  }
+
+  /** A cached entry as this resource serves it, parsed (after `prepare`, as `renderEntry`). */
+  decodeEntry(e: CacheEntry): KubeObject {
+    return this.desc.storage?.webhook ? JSON.parse(this.renderEntry(e)) as KubeObject : this.decode(e.json);
+  }
+
+  /** Stored objects converted to the served version (one webhook call for all when converted by a webhook). */
+  private async fromStorage(objs: KubeObject[]): Promise<KubeObject[]> {
+    const conv = this.desc.storage;
+    if (!conv) return objs;
+    if (conv.webhook) return conv.webhook.converter.convert(objs, this.apiVersion);
+    return objs.map((o) => conv.fromStorage(o));
+  }
+
+  /** An object of the served version converted to the storage version. */
+  private async toStorage(obj: KubeObject): Promise<KubeObject> {
+    const conv = this.desc.storage;
+    if (!conv) return obj;
+    if (conv.webhook) return (await conv.webhook.converter.convert([obj], conv.webhook.storageAPIVersion))[0]!;
+    return conv.toStorage(obj);
   }
 
   private async readCurrent(key: string): Promise<KubeObject | null> {
     const json = await this.backend.storage.get(key);
-    return json === null ? null : this.decode(json);
+    if (json === null) return null;
+    return this.desc.storage?.webhook ? (await this.fromStorage([JSON.parse(json) as KubeObject]))[0]! : this.decode(json);
   }
 
   /**
@@ -297,13 +373,23 @@ export class Store {
    */
   private async readBase(scope: RequestScope, key: string, name: string, precondition: string | undefined): Promise<KubeObject | null> {
     const cached = precondition ? this.backend.cache.getEntry(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace ?? '' : '', name) : undefined;
-    return cached && String(cached.rv) === precondition ? this.decode(cached.json) : this.readCurrent(key);
+    if (!cached || String(cached.rv) !== precondition) return this.readCurrent(key);
+    await this.prepare([cached]);
+    return this.decodeEntry(cached);
   }
 
+  /**
+   * Writes the object in the storage version; the answer is the stored JSON as this resource
+   * serves it. With a conversion webhook that is the written object with the stored metadata
+   * (the webhook may not change metadata other than labels and annotations, which were sent
+   * as they are): the write is not followed by a conversion that could fail after it landed.
+   */
   private async persist(op: 'create' | 'update' | 'delete', key: string, obj: KubeObject, expectedRv?: string): Promise<WriteResult> {
     const conv = this.desc.storage;
-    const res = await this.backend.storage.write(op, key, conv ? conv.toStorage(obj) : obj, expectedRv);
-    return res.ok && conv ? { ...res, json: this.render(res.json) } : res;
+    const res = await this.backend.storage.write(op, key, conv ? await this.toStorage(obj) : obj, expectedRv);
+    if (!res.ok || !conv) return res;
+    if (!conv.webhook) return { ...res, json: this.render(res.json) };
+    return { ...res, json: JSON.stringify({ ...obj, metadata: (JSON.parse(res.json) as KubeObject).metadata }) };
   }
 
   /** Throws 400 unless the body is an object of this kind (apiVersion/kind may be omitted). */
@@ -555,7 +641,8 @@ export class Store {
     await cache.waitForRevision(await this.backend.storage.currentRevision());
     const e = cache.getEntry(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace ?? '' : '', name);
     if (!e) throw notFound(this.gr, name);
-    return this.render(e.json);
+    await this.prepare([e]);
+    return this.renderEntry(e);
   }
 
   /**
@@ -564,8 +651,13 @@ export class Store {
    * resourceVersion and fail with 409 when it was stale). For controllers.
    */
   getCached(scope: RequestScope, name: string): KubeObject | undefined {
-    const e = this.backend.cache.getEntry(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace ?? '' : '', name);
+    const e = this.cachedEntry(scope, name);
     return e ? this.decode(e.json) : undefined;
+  }
+
+  /** The watch cache's entry of a name, without waiting (see getCached). */
+  cachedEntry(scope: RequestScope, name: string): CacheEntry | undefined {
+    return this.backend.cache.getEntry(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace ?? '' : '', name);
   }
 
   /**
@@ -581,7 +673,10 @@ export class Store {
     return this.backend.cache.list(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace : undefined);
   }
 
-  /** Parses a selector pair once for list/watch/deletecollection. */
+  /**
+   * Parses a selector pair once for list/watch/deletecollection. For a resource converted by a
+   * webhook, entries must be prepared (`prepare`) before a field selector on selectable fields.
+   */
   compileFilter(opts: ListOptions): (e: CacheEntry) => boolean {
     const labels: LabelSelector | undefined = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : undefined;
     const selectable = this.desc.strategy?.selectableFields;
@@ -595,7 +690,7 @@ export class Store {
       if (fields) {
         const values: Record<string, string> = { 'metadata.name': e.name, 'metadata.namespace': e.namespace };
         if (selectable) {
-          const obj = this.decode(e.json);
+          const obj = this.decodeEntry(e);
           for (const [f, get] of Object.entries(selectable)) values[f] = get(obj);
         }
         if (!matchesFields(fields, values)) return false;
@@ -653,6 +748,8 @@ export class Store {
     }
     const limit = opts.limit && opts.limit > 0 ? opts.limit : 0;
     const items: CacheEntry[] = [];
+    // A field selector on a selectable field of a webhook-converted version reads converted objects.
+    if (opts.fieldSelector && this.desc.strategy?.selectableFields) await this.prepare(i ? all.slice(i) : all);
     for (; i < all.length; i++) {
       const e = all[i]!;
       if (!filter(e)) continue;

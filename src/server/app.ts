@@ -388,6 +388,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
       const opts = listOptions(query);
       if (view && info.cluster === '*') opts.restrict = view.restrict(store, 'list');
       const res = await store.list(scope, opts);
+      await store.prepare(res.items);
       return sendList(reply, res.items, { resourceVersion: res.resourceVersion, continue: res.continue, remainingItemCount: res.remainingItemCount }, store, out, query, info.cluster === '*');
     }
     case 'watch': {
@@ -398,9 +399,9 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
       const include = parseIncludeObject(query.get('includeObject'));
       const wildcard = info.cluster === '*';
       const encode = (e: CacheEntry): string => {
-        if (!out.as && !wildcard) return store.render(e.json);
+        if (!out.as && !wildcard) return store.renderEntry(e);
         if (!out.as && !desc.storage) return withClusterAnnotation(e.json, e.cluster);
-        let obj = store.decode(e.json);
+        let obj = store.decodeEntry(e);
         if (wildcard) obj = annotateCluster(obj, e.cluster);
         if (out.as === 'Table') return JSON.stringify(toTable(desc, [obj], { resourceVersion: String(e.rv) }, out.asVersion, include));
         if (out.as) return JSON.stringify(partialObjectMetadata(obj, out.asVersion));
@@ -420,7 +421,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
           groupResource: store.groupResource, cluster: info.cluster, namespace: namespace || undefined, filter,
           resourceVersion: opts.resourceVersion, sendInitialEvents: queryBool(query, 'sendInitialEvents'),
           allowBookmarks: queryBool(query, 'allowWatchBookmarks') === true, timeoutSeconds: timeout === null ? 1800 : Number(timeout),
-          encode, bookmark,
+          encode, bookmark, prepare: desc.storage?.webhook ? (entries) => store.prepare(entries) : undefined,
         }, reply.raw, 'application/json');
         auditResponseStarted(req, reply);
       } catch (err) {
@@ -492,6 +493,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     case 'deletecollection': {
       const out = negotiateOutput(accept, true);
       const removed = await store.deleteCollection(scope, listOptions(query), deleteOptions(req, query));
+      await store.prepare(removed);
       return sendList(reply, removed, {}, store, out, query, false);
     }
     default:
@@ -600,17 +602,20 @@ function sendList(reply: FastifyReply, items: CacheEntry[], listMeta: Record<str
   const desc = store.desc;
   const meta: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(listMeta)) if (v !== undefined) meta[k] = v;
-  if (!out.as && !out.yaml && !desc.storage) {
-    // Fast path: the stored JSON of each item is the list item as is (wildcard: with the
-    // kcp.io/cluster annotation spliced in).
+  if (!out.as && !out.yaml && (!desc.storage || desc.storage.webhook)) {
+    // Fast path: the stored (or converted) JSON of each item is the list item as is (wildcard:
+    // with the kcp.io/cluster annotation spliced in).
     const apiVersion = desc.group ? `${desc.group}/${desc.version}` : desc.version;
     let s = `{"kind":"${desc.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[`;
-    for (let i = 0; i < items.length; i++) s += (i ? ',' : '') + (wildcard ? withClusterAnnotation(items[i]!.json, items[i]!.cluster) : items[i]!.json);
+    for (let i = 0; i < items.length; i++) {
+      const json = desc.storage ? store.renderEntry(items[i]!) : items[i]!.json;
+      s += (i ? ',' : '') + (wildcard ? withClusterAnnotation(json, items[i]!.cluster) : json);
+    }
     reply.code(200).type('application/json').send(`${s}]}`);
     return;
   }
   const objs = items.map((e) => {
-    const o = store.decode(e.json);
+    const o = store.decodeEntry(e);
     return wildcard ? annotateCluster(o, e.cluster) : o;
   });
   if (out.as === 'Table') {

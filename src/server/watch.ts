@@ -24,6 +24,13 @@ export interface WatchRequest {
   encode: ObjectEncoder;
   /** JSON of a bookmark object for a revision (`{kind, apiVersion, metadata: {resourceVersion}}`). */
   bookmark: (rv: number, initialEventsEnd: boolean) => string;
+  /**
+   * Asynchronous preparation of entries before `filter` and `encode` see them (a conversion
+   * webhook converting them; undefined when nothing is to be awaited). When set, the watch's
+   * events and bookmarks are written in order behind it; a rejection ends the watch with an
+   * ERROR event carrying its Status.
+   */
+  prepare?: (entries: CacheEntry[]) => Promise<void> | undefined;
 }
 
 /** Bytes buffered for one watch before it is ended as too slow (kube ends slow watchers too). */
@@ -66,11 +73,14 @@ export class WatchHub {
     res.flushHeaders();
     this.open.add(w);
     if (initial) {
-      for (const e of cache.list(req.groupResource, req.cluster, req.namespace)) {
-        if (req.filter(e)) w.write('ADDED', req.encode(e));
-      }
-      w.lastRv = cache.currentRevision;
-      if (req.sendInitialEvents) w.write('BOOKMARK', req.bookmark(cache.currentRevision, true));
+      const entries = cache.list(req.groupResource, req.cluster, req.namespace);
+      const rv = cache.currentRevision;
+      w.lastRv = rv;
+      // Behind the preparation (if any) of the initial objects, before any later event.
+      w.after(entries, () => {
+        for (const e of entries) if (req.filter(e)) w.write('ADDED', req.encode(e));
+        if (req.sendInitialEvents) w.write('BOOKMARK', req.bookmark(rv, true));
+      });
     } else {
       w.lastRv = fromRv ?? cache.currentRevision;
       for (const ev of replay) w.onEvent(ev);
@@ -96,6 +106,8 @@ class ActiveWatch implements CacheWatcher {
   lastRv = 0;
   private ended = false;
   private timeout: NodeJS.Timeout | undefined;
+  /** Writes waiting for `req.prepare`, in order (only with `prepare`). */
+  private queue: Promise<void> | undefined;
 
   constructor(private readonly req: WatchRequest, private readonly res: ServerResponse, private readonly hub: WatchHub) {
     this.groupResource = req.groupResource;
@@ -106,12 +118,45 @@ class ActiveWatch implements CacheWatcher {
     }
   }
 
+  /**
+   * Runs `emit` once `req.prepare` has prepared `entries`, after every write queued before it;
+   * at once when there is nothing to wait for.
+   */
+  after(entries: readonly (CacheEntry | undefined)[], emit: () => void): void {
+    const prepare = this.req.prepare;
+    const wait = prepare?.(entries.filter((e): e is CacheEntry => e !== undefined));
+    if (!wait && !this.queue) { emit(); return; }
+    // Handled below, possibly after it settles: not an unhandled rejection meanwhile.
+    wait?.catch(() => undefined);
+    const run = () => { if (!this.ended) emit(); };
+    const queued: Promise<void> = (this.queue ?? Promise.resolve()).then(() => wait).then(run, (err: unknown) => this.fail(err));
+    this.queue = queued;
+    queued.finally(() => { if (this.queue === queued) this.queue = undefined; }).catch(() => undefined);
+  }
+
+  /** Ends the watch with an ERROR event carrying the Status of a failed preparation. */
+  private fail(err: unknown): void {
+    if (this.ended) return;
+    const e = err as { toStatus?: () => object; message?: string };
+    const status = typeof e.toStatus === 'function' ? e.toStatus()
+      : { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: String(e.message ?? err), reason: 'InternalError', code: 500 };
+    this.write('ERROR', JSON.stringify(status));
+    this.end();
+  }
+
   onEvent(ev: CacheEvent): void {
     if (this.ended || ev.rv <= this.lastRv) return;
     const { entry, prev } = ev;
     const ns = this.req.namespace;
     if (ns && entry.namespace !== ns) return;
     this.lastRv = ev.rv;
+    if (this.req.prepare) { this.after([entry, prev], () => this.dispatch(ev)); return; }
+    this.dispatch(ev);
+  }
+
+  /** Writes the event (or the transition a selector makes of it). */
+  private dispatch(ev: CacheEvent): void {
+    const { entry, prev } = ev;
     const now = this.req.filter(entry);
     if (ev.type === 'ADDED') { if (now) this.write('ADDED', this.req.encode(entry)); return; }
     if (ev.type === 'DELETED') { if ((prev && this.req.filter(prev)) || now) this.write('DELETED', this.req.encode(entry)); return; }
@@ -128,8 +173,11 @@ class ActiveWatch implements CacheWatcher {
     if (!this.req.allowBookmarks || this.ended) return;
     // Events are dispatched synchronously as the cache applies them, so this watch has seen
     // everything up to the cache's revision: a client resuming from it misses nothing, and a
-    // quiet watch does not fall behind the history window.
-    this.write('BOOKMARK', this.req.bookmark(Math.max(this.lastRv, this.hub.revision), false));
+    // quiet watch does not fall behind the history window. Events still being prepared are
+    // written first: the bookmark follows them.
+    const rv = Math.max(this.lastRv, this.hub.revision);
+    if (this.queue) this.after([], () => this.write('BOOKMARK', this.req.bookmark(rv, false)));
+    else this.write('BOOKMARK', this.req.bookmark(rv, false));
   }
 
   write(type: string, objectJson: string): void {

@@ -4,7 +4,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { StatusCause } from '../../src/apimachinery/errors.js';
-import { acceptNames, applyCRDDefaults, validateCRD, WEBHOOK_CONVERSION_UNSUPPORTED } from '../../src/apiextensions/crdvalidation.js';
+import { acceptNames, applyCRDDefaults, validateCRD, CONVERSION_SERVICE_UNSUPPORTED } from '../../src/apiextensions/crdvalidation.js';
 import { TESTDATA_CRDS } from '../helpers.js';
 
 type Obj = Record<string, any>;
@@ -136,11 +136,25 @@ const cases: Case[] = [
     field: `${v0}.name`, message: 'a DNS-1035 label must consist of lower case alphanumeric characters',
   },
   {
-    name: 'webhook conversion is refused by this server',
+    name: 'a conversion webhook service reference is refused by this server',
     mutate: (c) => {
       c.spec.conversion = { strategy: 'Webhook', webhook: { clientConfig: { service: { name: 'conv', namespace: 'default', path: '/convert' } }, conversionReviewVersions: ['v1'] } };
     },
-    field: 'spec.conversion.strategy', message: `Forbidden: ${WEBHOOK_CONVERSION_UNSUPPORTED}`, reason: 'FieldValueForbidden',
+    field: 'spec.conversion.webhookClientConfig.service', message: `Forbidden: ${CONVERSION_SERVICE_UNSUPPORTED}`, reason: 'FieldValueForbidden',
+  },
+  {
+    name: 'a conversion webhook URL must be https',
+    mutate: (c) => {
+      c.spec.conversion = { strategy: 'Webhook', webhook: { clientConfig: { url: 'http://127.0.0.1:8443/convert' }, conversionReviewVersions: ['v1'] } };
+    },
+    field: 'spec.conversion.webhookClientConfig.url', message: "'https' is the only allowed URL scheme",
+  },
+  {
+    name: 'a conversion webhook caBundle must be PEM',
+    mutate: (c) => {
+      c.spec.conversion = { strategy: 'Webhook', webhook: { clientConfig: { url: 'https://127.0.0.1:8443/convert', caBundle: 'bm90IGEgY2VydA==' }, conversionReviewVersions: ['v1'] } };
+    },
+    field: 'spec.conversion.webhookClientConfig.caBundle', message: 'must be a base64-encoded PEM certificate bundle',
   },
   {
     name: 'unknown conversion strategy', mutate: (c) => { c.spec.conversion = { strategy: 'Magic' }; },
@@ -441,12 +455,13 @@ test('$ref only reports the unsupported field (structural errors are suppressed 
   assert.deepEqual(fieldsOf(validateCRD(crd)), [`${root}.properties[spec].properties[ref].$ref`]);
 });
 
-test('webhook conversion: refused, with webhook configuration checks', () => {
+test('webhook conversion: accepted with a url, with webhook configuration checks', () => {
   const crd = baseCRD();
   crd.spec.conversion = { strategy: 'Webhook' };
   const causes = validateCRD(crd);
-  assert.deepEqual(fieldsOf(causes), ['spec.conversion.strategy', 'spec.conversion.webhookClientConfig', 'spec.conversion.conversionReviewVersions']);
-  assert.equal(causes[0]!.message, 'Forbidden: conversion webhooks are not supported by this server yet; use strategy None');
+  assert.deepEqual(fieldsOf(causes), ['spec.conversion.webhookClientConfig', 'spec.conversion.conversionReviewVersions']);
+  crd.spec.conversion = { strategy: 'Webhook', webhook: { clientConfig: { url: 'https://127.0.0.1:9443/convert' }, conversionReviewVersions: ['v1beta1', 'v1'] } };
+  assert.deepEqual(validateCRD(crd), []);
   crd.spec.conversion = { strategy: 'None', webhook: { conversionReviewVersions: ['v1'] } };
   assert.deepEqual(fieldsOf(validateCRD(crd)), ['spec.conversion.conversionReviewVersions']);
   crd.spec.conversion = { strategy: 'None' };

@@ -1,0 +1,105 @@
+/**
+ * Outbound calls to webhooks configured by users: admission webhooks
+ * (src/admission/webhooks.ts) and CRD conversion webhooks (src/apiextensions/conversion.ts).
+ * Both are HTTPS POSTs of a JSON review to a `clientConfig.url`, trusting the configuration's
+ * `caBundle` (else the system's roots), as k8s.io/apiserver/pkg/util/webhook's client does.
+ *
+ * kcp-ts has no Services to route to (a shard is not a cluster with a Service network), so
+ * `clientConfig.service` is refused when a configuration is written: `url` is the way, as it is
+ * in kcp.
+ */
+import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
+import { Pool } from 'undici';
+import type { StatusCause } from './errors.js';
+
+type Obj = Record<string, unknown>;
+const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
+
+/** Where a webhook is called: a keep-alive pool to its origin, and its path. */
+export interface WebhookEndpoint {
+  url: string;
+  /** Keep-alive connections to the webhook's origin, trusting its CA bundle. */
+  pool: Pool;
+  /** Path (and query) of the URL. */
+  path: string;
+}
+
+const pools = new Map<string, Pool>();
+
+/**
+ * The endpoint of a `clientConfig` (`{url, caBundle}`; caBundle is base64 PEM). One connection
+ * pool per origin and CA bundle, kept while the process runs (configurations come and go; their
+ * origins are few). Throws a TypeError when the URL does not parse (validated on write first).
+ */
+export function webhookEndpoint(clientConfig: unknown): WebhookEndpoint {
+  const cc = asObj(clientConfig);
+  const url = String(cc.url ?? '');
+  const caBundle = typeof cc.caBundle === 'string' && cc.caBundle ? cc.caBundle : undefined;
+  const u = new URL(url);
+  const key = `${u.origin} ${createHash('sha256').update(caBundle ?? '').digest('hex')}`;
+  let pool = pools.get(key);
+  if (!pool) {
+    const host = u.hostname.replace(/^\[|\]$/g, '');
+    pool = new Pool(u.origin, {
+      connections: 64, pipelining: 1, keepAliveTimeout: 30_000,
+      connect: { ...(caBundle ? { ca: Buffer.from(caBundle, 'base64').toString() } : {}), ...(isIP(host) ? {} : { servername: host }) },
+    });
+    pools.set(key, pool);
+  }
+  return { url, pool, path: `${u.pathname || '/'}${u.search}` };
+}
+
+/**
+ * POSTs a JSON body and resolves to the parsed JSON answer. Rejects with an Error whose message
+ * says what failed, in kube's words where kube has them: `context deadline exceeded` after
+ * `timeoutMs`, a status ≥ 300, a body that is not JSON.
+ */
+export async function postJSON(endpoint: WebhookEndpoint, body: object, timeoutMs: number): Promise<Obj> {
+  const res = await endpoint.pool.request({
+    method: 'POST', path: endpoint.path, body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs),
+  }).catch((err: Error) => {
+    throw err.name === 'TimeoutError' || err.name === 'AbortError' || /timeout/i.test(err.message)
+      ? new Error(`context deadline exceeded (timeout ${timeoutMs / 1000}s)`) : err;
+  });
+  const text = await res.body.text();
+  if (res.statusCode >= 300) throw new Error(`the server responded with ${res.statusCode}`);
+  try {
+    return asObj(JSON.parse(text));
+  } catch {
+    throw new Error('the response is not JSON');
+  }
+}
+
+/**
+ * Validation of a webhook `clientConfig` (admissionregistration and apiextensions share kube's
+ * `ValidateWebhookURL(…, forceHttps=true)`): exactly one of url or service; `service` is refused
+ * (see the module's comment); the URL must be https, with a host and without user information,
+ * query or fragment; a caBundle must be base64 PEM. `path` is the field path of the clientConfig.
+ */
+export function validateWebhookClientConfig(clientConfig: unknown, path: string): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const bad = (field: string, message: string, reason = 'FieldValueInvalid') => causes.push({ reason, field, message });
+  if (!clientConfig || typeof clientConfig !== 'object' || Array.isArray(clientConfig)) {
+    bad(path, 'Required value: exactly one of url or service is required', 'FieldValueRequired');
+    return causes;
+  }
+  const cc = clientConfig as Obj;
+  if (cc.service !== undefined && cc.service !== null) {
+    bad(`${path}.service`, 'Forbidden: service references are not supported: kcp-ts has no Services to route to; use url', 'FieldValueForbidden');
+  } else if (typeof cc.url !== 'string' || !cc.url) {
+    bad(path, 'Required value: exactly one of url or service is required', 'FieldValueRequired');
+  } else {
+    let u: URL | undefined;
+    try { u = new URL(cc.url); } catch { bad(`${path}.url`, `Invalid value: ${JSON.stringify(cc.url)}: must be a valid URL`); }
+    if (u && u.protocol !== 'https:') bad(`${path}.url`, `Unsupported value: ${JSON.stringify(u.protocol.replace(':', ''))}: 'https' is the only allowed URL scheme`, 'FieldValueNotSupported');
+    if (u && !u.hostname) bad(`${path}.url`, `Invalid value: ${JSON.stringify(cc.url)}: host must be specified`);
+    if (u && (u.username || u.password || u.search || u.hash)) bad(`${path}.url`, `Invalid value: ${JSON.stringify(cc.url)}: user information, query parameters and fragments are not permitted`);
+  }
+  if (cc.caBundle !== undefined && (typeof cc.caBundle !== 'string' || !Buffer.from(cc.caBundle, 'base64').toString().includes('-----BEGIN CERTIFICATE-----'))) {
+    bad(`${path}.caBundle`, 'Invalid value: must be a base64-encoded PEM certificate bundle');
+  }
+  return causes;
+}
