@@ -1,17 +1,80 @@
 /**
- * Dynamic admission of the store (`StoreBackend.webhooks`): validating admission policies and
- * admission webhooks (./policies.ts, ./webhooks.ts), chained in kube's plugin order.
+ * Dynamic admission of the store (`StoreBackend.webhooks`): mutating and validating admission
+ * policies and admission webhooks (./mutating.ts, ./policies.ts, ./webhooks.ts), chained in
+ * kube's plugin order with kube's reinvocation of the mutating phase.
  */
-import type { WebhookAdmission } from '../registry/store.js';
+import type { KubeObject } from '../apimachinery/meta.js';
+import type { WebhookAdmission, WebhookAttributes } from '../registry/store.js';
 import { isAdmissionConfiguration } from './match.js';
 
-/** Runs several dynamic admission steps in order (policies, then webhooks, as kube's plugin order). */
-export function chainAdmission(...steps: WebhookAdmission[]): WebhookAdmission {
+/**
+ * kube's admission.ReinvocationContext (k8s.io/apiserver/pkg/admission/reinvocation.go), one per
+ * request: whether this is the second run of the mutating chain, whether a step asked for it,
+ * and each plugin's own state (`reinvocationState`).
+ */
+export interface ReinvocationContext {
+  isReinvoke: boolean;
+  shouldReinvoke: boolean;
+  values: Map<string, ReinvocationState>;
+}
+
+/**
+ * A plugin's reinvocation state for one request (kube's webhookReinvokeContext of
+ * plugin/webhook/mutating/reinvocationcontext.go and the policyReinvokeContext of
+ * plugin/policy/mutating/reinvocationcontext.go): the object it last returned, the
+ * `IfNeeded` webhooks or policies invoked so far, and those to run again.
+ */
+export class ReinvocationState {
+  private lastOutput: string | undefined;
+  private previouslyInvoked = new Set<string>();
+  private readonly reinvoke = new Set<string>();
+
+  /** Whether `object` differs from what the plugin returned last (another plugin changed it since). */
+  changedSinceLastInvocation(object: KubeObject | undefined): boolean { return JSON.stringify(object ?? null) !== this.lastOutput; }
+  /** Records the plugin's output. */
+  setLastInvocationOutput(object: KubeObject | undefined): void { this.lastOutput = JSON.stringify(object ?? null); }
+  /** An `IfNeeded` webhook or policy ran. */
+  addReinvocableToPreviouslyInvoked(key: string): void { this.previouslyInvoked.add(key); }
+  /** The object changed: every `IfNeeded` one that ran before is to run again. */
+  requireReinvokingPreviouslyInvoked(): void { for (const k of this.previouslyInvoked) this.reinvoke.add(k); this.previouslyInvoked = new Set(); }
+  /** Whether one is to run again in the reinvocation. */
+  shouldReinvoke(key: string): boolean { return this.reinvoke.has(key); }
+}
+
+/** A plugin's state in the request's reinvocation context, created on first use. */
+export function reinvocationState(rc: ReinvocationContext, plugin: string): ReinvocationState {
+  let s = rc.values.get(plugin);
+  if (!s) { s = new ReinvocationState(); rc.values.set(plugin, s); }
+  return s;
+}
+
+/** A fresh reinvocation context (one request, first run). */
+export const newReinvocationContext = (): ReinvocationContext => ({ isReinvoke: false, shouldReinvoke: false, values: new Map() });
+
+/** A dynamic admission step whose mutation takes part in the request's reinvocation context. */
+export interface AdmissionStep extends WebhookAdmission {
+  mutate(a: WebhookAttributes, rc?: ReinvocationContext): Promise<KubeObject | undefined>;
+}
+
+/**
+ * Runs several dynamic admission steps in order — kube-apiserver's plugin order
+ * (pkg/kubeapiserver/options/plugins.go AllOrderedPlugins: MutatingAdmissionPolicy,
+ * MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook), so mutating
+ * policies run before mutating webhooks. The mutating phase is kube's `reinvoker`: when a step
+ * changed the object after an `IfNeeded` policy or webhook ran, the chain's mutations run once
+ * more, each step calling only its policies or webhooks to reinvoke.
+ */
+export function chainAdmission(...steps: AdmissionStep[]): WebhookAdmission {
   return {
     async mutate(a) {
       if (isAdmissionConfiguration(a)) return a.object;
+      const rc = newReinvocationContext();
       let obj = a.object;
-      for (const s of steps) obj = await s.mutate({ ...a, object: obj });
+      for (const s of steps) obj = await s.mutate({ ...a, object: obj }, rc);
+      if (rc.shouldReinvoke) {
+        rc.isReinvoke = true;
+        for (const s of steps) obj = await s.mutate({ ...a, object: obj }, rc);
+      }
       return obj;
     },
     async validate(a) {

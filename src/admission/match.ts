@@ -91,24 +91,86 @@ const programs = new Map<string, ParseResult | Error>();
 
 /**
  * Compiles an admission CEL expression (match conditions, validations, variables, messages,
- * audit annotations) over `object`, `oldObject`, `request`, `params`, `namespaceObject`,
- * `variables` and kube's libraries, once per expression text.
+ * audit annotations, mutations) over `object`, `oldObject`, `request`, `params`,
+ * `namespaceObject`, `variables` and kube's libraries, once per expression text. With
+ * `mutation`, the expression may also construct objects as kube's MutatingAdmissionPolicy
+ * environment allows (k8s.io/apiserver/pkg/admission/plugin/policy/mutating, cel/mutation):
+ * `Object{…}`, `Object.spec{…}`, `JSONPatch{op, path, value, from}` and `jsonpatch.escapeKey`;
+ * see `rewriteObjectConstruction`.
  * @throws {Error} `compilation failed: <first line of the error>`
  */
-export function compileExpression(expression: string): ParseResult {
-  let p = programs.get(expression);
+export function compileExpression(expression: string, mutation = false): ParseResult {
+  const key = mutation ? `\u0000${expression}` : expression;
+  let p = programs.get(key);
   if (!p) {
     if (!env) {
       env = new Environment({ unlistedVariablesAreDyn: false, homogeneousAggregateLiterals: false, enableOptionalTypes: true });
       for (const v of ['object', 'oldObject', 'request', 'params', 'namespaceObject', 'variables', 'authorizer']) env.registerVariable(v, 'dyn');
       registerKubeLibrary(env);
+      // kube's JSONPatch library (k8s.io/apiserver/pkg/cel/library/jsonpatch.go): `jsonpatch.escapeKey`, RFC 6901 escaping.
+      env.registerFunction('jsonpatch_escapeKey(string): string', (k: string) => k.replaceAll('~', '~0').replaceAll('/', '~1'));
     }
-    try { p = env.parse(expression); } catch (err) { p = new Error(`compilation failed: ${String((err as Error).message).split('\n')[0]}`); }
+    try { p = env.parse(mutation ? rewriteObjectConstruction(expression) : expression); } catch (err) { p = new Error(`compilation failed: ${String((err as Error).message).split('\n')[0]}`); }
     if (programs.size > 5000) programs.clear();
-    programs.set(expression, p);
+    programs.set(key, p);
   }
   if (p instanceof Error) throw p;
   return p;
+}
+
+const TOKEN = /\s+|\/\/[^\n]*|(?:[rRbB]{1,2})?(?:"""[\s\S]*?"""|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|[A-Za-z_][A-Za-z0-9_]*|\d[\w.]*|[\s\S]/g;
+const isBlank = (t: string | undefined): boolean => t !== undefined && /^\s|^\/\//.test(t);
+
+/**
+ * Rewrites the typed object construction of kube's mutating admission policies (the `Object` and
+ * `JSONPatch` message types of k8s.io/apiserver/pkg/cel/mutation) into the CEL map literals they
+ * evaluate to here: `Object.spec{replicas: 1}` → `{"replicas": 1}`; and `jsonpatch.escapeKey(`
+ * → the registered `jsonpatch_escapeKey(`. String literals and comments are left as they are.
+ */
+export function rewriteObjectConstruction(src: string): string {
+  const toks = src.match(TOKEN) ?? [];
+  const next = (i: number): number => { while (isBlank(toks[i])) i++; return i; };
+  const out: string[] = [];
+  const stack: string[] = [];
+  let prev = '';
+  let expectField = false;
+  for (let i = 0; i < toks.length; i++) {
+    const t = toks[i]!;
+    if (isBlank(t)) { out.push(t); continue; }
+    const field = expectField && /^[A-Za-z_]/.test(t) && toks[next(i + 1)] === ':';
+    expectField = false;
+    if (field) { out.push(JSON.stringify(t)); prev = t; continue; }
+    if ((t === 'Object' || t === 'JSONPatch') && prev !== '.') {
+      let j = next(i + 1);
+      if (t === 'Object') while (toks[j] === '.' && /^[A-Za-z_]/.test(toks[next(j + 1)] ?? '')) j = next(next(j + 1) + 1);
+      if (toks[j] === '{') { out.push('{'); stack.push('struct'); expectField = true; prev = '{'; i = j; continue; }
+    }
+    if (t === 'jsonpatch' && prev !== '.' && toks[next(i + 1)] === '.' && toks[next(next(i + 1) + 1)] === 'escapeKey') {
+      out.push('jsonpatch_escapeKey'); prev = 'escapeKey'; i = next(next(i + 1) + 1); continue;
+    }
+    if (t === '{' || t === '(' || t === '[') stack.push(t);
+    else if (t === '}' || t === ')' || t === ']') stack.pop();
+    else if (t === ',' && stack.at(-1) === 'struct') expectField = true;
+    out.push(t);
+    prev = t;
+  }
+  return out.join('');
+}
+
+/**
+ * A CEL result as JSON (kube's `ConvertToNative` to unstructured): ints to numbers, bytes to
+ * base64, timestamps to RFC 3339, other library values (durations, quantities) to their strings.
+ */
+export function celToJSON(v: unknown): unknown {
+  if (v === null || v === undefined || typeof v === 'string' || typeof v === 'boolean' || typeof v === 'number') return v ?? null;
+  if (typeof v === 'bigint') return Number(v);
+  if (Array.isArray(v)) return v.map(celToJSON);
+  if (v instanceof Uint8Array) return Buffer.from(v).toString('base64');
+  if (v instanceof Date) return v.toISOString().replace(/\.000Z$/, 'Z');
+  if (v instanceof Map) return Object.fromEntries([...v].map(([k, x]) => [String(k), celToJSON(x)]));
+  const proto = Object.getPrototypeOf(v) as unknown;
+  if (proto !== null && proto !== Object.prototype) return String(v);
+  return Object.fromEntries(Object.entries(v as Obj).map(([k, x]) => [k, celToJSON(x)]));
 }
 
 /** The admission configurations themselves are never admitted by dynamic admission (kube's rule: no lock-out). */

@@ -41,26 +41,30 @@ const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []
 /** Status codes of `validations[].reason` (kube's allowed reasons). */
 const REASON_CODES: Record<string, number> = { Invalid: 422, Forbidden: 403, Unauthorized: 401, RequestEntityTooLarge: 413 };
 
-/** Validation of a ValidatingAdmissionPolicy (the parts a client can get wrong; expressions compile). */
-export function validatePolicy(obj: KubeObject): StatusCause[] {
+/**
+ * Validation of what ValidatingAdmissionPolicy and MutatingAdmissionPolicy share (kube's
+ * validateValidatingAdmissionPolicySpec / validateMutatingAdmissionPolicySpec in
+ * pkg/apis/admissionregistration/validation): `spec` an object, failurePolicy, variables,
+ * matchConditions and matchConstraints (resourceRules required); every expression compiles (in
+ * the mutation environment with `mutation`). Calls `more` with the spec and the helpers for the
+ * kind's own fields.
+ */
+export function validatePolicySpec(obj: KubeObject, mutation: boolean, more: (spec: Obj, bad: (field: string, message: string, reason?: string) => void, expr: (field: string, e: unknown) => void) => void): StatusCause[] {
   const causes: StatusCause[] = [];
   if (obj.spec === null || typeof obj.spec !== 'object' || Array.isArray(obj.spec)) return [{ reason: 'FieldValueInvalid', field: 'spec', message: `Invalid value: ${JSON.stringify(obj.spec ?? null)}: must be an object` }];
   const spec = asObj(obj.spec);
-  const bad = (field: string, message: string, reason = 'FieldValueInvalid') => causes.push({ reason, field, message });
+  const bad = (field: string, message: string, reason = 'FieldValueInvalid') => { causes.push({ reason, field, message }); };
   const expr = (field: string, e: unknown) => {
     if (typeof e !== 'string' || !e.trim()) { bad(field, 'Required value', 'FieldValueRequired'); return; }
-    try { compileExpression(e); } catch (err) { bad(field, `Invalid value: ${JSON.stringify(e)}: ${(err as Error).message}`); }
+    try { compileExpression(e, mutation); } catch (err) { bad(field, `Invalid value: ${JSON.stringify(e)}: ${(err as Error).message}`); }
   };
   if (spec.failurePolicy !== undefined && !['Fail', 'Ignore'].includes(String(spec.failurePolicy))) bad('spec.failurePolicy', `Unsupported value: ${JSON.stringify(spec.failurePolicy)}: supported values: "Fail", "Ignore"`, 'FieldValueNotSupported');
-  if (!asList(spec.validations).length && !asList(spec.auditAnnotations).length) bad('spec.validations', 'Required value: validations or auditAnnotations must contain at least one item', 'FieldValueRequired');
-  asList(spec.validations).forEach((v, i) => {
-    expr(`spec.validations[${i}].expression`, v.expression);
-    if (v.messageExpression !== undefined) expr(`spec.validations[${i}].messageExpression`, v.messageExpression);
-    if (v.reason !== undefined && !(String(v.reason) in REASON_CODES)) bad(`spec.validations[${i}].reason`, `Unsupported value: ${JSON.stringify(v.reason)}: supported values: "Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"`, 'FieldValueNotSupported');
-  });
-  asList(spec.variables).forEach((v, i) => { if (!v.name) bad(`spec.variables[${i}].name`, 'Required value', 'FieldValueRequired'); expr(`spec.variables[${i}].expression`, v.expression); });
-  asList(spec.matchConditions).forEach((c, i) => expr(`spec.matchConditions[${i}].expression`, c.expression));
-  asList(spec.auditAnnotations).forEach((a, i) => expr(`spec.auditAnnotations[${i}].valueExpression`, a.valueExpression));
+  for (const list of ['variables', 'matchConditions'] as const) {
+    if (spec[list] !== undefined && spec[list] !== null && !Array.isArray(spec[list])) bad(`spec.${list}`, `Invalid value: ${JSON.stringify(spec[list])}: must be a list`);
+  }
+  more(spec, bad, expr);
+  asList(spec.variables).forEach((v, i) => { if (!asObj(v).name) bad(`spec.variables[${i}].name`, 'Required value', 'FieldValueRequired'); expr(`spec.variables[${i}].expression`, asObj(v).expression); });
+  asList(spec.matchConditions).forEach((c, i) => expr(`spec.matchConditions[${i}].expression`, asObj(c).expression));
   if (!asList(asObj(spec.matchConstraints).resourceRules).length) bad('spec.matchConstraints.resourceRules', 'Required value', 'FieldValueRequired');
   for (const list of ['resourceRules', 'excludeResourceRules'] as const) {
     asList(asObj(spec.matchConstraints)[list]).forEach((r, i) => {
@@ -70,22 +74,41 @@ export function validatePolicy(obj: KubeObject): StatusCause[] {
   return causes;
 }
 
+/** Validation of a ValidatingAdmissionPolicy (kube's ValidateValidatingAdmissionPolicy: the parts a client can get wrong; expressions compile). */
+export function validatePolicy(obj: KubeObject): StatusCause[] {
+  return validatePolicySpec(obj, false, (spec, bad, expr) => {
+  if (!asList(spec.validations).length && !asList(spec.auditAnnotations).length) bad('spec.validations', 'Required value: validations or auditAnnotations must contain at least one item', 'FieldValueRequired');
+  asList(spec.validations).forEach((v, i) => {
+    expr(`spec.validations[${i}].expression`, v.expression);
+    if (v.messageExpression !== undefined) expr(`spec.validations[${i}].messageExpression`, v.messageExpression);
+    if (v.reason !== undefined && !(String(v.reason) in REASON_CODES)) bad(`spec.validations[${i}].reason`, `Unsupported value: ${JSON.stringify(v.reason)}: supported values: "Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"`, 'FieldValueNotSupported');
+  });
+  asList(spec.auditAnnotations).forEach((a, i) => expr(`spec.auditAnnotations[${i}].valueExpression`, a.valueExpression));
+  });
+}
+
 /** Validation of a ValidatingAdmissionPolicyBinding. */
 export function validatePolicyBinding(obj: KubeObject): StatusCause[] {
   const causes: StatusCause[] = [];
   if (obj.spec !== undefined && (obj.spec === null || typeof obj.spec !== 'object' || Array.isArray(obj.spec))) return [{ reason: 'FieldValueInvalid', field: 'spec', message: `Invalid value: ${JSON.stringify(obj.spec)}: must be an object` }];
   const spec = asObj(obj.spec);
-  if (!spec.policyName) causes.push({ reason: 'FieldValueRequired', field: 'spec.policyName', message: 'Required value' });
   const actions = strings(spec.validationActions);
   if (!actions.length) causes.push({ reason: 'FieldValueRequired', field: 'spec.validationActions', message: 'Required value' });
   for (const a of actions) if (!['Deny', 'Warn', 'Audit'].includes(a)) causes.push({ reason: 'FieldValueNotSupported', field: 'spec.validationActions', message: `Unsupported value: ${JSON.stringify(a)}: supported values: "Audit", "Deny", "Warn"` });
   if (actions.includes('Deny') && actions.includes('Warn')) causes.push({ reason: 'FieldValueInvalid', field: 'spec.validationActions', message: 'Invalid value: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)' });
+  return [...causes, ...validateBindingSpec(spec)];
+}
+
+/** What the bindings of both policy kinds share (kube's validateParamRef): `policyName` and `paramRef.parameterNotFoundAction`. */
+export function validateBindingSpec(spec: Obj): StatusCause[] {
+  const causes: StatusCause[] = [];
+  if (!spec.policyName) causes.push({ reason: 'FieldValueRequired', field: 'spec.policyName', message: 'Required value' });
   const ref = asObj(spec.paramRef);
   if (spec.paramRef !== undefined && !['Allow', 'Deny'].includes(String(ref.parameterNotFoundAction))) causes.push({ reason: 'FieldValueNotSupported', field: 'spec.paramRef.parameterNotFoundAction', message: `Unsupported value: ${JSON.stringify(ref.parameterNotFoundAction ?? '')}: supported values: "Allow", "Deny"` });
   return causes;
 }
 
-/** Defaults of a policy (kube's SetDefaults: failurePolicy Fail, matchPolicy Equivalent, selectors, scope). */
+/** Defaults of a policy, validating or mutating (kube's SetDefaults_*AdmissionPolicySpec and SetDefaults_MatchResources: failurePolicy Fail, matchPolicy Equivalent, selectors, scope). */
 export function defaultPolicy(obj: KubeObject): void {
   if (obj.spec !== undefined && (typeof obj.spec !== 'object' || obj.spec === null || Array.isArray(obj.spec))) return; // validation refuses it
   const spec = (obj.spec ??= {}) as Obj;
@@ -96,9 +119,11 @@ export function defaultPolicy(obj: KubeObject): void {
   for (const r of [...asList(mc.resourceRules), ...asList(mc.excludeResourceRules)]) if (r && typeof r === 'object' && !Array.isArray(r)) r.scope ??= '*';
 }
 
-interface Rules { rules: AdmissionRule[]; exclude: AdmissionRule[]; namespaceSelector?: LabelSelector; objectSelector?: LabelSelector; anyVersion: boolean }
+/** A policy's `matchConstraints` or a binding's `matchResources`, compiled. */
+export interface Rules { rules: AdmissionRule[]; exclude: AdmissionRule[]; namespaceSelector?: LabelSelector; objectSelector?: LabelSelector; anyVersion: boolean }
 
-function compileMatch(m: Obj): Rules {
+/** Compiles `MatchResources` (kube's policy/matching). */
+export function compileMatch(m: Obj): Rules {
   return {
     rules: asList(m.resourceRules).map(ruleOf), exclude: asList(m.excludeResourceRules).map(ruleOf),
     namespaceSelector: selectorOf(m.namespaceSelector), objectSelector: selectorOf(m.objectSelector), anyVersion: m.matchPolicy !== 'Exact',
@@ -111,10 +136,72 @@ interface AuditFailure { message: string; policy: string; binding: string; expre
 /** Parsed policies and bindings by cache entry (a change is a new entry: parsed again). */
 const parsedEntries = new WeakMap<object, { obj: KubeObject; match: Rules }>();
 
-function parsed(e: { json: string }, match: (o: KubeObject) => Rules): { obj: KubeObject; match: Rules } {
+/** A policy or binding of the watch cache, parsed with its match compiled, once per stored version. */
+export function parsed(e: { json: string }, match: (o: KubeObject) => Rules): { obj: KubeObject; match: Rules } {
   let p = parsedEntries.get(e);
   if (!p) { const obj = JSON.parse(e.json) as KubeObject; p = { obj, match: match(obj) }; parsedEntries.set(e, p); }
   return p;
+}
+
+/**
+ * Whether a request matches `MatchResources` (kube's policy/matching `Matches`): one of the
+ * resource rules (none: any), none of the exclusions, the object and namespace selectors.
+ */
+export function policyMatches(cache: WatchCache, m: Rules, a: WebhookAttributes): boolean {
+  if (m.rules.length && !m.rules.some((r) => ruleMatches(r, a, m.anyVersion))) return false;
+  if (m.exclude.some((r) => ruleMatches(r, a, m.anyVersion))) return false;
+  return selectorsMatch(cache, a, m.objectSelector, m.namespaceSelector);
+}
+
+/**
+ * The parameter objects of a binding for a request (kube's policy/generic `CollectParams`):
+ * `[null]` without `paramKind`; the object `paramRef.name`, or those `paramRef.selector`
+ * selects, of the policy's `paramKind` in the request's logical cluster (in `paramRef.namespace`,
+ * else the request's namespace, for a namespaced kind); `undefined` when none is found.
+ */
+export function policyParams(cache: WatchCache, apis: ClusterAPIs, a: WebhookAttributes, spec: Obj, bspec: Obj): unknown[] | undefined {
+  const paramKind = asObj(spec.paramKind);
+  if (!paramKind.kind) return [null];
+  const ref = asObj(bspec.paramRef);
+  const [group, version] = String(paramKind.apiVersion ?? '').includes('/') ? String(paramKind.apiVersion).split('/') : ['', String(paramKind.apiVersion ?? '')];
+  const store = apis.descriptors.find((d) => d.group === group && d.version === version && d.kind === paramKind.kind);
+  const found: KubeObject[] = [];
+  if (store) {
+    const gr = `${store.group || 'core'}/${store.plural}`;
+    const ns = store.namespaced ? String(ref.namespace ?? a.namespace ?? '') : '';
+    if (ref.name) {
+      const e = cache.getEntry(gr, a.cluster, ns, String(ref.name));
+      if (e) found.push(JSON.parse(e.json) as KubeObject);
+    } else if (ref.selector !== undefined) {
+      const sel = labelSelectorFromMetav1(asObj(ref.selector) as LabelSelectorV1);
+      for (const e of cache.list(gr, a.cluster, store.namespaced ? ns : undefined)) if (matchesLabels(sel, e.labels ?? {})) found.push(JSON.parse(e.json) as KubeObject);
+    }
+  }
+  return found.length ? found : undefined;
+}
+
+/**
+ * The CEL activation of one policy evaluation (kube's policy/generic activation): `object`
+ * (null on DELETE), `oldObject`, `request`, `params`, `namespaceObject`, and `variables`
+ * evaluated in order, each seeing the ones before it. `run` evaluates an expression in it
+ * (compiled in the mutation environment with `mutation`).
+ * @throws {Error} when a variable fails to evaluate
+ */
+export function policyActivation(cache: WatchCache, a: WebhookAttributes, spec: Obj, param: unknown, mutation = false): (expression: string) => unknown {
+  const request = {
+    kind: { group: a.desc.group, version: a.desc.version, kind: a.desc.kind }, resource: { group: a.desc.group, version: a.desc.version, resource: a.desc.plural },
+    subResource: a.subresource, name: a.name, namespace: a.namespace, operation: a.operation, dryRun: a.dryRun,
+    userInfo: { username: a.user.name, uid: a.user.uid ?? '', groups: a.user.groups, extra: a.user.extra ?? {} },
+  };
+  const vars: Record<string, unknown> = {
+    object: toCel(a.operation === 'DELETE' ? null : a.object ?? null, undefined), oldObject: toCel(a.oldObject ?? null, undefined),
+    request: toCel(request, undefined), params: toCel(param, undefined), namespaceObject: toCel(namespaceObject(cache, a), undefined),
+  };
+  const variables: Record<string, unknown> = Object.create(null);
+  vars.variables = variables;
+  const run = (expression: string): unknown => compileExpression(expression, mutation)(vars);
+  for (const v of asList(spec.variables)) variables[String(v.name)] = run(String(v.expression));
+  return run;
 }
 
 /** The validating admission policies of a shard (see the module comment). */
@@ -127,11 +214,7 @@ export class ValidatingPolicies implements WebhookAdmission {
 
   async mutate(a: WebhookAttributes): Promise<KubeObject | undefined> { return a.object; }
 
-  private matches(m: Rules, a: WebhookAttributes): boolean {
-    if (m.rules.length && !m.rules.some((r) => ruleMatches(r, a, m.anyVersion))) return false;
-    if (m.exclude.some((r) => ruleMatches(r, a, m.anyVersion))) return false;
-    return selectorsMatch(this.deps.cache, a, m.objectSelector, m.namespaceSelector);
-  }
+  private matches(m: Rules, a: WebhookAttributes): boolean { return policyMatches(this.deps.cache, m, a); }
 
   async validate(a: WebhookAttributes): Promise<void> {
     const bindings = this.deps.cache.list(POLICY_BINDINGS_GR, a.cluster);
@@ -162,49 +245,16 @@ export class ValidatingPolicies implements WebhookAdmission {
     const failClosed = spec.failurePolicy !== 'Ignore';
     const pname = policy.metadata.name; const bname = binding.metadata.name;
     const refuse = (message: string, code = 422, reason = 'Invalid') => new StatusError(code, reason, `ValidatingAdmissionPolicy '${pname}' with binding '${bname}' denied request: ${message}`);
-    // Params.
-    let params: unknown[] = [null];
-    const paramKind = asObj(spec.paramKind);
-    if (paramKind.kind) {
-      const ref = asObj(bspec.paramRef);
-      const [group, version] = String(paramKind.apiVersion ?? '').includes('/') ? String(paramKind.apiVersion).split('/') : ['', String(paramKind.apiVersion ?? '')];
-      const store = this.deps.apis(a.cluster).descriptors.find((d) => d.group === group && d.version === version && d.kind === paramKind.kind);
-      const found: KubeObject[] = [];
-      if (store) {
-        const gr = `${store.group || 'core'}/${store.plural}`;
-        const ns = store.namespaced ? String(ref.namespace ?? a.namespace ?? '') : '';
-        if (ref.name) {
-          const e = this.deps.cache.getEntry(gr, a.cluster, ns, String(ref.name));
-          if (e) found.push(JSON.parse(e.json) as KubeObject);
-        } else if (ref.selector !== undefined) {
-          const sel = labelSelectorFromMetav1(asObj(ref.selector) as LabelSelectorV1);
-          for (const e of this.deps.cache.list(gr, a.cluster, store.namespaced ? ns : undefined)) if (matchesLabels(sel, e.labels ?? {})) found.push(JSON.parse(e.json) as KubeObject);
-        }
-      }
-      if (!found.length) {
-        if (ref.parameterNotFoundAction === 'Allow') return;
-        if (actions.includes('Deny')) throw refuse(`failed to configure binding: no params found for policy binding with \`Deny\` parameterNotFoundAction`, 403, 'Forbidden');
-        return;
-      }
-      params = found;
+    const params = policyParams(this.deps.cache, this.deps.apis(a.cluster), a, spec, bspec);
+    if (!params) {
+      if (asObj(bspec.paramRef).parameterNotFoundAction === 'Allow') return;
+      if (actions.includes('Deny')) throw refuse(`failed to configure binding: no params found for policy binding with \`Deny\` parameterNotFoundAction`, 403, 'Forbidden');
+      return;
     }
-    const namespace = namespaceObject(this.deps.cache, a);
-    const request = {
-      kind: { group: a.desc.group, version: a.desc.version, kind: a.desc.kind }, resource: { group: a.desc.group, version: a.desc.version, resource: a.desc.plural },
-      subResource: a.subresource, name: a.name, namespace: a.namespace, operation: a.operation, dryRun: a.dryRun,
-      userInfo: { username: a.user.name, uid: a.user.uid ?? '', groups: a.user.groups, extra: a.user.extra ?? {} },
-    };
     for (const p of params) {
-      const vars: Record<string, unknown> = {
-        object: toCel(a.operation === 'DELETE' ? null : a.object ?? null, undefined), oldObject: toCel(a.oldObject ?? null, undefined),
-        request: toCel(request, undefined), params: toCel(p, undefined), namespaceObject: toCel(namespace, undefined),
-      };
-      // Variables, in order; each may use the ones before it (`variables.<name>`).
-      const variables: Record<string, unknown> = Object.create(null);
-      vars.variables = variables;
-      const run = (expression: string): unknown => compileExpression(expression)(vars);
+      let run: (expression: string) => unknown;
       try {
-        for (const v of asList(spec.variables)) variables[String(v.name)] = run(String(v.expression));
+        run = policyActivation(this.deps.cache, a, spec, p);
         if (!asList(spec.matchConditions).every((c) => run(String(c.expression)) === true)) continue;
       } catch (err) {
         if (failClosed && actions.includes('Deny')) throw refuse(`expression evaluation failed: ${(err as Error).message.split('\n')[0]}`);

@@ -41,6 +41,9 @@ import { toCel } from '../apiextensions/cel.js';
 /** Watch-cache group/resources of the configurations. */
 export const VALIDATING_WEBHOOKS_GR = 'admissionregistration.k8s.io/validatingwebhookconfigurations';
 export const MUTATING_WEBHOOKS_GR = 'admissionregistration.k8s.io/mutatingwebhookconfigurations';
+/** API paths of the configurations, as replicated between shards (ShardDirectory `replicate`). */
+export const WEBHOOK_CONFIGURATION_PATHS = ['apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', 'apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations'];
+const PATH_OF_GR: Record<string, string> = { [VALIDATING_WEBHOOKS_GR]: WEBHOOK_CONFIGURATION_PATHS[0]!, [MUTATING_WEBHOOKS_GR]: WEBHOOK_CONFIGURATION_PATHS[1]! };
 
 type Obj = Record<string, unknown>;
 const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
@@ -168,6 +171,11 @@ export class Webhooks implements WebhookAdmission {
     cache: WatchCache;
     /** The logical cluster of the APIExport a bound resource (descriptor with `identity`) of `cluster` comes from. */
     exportClusterOf?: (cluster: string, desc: ResourceDescriptor) => string | undefined;
+    /**
+     * The configurations (API path as in WEBHOOK_CONFIGURATION_PATHS) of a logical cluster of
+     * another shard, as replicated here; empty for this shard's own logical clusters.
+     */
+    remoteConfigurations?: (path: string, cluster: string) => readonly KubeObject[];
   }) {}
 
   private webhooks(gr: string, cluster: string, desc: ResourceDescriptor, mutating: boolean): Webhook[] {
@@ -178,6 +186,13 @@ export class Webhooks implements WebhookAdmission {
       for (const e of this.deps.cache.list(gr, c)) {
         let w = compiled.get(e);
         if (!w) { w = compile(JSON.parse(e.json) as KubeObject, mutating); compiled.set(e, w); }
+        out.push(...w);
+      }
+      // The export's workspace on another shard: its configurations as replicated here.
+      if (c === cluster || !this.deps.remoteConfigurations) continue;
+      for (const o of this.deps.remoteConfigurations(PATH_OF_GR[gr]!, c)) {
+        let w = compiled.get(o);
+        if (!w) { w = compile(o, mutating); compiled.set(o, w); }
         out.push(...w);
       }
     }

@@ -718,6 +718,12 @@ export const BUILTIN_PATCH_META: Record<string, PatchMeta> = Object.freeze({
   'admissionregistration.k8s.io/ValidatingWebhookConfiguration': withObjectMeta({
     webhooks: { strategy: 'merge', mergeKey: 'name' }, 'webhooks.matchConditions': { strategy: 'merge', mergeKey: 'name' },
   }),
+  'admissionregistration.k8s.io/ValidatingAdmissionPolicy': withObjectMeta({
+    'spec.matchConditions': { strategy: 'merge', mergeKey: 'name' }, 'spec.variables': { strategy: 'merge', mergeKey: 'name' },
+  }),
+  'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding': withObjectMeta({}),
+  'admissionregistration.k8s.io/MutatingAdmissionPolicy': withObjectMeta({ 'spec.matchConditions': { strategy: 'merge', mergeKey: 'name' } }),
+  'admissionregistration.k8s.io/MutatingAdmissionPolicyBinding': withObjectMeta({}),
   'admissionregistration.k8s.io/MutatingWebhookConfiguration': withObjectMeta({
     webhooks: { strategy: 'merge', mergeKey: 'name' }, 'webhooks.matchConditions': { strategy: 'merge', mergeKey: 'name' },
   }),

@@ -12,6 +12,7 @@ import { CSR_DESCRIPTOR } from '../certificates/csr.js';
 import { age } from '../apimachinery/duration.js';
 import { defaultWebhookConfiguration, validateWebhookConfiguration } from '../admission/webhooks.js';
 import { defaultPolicy, validatePolicy, validatePolicyBinding } from '../admission/policies.js';
+import { defaultMutatingPolicy, validateMutatingPolicy, validateMutatingPolicyBinding } from '../admission/mutating.js';
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
@@ -343,6 +344,22 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     columns: [{ name: 'PolicyName', type: 'string', priority: 0, cell: (o) => asObj(o.spec).policyName },
       { name: 'ParamRef', type: 'string', priority: 0, cell: (o) => { const r = asObj(asObj(o.spec).paramRef); return r.name ? `${r.namespace ? `${r.namespace}/` : ''}${r.name}` : '<unset>'; } }],
     strategy: { validate: validatePolicyBinding },
+  },
+  {
+    group: 'admissionregistration.k8s.io', version: 'v1beta1', kind: 'MutatingAdmissionPolicy', listKind: 'MutatingAdmissionPolicyList',
+    plural: 'mutatingadmissionpolicies', singular: 'mutatingadmissionpolicy', namespaced: false, categories: ['api-extensions'],
+    verbs: ALL_VERBS,
+    columns: [{ name: 'Mutations', type: 'integer', priority: 0, cell: (o) => (Array.isArray(asObj(o.spec).mutations) ? (asObj(o.spec).mutations as unknown[]).length : 0) },
+      { name: 'ParamKind', type: 'string', priority: 0, cell: (o) => { const k = asObj(asObj(o.spec).paramKind); return k.kind ? `${k.apiVersion}/${k.kind}` : '<unset>'; } }],
+    strategy: { tracksGeneration: true, prepareForCreate: defaultMutatingPolicy, prepareForUpdate: defaultMutatingPolicy, validate: validateMutatingPolicy },
+  },
+  {
+    group: 'admissionregistration.k8s.io', version: 'v1beta1', kind: 'MutatingAdmissionPolicyBinding', listKind: 'MutatingAdmissionPolicyBindingList',
+    plural: 'mutatingadmissionpolicybindings', singular: 'mutatingadmissionpolicybinding', namespaced: false, categories: ['api-extensions'],
+    verbs: ALL_VERBS,
+    columns: [{ name: 'PolicyName', type: 'string', priority: 0, cell: (o) => asObj(o.spec).policyName },
+      { name: 'ParamRef', type: 'string', priority: 0, cell: (o) => { const r = asObj(asObj(o.spec).paramRef); return r.name ? `${r.namespace ? `${r.namespace}/` : ''}${r.name}` : '<unset>'; } }],
+    strategy: { validate: validateMutatingPolicyBinding },
   },
   {
     group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition', listKind: 'CustomResourceDefinitionList',

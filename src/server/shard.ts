@@ -45,7 +45,7 @@ import { apisAdmission, crdOverlapAdmission } from '../apiexports/admission.js';
 import { BINDINGS_GR } from '../apiexports/schemas.js';
 import { APIExportVirtualWorkspace } from '../apiexports/virtualworkspace.js';
 import { maximalPermissionPolicy } from '../apiexports/maximalpermission.js';
-import { Webhooks } from '../admission/webhooks.js';
+import { Webhooks, WEBHOOK_CONFIGURATION_PATHS } from '../admission/webhooks.js';
 import { ValidatingPolicies } from '../admission/policies.js';
 import { chainAdmission } from '../admission/index.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
@@ -374,7 +374,9 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       self: shard,
       shards: options.rootShard ? { remote: options.rootShard } : { local: (listener) => watchLocalShards(cache, listener) },
       credentials: shardCredentials,
-      replicate: [WORKSPACE_TYPES_PATH, EXPORTS_PATH, SCHEMAS_PATH],
+      // Webhook configurations: a provider's webhooks apply to its bound resources in consumers
+      // on every shard (kcp replicates them to its cache server for the same reason).
+      replicate: [WORKSPACE_TYPES_PATH, EXPORTS_PATH, SCHEMAS_PATH, ...WEBHOOK_CONFIGURATION_PATHS],
       log: (m) => warn(m),
     });
     cleanups.unshift(() => directory.stop());
@@ -418,7 +420,10 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     // webhooks of each logical cluster (and of the export of a bound resource).
     backend.webhooks = chainAdmission(
       new ValidatingPolicies({ cache, apis: (cluster) => registry.forCluster(cluster) }),
-      new Webhooks({ cache, exportClusterOf: (cluster, desc) => catalog.exportOfBound(cluster, desc)?.cluster }),
+      new Webhooks({
+        cache, exportClusterOf: (cluster, desc) => catalog.exportOfBound(cluster, desc)?.cluster,
+        remoteConfigurations: (path, cluster) => (index.get(cluster) ? [] : directory.replicatedIn(path, cluster)),
+      }),
     );
     // Permissions on an export are held without entering its workspace (kcp's deep SAR).
     const builtinGRs = new Set(BUILTIN_RESOURCES.map((d) => `${d.group}/${d.plural}`));
@@ -443,7 +448,9 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     const registry = new APIRegistry(cache, backend, resources, { bindingsGR: BINDINGS_GR, descriptors: (b) => catalog.boundDescriptors(b) });
     // A schema replicated from another shard may complete a binding made before it arrived.
     // (Replicated objects change with no logical cluster location; routing changes are left alone.)
-    directory.subscribe((change) => { if (!change.location && !change.deleted) registry.invalidate(); });
+    directory.subscribe((change) => {
+      if (!change.location && !change.deleted && !WEBHOOK_CONFIGURATION_PATHS.includes(change.resource ?? '')) registry.invalidate();
+    });
     const storeOf = (plural: string, group: string): Store => {
       const d = resources.find((x) => x.plural === plural && x.group === group);
       const s = d && registry.builtins.store(d.group, d.version, d.plural);

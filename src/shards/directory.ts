@@ -48,8 +48,11 @@ export interface ClusterLocation {
   URL?: string;
 }
 
-/** A change the directory saw: the shard list (`shard` ''), or one logical cluster of a shard. */
-export interface DirectoryChange { shard: string; location?: ClusterLocation; deleted?: boolean }
+/**
+ * A change the directory saw: the shard list (`shard` ''), one logical cluster of a shard
+ * (`location`), or replicated objects of a shard (`resource`, as given in `replicate`).
+ */
+export interface DirectoryChange { shard: string; location?: ClusterLocation; deleted?: boolean; resource?: string }
 
 /** Reads `Shard` objects into {@link ShardInfo}. */
 export function shardInfoOf(obj: KubeObject): ShardInfo {
@@ -161,6 +164,15 @@ export class ShardDirectory {
     return undefined;
   }
 
+  /** The replicated objects of `resource` (as given in `replicate`) in one logical cluster of another shard. */
+  replicatedIn(resource: string, cluster: string): KubeObject[] {
+    const out: KubeObject[] = [];
+    for (const w of this.watched.values()) {
+      for (const o of w.objects.get(resource)?.values() ?? []) if (clusterOf(o) === cluster) out.push(o);
+    }
+    return out;
+  }
+
   /** Every replicated object of `resource` (as given in `replicate`), of all other shards. */
   replicatedList(resource: string): KubeObject[] {
     const out: KubeObject[] = [];
@@ -257,8 +269,8 @@ export class ShardDirectory {
       w.objects.set(resource, objects);
       const key = (o: KubeObject) => `${clusterOf(o)}/${o.metadata.name}`;
       w.informers.push(new RemoteInformer(client, { path: `/clusters/*/${resource}` }, {
-        replace: (items) => { objects.clear(); for (const o of items) objects.set(key(o), o); this.changed({ shard: info.name }); },
-        event: (type, o) => { if (type === 'DELETED') objects.delete(key(o)); else objects.set(key(o), o); this.changed({ shard: info.name }); },
+        replace: (items) => { objects.clear(); for (const o of items) objects.set(key(o), o); this.changed({ shard: info.name, resource }); },
+        event: (type, o) => { if (type === 'DELETED') objects.delete(key(o)); else objects.set(key(o), o); this.changed({ shard: info.name, resource }); },
       }));
     }
   }

@@ -3,7 +3,8 @@
  * on one shard, consumers on both. A consumer's shard reads the export and its schema replicated
  * from the other shard, asks that shard whether the caller may bind, and serves the bound
  * resource; the endpoint slice lists both shards' virtual workspace URLs and each serves its own
- * consumers.
+ * consumers. The provider's validating webhook (a real https server of the test) applies to its
+ * widgets in the consumers of both shards: webhook configurations are replicated.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,12 +12,15 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { createServer, type Server } from 'node:https';
 import { adminCreds, call, eventually, type Creds } from '../helpers.js';
 import { startInstance, type RunningInstance } from '../../src/server/instance.js';
+import { createCA, issueServingCert } from '../../src/pki/certs.js';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'apis');
 let inst: RunningInstance;
 let admin: Creds;
+let hook: Server | undefined;
 /** Workspace name → { cluster, shard index }. */
 const placed = new Map<string, { cluster: string; shard: number }>();
 
@@ -39,7 +43,24 @@ before(async () => {
   inst = await startInstance({ rootDirectory: root, shards: 2, securePort: 0 });
   admin = adminCreds(root);
 });
-after(async () => { await inst?.stop(); });
+after(async () => { await inst?.stop(); hook?.closeAllConnections(); hook?.close(); });
+
+/** A validating webhook server refusing widgets of size 13; resolves to its clientConfig. */
+async function startWidgetWebhook(): Promise<{ url: string; caBundle: string }> {
+  const ca = await createCA('widget-webhook-ca');
+  const serving = await issueServingCert(ca, { commonName: 'widget-webhook', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
+  hook = createServer({ key: serving.keyPem, cert: serving.certPem }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const r = JSON.parse(Buffer.concat(chunks).toString()).request;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: r.uid, allowed: r.object?.spec?.size !== 13, status: { message: 'size 13 is unlucky' } } }));
+    });
+  });
+  await new Promise<void>((resolve) => hook!.listen(0, '127.0.0.1', () => resolve()));
+  return { url: `https://127.0.0.1:${(hook.address() as { port: number }).port}/validate`, caBundle: Buffer.from(ca.certPem).toString('base64') };
+}
 
 test('an export on one shard, bound by consumers on both, each shard serving its own consumers', async () => {
   // Workspaces are spread over the shards: create until there is a consumer on each.
@@ -102,4 +123,22 @@ test('an export on one shard, bound by consumers on both, each shard serving its
     { status: { phase: 'Provisioned' } }, { 'content-type': 'application/merge-patch+json' });
   assert.equal(st.status, 200, st.body);
   assert.equal((await call(inst, admin, 'GET', `/clusters/root:${remote}/apis/example.com/v1/namespaces/default/widgets/w-${remote}`)).json.status.phase, 'Provisioned');
+
+  // The provider's webhook for its bound resource, in consumers on both shards.
+  const clientConfig = await startWidgetWebhook();
+  const cfg = await call(inst, admin, 'POST', '/clusters/root:provider/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
+    apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: 'widgets' },
+    webhooks: [{ name: 'widgets.example.com', clientConfig, sideEffects: 'None', admissionReviewVersions: ['v1'], rules: [{ operations: ['CREATE'], apiGroups: ['example.com'], apiVersions: ['v1'], resources: ['widgets'] }] }],
+  });
+  assert.equal(cfg.status, 201, cfg.body);
+  for (const c of consumers) {
+    const denied = await eventually(`webhook applies in ${c}`, async () => {
+      const r = await call(inst, admin, 'POST', `/clusters/root:${c}/apis/example.com/v1/namespaces/default/widgets`, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'unlucky' }, spec: { size: 13 } });
+      if (r.status === 201) await call(inst, admin, 'DELETE', `/clusters/root:${c}/apis/example.com/v1/namespaces/default/widgets/unlucky`);
+      return r.status === 400 && r;
+    }, 10_000);
+    assert.equal(denied.json.message, 'admission webhook "widgets.example.com" denied the request: size 13 is unlucky', `${c} on shard ${placed.get(c)!.shard}`);
+    const lucky = await call(inst, admin, 'POST', `/clusters/root:${c}/apis/example.com/v1/namespaces/default/widgets`, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'lucky' }, spec: { size: 7 } });
+    assert.equal(lucky.status, 201, lucky.body);
+  }
 });

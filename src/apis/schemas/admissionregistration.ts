@@ -1,7 +1,8 @@
 /**
  * OpenAPI v3 schemas of admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration and
  * MutatingWebhookConfiguration (webhooks, rules, client configs, match conditions) and
- * ValidatingAdmissionPolicy and its Binding, following k8s.io/api/admissionregistration/v1.
+ * ValidatingAdmissionPolicy and its Binding, following k8s.io/api/admissionregistration/v1; and
+ * v1beta1 MutatingAdmissionPolicy and its Binding, following k8s.io/api/admissionregistration/v1beta1.
  */
 import { type Schema, LABEL_SELECTOR, arrayOf, bytes, int32, kindSchema, object, ref, str, stringList } from './helpers.js';
 
@@ -109,7 +110,40 @@ const policyBinding = kindSchema(GROUP, 'v1', 'ValidatingAdmissionPolicyBinding'
   }),
 });
 
-/** admissionregistration.k8s.io/v1 schemas by definition name. */
+/** Definition-name prefix of admissionregistration.k8s.io/v1beta1 types (MutatingAdmissionPolicy). */
+export const ADMISSION_V1BETA1 = 'io.k8s.api.admissionregistration.v1beta1';
+
+const mutation = object('One mutation: a patch computed by CEL.', {
+  applyConfiguration: object('With patchType ApplyConfiguration.', { expression: str('CEL returning an Object{…} apply configuration, merged into the object as server-side apply merges.') }, { atomic: true }),
+  jsonPatch: object('With patchType JSONPatch.', { expression: str('CEL returning a list of JSONPatch{op, path, value, from} (RFC 6902).') }, { atomic: true }),
+  patchType: str('ApplyConfiguration or JSONPatch. Required.'),
+}, { required: ['patchType'] });
+
+const mutatingPolicy = kindSchema(GROUP, 'v1beta1', 'MutatingAdmissionPolicy', 'Mutations in CEL, applied to requests through MutatingAdmissionPolicyBindings.', {
+  spec: object('What the policy mutates and how.', {
+    failurePolicy: str('Fail (default) or Ignore: what an expression or patch that fails does.'),
+    matchConditions: arrayOf(ref(`${ADMISSION_V1BETA1}.MatchCondition`), 'Conditions that must all hold for the policy to be applied.', { listType: 'map', mapKeys: ['name'], patchMergeKey: 'name', patchStrategy: 'merge' }),
+    matchConstraints: ref(`${ADMISSION_V1BETA1}.MatchResources`, 'The requests the policy applies to. Required.'),
+    mutations: arrayOf(ref(`${ADMISSION_V1BETA1}.Mutation`), 'The mutations, applied in order. Required.', { listType: 'atomic' }),
+    paramKind: object('The kind of the parameter resources of bindings.', { apiVersion: str('API version of the kind.'), kind: str('The kind.') }, { atomic: true }),
+    reinvocationPolicy: str('Never (default) or IfNeeded: apply again when a later policy or webhook changed the object.'),
+    variables: arrayOf(object('A named CEL value, usable as variables.<name>.', { expression: str('CEL expression.'), name: str('Name.') }, { required: ['name', 'expression'] }), 'Variables.', { listType: 'atomic' }),
+  }),
+});
+
+const mutatingPolicyBinding = kindSchema(GROUP, 'v1beta1', 'MutatingAdmissionPolicyBinding', 'Applies a MutatingAdmissionPolicy, with its parameters.', {
+  spec: object('Which policy applies, to what, with which parameters.', {
+    matchResources: ref(`${ADMISSION_V1BETA1}.MatchResources`, 'Further limits the requests the policy applies to.'),
+    paramRef: object('The parameter objects.', {
+      name: str('Name of the parameter object.'), namespace: str('Namespace of the parameter objects.'),
+      parameterNotFoundAction: str('Allow or Deny: what a binding whose parameters are missing does. Required with paramRef.'),
+      selector: ref(LABEL_SELECTOR, 'Labels of the parameter objects (instead of name).'),
+    }, { atomic: true }),
+    policyName: str('Name of the MutatingAdmissionPolicy. Required.'),
+  }),
+});
+
+/** admissionregistration.k8s.io/v1 (and v1beta1) schemas by definition name. */
 export const ADMISSION_SCHEMAS: Record<string, Schema> = {
   [`${ADMISSION}.MatchCondition`]: matchCondition,
   [`${ADMISSION}.MatchResources`]: matchResources,
@@ -124,4 +158,9 @@ export const ADMISSION_SCHEMAS: Record<string, Schema> = {
   [`${ADMISSION}.ValidatingWebhook`]: webhook(false),
   [`${ADMISSION}.ValidatingWebhookConfiguration`]: validatingConfig,
   [`${ADMISSION}.WebhookClientConfig`]: clientConfig,
+  [`${ADMISSION_V1BETA1}.MatchCondition`]: matchCondition,
+  [`${ADMISSION_V1BETA1}.MatchResources`]: matchResources,
+  [`${ADMISSION_V1BETA1}.MutatingAdmissionPolicy`]: mutatingPolicy,
+  [`${ADMISSION_V1BETA1}.MutatingAdmissionPolicyBinding`]: mutatingPolicyBinding,
+  [`${ADMISSION_V1BETA1}.Mutation`]: mutation,
 };
