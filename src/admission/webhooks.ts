@@ -37,6 +37,7 @@ import { postJSON, validateWebhookClientConfig, webhookEndpoint, type WebhookEnd
 import type { ParseResult } from '@marcbachmann/cel-js';
 import { compileExpression, ruleMatches, ruleOf, selectorOf, selectorsMatch, type AdmissionRule } from './match.js';
 import { toCel } from '../apiextensions/cel.js';
+import { newReinvocationContext, reinvocationState, type ReinvocationContext } from './index.js';
 
 /** Watch-cache group/resources of the configurations. */
 export const VALIDATING_WEBHOOKS_GR = 'admissionregistration.k8s.io/validatingwebhookconfigurations';
@@ -203,20 +204,33 @@ export class Webhooks implements WebhookAdmission {
     return w.rules.some((r) => ruleMatches(r, a, w.matchPolicy === 'Equivalent')) && selectorsMatch(this.deps.cache, a, w.objectSelector, w.namespaceSelector);
   }
 
-  /** Runs the matching mutating webhooks; resolves to the object to continue with. */
-  async mutate(a: WebhookAttributes): Promise<KubeObject | undefined> {
+  /**
+   * Runs the matching mutating webhooks; resolves to the object to continue with. Reinvocation as
+   * kube's mutating dispatcher (plugin/webhook/mutating/dispatcher.go): a webhook that changes the
+   * object makes the `IfNeeded` webhooks (and policies) that ran before it run again in the
+   * chain's second run (src/admission/index.ts), which calls only those.
+   */
+  async mutate(a: WebhookAttributes, rc: ReinvocationContext = newReinvocationContext()): Promise<KubeObject | undefined> {
     const hooks = this.webhooks(MUTATING_WEBHOOKS_GR, a.cluster, a.desc, true).filter((w) => this.matches(w, a));
     if (!hooks.length) return a.object;
+    const state = reinvocationState(rc, 'MutatingAdmissionWebhook');
+    // Changed by a reinvoked policy since the webhooks ran: every IfNeeded webhook runs again.
+    if (rc.isReinvoke && state.changedSinceLastInvocation(a.object)) state.requireReinvokingPreviouslyInvoked();
     let obj = a.object;
-    let lastChange = -1;
-    for (const [i, w] of hooks.entries()) {
-      const next = await this.call(w, { ...a, object: obj }, true);
-      if (next !== undefined && JSON.stringify(next) !== JSON.stringify(obj)) { obj = next; lastChange = i; }
-    }
-    // IfNeeded: called once more when a later webhook changed the object after it ran.
-    for (const w of hooks.slice(0, Math.max(0, lastChange)).filter((x) => x.reinvoke)) {
-      const next = await this.call(w, { ...a, object: obj }, true);
-      if (next !== undefined) obj = next;
+    try {
+      for (const w of hooks) {
+        const key = `${w.config}\u0000${w.name}`;
+        if (rc.isReinvoke && !state.shouldReinvoke(key)) continue;
+        const next = await this.call(w, { ...a, object: obj }, true);
+        if (next !== undefined && JSON.stringify(next) !== JSON.stringify(obj)) {
+          obj = next;
+          state.requireReinvokingPreviouslyInvoked();
+          rc.shouldReinvoke = true;
+        }
+        if (w.reinvoke) state.addReinvocableToPreviouslyInvoked(key);
+      }
+    } finally {
+      state.setLastInvocationOutput(obj);
     }
     return obj;
   }

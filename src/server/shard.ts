@@ -47,6 +47,7 @@ import { APIExportVirtualWorkspace } from '../apiexports/virtualworkspace.js';
 import { maximalPermissionPolicy } from '../apiexports/maximalpermission.js';
 import { Webhooks, WEBHOOK_CONFIGURATION_PATHS } from '../admission/webhooks.js';
 import { ValidatingPolicies } from '../admission/policies.js';
+import { MutatingPolicies } from '../admission/mutating.js';
 import { chainAdmission } from '../admission/index.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
@@ -416,9 +417,11 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       replicated: (resource, cluster, name) => directory.replicated(resource, cluster, name),
       replicatedList: (resource) => directory.replicatedList(resource),
     });
-    // Dynamic admission in kube's plugin order: validating admission policies, then the admission
-    // webhooks of each logical cluster (and of the export of a bound resource).
+    // Dynamic admission in kube's plugin order (src/admission/index.ts): mutating admission
+    // policies, mutating webhooks, validating admission policies, validating webhooks — of each
+    // logical cluster (webhooks also of the export of a bound resource).
     backend.webhooks = chainAdmission(
+      new MutatingPolicies({ cache, apis: (cluster) => registry.forCluster(cluster) }),
       new ValidatingPolicies({ cache, apis: (cluster) => registry.forCluster(cluster) }),
       new Webhooks({
         cache, exportClusterOf: (cluster, desc) => catalog.exportOfBound(cluster, desc)?.cluster,
