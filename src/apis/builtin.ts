@@ -7,6 +7,7 @@
 import type { StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor, TableColumn } from './types.js';
+import { OFF_BY_DEFAULT_GROUP_VERSIONS } from './runtimeconfig.js';
 import { applyCRDDefaults, validateCRD } from '../apiextensions/crdvalidation.js';
 import { CSR_DESCRIPTOR } from '../certificates/csr.js';
 import { age } from '../apimachinery/duration.js';
@@ -448,3 +449,11 @@ function normalizeSecret(obj: KubeObject): void {
 }
 
 export { age, humanDuration } from '../apimachinery/duration.js';
+
+/** The built-in resources served with a runtime config (see OFF_BY_DEFAULT_GROUP_VERSIONS). */
+export function servedBuiltins(runtimeConfig: Readonly<Record<string, boolean>> = {}): ResourceDescriptor[] {
+  return BUILTIN_RESOURCES.filter((d) => {
+    const gv = `${d.group}/${d.version}`;
+    return !OFF_BY_DEFAULT_GROUP_VERSIONS.has(gv) || runtimeConfig[gv] === true;
+  });
+}

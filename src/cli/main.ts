@@ -14,6 +14,7 @@ import { frontProxyMain } from './frontproxy.js';
 import { readFlagFile } from './flags.js';
 import type { RequestHeaderConfig } from '../auth/authn.js';
 import { loadAuditPolicy } from '../server/audit.js';
+import { parseRuntimeConfig } from '../apis/runtimeconfig.js';
 
 const USAGE = `Usage: kcp-ts start [flags]
        kcp-ts front-proxy [flags]   (kcp-ts front-proxy --help)
@@ -68,6 +69,9 @@ Flags:
   --audit-log-maxsize MB    rotate the audit log when it would exceed MB (default 0: 100 MB)
   --audit-log-maxbackup N   rotated audit logs kept (default 0: all)
   --audit-log-maxage DAYS   days rotated audit logs are kept (default 0: no limit)
+  --runtime-config LIST     group/versions to turn on, kube's syntax: <group>/<version>[=true|false];
+                            admissionregistration.k8s.io/v1beta1 serves MutatingAdmissionPolicy
+                            (off by default, as in kube 1.34 and kcp)
   -v, --verbose             log every request
   -h, --help                this help
 `;
@@ -104,7 +108,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
         'tls-cert-file': { type: 'string' }, 'tls-private-key-file': { type: 'string' }, 'client-ca-file': { type: 'string' },
         'service-account-signing-key-file': { type: 'string' }, 'revoked-client-certificates-file': { type: 'string' },
         'audit-policy-file': { type: 'string' }, 'audit-log-path': { type: 'string' }, 'audit-log-maxsize': { type: 'string' },
-        'audit-log-maxbackup': { type: 'string' }, 'audit-log-maxage': { type: 'string' },
+        'audit-log-maxbackup': { type: 'string' }, 'audit-log-maxage': { type: 'string' }, 'runtime-config': { type: 'string' },
       },
     }));
   } catch (err) {
@@ -122,6 +126,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   const requestHeader: Partial<RequestHeaderConfig> = {};
   let certificates: ServerOptions['certificates'];
   let audit: ServerOptions['audit'];
+  let runtimeConfig: ServerOptions['runtimeConfig'];
   const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
   try {
     labels = values['shard-labels'] ? parseLabels(values['shard-labels']) : undefined;
@@ -149,6 +154,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     if (values['requestheader-group-headers']) requestHeader.groupHeaders = list(values['requestheader-group-headers']);
     if (values['requestheader-extra-headers-prefix']) requestHeader.extraHeaderPrefixes = list(values['requestheader-extra-headers-prefix']);
     audit = auditOptions(values);
+    runtimeConfig = values['runtime-config'] === undefined ? undefined : parseRuntimeConfig(values['runtime-config']);
   } catch (err) {
     process.stderr.write(`kcp-ts start: ${(err as Error).message}\n`);
     return 2;
@@ -159,7 +165,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     queueRedisUrl: values['queue-redis-url'], tokenAuthFile: values['token-auth-file'], logger: values.verbose ? { level: 'info' } : { level: 'warn' },
     rootShard, shardBaseURL: values['shard-base-url'], shardExternalURL: values['shard-external-url'],
     shardVirtualWorkspaceURL: values['shard-virtual-workspace-url'], shardLabels: labels, pkiDirectory: values['pki-directory'],
-    shardClientCert, requestHeader, certificates, revokedClientCertificatesFile: values['revoked-client-certificates-file'], audit,
+    shardClientCert, requestHeader, certificates, revokedClientCertificatesFile: values['revoked-client-certificates-file'], audit, runtimeConfig,
   };
   try {
     const t0 = performance.now();

@@ -13,7 +13,7 @@ import { RedisStorage, connectRedis, waitForRedis } from '../storage/redis.js';
 import { WatchCache } from '../storage/watchcache.js';
 import { ShardKeys } from '../storage/keys.js';
 import { Store, type RequestScope, type StoreBackend, type TransactionItem } from '../registry/store.js';
-import { BUILTIN_RESOURCES } from '../apis/builtin.js';
+import { servedBuiltins } from '../apis/builtin.js';
 import { Authenticator, DEFAULT_REQUEST_HEADERS, loadTokenFile, type RequestHeaderConfig } from '../auth/authn.js';
 import type { Connection } from '../client/rest.js';
 import { FRONT_PROXY_USER } from '../pki/store.js';
@@ -128,6 +128,12 @@ export interface ServerOptions {
    * `maxAgeDays` 0: kept). Without a policy and a path nothing is audited.
    */
   audit?: { policy: AuditPolicy | string; path: string; maxSizeMB?: number; maxBackups?: number; maxAgeDays?: number };
+  /**
+   * Group/versions turned on or off beyond the defaults (`--runtime-config`, kube's syntax;
+   * `admissionregistration.k8s.io/v1beta1` for MutatingAdmissionPolicy, off by default as in
+   * kube 1.34 and kcp).
+   */
+  runtimeConfig?: Record<string, boolean>;
   /** Watch events kept in memory for resuming watches. */
   watchHistorySize?: number;
   /** Events kept in the Redis stream (approximate). */
@@ -420,8 +426,10 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     // Dynamic admission in kube's plugin order (src/admission/index.ts): mutating admission
     // policies, mutating webhooks, validating admission policies, validating webhooks — of each
     // logical cluster (webhooks also of the export of a bound resource).
+    const builtins = servedBuiltins(options.runtimeConfig);
+    const mutatingPolicies = builtins.some((d) => d.kind === 'MutatingAdmissionPolicy');
     backend.webhooks = chainAdmission(
-      new MutatingPolicies({ cache, apis: (cluster) => registry.forCluster(cluster) }),
+      ...(mutatingPolicies ? [new MutatingPolicies({ cache, apis: (cluster: string) => registry.forCluster(cluster) })] : []),
       new ValidatingPolicies({ cache, apis: (cluster) => registry.forCluster(cluster) }),
       new Webhooks({
         cache, exportClusterOf: (cluster, desc) => catalog.exportOfBound(cluster, desc)?.cluster,
@@ -429,12 +437,12 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       }),
     );
     // Permissions on an export are held without entering its workspace (kcp's deep SAR).
-    const builtinGRs = new Set(BUILTIN_RESOURCES.map((d) => `${d.group}/${d.plural}`));
+    const builtinGRs = new Set(builtins.map((d) => `${d.group}/${d.plural}`));
     const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }, true),
       (group, resource) => builtinGRs.has(`${group}/${resource}`));
     const namespaceDelete = namespaceDeleteAdmission((cluster) => index.get(cluster)?.deleting ?? false);
     const crdAdmit = crdOverlapAdmission(cache);
-    const resources = [...BUILTIN_RESOURCES.map((d) => d.group === '' && d.plural === 'namespaces' ? { ...d, strategy: { ...d.strategy, admitDelete: namespaceDelete } }
+    const resources = [...builtins.map((d) => d.group === '' && d.plural === 'namespaces' ? { ...d, strategy: { ...d.strategy, admitDelete: namespaceDelete } }
       : d.group === 'apiextensions.k8s.io' && d.plural === 'customresourcedefinitions' ? { ...d, strategy: { ...d.strategy, admit: crdAdmit } } : d), ...kcpResources({
       workspaces: workspaceAdmission({
         index, types,

@@ -100,7 +100,8 @@ async function workspace(name: string): Promise<void> {
 
 before(async () => {
   redis = await startRedis();
-  srv = await startTestServer(redis);
+  // Off by default as in kube 1.34 and kcp: turned on as kube-apiserver's --runtime-config does.
+  srv = await startTestServer(redis, { runtimeConfig: { 'admissionregistration.k8s.io/v1beta1': true } });
   await workspace('mutating');
   await workspace('elsewhere');
 });

@@ -111,3 +111,14 @@ test('reinvocation: an IfNeeded policy runs again after a later step changed the
   const alone = (await chainAdmission(policies).mutate(attrs(cm())))!;
   assert.equal(alone.metadata.labels?.seen, 'early');
 });
+
+test('--runtime-config turns MutatingAdmissionPolicy on (off by default, as kube 1.34 and kcp); unknown group/versions and values are refused', async () => {
+  const { parseRuntimeConfig } = await import('../../src/apis/runtimeconfig.js');
+  const { servedBuiltins } = await import('../../src/apis/builtin.js');
+  const kinds = (rc?: Record<string, boolean>) => servedBuiltins(rc).filter((d) => d.group === 'admissionregistration.k8s.io' && d.version === 'v1beta1').map((d) => d.kind);
+  assert.deepEqual(kinds(), []);
+  assert.deepEqual(kinds(parseRuntimeConfig('admissionregistration.k8s.io/v1beta1')), ['MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding']);
+  assert.deepEqual(kinds(parseRuntimeConfig('admissionregistration.k8s.io/v1beta1=false')), []);
+  assert.throws(() => parseRuntimeConfig('apps/v1=true'), /unknown --runtime-config group\/version "apps\/v1"/);
+  assert.throws(() => parseRuntimeConfig('admissionregistration.k8s.io/v1beta1=yes'), /invalid --runtime-config value "yes"/);
+});
