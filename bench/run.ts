@@ -33,7 +33,7 @@ import { wsCreate, wsDelete, wsMemory, type Report } from './workspaces.js';
 import { killInstancesSync, proxyOverhead, proxyRestart, shardsWs } from './shards.js';
 import { operatorBench } from './operator.js';
 import { apisBind, apisVirtualWorkspace } from './apis.js';
-import { policyBench, webhookBench } from './admission.js';
+import { conversionBench, policyBench, webhookBench } from './admission.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS = join(BENCH_DIR, 'results.json');
@@ -582,6 +582,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   // Admission: create throughput with one allow-all validating webhook (bench/admission.ts).
   webhook: () => workspaceScenario('webhook', webhookBench),
   vap: () => workspaceScenario('vap', policyBench),
+  // CRD conversion webhook: list and create in a converted version (bench/admission.ts).
+  conversion: () => workspaceScenario('conversion', conversionBench),
   // kcp-ts operator against a real kube-apiserver (bench/operator.ts; needs npm run build and test/tools/build.sh).
   operator: () => instanceScenario('operator', operatorBench),
 };
