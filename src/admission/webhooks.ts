@@ -31,7 +31,8 @@ import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import { labelSelectorFromMetav1, type LabelSelector, type LabelSelectorV1 } from '../apimachinery/labels.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
-import type { WebhookAdmission, WebhookAttributes } from '../registry/store.js';
+import type { Store, WebhookAdmission, WebhookAttributes } from '../registry/store.js';
+import type { ClusterAPIs } from '../apiextensions/registry.js';
 import type { WatchCache } from '../storage/watchcache.js';
 import { postJSON, validateWebhookClientConfig, webhookEndpoint, type WebhookEndpoint } from '../apimachinery/webhookclient.js';
 import type { ParseResult } from '@marcbachmann/cel-js';
@@ -166,6 +167,29 @@ function compile(config: KubeObject, mutating: boolean): Webhook[] {
 }
 
 
+/** Served resources by storage location, per API set (computed once per set). */
+const equivalents = new WeakMap<ClusterAPIs, Map<string, { desc: ResourceDescriptor; store: Store }[]>>();
+
+/**
+ * A logical cluster's served resources grouped by where they are stored: kube's equivalent
+ * resources (its EquivalentResourceRegistry keys resources by storage prefix), in discovery order.
+ */
+function equivalentsOf(apis: ClusterAPIs): Map<string, { desc: ResourceDescriptor; store: Store }[]> {
+  let m = equivalents.get(apis);
+  if (!m) {
+    m = new Map();
+    for (const desc of apis.descriptors) {
+      const store = desc.virtual ? undefined : apis.store(desc.group, desc.version, desc.plural);
+      if (!store) continue;
+      const list = m.get(store.groupResource) ?? [];
+      list.push({ desc, store });
+      m.set(store.groupResource, list);
+    }
+    equivalents.set(apis, m);
+  }
+  return m;
+}
+
 /** What is sent and decided for one request (see WebhookAttributes). */
 export class Webhooks implements WebhookAdmission {
   constructor(private readonly deps: {
@@ -177,7 +201,26 @@ export class Webhooks implements WebhookAdmission {
      * another shard, as replicated here; empty for this shard's own logical clusters.
      */
     remoteConfigurations?: (path: string, cluster: string) => readonly KubeObject[];
+    /** The APIs of a logical cluster: `matchPolicy: Equivalent` converts to the version a rule names. */
+    apis?: (cluster: string) => ClusterAPIs;
   }) {}
+
+  /**
+   * Under `matchPolicy: Equivalent`, when no rule names the request's own version: the first
+   * equivalent resource (another served version, or a resource stored in the same place) that a
+   * rule names, with the stores to convert between (kube's `EquivalentResourceMapper` and
+   * `ConvertVersionedAttributes`). Undefined when a rule names the request's version.
+   */
+  private equivalentVersion(w: Webhook, a: WebhookAttributes): { desc: ResourceDescriptor; from: Store; to: Store } | undefined {
+    if (w.matchPolicy !== 'Equivalent' || w.rules.some((r) => ruleMatches(r, a, false))) return undefined;
+    const apis = this.deps.apis?.(a.cluster);
+    const from = apis?.store(a.desc.group, a.desc.version, a.desc.plural);
+    if (!apis || !from) return undefined;
+    for (const { desc, store } of equivalentsOf(apis).get(from.groupResource) ?? []) {
+      if (desc !== a.desc && w.rules.some((r) => ruleMatches(r, { ...a, desc }, false))) return { desc, from, to: store };
+    }
+    return undefined;
+  }
 
   private webhooks(gr: string, cluster: string, desc: ResourceDescriptor, mutating: boolean): Webhook[] {
     const clusters = [cluster];
@@ -200,8 +243,15 @@ export class Webhooks implements WebhookAdmission {
     return out;
   }
 
+  /**
+   * Whether a webhook is called for a request: a rule names its resource and version, or — under
+   * `matchPolicy: Equivalent` — an equivalent resource (see equivalentVersion); and the selectors
+   * pass.
+   */
   private matches(w: Webhook, a: WebhookAttributes): boolean {
-    return w.rules.some((r) => ruleMatches(r, a, w.matchPolicy === 'Equivalent')) && selectorsMatch(this.deps.cache, a, w.objectSelector, w.namespaceSelector);
+    const ruled = w.rules.some((r) => ruleMatches(r, a, false))
+      || (w.matchPolicy === 'Equivalent' && (this.deps.apis ? this.equivalentVersion(w, a) !== undefined : w.rules.some((r) => ruleMatches(r, a, true))));
+    return ruled && selectorsMatch(this.deps.cache, a, w.objectSelector, w.namespaceSelector);
   }
 
   /**
@@ -249,15 +299,24 @@ export class Webhooks implements WebhookAdmission {
    */
   private async call(w: Webhook, a: WebhookAttributes, mutating: boolean): Promise<KubeObject | undefined> {
     const uid = randomUUID();
-    const d = a.desc;
+    const r = a.desc;
+    // Equivalent: the webhook sees the version its rule names; `requestKind` says what was sent.
+    const equivalent = this.equivalentVersion(w, a);
+    const d = equivalent?.desc ?? r;
+    let object = a.operation === 'DELETE' ? undefined : a.object;
+    let oldObject = a.oldObject;
+    if (equivalent) {
+      const [o, old] = await Promise.all([object, oldObject].map(async (x) => (x ? (await equivalent.from.convertTo([x], equivalent.to))[0] : undefined)));
+      object = o; oldObject = old;
+    }
     const request = {
       uid, kind: { group: d.group, version: d.version, kind: d.kind }, resource: { group: d.group, version: d.version, resource: d.plural },
       ...(a.subresource ? { subResource: a.subresource } : {}),
-      requestKind: { group: d.group, version: d.version, kind: d.kind }, requestResource: { group: d.group, version: d.version, resource: d.plural },
+      requestKind: { group: r.group, version: r.version, kind: r.kind }, requestResource: { group: r.group, version: r.version, resource: r.plural },
       ...(a.subresource ? { requestSubResource: a.subresource } : {}),
       name: a.name, ...(a.namespace ? { namespace: a.namespace } : {}), operation: a.operation,
       userInfo: { username: a.user.name, ...(a.user.uid ? { uid: a.user.uid } : {}), groups: a.user.groups, ...(a.user.extra ? { extra: a.user.extra } : {}) },
-      object: a.operation === 'DELETE' ? null : a.object ?? null, oldObject: a.oldObject ?? null, dryRun: a.dryRun,
+      object: object ?? null, oldObject: oldObject ?? null, dryRun: a.dryRun,
       options: { apiVersion: 'meta.k8s.io/v1', kind: a.operation === 'CREATE' ? 'CreateOptions' : a.operation === 'UPDATE' ? 'UpdateOptions' : 'DeleteOptions' },
     };
     // matchConditions: all true, or the webhook is not called; an error is a call failure.
@@ -296,10 +355,11 @@ export class Webhooks implements WebhookAdmission {
     try {
       if (response.patchType !== 'JSONPatch') throw new Error(`unsupported patch type "${String(response.patchType)}"`);
       const ops = JSON.parse(Buffer.from(String(response.patch), 'base64').toString()) as jsonPatch.Operation[];
-      const next = structuredClone(a.object) as KubeObject;
+      const next = structuredClone(object) as KubeObject;
       const errors = jsonPatch.applyPatch(next, ops).filter((e) => e !== null);
       if (errors.length) throw new Error(`the JSON patch could not be applied: ${errors[0]!.message}`);
-      return next;
+      // Patched in the webhook's version: back to the request's.
+      return equivalent ? (await equivalent.to.convertTo([next], equivalent.from))[0] : next;
     } catch (err) {
       if (w.failurePolicy === 'Ignore') return undefined;
       throw new StatusError(500, 'InternalError', `Internal error occurred: failed calling webhook "${w.name}": ${(err as Error).message}`);

@@ -359,6 +359,18 @@ export class Store {
     return conv.toStorage(obj);
   }
 
+  /**
+   * Objects of this resource's version converted to the version `target` serves, through the
+   * storage version they share (kube's equivalent resources: another version of the resource, or
+   * another group stored in the same place). Rejects with a conversion webhook's StatusError.
+   */
+  async convertTo(objs: KubeObject[], target: Store): Promise<KubeObject[]> {
+    if (target === this) return objs;
+    const stored: KubeObject[] = [];
+    for (const o of objs) stored.push(await this.toStorage(o));
+    return target.fromStorage(stored);
+  }
+
   private async readCurrent(key: string): Promise<KubeObject | null> {
     const json = await this.backend.storage.get(key);
     if (json === null) return null;

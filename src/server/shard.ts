@@ -434,6 +434,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       new Webhooks({
         cache, exportClusterOf: (cluster, desc) => catalog.exportOfBound(cluster, desc)?.cluster,
         remoteConfigurations: (path, cluster) => (index.get(cluster) ? [] : directory.replicatedIn(path, cluster)),
+        apis: (cluster) => registry.forCluster(cluster),
       }),
     );
     // Permissions on an export are held without entering its workspace (kcp's deep SAR).

@@ -20,7 +20,7 @@ let hook: Server;
 let hookURL = '';
 let caBundle = '';
 /** Requests the webhook server received: path, operation, cluster annotation-less name, namespace, dryRun. */
-const seen: { path: string; operation: string; name: string; namespace?: string; dryRun: boolean; kind: string; labels?: Record<string, string> }[] = [];
+const seen: { path: string; operation: string; name: string; namespace?: string; dryRun: boolean; kind: string; labels?: Record<string, string>; version: string; requestVersion: string; object?: any }[] = [];
 const ws: Record<string, string> = {};
 
 const admin = (method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Res> => call(srv, srv.creds, method, path, body, headers);
@@ -44,6 +44,9 @@ function respond(path: string, review: any): any {
       return allow();
     case '/wrong-uid':
       return { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'nope', allowed: true } };
+    case '/add-size':
+      // Patches the object in the version the webhook registered for (v1 of the gadgets below).
+      return patch([{ op: 'add', path: '/spec/size', value: 5 }]);
     case '/deny-widgets':
       return { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: req.uid, allowed: req.object?.spec?.size !== 13, status: { message: 'size 13 is unlucky' } } };
     default:
@@ -81,7 +84,7 @@ before(async () => {
       const path = req.url ?? '/';
       const review = JSON.parse(Buffer.concat(chunks).toString());
       const r = review.request;
-      seen.push({ path, operation: r.operation, name: r.name, namespace: r.namespace, dryRun: r.dryRun, kind: r.kind.kind, labels: r.object?.metadata?.labels });
+      seen.push({ path, operation: r.operation, name: r.name, namespace: r.namespace, dryRun: r.dryRun, kind: r.kind.kind, labels: r.object?.metadata?.labels, version: r.kind.version, requestVersion: r.requestKind.version, object: r.object });
       const reply = () => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify(respond(path, review))); };
       if (path === '/slow') setTimeout(reply, 3000); else reply();
     });
@@ -227,5 +230,39 @@ describe('admission webhooks', () => {
     assert.equal(unlucky.status, 400, unlucky.body);
     assert.equal(unlucky.json.message, 'admission webhook "widgets.example.com" denied the request: size 13 is unlucky');
     assert.ok(seen.some((s) => s.path === '/deny-widgets' && s.kind === 'Widget' && s.namespace === 'default'));
+  });
+
+  test('matchPolicy Equivalent: a webhook registered for v1 gets a v2 request converted to v1 (requestKind v2), and its patch is converted back; Exact skips it', async () => {
+    const version = (name: string, field: string, storage: boolean) => ({ name, served: true, storage, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { [field]: { type: 'integer' } } } } } } });
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'gadgets.example.com' },
+      spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget', listKind: 'GadgetList' }, versions: [version('v1', 'size', true), version('v2', 'size', false)] },
+    };
+    assert.equal((await admin('POST', '/clusters/root:team-b/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status, 201);
+    await eventually('v2 served', async () => (await admin('GET', '/clusters/root:team-b/apis/example.com/v2')).status === 200, 10_000);
+    const rules = [{ operations: ['CREATE'], apiGroups: ['example.com'], apiVersions: ['v1'], resources: ['gadgets'] }];
+    await kc('team-b', ['apply', '-f', '-'], { input: configYaml('Mutating', 'gadgets', [
+      webhook('equivalent.example.com', '/add-size', { rules, matchPolicy: 'Equivalent' }),
+      webhook('exact.example.com', '/record-exact', { rules, matchPolicy: 'Exact' }),
+    ]) });
+    seen.length = 0;
+    const created = await admin('POST', '/clusters/root:team-b/apis/example.com/v2/namespaces/default/gadgets', { apiVersion: 'example.com/v2', kind: 'Gadget', metadata: { name: 'g' }, spec: {} });
+    assert.equal(created.status, 201, created.body);
+    assert.equal(created.json.apiVersion, 'example.com/v2');
+    assert.equal(created.json.spec.size, 5, 'the v1 patch, applied to the v2 object');
+    const calls = seen.filter((x) => x.kind === 'Gadget');
+    assert.deepEqual(calls.map((x) => [x.path, x.version, x.requestVersion, x.object.apiVersion]), [['/add-size', 'v1', 'v2', 'example.com/v1']]);
+    // Core Events and events.k8s.io Events are stored together: equivalent resources, as in kube.
+    await kc('team-b', ['apply', '-f', '-'], { input: configYaml('Validating', 'events', [
+      webhook('events.example.com', '/record-events', { rules: [{ operations: ['CREATE'], apiGroups: ['events.k8s.io'], apiVersions: ['v1'], resources: ['events'] }] }),
+    ]) });
+    seen.length = 0;
+    const ev = await admin('POST', '/clusters/root:team-b/api/v1/namespaces/default/events', {
+      apiVersion: 'v1', kind: 'Event', metadata: { name: 'e1' }, involvedObject: { kind: 'ConfigMap', name: 'x', namespace: 'default' }, reason: 'Tested', message: 'hello', type: 'Normal',
+    });
+    assert.equal(ev.status, 201, ev.body);
+    const evCall = seen.find((x) => x.path === '/record-events');
+    assert.ok(evCall, 'the events.k8s.io webhook saw the core Event');
+    assert.deepEqual([evCall.version, evCall.requestVersion, evCall.object.apiVersion, evCall.object.note, evCall.object.regarding?.name], ['v1', 'v1', 'events.k8s.io/v1', 'hello', 'x']);
   });
 });
