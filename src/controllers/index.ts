@@ -100,7 +100,12 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
     reconcile: crdReconciler({
       crds: crdStore, cache: h.cache, scope: h.masters,
       customResources: (crd) => {
-        const d = descriptorsForCRD(crd, { includeUnserved: true })[0];
+        // The storage version's store: its objects need no conversion (a conversion webhook is
+        // often gone by the time its CRD is deleted), as kube deletes through that version.
+        const descs = descriptorsForCRD(crd, { includeUnserved: true });
+        const versions = ((crd.spec as { versions?: { name?: string; storage?: boolean }[] } | undefined)?.versions ?? []);
+        const storage = versions.find((v) => v.storage === true)?.name;
+        const d = descs.find((x) => x.version === storage) ?? descs[0];
         return d && new Store(d, h.backend);
       },
     }),

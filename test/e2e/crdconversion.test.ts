@@ -234,4 +234,12 @@ describe('CRD conversion webhooks', () => {
     assert.equal(res.status, 422, res.body);
     assert.ok(res.json.details.causes.some((c: any) => c.field === 'spec.conversion.webhookClientConfig.service' && /no Services to route to; use url/.test(c.message)));
   });
+
+  test('the CRD is deleted, with its objects, while its conversion webhook fails (deletion goes through the storage version)', async () => {
+    mode = 'slow-500';
+    const deleted = await kc(['delete', 'crd', 'certificates.cert-manager.io', '--timeout=30s']);
+    assert.match(deleted.stdout, /deleted/);
+    await eventually('CRD gone', async () => (await admin('GET', `${WS}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/certificates.cert-manager.io`)).status === 404, 15_000);
+    mode = 'convert';
+  });
 });
