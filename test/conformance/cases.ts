@@ -9,6 +9,7 @@ import type { Case, NotApplicable, Source } from './types.js';
 import {
   PATCH, configMap, cr, createMany, crdBody, events, expect, expectEvents, expectStatus, makeCrd, microTime, pause, summarize, until,
 } from './util.js';
+import { ADMISSION_CASES } from './admission.js';
 
 const E2E = 'test/e2e/apimachinery';
 const CONCEPTS = 'kubernetes/website content/en/docs/reference/using-api/api-concepts.md';
@@ -1540,26 +1541,16 @@ const GC: Case[] = [
   },
 ];
 
-export const CASES: Case[] = [...CORE, ...REST, ...WATCH, ...LISTS, ...CRD, ...FIELD_VALIDATION, ...DISCOVERY, ...APPLY, ...GC];
+/** Every case; the admission ones (webhooks, conversion webhooks, policies) are in admission.ts. */
+export const CASES: Case[] = [...CORE, ...REST, ...WATCH, ...LISTS, ...CRD, ...FIELD_VALIDATION, ...DISCOVERY, ...APPLY, ...GC, ...ADMISSION_CASES];
 
 /** Upstream conformance tests that cannot apply to this server. */
 const PODS = 'needs Pods, and nodes/kubelets to run them (kcp-ts serves no workloads)';
-const WEBHOOKS = 'needs admission webhooks (admissionregistration.k8s.io is not served) and a webhook Pod';
 const na = (file: string, reason: string, ...its: string[]): NotApplicable[] => its.map((it) => ({ source: src(file, it), reason }));
 
 export const NOT_APPLICABLE: NotApplicable[] = [
-  ...na(`${E2E}/webhook.go`, WEBHOOKS,
-    'listing mutating webhooks should work', 'listing validating webhooks should work', 'patching/updating a mutating webhook should work',
-    'patching/updating a validating webhook should work', 'should be able to create and update mutating webhook configurations with match conditions',
-    'should be able to create and update validating webhook configurations with match conditions', 'should be able to deny attaching pod',
-    'should be able to deny custom resource creation, update and deletion', 'should be able to deny pod and configmap creation', 'should deny crd creation',
-    'should honor timeout', 'should include webhook resources in discovery documents', 'should mutate configmap', 'should mutate custom resource',
-    'should mutate custom resource with different stored version', 'should mutate custom resource with pruning', "should mutate everything except 'skip-me' configmaps",
-    'should mutate pod and apply defaults after mutation', 'should not be able to mutate or prevent deletion of webhook configuration objects',
-    'should reject mutating webhook configurations with invalid match conditions', 'should reject validating webhook configurations with invalid match conditions',
-    'should unconditionally reject operations on fail closed webhook'),
-  ...na(`${E2E}/crd_conversion_webhook.go`, 'needs a conversion webhook served from a Pod (conversion strategy Webhook)',
-    'should be able to convert a non homogeneous list of CRs', 'should be able to convert from CR v1 to CR v2'),
+  ...na(`${E2E}/webhook.go`, `${PODS}: the webhook denies attaching to a running Pod (pods/attach)`, 'should be able to deny attaching pod'),
+  ...na(`${E2E}/webhook.go`, `${PODS}: the webhook adds an init container to a Pod, whose defaults are then applied`, 'should mutate pod and apply defaults after mutation'),
   ...na(`${E2E}/aggregator.go`, 'needs aggregated API servers (apiregistration.k8s.io APIServices) and the sample-apiserver Deployment',
     'Should be able to support the 1.17 Sample API Server using the current Aggregator'),
   ...na(`${E2E}/resource_quota.go`, 'needs the resource quota controller and admission (ResourceQuota objects are stored, usage is not computed)',
@@ -1574,9 +1565,6 @@ export const NOT_APPLICABLE: NotApplicable[] = [
   ...na(`${E2E}/namespace.go`, PODS, 'should ensure that all pods are removed when a namespace is deleted'),
   ...na(`${E2E}/namespace.go`, `${PODS}; ordered deletion is about Pods going first`, 'OrderedNamespaceDeletion namespace deletion should delete pod first'),
   ...na(`${E2E}/table_conversion.go`, PODS, 'should return pod details'),
-  ...na(`${E2E}/validatingadmissionpolicy.go`, 'needs ValidatingAdmissionPolicy (admissionregistration.k8s.io is not served)',
-    'should allow expressions to refer variables.', 'should support ValidatingAdmissionPolicy API operations',
-    'should support ValidatingAdmissionPolicyBinding API operations', 'should validate against a Deployment'),
   ...na(`${E2E}/flowcontrol.go`, 'needs API Priority and Fairness (flowcontrol.apiserver.k8s.io is not served)',
     'should support FlowSchema API operations', 'should support PriorityLevelConfiguration API operations'),
   ...na(`${E2E}/generated_clientset.go`, PODS, 'should create pods, set the deletionTimestamp and deletionGracePeriodSeconds of the pod'),

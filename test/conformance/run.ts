@@ -11,6 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { call, watch, startRedis, startTestServer, type Creds, type Res } from '../helpers.js';
 import { CASES, NOT_APPLICABLE } from './cases.js';
 import type { Case, CaseContext, CaseResult } from './types.js';
+import { stopWebhookServer } from './util.js';
 
 /** Server options the suite needs: a short watch history, so that expired continue tokens and resourceVersions can be produced quickly. */
 export const CONFORMANCE_SERVER_OPTIONS = { watchHistorySize: 200, bookmarkIntervalMs: 300 };
@@ -96,6 +97,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     console.log(markdown(results));
     for (const r of results) console.error(`${r.passed ? 'ok  ' : 'FAIL'} ${r.id} ${r.ms} ms${r.passed ? '' : `: ${r.error}`}`);
   } finally {
+    await stopWebhookServer();
     closeTarget(srv);
     await srv.stop();
     await redis.stop();
