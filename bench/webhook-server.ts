@@ -15,7 +15,7 @@ const server = createServer({ key: serving.keyPem, cert: serving.certPem, keepAl
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     const body = Buffer.concat(chunks).toString();
-    if (req.url === '/convert') {
+    if (req.url?.split('?')[0] === '/convert') {
       // CRD conversion of the `conversion` benchmark: v1 `spec.size` is v2 `spec.replicas`.
       const review = JSON.parse(body) as { apiVersion: string; request: { uid: string; desiredAPIVersion: string; objects: { apiVersion: string; spec?: Record<string, unknown> }[] } };
       const to = review.request.desiredAPIVersion;

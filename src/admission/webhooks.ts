@@ -10,7 +10,8 @@
  *   wildcards, scope), `matchPolicy` (Equivalent: any served version of the group/resource),
  *   `namespaceSelector` (the labels of the object's namespace, or of a Namespace itself),
  *   `objectSelector` (the new or the old object's labels), `matchConditions` (CEL over
- *   `object`, `oldObject` and `request`; an evaluation error is a call failure);
+ *   `object`, `oldObject`, `request` and `authorizer`, ./celauthorizer.ts; an evaluation error
+ *   is a call failure);
  * - mutating webhooks first, in order, each seeing the previous one's result (JSON patches),
  *   with `reinvocationPolicy: IfNeeded` called once more when a later webhook changed the
  *   object; then schema validation; then validating webhooks;
@@ -38,6 +39,7 @@ import { postJSON, validateWebhookClientConfig, webhookEndpoint, type WebhookEnd
 import type { ParseResult } from '@marcbachmann/cel-js';
 import { compileExpression, ruleMatches, ruleOf, selectorOf, selectorsMatch, type AdmissionRule } from './match.js';
 import { toCel } from '../apiextensions/cel.js';
+import { celAuthorizer, type AdmissionAuthorize } from './celauthorizer.js';
 import { newReinvocationContext, reinvocationState, type ReinvocationContext } from './index.js';
 
 /** Watch-cache group/resources of the configurations. */
@@ -203,6 +205,8 @@ export class Webhooks implements WebhookAdmission {
     remoteConfigurations?: (path: string, cluster: string) => readonly KubeObject[];
     /** The APIs of a logical cluster: `matchPolicy: Equivalent` converts to the version a rule names. */
     apis?: (cluster: string) => ClusterAPIs;
+    /** The shard's authorizer, for the `authorizer` of `matchConditions` (without it every check is an errored decision). */
+    authorize?: AdmissionAuthorize;
   }) {}
 
   /**
@@ -321,7 +325,9 @@ export class Webhooks implements WebhookAdmission {
     };
     // matchConditions: all true, or the webhook is not called; an error is a call failure.
     if (w.conditions.length) {
-      const vars = { object: toCel(request.object, undefined), oldObject: toCel(request.oldObject, undefined), request: toCel(request, undefined) };
+      // `authorizer.requestResource` is the resource the webhook sees (kube: the versioned attributes).
+      const authorizer = celAuthorizer(this.deps.authorize, a.user, a.cluster, { group: d.group, resource: d.plural, subresource: a.subresource, namespace: a.namespace, name: a.name });
+      const vars = { object: toCel(request.object, undefined), oldObject: toCel(request.oldObject, undefined), request: toCel(request, undefined), authorizer };
       for (const c of w.conditions) {
         let result: unknown;
         try { result = c.program(vars); } catch (err) {
@@ -370,7 +376,7 @@ export class Webhooks implements WebhookAdmission {
 
 /** POSTs the review; resolves to its `response`. */
 async function post(w: Webhook, review: object): Promise<Obj> {
-  const parsed = await postJSON(w.endpoint, review, w.timeoutMs);
+  const parsed = await postJSON(w.endpoint, review, w.timeoutMs).catch((err: Error) => { throw new Error(`failed to call webhook: ${err.message}`); });
   if (parsed.kind !== 'AdmissionReview' || !parsed.response) throw new Error('the response is not an AdmissionReview with a response');
   return asObj(parsed.response);
 }

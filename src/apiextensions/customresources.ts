@@ -145,6 +145,10 @@ export function descriptorsForCRD(crd: KubeObject, opts: { includeUnserved?: boo
   const versions = Array.isArray(spec.versions) ? spec.versions as Obj[] : [];
   const storageVersion = String(versions.find((v) => v.storage === true)?.name ?? versions[0]?.name);
   const webhook = conversionWebhookOf(crd, versions);
+  // Objects written under an earlier storage version keep its apiVersion until rewritten
+  // (`status.storedVersions` lists every version ever stored): the storage version converts too.
+  const storedVersions = asObj(crd.status).storedVersions;
+  const mixedStorage = Array.isArray(storedVersions) && storedVersions.some((v) => v !== storageVersion);
   const out: ResourceDescriptor[] = [];
   for (const v of [...versions].sort((a, b) => compareVersionPriority(String(a.name), String(b.name)))) {
     if (v.served !== true && !opts.includeUnserved) continue;
@@ -171,9 +175,10 @@ export function descriptorsForCRD(crd: KubeObject, opts: { includeUnserved?: boo
       shortNames: Array.isArray(names.shortNames) ? names.shortNames.map(String) : undefined,
       categories: Array.isArray(names.categories) ? names.categories.map(String) : undefined,
       verbs: ALL_VERBS, hasStatus, scale, schema: openAPIV3Schema, columns, columnsComplete: true,
-      // With strategy None the storage version itself needs no conversion (and no re-encoding on
-      // every read); with a webhook every version converts what was stored in another version.
-      storage: served === stored && !webhook ? undefined : {
+      // With strategy None and every object in the storage version, the storage version needs no
+      // conversion (and no re-encoding on every read); with a webhook, or objects stored in other
+      // versions, every version converts what was stored in another version.
+      storage: served === stored && !webhook && !mixedStorage ? undefined : {
         group, plural,
         toStorage: (o) => (o.apiVersion === stored ? o : { ...o, apiVersion: stored }),
         fromStorage: (o) => (o.apiVersion === served ? o : { ...o, apiVersion: served }),

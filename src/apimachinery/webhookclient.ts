@@ -51,18 +51,24 @@ export function webhookEndpoint(clientConfig: unknown): WebhookEndpoint {
 }
 
 /**
- * POSTs a JSON body and resolves to the parsed JSON answer. Rejects with an Error whose message
- * says what failed, in kube's words where kube has them: `context deadline exceeded` after
- * `timeoutMs`, a status ≥ 300, a body that is not JSON.
+ * POSTs a JSON body and resolves to the parsed JSON answer. The URL carries kube's
+ * `?timeout=<N>s` (client-go's request timeout parameter, which webhook servers may read).
+ * Rejects with an Error whose message says what failed, in kube's words where kube has them:
+ * `Post "<url>": context deadline exceeded` after `timeoutMs`, `Post "<url>": dial tcp <host>:
+ * connect: connection refused`, a status ≥ 300, a body that is not JSON.
  */
 export async function postJSON(endpoint: WebhookEndpoint, body: object, timeoutMs: number): Promise<Obj> {
+  const timeoutParam = `timeout=${Math.round(timeoutMs / 1000)}s`;
+  const path = `${endpoint.path}${endpoint.path.includes('?') ? '&' : '?'}${timeoutParam}`;
+  const url = `${endpoint.url}${endpoint.url.includes('?') ? '&' : '?'}${timeoutParam}`;
   const res = await endpoint.pool.request({
-    method: 'POST', path: endpoint.path, body: JSON.stringify(body),
+    method: 'POST', path, body: JSON.stringify(body),
     headers: { 'content-type': 'application/json', accept: 'application/json' },
     headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs),
-  }).catch((err: Error) => {
-    throw err.name === 'TimeoutError' || err.name === 'AbortError' || /timeout/i.test(err.message)
-      ? new Error(`context deadline exceeded (timeout ${timeoutMs / 1000}s)`) : err;
+  }).catch((err: Error & { code?: string }) => {
+    if (err.name === 'TimeoutError' || err.name === 'AbortError' || /timeout/i.test(err.message)) throw new Error(`Post "${url}": context deadline exceeded`);
+    if (err.code === 'ECONNREFUSED') throw new Error(`Post "${url}": dial tcp ${new URL(endpoint.url).host}: connect: connection refused`);
+    throw new Error(`Post "${url}": ${err.message}`);
   });
   const text = await res.body.text();
   if (res.statusCode >= 300) throw new Error(`the server responded with ${res.statusCode}`);

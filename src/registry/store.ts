@@ -567,7 +567,10 @@ export class Store {
   /**
    * The object a mutating webhook returned, with what the server owns put back as it was before
    * (name, namespace, uid, creation time, resourceVersion, generation, deletion): a webhook may
-   * change labels, annotations, spec and so on, not the object's identity.
+   * change labels, annotations, spec and so on, not the object's identity. Fields the schema does
+   * not know are dropped silently, and a custom resource defaulted again, as kube decodes a
+   * webhook's patched object with the resource's codec (webhook.go "should mutate custom
+   * resource with pruning").
    */
   private keepSystemMeta(before: KubeObject, after: KubeObject | undefined): KubeObject {
     if (!after || after === before) return before;
@@ -576,6 +579,11 @@ export class Store {
       if (b[k] === undefined) delete m[k]; else (m as Record<string, unknown>)[k] = b[k];
     }
     after.apiVersion = before.apiVersion; after.kind = before.kind;
+    const normalize = this.desc.strategy?.normalize;
+    if (normalize) {
+      pruneUnknownFields(after.metadata, OBJECT_META_SCHEMA, BUILTIN_SCHEMAS);
+      normalize(after);
+    } else if (this.schema) pruneUnknownFields(after, this.schema, BUILTIN_SCHEMAS);
     return after;
   }
 

@@ -317,7 +317,6 @@ const WEBHOOKS: Case[] = [
   {
     id: 'webhook-mutate-cr-stored-version', area: 'admission',
     source: src(WEBHOOK_E2E, 'should mutate custom resource with different stored version'),
-    knownGap: 'with conversion strategy None, an object stored under an earlier storage version is read at the new storage version with its old apiVersion (no apiVersion rewrite for the storage version), so update and patch at that version answer 400 "the API version in the data (…/v1) does not match the expected API version (…/v2)"',
     note: POD_NOTE,
     check: (ctx) => withHooks(ctx, async (h) => {
       const crd = await makeCrd(ctx, { versions: [openVersion('v1', true), openVersion('v2', false)] });
@@ -333,7 +332,6 @@ const WEBHOOKS: Case[] = [
   {
     id: 'webhook-mutate-cr-pruning', area: 'admission',
     source: src(WEBHOOK_E2E, 'should mutate custom resource with pruning'),
-    knownGap: 'fields a mutating webhook adds are not pruned: the object is pruned before mutating admission and only validated after it, so unknown fields a webhook adds are stored',
     note: POD_NOTE,
     check: (ctx) => withHooks(ctx, async (h) => {
       const schema = { type: 'object', properties: { data: { type: 'object', properties: { 'mutation-start': { type: 'string' }, 'mutation-stage-1': { type: 'string' } } } } };
@@ -347,7 +345,6 @@ const WEBHOOKS: Case[] = [
   {
     id: 'webhook-timeout', area: 'admission',
     source: src(WEBHOOK_E2E, 'should honor timeout'),
-    knownGap: 'a failed webhook call does not name the request URL, and the URL carries no `?timeout=`: kube answers `failed calling webhook "<name>": failed to call webhook: Post "<url>?timeout=1s": context deadline exceeded`, kcp-ts `failed calling webhook "<name>": context deadline exceeded (timeout 1s)`',
     note: POD_NOTE,
     check: (ctx) => withHooks(ctx, async (h) => {
       const slow = (failurePolicy: string, timeoutSeconds?: number) => vwc(ctx.ns, [{
