@@ -8,6 +8,7 @@ import { Environment, type ParseResult } from '@marcbachmann/cel-js';
 import { labelSelectorFromMetav1, matchesLabels, type LabelSelector, type LabelSelectorV1 } from '../apimachinery/labels.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import { registerKubeLibrary } from '../apiextensions/cel-library.js';
+import { AUTHORIZER_TYPE, registerAuthzLibrary } from './celauthorizer.js';
 import type { WebhookAttributes } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
 
@@ -92,7 +93,8 @@ const programs = new Map<string, ParseResult | Error>();
 /**
  * Compiles an admission CEL expression (match conditions, validations, variables, messages,
  * audit annotations, mutations) over `object`, `oldObject`, `request`, `params`,
- * `namespaceObject`, `variables` and kube's libraries, once per expression text. With
+ * `namespaceObject`, `variables`, `authorizer` (./celauthorizer.ts) and kube's libraries, once
+ * per expression text. With
  * `mutation`, the expression may also construct objects as kube's MutatingAdmissionPolicy
  * environment allows (k8s.io/apiserver/pkg/admission/plugin/policy/mutating, cel/mutation):
  * `Object{…}`, `Object.spec{…}`, `JSONPatch{op, path, value, from}` and `jsonpatch.escapeKey`;
@@ -105,8 +107,11 @@ export function compileExpression(expression: string, mutation = false): ParseRe
   if (!p) {
     if (!env) {
       env = new Environment({ unlistedVariablesAreDyn: false, homogeneousAggregateLiterals: false, enableOptionalTypes: true });
-      for (const v of ['object', 'oldObject', 'request', 'params', 'namespaceObject', 'variables', 'authorizer']) env.registerVariable(v, 'dyn');
+      for (const v of ['object', 'oldObject', 'request', 'params', 'namespaceObject', 'variables']) env.registerVariable(v, 'dyn');
       registerKubeLibrary(env);
+      // kube's authorization library (k8s.io/apiserver/pkg/cel/library/authz.go): `authorizer`, `authorizer.requestResource`.
+      registerAuthzLibrary(env);
+      env.registerVariable('authorizer', AUTHORIZER_TYPE);
       // kube's JSONPatch library (k8s.io/apiserver/pkg/cel/library/jsonpatch.go): `jsonpatch.escapeKey`, RFC 6901 escaping.
       env.registerFunction('jsonpatch_escapeKey(string): string', (k: string) => k.replaceAll('~', '~0').replaceAll('/', '~1'));
     }

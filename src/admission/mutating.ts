@@ -8,7 +8,8 @@
  *   matching, params (`paramKind`, `paramRef`, `parameterNotFoundAction`), `variables` and
  *   `matchConditions` are the validating policies' (./policies.ts);
  * - `mutations` run in order, each on the result of the one before, with CEL over `object`,
- *   `oldObject`, `request`, `params`, `namespaceObject` and `variables`:
+ *   `oldObject`, `request`, `params`, `namespaceObject`, `variables` and `authorizer`
+ *   (./celauthorizer.ts):
  *   `ApplyConfiguration` returns an `Object{…}` merged into the object with server-side apply's
  *   merge (structured-merge-diff by the kind's schema, patch/smd.go; a patch that sets an atomic
  *   list, map or struct is refused as kube does), `JSONPatch` returns a list of
@@ -32,6 +33,7 @@ import type { ResourceDescriptor } from '../apis/types.js';
 import type { WebhookAttributes } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
 import { newReinvocationContext, reinvocationState, type AdmissionStep, type ReinvocationContext } from './index.js';
+import type { AdmissionAuthorize } from './celauthorizer.js';
 import { celToJSON } from './match.js';
 import { compileMatch, defaultPolicy, parsed, policyActivation, policyMatches, policyParams, validateBindingSpec, validatePolicySpec } from './policies.js';
 
@@ -148,6 +150,8 @@ export class MutatingPolicies implements AdmissionStep {
     cache: WatchCache;
     /** The APIs of a logical cluster (to find a policy's `paramKind`). */
     apis: (cluster: string) => ClusterAPIs;
+    /** The shard's authorizer, for CEL's `authorizer` (without it every check is an errored decision). */
+    authorize?: AdmissionAuthorize;
   }) {}
 
   /**
@@ -198,11 +202,11 @@ export class MutatingPolicies implements AdmissionStep {
       const key = `${pname}\u0000${bname}\u0000${String(m.namespace ?? '')}/${String(m.name ?? '')}`;
       if (rc.isReinvoke && !state.shouldReinvoke(key)) continue;
       try {
-        let run = policyActivation(this.deps.cache, { ...a, object: obj }, spec, p, true);
+        let run = policyActivation(this.deps.cache, { ...a, object: obj }, spec, p, true, this.deps.authorize);
         if (!asList(spec.matchConditions).every((c) => run(String(c.expression)) === true)) continue;
         for (const [i, mutation] of asList(spec.mutations).entries()) {
           const patchType = String(mutation.patchType);
-          if (i > 0) run = policyActivation(this.deps.cache, { ...a, object: obj }, spec, p, true);
+          if (i > 0) run = policyActivation(this.deps.cache, { ...a, object: obj }, spec, p, true, this.deps.authorize);
           const next = applyMutation(obj, patchType, run(String(asObj(mutation[PATCH_FIELDS[patchType] ?? '']).expression)), a.desc);
           if (JSON.stringify(next) !== JSON.stringify(obj)) {
             obj = next;

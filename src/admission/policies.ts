@@ -7,9 +7,11 @@
  *   its policy apply; a request is evaluated when the policy's `matchConstraints` and the
  *   binding's `matchResources` both match (resource rules with exclusions, namespace and object
  *   selectors), then every `matchConditions` expression holds;
- * - `validations` are CEL over `object`, `oldObject`, `request`, `params`, `namespaceObject` and
- *   `variables` (the policy's `variables`, evaluated lazily); a false one is a violation with its
- *   `message`, `messageExpression` or `failed expression: <expr>`, and `reason` (default Invalid);
+ * - `validations` are CEL over `object`, `oldObject`, `request`, `params`, `namespaceObject`,
+ *   `variables` (the policy's `variables`, evaluated lazily) and `authorizer` (kube's
+ *   authorization checks as the request's user, ./celauthorizer.ts); a false one is a violation
+ *   with its `message`, `messageExpression` or `failed expression: <expr>`, and `reason`
+ *   (default Invalid);
  * - `validationActions`: Deny refuses (`ValidatingAdmissionPolicy '<p>' with binding '<b>' denied
  *   request: <message>`, the code of the reason: Invalid 422, Forbidden 403, Unauthorized 401,
  *   RequestEntityTooLarge 413), Warn adds a `Warning`, Audit records the failures in the request's
@@ -21,6 +23,7 @@
  */
 import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import { labelSelectorFromMetav1, matchesLabels, type LabelSelector, type LabelSelectorV1 } from '../apimachinery/labels.js';
+import { celAuthorizer, type AdmissionAuthorize } from './celauthorizer.js';
 import { compileExpression, namespaceObject, ruleMatches, ruleOf, selectorOf, selectorsMatch, type AdmissionRule } from './match.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ClusterAPIs } from '../apiextensions/registry.js';
@@ -182,12 +185,14 @@ export function policyParams(cache: WatchCache, apis: ClusterAPIs, a: WebhookAtt
 
 /**
  * The CEL activation of one policy evaluation (kube's policy/generic activation): `object`
- * (null on DELETE), `oldObject`, `request`, `params`, `namespaceObject`, and `variables`
- * evaluated in order, each seeing the ones before it. `run` evaluates an expression in it
- * (compiled in the mutation environment with `mutation`).
+ * (null on DELETE), `oldObject`, `request`, `params`, `namespaceObject`, `authorizer` (the
+ * request's user in its logical cluster, checked with `authorize`; kube's
+ * `library.NewAuthorizerVal`/`NewResourceAuthorizerVal`), and `variables` evaluated in order,
+ * each seeing the ones before it. `run` evaluates an expression in it (compiled in the mutation
+ * environment with `mutation`).
  * @throws {Error} when a variable fails to evaluate
  */
-export function policyActivation(cache: WatchCache, a: WebhookAttributes, spec: Obj, param: unknown, mutation = false): (expression: string) => unknown {
+export function policyActivation(cache: WatchCache, a: WebhookAttributes, spec: Obj, param: unknown, mutation = false, authorize?: AdmissionAuthorize): (expression: string) => unknown {
   const request = {
     kind: { group: a.desc.group, version: a.desc.version, kind: a.desc.kind }, resource: { group: a.desc.group, version: a.desc.version, resource: a.desc.plural },
     subResource: a.subresource, name: a.name, namespace: a.namespace, operation: a.operation, dryRun: a.dryRun,
@@ -196,6 +201,7 @@ export function policyActivation(cache: WatchCache, a: WebhookAttributes, spec: 
   const vars: Record<string, unknown> = {
     object: toCel(a.operation === 'DELETE' ? null : a.object ?? null, undefined), oldObject: toCel(a.oldObject ?? null, undefined),
     request: toCel(request, undefined), params: toCel(param, undefined), namespaceObject: toCel(namespaceObject(cache, a), undefined),
+    authorizer: celAuthorizer(authorize, a.user, a.cluster, { group: a.desc.group, resource: a.desc.plural, subresource: a.subresource, namespace: a.namespace, name: a.name }),
   };
   const variables: Record<string, unknown> = Object.create(null);
   vars.variables = variables;
@@ -210,6 +216,8 @@ export class ValidatingPolicies implements WebhookAdmission {
     cache: WatchCache;
     /** The APIs of a logical cluster (to find a policy's `paramKind`). */
     apis: (cluster: string) => ClusterAPIs;
+    /** The shard's authorizer, for CEL's `authorizer` (without it every check is an errored decision). */
+    authorize?: AdmissionAuthorize;
   }) {}
 
   async mutate(a: WebhookAttributes): Promise<KubeObject | undefined> { return a.object; }
@@ -254,7 +262,7 @@ export class ValidatingPolicies implements WebhookAdmission {
     for (const p of params) {
       let run: (expression: string) => unknown;
       try {
-        run = policyActivation(this.deps.cache, a, spec, p);
+        run = policyActivation(this.deps.cache, a, spec, p, false, this.deps.authorize);
         if (!asList(spec.matchConditions).every((c) => run(String(c.expression)) === true)) continue;
       } catch (err) {
         if (failClosed && actions.includes('Deny')) throw refuse(`expression evaluation failed: ${(err as Error).message.split('\n')[0]}`);

@@ -49,6 +49,7 @@ import { Webhooks, WEBHOOK_CONFIGURATION_PATHS } from '../admission/webhooks.js'
 import { ValidatingPolicies } from '../admission/policies.js';
 import { MutatingPolicies } from '../admission/mutating.js';
 import { chainAdmission } from '../admission/index.js';
+import type { AdmissionAuthorize } from '../admission/celauthorizer.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
 import { RevokedCertificates } from '../auth/revocation.js';
@@ -428,13 +429,15 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     // logical cluster (webhooks also of the export of a bound resource).
     const builtins = servedBuiltins(options.runtimeConfig);
     const mutatingPolicies = builtins.some((d) => d.kind === 'MutatingAdmissionPolicy');
+    // CEL's `authorizer`: the request's user in the request's logical cluster (always this shard's).
+    const authorize: AdmissionAuthorize = (user, cluster, attributes) => authz.authorize({ ...attributes, user, cluster }, index.get(cluster) !== undefined);
     backend.webhooks = chainAdmission(
-      ...(mutatingPolicies ? [new MutatingPolicies({ cache, apis: (cluster: string) => registry.forCluster(cluster) })] : []),
-      new ValidatingPolicies({ cache, apis: (cluster) => registry.forCluster(cluster) }),
+      ...(mutatingPolicies ? [new MutatingPolicies({ cache, apis: (cluster: string) => registry.forCluster(cluster), authorize })] : []),
+      new ValidatingPolicies({ cache, apis: (cluster) => registry.forCluster(cluster), authorize }),
       new Webhooks({
         cache, exportClusterOf: (cluster, desc) => catalog.exportOfBound(cluster, desc)?.cluster,
         remoteConfigurations: (path, cluster) => (index.get(cluster) ? [] : directory.replicatedIn(path, cluster)),
-        apis: (cluster) => registry.forCluster(cluster),
+        apis: (cluster) => registry.forCluster(cluster), authorize,
       }),
     );
     // Permissions on an export are held without entering its workspace (kcp's deep SAR).

@@ -3,8 +3,9 @@
  * (https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/): the
  * demo policy on Deployments (a CRD `deployments.apps.example.com` stands in for them: a
  * workspace serves no Deployments and a CRD group needs a dot; the policy names that group) denies in namespaces labelled environment=test and warns with a Warn binding,
- * parameters come from a ConfigMap with messageExpression, a missing parameter is denied, and a
- * policy of one workspace does nothing in another.
+ * parameters come from a ConfigMap with messageExpression, a missing parameter is denied, a
+ * policy of one workspace does nothing in another, and the `authorizer` variable checks the
+ * request's user (a service account, impersonated) against the workspace's RBAC.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -157,4 +158,59 @@ spec:
   });
   assert.equal(bad.status, 422, bad.body);
   assert.match(bad.json.message, /spec.validations\[0\].expression/);
+});
+
+test('authorizer: the documentation\'s authorization check denies a service account until RBAC lets it get configmaps', async () => {
+  // https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/ "Authorization check":
+  // the request's user (here a service account, by impersonation) checked in the request's workspace.
+  const policy = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: configmap-readers.example.com
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["apps.example.com"]
+      apiVersions: ["v1"]
+      operations: ["CREATE", "UPDATE"]
+      resources: ["deployments"]
+  variables:
+  - name: canReadConfigMaps
+    expression: "authorizer.group('').resource('configmaps').namespace(object.metadata.namespace).check('get')"
+  validations:
+  - expression: "variables.canReadConfigMaps.allowed()"
+    messageExpression: "'user ' + request.userInfo.username + ' may not get configmaps in ' + object.metadata.namespace"
+    reason: Forbidden
+  - expression: "authorizer.requestResource.check('create').allowed() && !authorizer.serviceAccount('authz', 'nobody').group('').resource('configmaps').namespace('authz').check('get').allowed()"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: configmap-readers-binding.example.com
+spec:
+  policyName: configmap-readers.example.com
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels:
+        authz-demo: "true"
+`;
+  await kc('policies', ['apply', '-f', '-'], { input: policy });
+  assert.equal((await admin('POST', '/clusters/root:policies/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'authz', labels: { 'authz-demo': 'true' } } })).status, 201);
+  await kc('policies', ['create', 'serviceaccount', 'deployer', '-n', 'authz']);
+  await kc('policies', ['create', 'role', 'deployer', '-n', 'authz', '--verb=create,get', '--resource=deployments.apps.example.com']);
+  await kc('policies', ['create', 'rolebinding', 'deployer', '-n', 'authz', '--role=deployer', '--serviceaccount=authz:deployer']);
+  const asDeployer = (name: string) => kc('policies', ['--as', 'system:serviceaccount:authz:deployer', 'apply', '-n', 'authz', '-f', '-'], { input: deployment(name, 1), allowFail: true });
+  await eventually('RBAC lets the deployer create deployments (the policy still denies)', async () => /may not get configmaps/.test((await asDeployer('d1')).stderr));
+  const denied = await asDeployer('d1');
+  assert.notEqual(denied.code, 0);
+  assert.match(denied.stderr, /ValidatingAdmissionPolicy 'configmap-readers.example.com' with binding 'configmap-readers-binding.example.com' denied request: user system:serviceaccount:authz:deployer may not get configmaps in authz/);
+  assert.match(denied.stderr, /Forbidden|forbidden/);
+  await kc('policies', ['create', 'role', 'cm-reader', '-n', 'authz', '--verb=get', '--resource=configmaps']);
+  await kc('policies', ['create', 'rolebinding', 'cm-reader', '-n', 'authz', '--role=cm-reader', '--serviceaccount=authz:deployer']);
+  await eventually('allowed once it may get configmaps', async () => (await asDeployer('d1')).code === 0);
+  // A service account that may not read configmaps only passes the second validation's check on `nobody`.
+  await kc('policies', ['create', 'rolebinding', 'cm-reader-nobody', '-n', 'authz', '--role=cm-reader', '--serviceaccount=authz:nobody']);
+  await eventually('denied once authz:nobody may get configmaps', async () => /failed expression: authorizer.requestResource/.test((await asDeployer('d2')).stderr));
 });
