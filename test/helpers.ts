@@ -292,3 +292,35 @@ export function kubectlWithPlugins(binDir: string, env: Record<string, string>, 
     });
   });
 }
+
+/**
+ * Creates workspace `name` under root as the server's admin and waits until it is Ready; resolves
+ * to its logical cluster name. Throws when the create is refused or it is not Ready within `ms`.
+ */
+export async function createWorkspace(server: TestServer, name: string, ms = 15_000): Promise<string> {
+  const res = await call(server, server.creds, 'POST', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces', { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name } });
+  if (res.status !== 201) throw new Error(`create workspace ${name}: ${res.status} ${res.body}`);
+  const ws = await eventually(`workspace ${name} Ready`, async () => {
+    const w = (await call(server, server.creds, 'GET', `/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/${name}`)).json;
+    return w?.status?.phase === 'Ready' && w;
+  }, ms);
+  return String(ws.spec.cluster);
+}
+
+/**
+ * A workspace for admission policy tests: created Ready, with a CRD (served once this resolves)
+ * and the namespaces `test` and `prod` labelled `environment: test|production`, as the Kubernetes
+ * docs' policy examples expect.
+ */
+export async function policyWorkspace(server: TestServer, name: string, crd: { spec: { group: string; names: { plural: string }; versions: { name: string }[] } }): Promise<void> {
+  await createWorkspace(server, name);
+  const admin = (method: string, path: string, body?: unknown) => call(server, server.creds, method, path, body);
+  const created = await admin('POST', `/clusters/root:${name}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, crd);
+  if (created.status !== 201) throw new Error(`create CRD in ${name}: ${created.status} ${created.body}`);
+  const { group, names, versions } = crd.spec;
+  await eventually(`${names.plural} served`, async () => (await admin('GET', `/clusters/root:${name}/apis/${group}/${versions[0]!.name}/${names.plural}`)).status === 200);
+  for (const [ns, env] of [['test', 'test'], ['prod', 'production']]) {
+    await admin('POST', `/clusters/root:${name}/api/v1/namespaces`, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { environment: env } } });
+  }
+}
+

@@ -9,7 +9,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, eventually, kubectl, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
+import { call, eventually, kubectl, policyWorkspace, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
 
 let redis: TestRedis;
 let srv: TestServer;
@@ -55,15 +55,7 @@ spec:
 
 const deployment = (name: string, replicas: number) => `apiVersion: apps.example.com/v1\nkind: Deployment\nmetadata:\n  name: ${name}\nspec:\n  replicas: ${replicas}\n`;
 
-async function workspace(name: string): Promise<void> {
-  assert.equal((await admin('POST', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces', { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name } })).status, 201);
-  await eventually(`${name} Ready`, async () => (await admin('GET', `/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/${name}`)).json?.status?.phase === 'Ready', 15_000);
-  assert.equal((await admin('POST', `/clusters/root:${name}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, DEPLOYMENTS_CRD)).status, 201);
-  await eventually('deployments served', async () => (await admin('GET', `/clusters/root:${name}/apis/apps.example.com/v1/deployments`)).status === 200);
-  for (const [ns, env] of [['test', 'test'], ['prod', 'production']]) {
-    await admin('POST', `/clusters/root:${name}/api/v1/namespaces`, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { environment: env } } });
-  }
-}
+const workspace = (name: string): Promise<void> => policyWorkspace(srv, name, DEPLOYMENTS_CRD);
 
 before(async () => {
   redis = await startRedis();

@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { createCA, issueServingCert } from '../../src/pki/certs.js';
-import { call, eventually, kubectl, startRedis, startTestServer, TESTDATA_CRDS, watch, type Res, type TestRedis, type TestServer } from '../helpers.js';
+import { call, createWorkspace, eventually, kubectl, startRedis, startTestServer, TESTDATA_CRDS, watch, type Res, type TestRedis, type TestServer } from '../helpers.js';
 
 let redis: TestRedis;
 let srv: TestServer;
@@ -115,8 +115,7 @@ before(async () => {
   hookURL = `https://127.0.0.1:${(hook.address() as { port: number }).port}`;
   redis = await startRedis();
   srv = await startTestServer(redis);
-  assert.equal((await admin('POST', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces', { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name: 'certs' } })).status, 201);
-  await eventually('workspace Ready', async () => (await admin('GET', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/certs')).json?.status?.phase === 'Ready', 15_000);
+  await createWorkspace(srv, 'certs');
   const applied = await kc(['apply', '--server-side', '-f', '-'], { input: JSON.stringify(certificateCRD()) });
   assert.match(applied.stdout, /certificates.cert-manager.io serverside-applied/);
   await eventually('v1alpha2 served', async () => (await admin('GET', `${WS}/apis/cert-manager.io/v1alpha2`)).status === 200, 10_000);

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { createCA, issueServingCert } from '../../src/pki/certs.js';
-import { call, eventually, kubectl, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
+import { call, createWorkspace, eventually, kubectl, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
 
 let redis: TestRedis;
 let srv: TestServer;
@@ -63,13 +63,6 @@ const webhook = (name: string, path: string, extra: Record<string, unknown> = {}
   rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }], ...extra,
 });
 
-async function createWorkspace(name: string): Promise<void> {
-  assert.equal((await admin('POST', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces', { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name } })).status, 201);
-  ws[name] = (await eventually(`${name} Ready`, async () => {
-    const w = (await admin('GET', `/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/${name}`)).json;
-    return w?.status?.phase === 'Ready' && w;
-  }, 15_000)).spec.cluster;
-}
 
 const cm = (name: string, labels?: Record<string, string>) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(labels ? { labels } : {}) } });
 
@@ -93,7 +86,7 @@ before(async () => {
   hookURL = `https://127.0.0.1:${(hook.address() as { port: number }).port}`;
   redis = await startRedis();
   srv = await startTestServer(redis);
-  for (const name of ['team-a', 'team-b', 'provider', 'consumer']) await createWorkspace(name);
+  for (const name of ['team-a', 'team-b', 'provider', 'consumer']) ws[name] = await createWorkspace(srv, name);
 });
 after(async () => {
   await srv?.stop(); await redis?.stop();
