@@ -1,6 +1,7 @@
 /**
  * The controllers of a shard, all on the one BullMQ runtime (runtime.ts): namespace lifecycle,
- * CRD naming/establishing and cleanup, default ServiceAccounts, the garbage collector, and the
+ * CRD naming/establishing and cleanup, default ServiceAccounts, the garbage collector, the
+ * ValidatingAdmissionPolicy status (type checking), and the
  * tenancy controllers (LogicalCluster lifecycle, Workspace scheduling/phase/deletion), with the
  * informers (watch-cache subscriptions) that feed them. Any number of server processes on one
  * Redis may run them: jobs are deduplicated per key across processes.
@@ -28,6 +29,8 @@ import { apiBindingReconciler, apiExportReconciler, endpointSliceReconciler, typ
 import type { KeyPair } from '../pki/certs.js';
 import { CSR_GR } from '../certificates/csr.js';
 import { needsSigning, signerReconciler } from '../certificates/signer.js';
+import { POLICIES_GR } from '../admission/policies.js';
+import { policyStatusReconciler } from './admissionpolicy/controller.js';
 
 /** What the controllers need from the shard they run in. */
 export interface ControllerHost {
@@ -189,6 +192,20 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
     stops.push(async () => unsubscribeSigner());
   }
 
+  // ValidatingAdmissionPolicy status: type checking of its expressions (kube's
+  // validatingadmissionpolicy-status-controller).
+  const vapStatus = new Controller({
+    name: 'validatingadmissionpolicy-status', prefix, thread, metrics: h.metrics,
+    reconcile: policyStatusReconciler({
+      policies: h.storeOf('validatingadmissionpolicies', 'admissionregistration.k8s.io'), cache: h.cache,
+      apis: (cluster) => h.registry.forCluster(cluster), scope: h.masters,
+    }),
+    onError: (key, err) => h.log.warn({ key, err }, 'validatingadmissionpolicy-status reconcile failed'),
+  });
+  stops.push(() => vapStatus.close());
+  const unsubscribeVap = informer(h.cache, POLICIES_GR, vapStatus, (_e, type) => type !== 'DELETED');
+  stops.push(async () => unsubscribeVap());
+
   // Tenancy: LogicalCluster lifecycle (initialization, deletion of content) and Workspaces.
   const lcStore = h.storeOf('logicalclusters', 'core.kcp.io');
   const wsStore = h.storeOf('workspaces', 'tenancy.kcp.io');
@@ -277,7 +294,7 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   stops.push(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); unsubscribeRemote?.(); });
   const stop = async () => { for (const s of stops.reverse()) await s().catch(() => undefined); };
   try {
-    await Promise.all([nsController, crdController, saController, gc.controller, lcController, wsCtl, ...apis, ...signers].map((c) => c.ready()));
+    await Promise.all([nsController, crdController, saController, gc.controller, lcController, wsCtl, vapStatus, ...apis, ...signers].map((c) => c.ready()));
   } catch (err) {
     await stop();
     throw err;
