@@ -330,7 +330,9 @@ test('BUILTIN_PATCH_META covers the served kinds and always includes ObjectMeta'
     'events.k8s.io/Event', 'coordination.k8s.io/Lease', 'rbac.authorization.k8s.io/Role',
     'rbac.authorization.k8s.io/RoleBinding', 'rbac.authorization.k8s.io/ClusterRole',
     'rbac.authorization.k8s.io/ClusterRoleBinding', 'apiextensions.k8s.io/CustomResourceDefinition',
-    'admissionregistration.k8s.io/ValidatingWebhookConfiguration', 'admissionregistration.k8s.io/MutatingWebhookConfiguration'];
+    'admissionregistration.k8s.io/ValidatingWebhookConfiguration', 'admissionregistration.k8s.io/MutatingWebhookConfiguration',
+    'admissionregistration.k8s.io/ValidatingAdmissionPolicy', 'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding',
+    'admissionregistration.k8s.io/MutatingAdmissionPolicy', 'admissionregistration.k8s.io/MutatingAdmissionPolicyBinding'];
   assert.deepEqual(Object.keys(BUILTIN_PATCH_META).sort(), [...kinds].sort());
   for (const k of kinds) {
     assert.deepEqual(BUILTIN_PATCH_META[k]!['metadata.ownerReferences'], { strategy: 'merge', mergeKey: 'uid' }, k);
