@@ -183,8 +183,13 @@ describe('a KcpInstance with two Shards, run as processes', { timeout: 900_000 }
     }, 120_000);
     await eventually('instance Ready again', async () => condition(await instance(), 'Ready')?.status === 'True', 180_000)
       .catch((err: Error) => { throw new Error(`${err.message}\n${diagnostics()}`); });
-    const server = `https://${runner!.podIP('kcp-front-proxy')}:6443/clusters/root:eu-org`;
-    assert.equal((await kcp(['--server', server, '--tls-server-name', 'kcp.example.com', 'get', 'configmap', 'hello', '-o', 'jsonpath={.data.shard}'])).stdout, 'alpha', 'data survives the rollout (Redis kept it)');
+    // The front-proxy pod was replaced too: a first request may meet the old pod's address or a
+    // process still starting. A client retries, as this one does.
+    const shard = await eventually('served through the new front-proxy', async () => {
+      const server = `https://${runner!.podIP('kcp-front-proxy')}:6443/clusters/root:eu-org`;
+      return (await kcp(['--server', server, '--tls-server-name', 'kcp.example.com', '--request-timeout=5s', 'get', 'configmap', 'hello', '-o', 'jsonpath={.data.shard}']).catch(() => undefined))?.stdout;
+    }, 60_000);
+    assert.equal(shard, 'alpha', 'data survives the rollout (Redis kept it)');
   });
 
   it('a version change rolls canary, other shards, root, front-proxy in order, each after the previous is ready', async () => {
