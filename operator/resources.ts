@@ -1,6 +1,7 @@
 /**
  * The host objects of an instance, as pure functions of what is declared: Deployments, Services,
- * the provisioned Redis (ConfigMap, StatefulSet, Service) of each shard, and the front-proxy.
+ * the provisioned Redis (ConfigMap, StatefulSet, Service) of each shard, the front-proxy, and the
+ * shards' audit policy ConfigMap.
  * Secrets (certificates, kubeconfigs) come from the reconcilers, which need the live ones to keep
  * certificates that still fit (pki.ts); these builders only refer to them by name.
  *
@@ -8,6 +9,7 @@
  * belongs to (so the garbage collector removes it with its owner), and containers that run as
  * non-root with a read-only root file system, probed on `/livez` and `/readyz`.
  */
+import { createHash } from 'node:crypto';
 import { API_VERSION, LABELS, MANAGED_BY, type HostObject, type KcpInstance, type OwnerReference, type RedisSpec, type Resources, type TypedObject } from './api/types.js';
 
 /** Name of the root shard in names and labels. */
@@ -42,7 +44,35 @@ export const names = {
   frontProxyServing: (i: string) => `${i}-front-proxy-serving`,
   frontProxyClient: (i: string) => `${i}-front-proxy-client`,
   frontProxyKubeconfig: (i: string) => `${i}-front-proxy-kubeconfig`,
+  auditPolicy: (i: string) => `${i}-audit-policy`,
 };
+
+/** Pod template annotation: a hash of the shard configuration pods read at start (audit policy, runtime config), so a change rolls them. */
+export const SHARD_CONFIG_ANNOTATION = 'operator.kcp-ts.io/shard-config';
+
+/** The ConfigMap of a KcpInstance's audit policy (`spec.audit`); none without one. */
+export function auditPolicyConfigMap(inst: KcpInstance, owner: OwnerReference): HostObject[] {
+  const policy = inst.spec.audit?.policy;
+  if (!policy) return [];
+  return [{
+    apiVersion: 'v1', kind: 'ConfigMap', metadata: meta(inst, names.auditPolicy(inst.metadata.name), 'shard', owner),
+    data: { 'policy.yaml': JSON.stringify(policy, null, 2) },
+  }];
+}
+
+/** Shard flags, volume and pod annotation of `spec.audit` and `spec.runtimeConfig`. */
+function shardConfig(inst: KcpInstance): { args: string[]; volumes: { name: string; configMap: { name: string } }[]; hash: string } {
+  const args: string[] = [];
+  const volumes: { name: string; configMap: { name: string } }[] = [];
+  if (inst.spec.audit?.policy) {
+    args.push('--audit-policy-file=/etc/kcp-ts/audit-policy/policy.yaml', '--audit-log-path=-');
+    volumes.push({ name: 'audit-policy', configMap: { name: names.auditPolicy(inst.metadata.name) } });
+  }
+  const rc = Object.entries(inst.spec.runtimeConfig ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
+  if (rc.length) args.push(`--runtime-config=${rc.map(([k, v]) => `${k}=${v}`).join(',')}`);
+  const hash = createHash('sha256').update(JSON.stringify([inst.spec.audit?.policy ?? null, rc])).digest('hex').slice(0, 16);
+  return { args, volumes, hash };
+}
 
 /** One shard as the builders see it: the root shard (from the KcpInstance) or a Shard object. */
 export interface ShardPlan {
@@ -150,6 +180,7 @@ export function shardWorkload(inst: KcpInstance, plan: ShardPlan): HostObject[] 
   const isRoot = plan.name === ROOT_SHARD;
   const selector = selectorOf(i, 'shard', plan.name);
   const labels = Object.entries(plan.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
+  const config = shardConfig(inst);
   const args = [
     'start', `--root-directory=${DATA_DIR}`, '--bind-address=0.0.0.0', `--secure-port=${SHARD_PORT}`, `--shard-name=${plan.name}`,
     `--redis-url=${redisURL(inst, plan)}`,
@@ -161,6 +192,7 @@ export function shardWorkload(inst: KcpInstance, plan: ShardPlan): HostObject[] 
     `--shard-base-url=${shardBaseURL(inst, plan.name)}`, `--shard-external-url=${externalURL(inst)}`,
     ...(isRoot ? [] : ['--root-shard-kubeconfig-file=/etc/kcp-ts/root-kubeconfig/kubeconfig']),
     ...(labels ? [`--shard-labels=${labels}`] : []),
+    ...config.args,
   ];
   const volumes = [
     secretVolume('serving', names.shardServing(i, plan.name)),
@@ -169,6 +201,7 @@ export function shardWorkload(inst: KcpInstance, plan: ShardPlan): HostObject[] 
     { name: 'revoked', configMap: { name: names.revoked(i) } },
     secretVolume('shard-client', names.shardClient(i, plan.name)),
     ...(isRoot ? [] : [secretVolume('root-kubeconfig', names.shardRootKubeconfig(i, plan.name))]),
+    ...config.volumes,
     { name: 'data', emptyDir: {} },
     { name: 'tmp', emptyDir: {} },
   ];
@@ -189,7 +222,7 @@ export function shardWorkload(inst: KcpInstance, plan: ShardPlan): HostObject[] 
       template: {
         metadata: {
           labels: { ...labelsOf(i, 'shard', plan.name), [LABELS.version]: plan.version },
-          annotations: { [CERT_SERIALS_ANNOTATION]: plan.certificateSerials },
+          annotations: { [CERT_SERIALS_ANNOTATION]: plan.certificateSerials, ...(config.args.length ? { [SHARD_CONFIG_ANNOTATION]: config.hash } : {}) },
         },
         spec: {
           securityContext: POD_SECURITY,

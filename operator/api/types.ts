@@ -71,6 +71,14 @@ export interface KcpInstanceSpec {
   frontProxy?: { replicas?: number; resources?: Resources; service?: { type?: string; annotations?: Record<string, string> } };
   pki?: { caSecretRef?: { name: string }; caDuration?: string; certificateDuration?: string; renewBefore?: string };
   upgrade?: { canaryShards?: string[]; progressDeadlineSeconds?: number; autoRollback?: boolean };
+  /**
+   * Audit log of every shard: kube's `audit.k8s.io/v1` Policy, written to a ConfigMap the shards
+   * mount (`--audit-policy-file`); events go to each shard's standard output (`--audit-log-path=-`),
+   * where the cluster's log pipeline collects them.
+   */
+  audit?: { policy: Record<string, unknown> };
+  /** Group/versions turned on in every shard (`--runtime-config`, kube's syntax), e.g. `admissionregistration.k8s.io/v1beta1: true`. */
+  runtimeConfig?: Record<string, boolean>;
 }
 
 /** One shard in `KcpInstance.status.shards`. */

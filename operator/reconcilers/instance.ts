@@ -13,7 +13,7 @@ import { planRollout, upgradeOrder, type ComponentState, type RolloutPlan } from
 import { conditionsOf, writeStatus } from '../status.js';
 import { serialOf } from '../pki.js';
 import {
-  externalHostname, externalURL, frontProxyWorkload, names, ownerOf, redisWorkload, ROOT_SHARD, serviceDnsNames, shardBaseURL,
+  auditPolicyConfigMap, externalHostname, externalURL, frontProxyWorkload, names, ownerOf, redisWorkload, ROOT_SHARD, serviceDnsNames, shardBaseURL,
   shardWorkload, versionOfImage, labelsOf, type ShardPlan,
 } from '../resources.js';
 import { certificateSecret, instanceCA, kubeconfigOf, policyOf, serviceAccountKeySecret, type CertificateSecret } from './certificates.js';
@@ -157,7 +157,7 @@ export async function reconcileInstance(ctx: OperatorContext, key: string): Prom
   const desired: HostObject[] = [
     ...(ca.secret ? [ca.secret] : []), frontProxyCA.secret, serviceAccountKeySecret(ctx, inst, names.serviceAccountKey(i), owner), bundle, revoked,
     ...rootCerts.map((c) => c.secret), proxyServing.secret, proxyClient.secret, proxyKubeconfig.secret, admin.secret,
-    ...redisWorkload(inst, rootPlan), ...shardWorkload(inst, rootPlan),
+    ...auditPolicyConfigMap(inst, owner), ...redisWorkload(inst, rootPlan), ...shardWorkload(inst, rootPlan),
     ...frontProxyWorkload(inst, plan.versions.get('front-proxy')!, proxySerials),
   ];
   await applyAll(ctx, desired);

@@ -220,6 +220,40 @@ describe('operator and Helm chart on a real kube-apiserver', { timeout: 600_000 
     assert.ok(c.args.includes('--redis-url=redis://r.example.com:6379'));
   });
 
+  it('spec.audit and spec.runtimeConfig: a policy ConfigMap every shard mounts, their flags, a roll on change, pruned when removed; bad values are refused by the CRD schema', async () => {
+    const patch = (spec: object, allowFail = false) => host.kubectl(['patch', 'kcpinstance', 'kcp', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec })], { allowFail });
+    const policy = (level: string) => ({ apiVersion: 'audit.k8s.io/v1', kind: 'Policy', omitStages: ['RequestReceived'], rules: [{ level, resources: [{ group: '', resources: ['secrets'] }] }, { level: 'None' }] });
+    const badLevel = await patch({ audit: { policy: policy('Everything') } }, true);
+    assert.notEqual(badLevel.code, 0);
+    assert.match(badLevel.stderr, /Unsupported value: "Everything"/);
+    const badGroup = await patch({ runtimeConfig: { 'apps/v1': true } }, true);
+    assert.notEqual(badGroup.code, 0);
+    assert.match(badGroup.stderr, /the only group\/version runtimeConfig can turn on is admissionregistration.k8s.io\/v1beta1/);
+
+    await patch({ audit: { policy: policy('Metadata') }, runtimeConfig: { 'admissionregistration.k8s.io/v1beta1': true } });
+    const cm = await eventually('audit policy ConfigMap', async () => (await host.kubectl(['get', 'configmap', 'kcp-audit-policy', '-n', NS, '-o', 'json'], { allowFail: true })).stdout, 30_000);
+    assert.equal(JSON.parse(JSON.parse(cm).data['policy.yaml']).rules[0].level, 'Metadata');
+    const shardSpec = async (name: string) => (await getJson(['get', 'deployment', name, '-n', NS])).spec.template;
+    for (const d of ['kcp-shard-root', 'kcp-shard-alpha', 'kcp-shard-beta']) {
+      const tpl = await eventually(`${d} configured`, async () => { const t = await shardSpec(d); return t.spec.containers[0].args.includes('--audit-log-path=-') && t; }, 30_000);
+      const args: string[] = tpl.spec.containers[0].args;
+      assert.ok(args.includes('--audit-policy-file=/etc/kcp-ts/audit-policy/policy.yaml') && args.includes('--runtime-config=admissionregistration.k8s.io/v1beta1=true'), args.join(' '));
+      assert.ok(tpl.spec.volumes.some((v: any) => v.name === 'audit-policy' && v.configMap?.name === 'kcp-audit-policy'));
+      assert.ok(tpl.spec.containers[0].volumeMounts.some((m: any) => m.name === 'audit-policy' && m.mountPath === '/etc/kcp-ts/audit-policy' && m.readOnly));
+    }
+    // A new policy rolls the shards: the pod template's configuration hash changes.
+    const hash = (await shardSpec('kcp-shard-alpha')).metadata.annotations['operator.kcp-ts.io/shard-config'];
+    assert.ok(hash);
+    await patch({ audit: { policy: policy('RequestResponse') } });
+    await eventually('alpha rolled', async () => (await shardSpec('kcp-shard-alpha')).metadata.annotations['operator.kcp-ts.io/shard-config'] !== hash, 30_000);
+    // Removed: no flags, no volume, the ConfigMap pruned.
+    await host.kubectl(['patch', 'kcpinstance', 'kcp', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/audit"},{"op":"remove","path":"/spec/runtimeConfig"}]']);
+    await eventually('audit policy pruned', async () => (await host.kubectl(['get', 'configmap', 'kcp-audit-policy', '-n', NS], { allowFail: true })).code !== 0, 30_000);
+    const after = await eventually('alpha unconfigured', async () => { const t = await shardSpec('kcp-shard-alpha'); return !t.spec.containers[0].args.some((a: string) => a.startsWith('--audit') || a.startsWith('--runtime-config')) && t; }, 30_000);
+    assert.equal(after.metadata.annotations['operator.kcp-ts.io/shard-config'], undefined);
+    assert.ok(!after.spec.volumes.some((v: any) => v.name === 'audit-policy'));
+  });
+
   it('leader election on a Lease: one leader at a time; a released or expired lease is taken over', async () => {
     const kc = new KubeConfig();
     kc.loadFromFile(await host.serviceAccountKubeconfig(NS, 'kcp-operator'));

@@ -125,3 +125,27 @@ describe('operator PKI', () => {
     assert.ok(isIssuedBy(leaf.certPem, renewed.pair.certPem), 'what the old CA signed verifies against the re-certified one');
   });
 });
+
+describe('shard configuration from the KcpInstance', () => {
+  it('the audit policy ConfigMap is a policy the shard accepts; runtimeConfig becomes a --runtime-config the shard parses', async () => {
+    const { auditPolicyConfigMap, shardWorkload } = await import('../../operator/resources.js');
+    const { parseAuditPolicy } = await import('../../src/server/audit.js');
+    const { parseRuntimeConfig } = await import('../../src/apis/runtimeconfig.js');
+    const owner = { apiVersion: 'operator.kcp-ts.io/v1alpha1', kind: 'KcpInstance', name: 'kcp', uid: 'u', controller: true, blockOwnerDeletion: true };
+    const inst = {
+      apiVersion: 'operator.kcp-ts.io/v1alpha1', kind: 'KcpInstance' as const, metadata: { name: 'kcp', namespace: 'kcp-system', uid: 'u' },
+      spec: {
+        version: '0.1.0', runtimeConfig: { 'admissionregistration.k8s.io/v1beta1': true },
+        audit: { policy: { apiVersion: 'audit.k8s.io/v1', kind: 'Policy', omitStages: ['RequestReceived'], rules: [{ level: 'Metadata', resources: [{ group: '', resources: ['secrets'] }] }] } },
+      },
+    };
+    const [cm] = auditPolicyConfigMap(inst, owner) as [{ data: Record<string, string> }];
+    const policy = parseAuditPolicy(cm.data['policy.yaml']!, 'policy.yaml');
+    assert.ok(policy);
+    const plan = { name: 'root', version: '0.1.0', replicas: 1, redis: { mode: 'Provisioned' as const }, owner, certificateSerials: '' };
+    const deployment = shardWorkload(inst, plan)[0] as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+    const rc = deployment.spec.template.spec.containers[0]!.args.find((a) => a.startsWith('--runtime-config='))!;
+    assert.deepEqual(parseRuntimeConfig(rc.slice('--runtime-config='.length)), { 'admissionregistration.k8s.io/v1beta1': true });
+    assert.deepEqual(auditPolicyConfigMap({ ...inst, spec: { version: '0.1.0' } }, owner), []);
+  });
+});
