@@ -33,6 +33,7 @@
 import { Environment } from '@marcbachmann/cel-js';
 import type { StatusCause } from '../apimachinery/errors.js';
 import { goQuote } from '../apimachinery/pruning.js';
+import { checkAst, formatIssues, schemaType } from './celtypes.js';
 
 type Obj = Record<string, unknown>;
 
@@ -715,13 +716,13 @@ function schemaHasUnprunedDefaults(s: unknown): boolean {
 }
 
 // ---------------------------------------------------------------------------------------------
-// CEL (x-kubernetes-validations): syntax only
+// CEL (x-kubernetes-validations): syntax, and the types celtypes.ts models
 // ---------------------------------------------------------------------------------------------
 
 let celEnv: Environment | undefined;
 
-/** Parses a CEL expression; returns [error, usesOldSelf]. */
-function parseCEL(expr: string): { error?: string; usesOldSelf: boolean } {
+/** Parses a CEL expression; returns its AST (when it parses), the error, and whether it uses oldSelf. */
+function parseCEL(expr: string): { error?: string; usesOldSelf: boolean; ast?: unknown } {
   celEnv ??= new Environment({ enableOptionalTypes: true, unlistedVariablesAreDyn: true });
   try {
     const parsed = celEnv.parse(expr);
@@ -734,7 +735,7 @@ function parseCEL(expr: string): { error?: string; usesOldSelf: boolean } {
       visit(n.args);
     };
     visit(parsed.ast);
-    return { usesOldSelf: uses };
+    return { usesOldSelf: uses, ast: parsed.ast };
   } catch (e) {
     const err = e as { summary?: string; message?: string };
     const msg = (typeof err.summary === 'string' && err.summary) || String(err.message ?? e).split('\n')[0];
@@ -978,6 +979,13 @@ function validateSchemaNode(s: unknown, p: string, v: Ssv, isRoot: boolean, opts
         const rule = asObj(r);
         const parsed = parseCEL(str(rule.rule));
         if (parsed.error) out.cel.push(invalid(child(rp, 'rule'), r, `compilation failed: ${parsed.error}`));
+        else {
+          // cel-go compiles the rule with `self` (and `oldSelf`) declared as the node's type: an
+          // undefined field or a wrong operand type is a compile error (celtypes.ts).
+          const self = schemaType(s, isRoot);
+          const issues = checkAst(parsed.ast, str(rule.rule), new Map([['self', self], ['oldSelf', rule.optionalOldSelf === true ? { k: 'dyn' } as const : self]]));
+          if (issues.length) out.cel.push(invalid(child(rp, 'rule'), r, `compilation failed: ${formatIssues(str(rule.rule), issues)}`));
+        }
         const msgExpr = str(rule.messageExpression);
         if (msgExpr.trim()) {
           const m = parseCEL(msgExpr);

@@ -584,3 +584,21 @@ test('acceptNames: names the CRD already accepted stay accepted; itself in `othe
   assert.equal(r.established.status, 'True');
   assert.deepEqual(r.acceptedNames, crd.status.acceptedNames);
 });
+
+test('CEL rules are type checked as cel-go compiles them: an undefined field or a wrong operand type is a compile error; what the checker does not model passes', () => {
+  const withRules = (rules: object[]) => {
+    const crd = baseCRD();
+    crd.spec.versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'] = rules;
+    return validateCRD(crd);
+  };
+  const undef = withRules([{ rule: 'self.z == 100' }]);
+  assert.deepEqual(fieldsOf(undef), [`${root}.properties[spec].x-kubernetes-validations[0].rule`]);
+  assert.match(undef[0]!.message, /compilation failed: ERROR: <input>:1:5: undefined field 'z'/);
+  const wrongType = withRules([{ rule: "self.replicas > 'one'" }]);
+  assert.match(wrongType[0]!.message, /found no matching overload for '_>_' applied to '\(int, string\)'/);
+  // int-or-string is dyn; oldSelf of a transition rule is typed as self; the root has metadata.
+  assert.deepEqual(withRules([{ rule: "self.replicas >= 0 && (self.port == 80 || self.port == 'http')" }, { rule: 'self.replicas >= oldSelf.replicas' }]), []);
+  const crd = baseCRD();
+  crd.spec.versions[0].schema.openAPIV3Schema['x-kubernetes-validations'] = [{ rule: "self.metadata.name != 'forbidden' && has(self.spec)" }];
+  assert.deepEqual(validateCRD(crd), []);
+});

@@ -6,7 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkExpression, checkPolicy, schemaType, typesToCheck, type CheckedKind } from '../../src/admission/typecheck.js';
+import { checkExpression, checkPolicy, typesToCheck, type CheckedKind } from '../../src/admission/typecheck.js';
+import { schemaType } from '../../src/apiextensions/celtypes.js';
 import { BUILTIN_SCHEMAS } from '../../src/apis/schemas/index.js';
 
 const CRONTAB = {
