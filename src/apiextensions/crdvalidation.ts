@@ -812,6 +812,11 @@ interface SchemaOptions {
   requirePrunedDefaults: boolean;
   requireAtomicSetType: boolean;
   requireMapListKeysMapSetValidation: boolean;
+  /**
+   * Rules the stored CRD already has: not type checked again on update (kube's
+   * `preexistingExpressions`: an expression that no longer compiles stays writable).
+   */
+  preexistingRules: ReadonlySet<string>;
 }
 
 /** `specStandardValidatorV3` state. */
@@ -979,7 +984,7 @@ function validateSchemaNode(s: unknown, p: string, v: Ssv, isRoot: boolean, opts
         const rule = asObj(r);
         const parsed = parseCEL(str(rule.rule));
         if (parsed.error) out.cel.push(invalid(child(rp, 'rule'), r, `compilation failed: ${parsed.error}`));
-        else {
+        else if (!opts.preexistingRules.has(str(rule.rule))) {
           // cel-go compiles the rule with `self` (and `oldSelf`) declared as the node's type: an
           // undefined field or a wrong operand type is a compile error (celtypes.ts).
           const self = schemaType(s, isRoot);
@@ -1452,6 +1457,11 @@ function validateSpec(spec: Obj, names: Obj, oldSpec: Obj | undefined): StatusCa
     requirePrunedDefaults: !oldSchemas.some(schemaHasUnprunedDefaults),
     requireAtomicSetType: !oldSchemas.some((s) => schemaHas(s, hasNonAtomicSetType)),
     requireMapListKeysMapSetValidation: !oldSchemas.some((s) => schemaHas(s, (n) => mapListKeysMapSet(n, '').length > 0)),
+    preexistingRules: new Set(oldSchemas.flatMap((s) => {
+      const rules: string[] = [];
+      schemaHas(s, (n) => { for (const r of arr(n['x-kubernetes-validations'])) rules.push(str(asObj(r).rule)); return false; });
+      return rules;
+    })),
   };
 
   if (requireOpenAPISchema) {

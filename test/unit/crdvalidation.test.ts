@@ -602,3 +602,13 @@ test('CEL rules are type checked as cel-go compiles them: an undefined field or 
   crd.spec.versions[0].schema.openAPIV3Schema['x-kubernetes-validations'] = [{ rule: "self.metadata.name != 'forbidden' && has(self.spec)" }];
   assert.deepEqual(validateCRD(crd), []);
 });
+
+test('a rule the stored CRD already has is not type checked again on update (kube\'s preexistingExpressions); a new one is', () => {
+  const old = baseCRD();
+  old.spec.versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'] = [{ rule: 'self.z == 100' }];
+  const next = structuredClone(old);
+  next.metadata.labels = { touched: 'yes' };
+  assert.deepEqual(validateCRD(next, old), []);
+  next.spec.versions[0].schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'].push({ rule: 'self.y == 1' });
+  assert.match(validateCRD(next, old).map((c) => c.message).join('\n'), /undefined field 'y'/);
+});
