@@ -386,7 +386,8 @@ export class Store {
   private async readBase(scope: RequestScope, key: string, name: string, precondition: string | undefined): Promise<KubeObject | null> {
     const cached = precondition ? this.backend.cache.getEntry(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace ?? '' : '', name) : undefined;
     if (!cached || String(cached.rv) !== precondition) return this.readCurrent(key);
-    await this.prepare([cached]);
+    const converting = this.prepare([cached]);
+    if (converting) await converting;
     return this.decodeEntry(cached);
   }
 
@@ -435,15 +436,7 @@ export class Store {
    * (https://kubernetes.io/docs/reference/using-api/api-concepts/#field-validation).
    */
   private prune(obj: KubeObject, scope: RequestScope, strictError: (errors: string[]) => StatusError): void {
-    let paths: string[] = [];
-    const normalize = this.desc.strategy?.normalize;
-    if (normalize) {
-      // Custom resources: metadata is pruned as for every kind, the rest by the CRD schema.
-      const meta = pruneUnknownFields(obj.metadata, OBJECT_META_SCHEMA, BUILTIN_SCHEMAS).map((p) => `metadata.${p}`);
-      paths = [...meta, ...normalize(obj)];
-    } else if (this.schema) {
-      paths = pruneUnknownFields(obj, this.schema, BUILTIN_SCHEMAS);
-    }
+    const paths = this.dropUnknownFields(obj);
     const duplicates = scope.duplicateFields ?? [];
     if (!paths.length && !duplicates.length) return;
     const mode = scope.fieldValidation ?? 'Warn';
@@ -451,6 +444,17 @@ export class Store {
     const errors = strictErrors(paths, duplicates);
     if (mode === 'Strict') throw strictError(errors);
     scope.warnings?.push(...errors);
+  }
+
+  /**
+   * Drops the fields the kind's schema does not know, in place; returns their paths. Custom
+   * resources: metadata is pruned as for every kind, the rest by the CRD schema, which also
+   * defaults (the strategy's `normalize`).
+   */
+  private dropUnknownFields(obj: KubeObject): string[] {
+    const normalize = this.desc.strategy?.normalize;
+    if (normalize) return [...pruneUnknownFields(obj.metadata, OBJECT_META_SCHEMA, BUILTIN_SCHEMAS).map((p) => `metadata.${p}`), ...normalize(obj)];
+    return this.schema ? pruneUnknownFields(obj, this.schema, BUILTIN_SCHEMAS) : [];
   }
 
   /**
@@ -579,11 +583,7 @@ export class Store {
       if (b[k] === undefined) delete m[k]; else (m as Record<string, unknown>)[k] = b[k];
     }
     after.apiVersion = before.apiVersion; after.kind = before.kind;
-    const normalize = this.desc.strategy?.normalize;
-    if (normalize) {
-      pruneUnknownFields(after.metadata, OBJECT_META_SCHEMA, BUILTIN_SCHEMAS);
-      normalize(after);
-    } else if (this.schema) pruneUnknownFields(after, this.schema, BUILTIN_SCHEMAS);
+    this.dropUnknownFields(after);
     return after;
   }
 
@@ -661,7 +661,8 @@ export class Store {
     await cache.waitForRevision(await this.backend.storage.currentRevision());
     const e = cache.getEntry(this.groupResource, scope.cluster, this.desc.namespaced ? scope.namespace ?? '' : '', name);
     if (!e) throw notFound(this.gr, name);
-    await this.prepare([e]);
+    const converting = this.prepare([e]);
+    if (converting) await converting;
     return this.renderEntry(e);
   }
 

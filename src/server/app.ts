@@ -388,7 +388,8 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
       const opts = listOptions(query);
       if (view && info.cluster === '*') opts.restrict = view.restrict(store, 'list');
       const res = await store.list(scope, opts);
-      await store.prepare(res.items);
+      const converting = store.prepare(res.items);
+      if (converting) await converting;
       return sendList(reply, res.items, { resourceVersion: res.resourceVersion, continue: res.continue, remainingItemCount: res.remainingItemCount }, store, out, query, info.cluster === '*');
     }
     case 'watch': {
