@@ -25,6 +25,7 @@ import type { AuthzAttributes, Decision } from '../auth/authorizer.js';
 import type { UserInfo } from '../registry/store.js';
 import { CelLibraryError } from '../apiextensions/cel-library.js';
 import { SERVICE_ACCOUNTS_GROUP, serviceAccountUsername } from '../auth/serviceaccounts.js';
+import { validateName } from '../apimachinery/validation.js';
 
 /** What one check asks (kube's `authorizer.AttributesRecord` as authz.go fills it), without user and logical cluster. */
 export type AuthorizationCheck = Omit<AuthzAttributes, 'user' | 'cluster'>;
@@ -42,9 +43,6 @@ const PATH_CHECK_TYPE = 'kubernetes.authorization.PathCheck';
 const GROUP_CHECK_TYPE = 'kubernetes.authorization.GroupCheck';
 const RESOURCE_CHECK_TYPE = 'kubernetes.authorization.ResourceCheck';
 const DECISION_TYPE = 'kubernetes.authorization.Decision';
-
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** The result of a check (kube's `decisionVal`). */
 export class AuthzDecision {
@@ -122,8 +120,8 @@ export function registerAuthzLibrary(env: Environment): void {
     (path.trim() ? new PathCheck(a, path) : fail('path must not be empty')));
   fn(`${AUTHORIZER_TYPE}.group(string): ${GROUP_CHECK_TYPE}`, (a: CelAuthorizer, group: string) => new GroupCheck(a, group));
   fn(`${AUTHORIZER_TYPE}.serviceAccount(string, string): ${AUTHORIZER_TYPE}`, (a: CelAuthorizer, namespace: string, name: string) => {
-    if (name.length > 253 || !DNS1123_SUBDOMAIN.test(name)) fail('Invalid service account name');
-    if (namespace.length > 63 || !DNS1123_LABEL.test(namespace)) fail('Invalid service account namespace');
+    if (validateName(name, 'dns1123Subdomain').length) fail('Invalid service account name');
+    if (validateName(namespace, 'dns1123Label').length) fail('Invalid service account namespace');
     return new CelAuthorizer({ name: serviceAccountUsername(namespace, name), groups: [SERVICE_ACCOUNTS_GROUP, `${SERVICE_ACCOUNTS_GROUP}:${namespace}`] }, a.cluster, a.authorize);
   });
   fn(`${GROUP_CHECK_TYPE}.resource(string): ${RESOURCE_CHECK_TYPE}`, (g: GroupCheck, resource: string) =>
