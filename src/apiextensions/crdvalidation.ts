@@ -34,6 +34,7 @@ import { Environment } from '@marcbachmann/cel-js';
 import type { StatusCause } from '../apimachinery/errors.js';
 import { goQuote } from '../apimachinery/pruning.js';
 import { checkAst, formatIssues, schemaType } from './celtypes.js';
+import { caBundleError, webhookURLErrors } from '../apimachinery/webhookclient.js';
 
 type Obj = Record<string, unknown>;
 
@@ -1255,10 +1256,8 @@ function validateConversion(conv: unknown, requireRecognizedVersion: boolean, p:
       }
       errs.push(forbidden(svp, CONVERSION_SERVICE_UNSUPPORTED));
     }
-    const caBundle = cc === undefined ? undefined : asObj(cc).caBundle;
-    if (isSet(caBundle) && (typeof caBundle !== 'string' || !Buffer.from(caBundle, 'base64').toString().includes('-----BEGIN CERTIFICATE-----'))) {
-      errs.push(invalid(child(ccp, 'caBundle'), '', 'must be a base64-encoded PEM certificate bundle'));
-    }
+    const caError = caBundleError(asObj(cc).caBundle);
+    if (caError) errs.push(invalid(child(ccp, 'caBundle'), '', caError));
     const rp = child(p, 'conversionReviewVersions');
     const versions = arr(reviewVersions);
     if (!versions.length) errs.push(required(rp));
@@ -1281,17 +1280,9 @@ function validateConversion(conv: unknown, requireRecognizedVersion: boolean, p:
   return errs;
 }
 
-/** `webhook.ValidateWebhookURL(…, forceHttps=true)`. */
+/** `webhook.ValidateWebhookURL(…, forceHttps=true)` as field causes. */
 function validateWebhookURL(p: string, raw: string): StatusCause[] {
-  let u: URL;
-  try { u = new URL(raw); } catch (e) { return [invalid(p, raw, `url must be a valid URL: ${(e as Error).message}`)]; }
-  const errs: StatusCause[] = [];
-  if (u.protocol !== 'https:') errs.push(invalid(p, raw, "'https' is the only allowed URL scheme"));
-  if (!u.hostname) errs.push(invalid(p, raw, 'host must be specified'));
-  if (u.username || u.password) errs.push(invalid(p, raw, 'user information is not permitted in the URL'));
-  if (u.hash) errs.push(invalid(p, raw, 'fragments are not permitted in the URL'));
-  if (u.search) errs.push(invalid(p, raw, 'query parameters are not permitted in the URL'));
-  return errs;
+  return webhookURLErrors(raw).map((e) => invalid(p, raw, e));
 }
 
 const API_APPROVAL_ANNOTATION = 'api-approved.kubernetes.io';

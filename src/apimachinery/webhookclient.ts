@@ -80,10 +80,33 @@ export async function postJSON(endpoint: WebhookEndpoint, body: object, timeoutM
 }
 
 /**
- * Validation of a webhook `clientConfig` (admissionregistration and apiextensions share kube's
- * `ValidateWebhookURL(…, forceHttps=true)`): exactly one of url or service; `service` is refused
- * (see the module's comment); the URL must be https, with a host and without user information,
- * query or fragment; a caBundle must be base64 PEM. `path` is the field path of the clientConfig.
+ * kube's `webhook.ValidateWebhookURL(…, forceHttps=true)` (k8s.io/apiserver/pkg/util/webhook),
+ * which admission webhook configurations and CRD conversion webhooks share: the details of what
+ * is wrong with a URL (empty: valid).
+ */
+export function webhookURLErrors(raw: string): string[] {
+  let u: URL;
+  try { u = new URL(raw); } catch (e) { return [`url must be a valid URL: ${(e as Error).message}`]; }
+  const errs: string[] = [];
+  if (u.protocol !== 'https:') errs.push("'https' is the only allowed URL scheme");
+  if (!u.hostname) errs.push('host must be specified');
+  if (u.username || u.password) errs.push('user information is not permitted in the URL');
+  if (u.hash) errs.push('fragments are not permitted in the URL');
+  if (u.search) errs.push('query parameters are not permitted in the URL');
+  return errs;
+}
+
+/** What is wrong with a `caBundle` (base64 of PEM certificates), if anything. */
+export function caBundleError(caBundle: unknown): string | undefined {
+  if (caBundle === undefined || caBundle === null) return undefined;
+  return typeof caBundle === 'string' && Buffer.from(caBundle, 'base64').toString().includes('-----BEGIN CERTIFICATE-----')
+    ? undefined : 'must be a base64-encoded PEM certificate bundle';
+}
+
+/**
+ * Validation of an admission webhook's `clientConfig`: exactly one of url or service; `service`
+ * is refused (see the module's comment); the URL as `webhookURLErrors`; the caBundle as
+ * `caBundleError`. `path` is the field path of the clientConfig.
  */
 export function validateWebhookClientConfig(clientConfig: unknown, path: string): StatusCause[] {
   const causes: StatusCause[] = [];
@@ -98,14 +121,9 @@ export function validateWebhookClientConfig(clientConfig: unknown, path: string)
   } else if (typeof cc.url !== 'string' || !cc.url) {
     bad(path, 'Required value: exactly one of url or service is required', 'FieldValueRequired');
   } else {
-    let u: URL | undefined;
-    try { u = new URL(cc.url); } catch { bad(`${path}.url`, `Invalid value: ${JSON.stringify(cc.url)}: must be a valid URL`); }
-    if (u && u.protocol !== 'https:') bad(`${path}.url`, `Unsupported value: ${JSON.stringify(u.protocol.replace(':', ''))}: 'https' is the only allowed URL scheme`, 'FieldValueNotSupported');
-    if (u && !u.hostname) bad(`${path}.url`, `Invalid value: ${JSON.stringify(cc.url)}: host must be specified`);
-    if (u && (u.username || u.password || u.search || u.hash)) bad(`${path}.url`, `Invalid value: ${JSON.stringify(cc.url)}: user information, query parameters and fragments are not permitted`);
+    for (const e of webhookURLErrors(cc.url)) bad(`${path}.url`, `Invalid value: ${JSON.stringify(cc.url)}: ${e}`);
   }
-  if (cc.caBundle !== undefined && (typeof cc.caBundle !== 'string' || !Buffer.from(cc.caBundle, 'base64').toString().includes('-----BEGIN CERTIFICATE-----'))) {
-    bad(`${path}.caBundle`, 'Invalid value: must be a base64-encoded PEM certificate bundle');
-  }
+  const ca = caBundleError(cc.caBundle);
+  if (ca) bad(`${path}.caBundle`, `Invalid value: ${ca}`);
   return causes;
 }
