@@ -13,6 +13,8 @@ import { BINDINGS_GR, descriptorsForSchema, EXPORTS_GR, SCHEMAS_GR } from './sch
 /** Replicated resource paths (ShardDirectory `replicate`) of exports and schemas. */
 export const EXPORTS_PATH = 'apis/apis.kcp.io/v1alpha2/apiexports';
 export const SCHEMAS_PATH = 'apis/apis.kcp.io/v1alpha1/apiresourceschemas';
+/** The replicated paths the catalog reads: a change to them may change a logical cluster's APIs. */
+export const CATALOG_PATHS: readonly string[] = [EXPORTS_PATH, SCHEMAS_PATH];
 
 /** `spec.reference.export` of an APIBinding. */
 export interface ExportReference { path?: string; name: string }

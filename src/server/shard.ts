@@ -40,7 +40,7 @@ import { homeWorkspaces } from '../tenancy/home.js';
 import { startControllers } from '../controllers/index.js';
 import { NAMESPACES_GR } from '../controllers/namespace/controller.js';
 import { classifyClusterSegment } from '../tenancy/paths.js';
-import { APICatalog, EXPORTS_PATH, SCHEMAS_PATH } from '../apiexports/catalog.js';
+import { APICatalog, CATALOG_PATHS } from '../apiexports/catalog.js';
 import { apisAdmission, crdOverlapAdmission } from '../apiexports/admission.js';
 import { BINDINGS_GR } from '../apiexports/schemas.js';
 import { APIExportVirtualWorkspace } from '../apiexports/virtualworkspace.js';
@@ -384,7 +384,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       credentials: shardCredentials,
       // Webhook configurations: a provider's webhooks apply to its bound resources in consumers
       // on every shard (kcp replicates them to its cache server for the same reason).
-      replicate: [WORKSPACE_TYPES_PATH, EXPORTS_PATH, SCHEMAS_PATH, ...WEBHOOK_CONFIGURATION_PATHS],
+      replicate: [WORKSPACE_TYPES_PATH, ...CATALOG_PATHS, ...WEBHOOK_CONFIGURATION_PATHS],
       log: (m) => warn(m),
     });
     cleanups.unshift(() => directory.stop());
@@ -464,7 +464,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     // A schema replicated from another shard may complete a binding made before it arrived.
     // (Replicated objects change with no logical cluster location; routing changes are left alone.)
     directory.subscribe((change) => {
-      if (!change.location && !change.deleted && !WEBHOOK_CONFIGURATION_PATHS.includes(change.resource ?? '')) registry.invalidate();
+      if (!change.location && !change.deleted && (!change.resource || CATALOG_PATHS.includes(change.resource))) registry.invalidate();
     });
     const storeOf = (plural: string, group: string): Store => {
       const d = resources.find((x) => x.plural === plural && x.group === group);

@@ -97,8 +97,8 @@ interface Watched {
   informers: RemoteInformer[];
   /** Logical cluster names of this shard, for removal on relist. */
   clusters: Set<string>;
-  /** Replicated objects: resource path → `cluster/name` → object. */
-  objects: Map<string, Map<string, KubeObject>>;
+  /** Replicated objects: resource path → logical cluster → name → object. */
+  objects: Map<string, Map<string, Map<string, KubeObject>>>;
 }
 
 /** The instance's shards and where each logical cluster lives. */
@@ -158,7 +158,7 @@ export class ShardDirectory {
   /** A replicated object of another shard (`resource` as given in `replicate`). */
   replicated(resource: string, cluster: string, name: string): KubeObject | undefined {
     for (const w of this.watched.values()) {
-      const o = w.objects.get(resource)?.get(`${cluster}/${name}`);
+      const o = w.objects.get(resource)?.get(cluster)?.get(name);
       if (o) return o;
     }
     return undefined;
@@ -167,16 +167,14 @@ export class ShardDirectory {
   /** The replicated objects of `resource` (as given in `replicate`) in one logical cluster of another shard. */
   replicatedIn(resource: string, cluster: string): KubeObject[] {
     const out: KubeObject[] = [];
-    for (const w of this.watched.values()) {
-      for (const o of w.objects.get(resource)?.values() ?? []) if (clusterOf(o) === cluster) out.push(o);
-    }
+    for (const w of this.watched.values()) out.push(...(w.objects.get(resource)?.get(cluster)?.values() ?? []));
     return out;
   }
 
   /** Every replicated object of `resource` (as given in `replicate`), of all other shards. */
   replicatedList(resource: string): KubeObject[] {
     const out: KubeObject[] = [];
-    for (const w of this.watched.values()) out.push(...(w.objects.get(resource)?.values() ?? []));
+    for (const w of this.watched.values()) for (const inCluster of w.objects.get(resource)?.values() ?? []) out.push(...inCluster.values());
     return out;
   }
 
@@ -265,12 +263,22 @@ export class ShardDirectory {
       state,
     }));
     for (const resource of this.opts.replicate ?? []) {
-      const objects = new Map<string, KubeObject>();
+      const objects = new Map<string, Map<string, KubeObject>>();
       w.objects.set(resource, objects);
-      const key = (o: KubeObject) => `${clusterOf(o)}/${o.metadata.name}`;
+      const put = (o: KubeObject) => {
+        const c = clusterOf(o);
+        let inCluster = objects.get(c);
+        if (!inCluster) { inCluster = new Map(); objects.set(c, inCluster); }
+        inCluster.set(o.metadata.name!, o);
+      };
+      const remove = (o: KubeObject) => {
+        const c = clusterOf(o);
+        const inCluster = objects.get(c);
+        if (inCluster?.delete(o.metadata.name!) && !inCluster.size) objects.delete(c);
+      };
       w.informers.push(new RemoteInformer(client, { path: `/clusters/*/${resource}` }, {
-        replace: (items) => { objects.clear(); for (const o of items) objects.set(key(o), o); this.changed({ shard: info.name, resource }); },
-        event: (type, o) => { if (type === 'DELETED') objects.delete(key(o)); else objects.set(key(o), o); this.changed({ shard: info.name, resource }); },
+        replace: (items) => { objects.clear(); for (const o of items) put(o); this.changed({ shard: info.name, resource }); },
+        event: (type, o) => { if (type === 'DELETED') remove(o); else put(o); this.changed({ shard: info.name, resource }); },
       }));
     }
   }
