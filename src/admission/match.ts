@@ -9,7 +9,9 @@ import { labelSelectorFromMetav1, matchesLabels, type LabelSelector, type LabelS
 import type { KubeObject } from '../apimachinery/meta.js';
 import { registerKubeLibrary } from '../apiextensions/cel-library.js';
 import { AUTHORIZER_TYPE, registerAuthzLibrary } from './celauthorizer.js';
-import type { WebhookAttributes } from '../registry/store.js';
+import type { Store, WebhookAttributes } from '../registry/store.js';
+import type { ClusterAPIs } from '../apiextensions/registry.js';
+import type { ResourceDescriptor } from '../apis/types.js';
 import type { WatchCache } from '../storage/watchcache.js';
 
 type Obj = Record<string, unknown>;
@@ -46,12 +48,11 @@ export function selectorOf(v: unknown): LabelSelector | undefined {
 const has = (list: string[], v: string) => list.includes('*') || list.includes(v);
 
 /**
- * Whether a rule matches a request: operation, group, version (ignored with `anyVersion`, kube's
- * `matchPolicy: Equivalent` for the versions one resource is served in), resource with
+ * Whether a rule matches a request's own resource: operation, group, version, resource with
  * subresource (`pods`, `pods/status`, `*`, `*` + `/*`, `pods/*`, `*` + `/status`), names and
- * scope.
+ * scope. `matchPolicy: Equivalent` is `matchResource`'s.
  */
-export function ruleMatches(r: AdmissionRule, a: WebhookAttributes, anyVersion: boolean): boolean {
+export function ruleMatches(r: AdmissionRule, a: WebhookAttributes): boolean {
   const d = a.desc;
   const sub = a.subresource;
   const resourceOk = r.resources.some((e) => {
@@ -60,9 +61,73 @@ export function ruleMatches(r: AdmissionRule, a: WebhookAttributes, anyVersion: 
     if (s === undefined) return e === '*' && !sub;
     return (res === '*' || res === d.plural) && (s === '*' ? Boolean(sub) || res !== '*' : s === sub);
   });
-  return resourceOk && has(r.operations, a.operation) && has(r.apiGroups, d.group) && (anyVersion || has(r.apiVersions, d.version))
+  return resourceOk && has(r.operations, a.operation) && has(r.apiGroups, d.group) && has(r.apiVersions, d.version)
     && (!r.resourceNames.length || r.resourceNames.includes(a.name))
     && (r.scope === '*' || (r.scope === 'Namespaced') === d.namespaced);
+}
+
+/** Served resources by storage location, per API set (computed once per set). */
+const equivalents = new WeakMap<ClusterAPIs, Map<string, { desc: ResourceDescriptor; store: Store }[]>>();
+
+/**
+ * A logical cluster's served resources grouped by where they are stored: kube's equivalent
+ * resources (its EquivalentResourceRegistry keys resources by storage prefix: the versions of a
+ * resource, and e.g. events.k8s.io Events with core Events), in discovery order.
+ */
+function equivalentsOf(apis: ClusterAPIs): Map<string, { desc: ResourceDescriptor; store: Store }[]> {
+  let m = equivalents.get(apis);
+  if (!m) {
+    m = new Map();
+    for (const desc of apis.descriptors) {
+      const store = desc.virtual ? undefined : apis.store(desc.group, desc.version, desc.plural);
+      if (!store) continue;
+      const list = m.get(store.groupResource) ?? [];
+      list.push({ desc, store });
+      m.set(store.groupResource, list);
+    }
+    equivalents.set(apis, m);
+  }
+  return m;
+}
+
+/**
+ * The resource a set of rules matched a request as: its own, or — under `matchPolicy:
+ * Equivalent` — an equivalent one a rule names, with the stores to convert the request's objects
+ * between (kube's `EquivalentResourceMapper` matching, webhook/generic and policy/matching).
+ */
+export interface MatchedResource { desc: ResourceDescriptor; convert?: { from: Store; to: Store } }
+
+/**
+ * Matches rules against a request: its own resource when a rule names it; with `equivalent`, the
+ * first equivalent resource of the logical cluster's APIs a rule names. Undefined: no match.
+ */
+export function matchResource(rules: readonly AdmissionRule[], a: WebhookAttributes, equivalent: boolean, apis: ClusterAPIs | undefined): MatchedResource | undefined {
+  if (rules.some((r) => ruleMatches(r, a))) return { desc: a.desc };
+  if (!equivalent || !apis) return undefined;
+  const from = apis.store(a.desc.group, a.desc.version, a.desc.plural);
+  if (!from) return undefined;
+  for (const { desc, store } of equivalentsOf(apis).get(from.groupResource) ?? []) {
+    if (desc !== a.desc && rules.some((r) => ruleMatches(r, { ...a, desc }))) return { desc, convert: { from, to: store } };
+  }
+  return undefined;
+}
+
+/**
+ * The request as the matched resource sees it (kube's `ConvertVersionedAttributes`): `object`
+ * and `oldObject` converted to its version (`Store.convertTo`, through the storage version).
+ * Rejects with a conversion webhook's StatusError.
+ */
+export async function versionedAttributes(a: WebhookAttributes, m: MatchedResource): Promise<WebhookAttributes> {
+  const c = m.convert;
+  if (!c) return a;
+  const convert = async (o: KubeObject | undefined) => (o ? (await c.from.convertTo([o], c.to))[0] : undefined);
+  const [object, oldObject] = await Promise.all([convert(a.object), convert(a.oldObject)]);
+  return { ...a, desc: m.desc, object, oldObject };
+}
+
+/** An object mutated in the matched resource's version, back in the request's. */
+export async function unversioned(obj: KubeObject, m: MatchedResource): Promise<KubeObject> {
+  return m.convert ? (await m.convert.to.convertTo([obj], m.convert.from))[0]! : obj;
 }
 
 /**

@@ -34,8 +34,8 @@ import type { WebhookAttributes } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
 import { newReinvocationContext, reinvocationState, type AdmissionStep, type ReinvocationContext } from './index.js';
 import type { AdmissionAuthorize } from './celauthorizer.js';
-import { celToJSON } from './match.js';
-import { compileMatch, defaultPolicy, parsed, policyActivation, policyMatches, policyParams, validateBindingSpec, validatePolicySpec } from './policies.js';
+import { celToJSON, unversioned, versionedAttributes } from './match.js';
+import { compileMatch, defaultPolicy, parsed, policyActivation, policyMatch, policyParams, validateBindingSpec, validatePolicySpec } from './policies.js';
 
 /** Watch-cache group/resources of mutating policies and their bindings. */
 export const MUTATING_POLICIES_GR = 'admissionregistration.k8s.io/mutatingadmissionpolicies';
@@ -174,9 +174,14 @@ export class MutatingPolicies implements AdmissionStep {
         if (!pe) continue;
         const policy = parsed(pe, (o) => compileMatch(asObj(asObj(o.spec).matchConstraints)));
         const current = { ...a, object: obj };
-        if (!policyMatches(this.deps.cache, policy.match, current)) continue;
-        if (bspec.matchResources !== undefined && !policyMatches(this.deps.cache, binding.match, current)) continue;
-        obj = this.invoke(current, policy.obj, binding.obj, rc);
+        const apis = this.deps.apis(a.cluster);
+        const matched = policyMatch(this.deps.cache, policy.match, current, apis);
+        if (!matched) continue;
+        if (bspec.matchResources !== undefined && !policyMatch(this.deps.cache, binding.match, current, apis)) continue;
+        // Mutated in the version it matched (Equivalent), then back in the request's, as kube does.
+        const versioned = await versionedAttributes(current, matched) as WebhookAttributes & { object: KubeObject };
+        const mutated = this.invoke(versioned, policy.obj, binding.obj, rc);
+        if (mutated !== versioned.object) obj = await unversioned(mutated, matched);
       }
     } finally {
       state.setLastInvocationOutput(obj);

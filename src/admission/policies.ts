@@ -24,7 +24,7 @@
 import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import { labelSelectorFromMetav1, matchesLabels, type LabelSelector, type LabelSelectorV1 } from '../apimachinery/labels.js';
 import { celAuthorizer, type AdmissionAuthorize } from './celauthorizer.js';
-import { compileExpression, namespaceObject, ruleMatches, ruleOf, selectorOf, selectorsMatch, type AdmissionRule } from './match.js';
+import { compileExpression, matchResource, namespaceObject, ruleOf, selectorOf, selectorsMatch, versionedAttributes, type AdmissionRule, type MatchedResource } from './match.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ClusterAPIs } from '../apiextensions/registry.js';
 import { toCel } from '../apiextensions/cel.js';
@@ -123,13 +123,13 @@ export function defaultPolicy(obj: KubeObject): void {
 }
 
 /** A policy's `matchConstraints` or a binding's `matchResources`, compiled. */
-export interface Rules { rules: AdmissionRule[]; exclude: AdmissionRule[]; namespaceSelector?: LabelSelector; objectSelector?: LabelSelector; anyVersion: boolean }
+export interface Rules { rules: AdmissionRule[]; exclude: AdmissionRule[]; namespaceSelector?: LabelSelector; objectSelector?: LabelSelector; equivalent: boolean }
 
 /** Compiles `MatchResources` (kube's policy/matching). */
 export function compileMatch(m: Obj): Rules {
   return {
     rules: asList(m.resourceRules).map(ruleOf), exclude: asList(m.excludeResourceRules).map(ruleOf),
-    namespaceSelector: selectorOf(m.namespaceSelector), objectSelector: selectorOf(m.objectSelector), anyVersion: m.matchPolicy !== 'Exact',
+    namespaceSelector: selectorOf(m.namespaceSelector), objectSelector: selectorOf(m.objectSelector), equivalent: m.matchPolicy !== 'Exact',
   };
 }
 
@@ -148,12 +148,14 @@ export function parsed(e: { json: string }, match: (o: KubeObject) => Rules): { 
 
 /**
  * Whether a request matches `MatchResources` (kube's policy/matching `Matches`): one of the
- * resource rules (none: any), none of the exclusions, the object and namespace selectors.
+ * resource rules (none: any), none of the exclusions, the object and namespace selectors; the
+ * resource it matched as (its own, or under `matchPolicy: Equivalent` the one a rule names,
+ * `matchResource`), undefined when it does not match.
  */
-export function policyMatches(cache: WatchCache, m: Rules, a: WebhookAttributes): boolean {
-  if (m.rules.length && !m.rules.some((r) => ruleMatches(r, a, m.anyVersion))) return false;
-  if (m.exclude.some((r) => ruleMatches(r, a, m.anyVersion))) return false;
-  return selectorsMatch(cache, a, m.objectSelector, m.namespaceSelector);
+export function policyMatch(cache: WatchCache, m: Rules, a: WebhookAttributes, apis: ClusterAPIs | undefined): MatchedResource | undefined {
+  const matched = m.rules.length ? matchResource(m.rules, a, m.equivalent, apis) : { desc: a.desc };
+  if (!matched || (m.exclude.length && matchResource(m.exclude, a, m.equivalent, apis))) return undefined;
+  return selectorsMatch(cache, a, m.objectSelector, m.namespaceSelector) ? matched : undefined;
 }
 
 /**
@@ -222,8 +224,6 @@ export class ValidatingPolicies implements WebhookAdmission {
 
   async mutate(a: WebhookAttributes): Promise<KubeObject | undefined> { return a.object; }
 
-  private matches(m: Rules, a: WebhookAttributes): boolean { return policyMatches(this.deps.cache, m, a); }
-
   async validate(a: WebhookAttributes): Promise<void> {
     const bindings = this.deps.cache.list(POLICY_BINDINGS_GR, a.cluster);
     if (!bindings.length) return;
@@ -235,9 +235,12 @@ export class ValidatingPolicies implements WebhookAdmission {
         const pe = this.deps.cache.getEntry(POLICIES_GR, a.cluster, '', String(bspec.policyName ?? ''));
         if (!pe) continue;
         const policy = parsed(pe, (o) => compileMatch(asObj(asObj(o.spec).matchConstraints)));
-        if (!this.matches(policy.match, a)) continue;
-        if (bspec.matchResources !== undefined && !this.matches(binding.match, a)) continue;
-        this.evaluate(a, policy.obj, binding.obj, auditFailures);
+        const apis = this.deps.apis(a.cluster);
+        const matched = policyMatch(this.deps.cache, policy.match, a, apis);
+        if (!matched) continue;
+        if (bspec.matchResources !== undefined && !policyMatch(this.deps.cache, binding.match, a, apis)) continue;
+        // The policy sees the object in the version it matched (Equivalent), as kube converts it.
+        this.evaluate(await versionedAttributes(a, matched), policy.obj, binding.obj, auditFailures);
       }
     } finally {
       // The Audit action: kube's `validation.policy.admission.k8s.io/validation_failure`

@@ -32,12 +32,12 @@ import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import { labelSelectorFromMetav1, type LabelSelector, type LabelSelectorV1 } from '../apimachinery/labels.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
-import type { Store, WebhookAdmission, WebhookAttributes } from '../registry/store.js';
+import type { WebhookAdmission, WebhookAttributes } from '../registry/store.js';
 import type { ClusterAPIs } from '../apiextensions/registry.js';
 import type { WatchCache } from '../storage/watchcache.js';
 import { postJSON, validateWebhookClientConfig, webhookEndpoint, type WebhookEndpoint } from '../apimachinery/webhookclient.js';
 import type { ParseResult } from '@marcbachmann/cel-js';
-import { compileExpression, ruleMatches, ruleOf, selectorOf, selectorsMatch, type AdmissionRule } from './match.js';
+import { compileExpression, matchResource, ruleOf, selectorOf, selectorsMatch, unversioned, versionedAttributes, type AdmissionRule, type MatchedResource } from './match.js';
 import { toCel } from '../apiextensions/cel.js';
 import { celAuthorizer, type AdmissionAuthorize } from './celauthorizer.js';
 import { newReinvocationContext, reinvocationState, type ReinvocationContext } from './index.js';
@@ -169,29 +169,6 @@ function compile(config: KubeObject, mutating: boolean): Webhook[] {
 }
 
 
-/** Served resources by storage location, per API set (computed once per set). */
-const equivalents = new WeakMap<ClusterAPIs, Map<string, { desc: ResourceDescriptor; store: Store }[]>>();
-
-/**
- * A logical cluster's served resources grouped by where they are stored: kube's equivalent
- * resources (its EquivalentResourceRegistry keys resources by storage prefix), in discovery order.
- */
-function equivalentsOf(apis: ClusterAPIs): Map<string, { desc: ResourceDescriptor; store: Store }[]> {
-  let m = equivalents.get(apis);
-  if (!m) {
-    m = new Map();
-    for (const desc of apis.descriptors) {
-      const store = desc.virtual ? undefined : apis.store(desc.group, desc.version, desc.plural);
-      if (!store) continue;
-      const list = m.get(store.groupResource) ?? [];
-      list.push({ desc, store });
-      m.set(store.groupResource, list);
-    }
-    equivalents.set(apis, m);
-  }
-  return m;
-}
-
 /** What is sent and decided for one request (see WebhookAttributes). */
 export class Webhooks implements WebhookAdmission {
   constructor(private readonly deps: {
@@ -208,23 +185,6 @@ export class Webhooks implements WebhookAdmission {
     /** The shard's authorizer, for the `authorizer` of `matchConditions` (without it every check is an errored decision). */
     authorize?: AdmissionAuthorize;
   }) {}
-
-  /**
-   * Under `matchPolicy: Equivalent`, when no rule names the request's own version: the first
-   * equivalent resource (another served version, or a resource stored in the same place) that a
-   * rule names, with the stores to convert between (kube's `EquivalentResourceMapper` and
-   * `ConvertVersionedAttributes`). Undefined when a rule names the request's version.
-   */
-  private equivalentVersion(w: Webhook, a: WebhookAttributes): { desc: ResourceDescriptor; from: Store; to: Store } | undefined {
-    if (w.matchPolicy !== 'Equivalent' || w.rules.some((r) => ruleMatches(r, a, false))) return undefined;
-    const apis = this.deps.apis?.(a.cluster);
-    const from = apis?.store(a.desc.group, a.desc.version, a.desc.plural);
-    if (!apis || !from) return undefined;
-    for (const { desc, store } of equivalentsOf(apis).get(from.groupResource) ?? []) {
-      if (desc !== a.desc && w.rules.some((r) => ruleMatches(r, { ...a, desc }, false))) return { desc, from, to: store };
-    }
-    return undefined;
-  }
 
   private webhooks(gr: string, cluster: string, desc: ResourceDescriptor, mutating: boolean): Webhook[] {
     const clusters = [cluster];
@@ -248,14 +208,17 @@ export class Webhooks implements WebhookAdmission {
   }
 
   /**
-   * Whether a webhook is called for a request: a rule names its resource and version, or — under
-   * `matchPolicy: Equivalent` — an equivalent resource (see equivalentVersion); and the selectors
-   * pass.
+   * The webhooks of a request and the resource each matched it as (`matchResource`: its own, or
+   * under `matchPolicy: Equivalent` the equivalent one a rule names), when the selectors pass.
    */
-  private matches(w: Webhook, a: WebhookAttributes): boolean {
-    const ruled = w.rules.some((r) => ruleMatches(r, a, false))
-      || (w.matchPolicy === 'Equivalent' && (this.deps.apis ? this.equivalentVersion(w, a) !== undefined : w.rules.some((r) => ruleMatches(r, a, true))));
-    return ruled && selectorsMatch(this.deps.cache, a, w.objectSelector, w.namespaceSelector);
+  private matching(gr: string, a: WebhookAttributes, mutating: boolean): { w: Webhook; m: MatchedResource }[] {
+    const out: { w: Webhook; m: MatchedResource }[] = [];
+    let apis: ClusterAPIs | undefined;
+    for (const w of this.webhooks(gr, a.cluster, a.desc, mutating)) {
+      const m = matchResource(w.rules, a, w.matchPolicy === 'Equivalent', apis ??= this.deps.apis?.(a.cluster));
+      if (m && selectorsMatch(this.deps.cache, a, w.objectSelector, w.namespaceSelector)) out.push({ w, m });
+    }
+    return out;
   }
 
   /**
@@ -265,17 +228,17 @@ export class Webhooks implements WebhookAdmission {
    * chain's second run (src/admission/index.ts), which calls only those.
    */
   async mutate(a: WebhookAttributes, rc: ReinvocationContext = newReinvocationContext()): Promise<KubeObject | undefined> {
-    const hooks = this.webhooks(MUTATING_WEBHOOKS_GR, a.cluster, a.desc, true).filter((w) => this.matches(w, a));
+    const hooks = this.matching(MUTATING_WEBHOOKS_GR, a, true);
     if (!hooks.length) return a.object;
     const state = reinvocationState(rc, 'MutatingAdmissionWebhook');
     // Changed by a reinvoked policy since the webhooks ran: every IfNeeded webhook runs again.
     if (rc.isReinvoke && state.changedSinceLastInvocation(a.object)) state.requireReinvokingPreviouslyInvoked();
     let obj = a.object;
     try {
-      for (const w of hooks) {
+      for (const { w, m } of hooks) {
         const key = `${w.config}\u0000${w.name}`;
         if (rc.isReinvoke && !state.shouldReinvoke(key)) continue;
-        const next = await this.call(w, { ...a, object: obj }, true);
+        const next = await this.call(w, m, { ...a, object: obj }, true);
         if (next !== undefined && JSON.stringify(next) !== JSON.stringify(obj)) {
           obj = next;
           state.requireReinvokingPreviouslyInvoked();
@@ -291,9 +254,9 @@ export class Webhooks implements WebhookAdmission {
 
   /** Runs the matching validating webhooks (in parallel, as kube does); throws the first refusal. */
   async validate(a: WebhookAttributes): Promise<void> {
-    const hooks = this.webhooks(VALIDATING_WEBHOOKS_GR, a.cluster, a.desc, false).filter((w) => this.matches(w, a));
+    const hooks = this.matching(VALIDATING_WEBHOOKS_GR, a, false);
     if (!hooks.length) return;
-    const results = await Promise.allSettled(hooks.map((w) => this.call(w, a, false)));
+    const results = await Promise.allSettled(hooks.map(({ w, m }) => this.call(w, m, a, false)));
     for (const r of results) if (r.status === 'rejected') throw r.reason;
   }
 
@@ -301,18 +264,14 @@ export class Webhooks implements WebhookAdmission {
    * Sends one AdmissionReview; resolves to the patched object (mutating) or undefined. A refusal
    * or, with failurePolicy Fail, an error rejects with the StatusError to answer.
    */
-  private async call(w: Webhook, a: WebhookAttributes, mutating: boolean): Promise<KubeObject | undefined> {
+  private async call(w: Webhook, m: MatchedResource, a: WebhookAttributes, mutating: boolean): Promise<KubeObject | undefined> {
     const uid = randomUUID();
     const r = a.desc;
-    // Equivalent: the webhook sees the version its rule names; `requestKind` says what was sent.
-    const equivalent = this.equivalentVersion(w, a);
-    const d = equivalent?.desc ?? r;
-    let object = a.operation === 'DELETE' ? undefined : a.object;
-    let oldObject = a.oldObject;
-    if (equivalent) {
-      const [o, old] = await Promise.all([object, oldObject].map(async (x) => (x ? (await equivalent.from.convertTo([x], equivalent.to))[0] : undefined)));
-      object = o; oldObject = old;
-    }
+    // The webhook sees the version it matched (Equivalent); `requestKind` says what was sent.
+    const d = m.desc;
+    const versioned = await versionedAttributes(a, m);
+    const object = a.operation === 'DELETE' ? undefined : versioned.object;
+    const oldObject = versioned.oldObject;
     const request = {
       uid, kind: { group: d.group, version: d.version, kind: d.kind }, resource: { group: d.group, version: d.version, resource: d.plural },
       ...(a.subresource ? { subResource: a.subresource } : {}),
@@ -365,7 +324,7 @@ export class Webhooks implements WebhookAdmission {
       const errors = jsonPatch.applyPatch(next, ops).filter((e) => e !== null);
       if (errors.length) throw new Error(`the JSON patch could not be applied: ${errors[0]!.message}`);
       // Patched in the webhook's version: back to the request's.
-      return equivalent ? (await equivalent.to.convertTo([next], equivalent.from))[0] : next;
+      return await unversioned(next, m);
     } catch (err) {
       if (w.failurePolicy === 'Ignore') return undefined;
       throw new StatusError(500, 'InternalError', `Internal error occurred: failed calling webhook "${w.name}": ${(err as Error).message}`);

@@ -257,5 +257,23 @@ describe('admission webhooks', () => {
     const evCall = seen.find((x) => x.path === '/record-events');
     assert.ok(evCall, 'the events.k8s.io webhook saw the core Event');
     assert.deepEqual([evCall.version, evCall.requestVersion, evCall.object.apiVersion, evCall.object.note, evCall.object.regarding?.name], ['v1', 'v1', 'events.k8s.io/v1', 'hello', 'x']);
+
+    // Admission policies match the same way and see the object in the version they matched.
+    await kc('team-b', ['delete', 'mutatingwebhookconfiguration', 'gadgets']);
+    const vap = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'gadgets-v1' }, spec: {
+      matchConstraints: { resourceRules: rules },
+      validations: [{ expression: "object.apiVersion == 'example.com/v1' && object.spec.size < 100", message: 'seen as v1, size under 100' }],
+    } };
+    const vapBinding = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'gadgets-v1' }, spec: { policyName: 'gadgets-v1', validationActions: ['Deny'] } };
+    await kc('team-b', ['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [vap, vapBinding] }) });
+    const gadget = (name: string, size: number) => ({ apiVersion: 'example.com/v2', kind: 'Gadget', metadata: { name }, spec: { size } });
+    const small = await eventually('policy active', async () => {
+      const big = await admin('POST', '/clusters/root:team-b/apis/example.com/v2/namespaces/default/gadgets', gadget('big', 500));
+      if (big.status === 201) { await admin('DELETE', '/clusters/root:team-b/apis/example.com/v2/namespaces/default/gadgets/big'); return false; }
+      assert.equal(big.status, 422, big.body);
+      assert.match(big.json.message, /seen as v1, size under 100/);
+      return admin('POST', '/clusters/root:team-b/apis/example.com/v2/namespaces/default/gadgets', gadget('small', 5));
+    });
+    assert.equal(small.status, 201, small.body);
   });
 });

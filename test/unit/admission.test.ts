@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import type { KubeObject } from '../../src/apimachinery/meta.js';
 import type { ResourceDescriptor } from '../../src/apis/types.js';
 import type { WebhookAttributes } from '../../src/registry/store.js';
-import { ruleMatches, ruleOf } from '../../src/admission/match.js';
+import { matchResource, ruleMatches, ruleOf } from '../../src/admission/match.js';
+import type { ClusterAPIs } from '../../src/apiextensions/registry.js';
 import { defaultWebhookConfiguration, validateWebhookConfiguration } from '../../src/admission/webhooks.js';
 import { defaultPolicy, validatePolicy, validatePolicyBinding } from '../../src/admission/policies.js';
 
@@ -17,17 +18,21 @@ test('rules: resources with subresources and wildcards, scope, names, versions (
   const desc = { group: '', version: 'v1', plural: 'pods', namespaced: true } as ResourceDescriptor;
   const a = (subresource = '', name = 'p'): WebhookAttributes => ({ operation: 'CREATE', cluster: 'c', desc, subresource, namespace: 'n', name, user: { name: 'u', groups: [] }, dryRun: false });
   const rule = (resources: string[], extra: Record<string, unknown> = {}) => ruleOf({ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources, ...extra });
-  assert.equal(ruleMatches(rule(['pods']), a(), false), true);
-  assert.equal(ruleMatches(rule(['pods']), a('status'), false), false);
-  assert.equal(ruleMatches(rule(['pods/status']), a('status'), false), true);
-  assert.equal(ruleMatches(rule(['*']), a('status'), false), false);
-  assert.equal(ruleMatches(rule(['*/*']), a('status'), false), true);
-  assert.equal(ruleMatches(rule(['pods/*']), a(), false), true);
-  assert.equal(ruleMatches(rule(['*/status']), a('status'), false), true);
-  assert.equal(ruleMatches(rule(['pods'], { scope: 'Cluster' }), a(), false), false);
-  assert.equal(ruleMatches(rule(['pods'], { resourceNames: ['q'] }), a(), false), false);
-  assert.equal(ruleMatches(rule(['pods'], { apiVersions: ['v2'] }), a(), false), false);
-  assert.equal(ruleMatches(rule(['pods'], { apiVersions: ['v2'] }), a(), true), true, 'Equivalent: any version');
+  assert.equal(ruleMatches(rule(['pods']), a()), true);
+  assert.equal(ruleMatches(rule(['pods']), a('status')), false);
+  assert.equal(ruleMatches(rule(['pods/status']), a('status')), true);
+  assert.equal(ruleMatches(rule(['*']), a('status')), false);
+  assert.equal(ruleMatches(rule(['*/*']), a('status')), true);
+  assert.equal(ruleMatches(rule(['pods/*']), a()), true);
+  assert.equal(ruleMatches(rule(['*/status']), a('status')), true);
+  assert.equal(ruleMatches(rule(['pods'], { scope: 'Cluster' }), a()), false);
+  assert.equal(ruleMatches(rule(['pods'], { resourceNames: ['q'] }), a()), false);
+  assert.equal(ruleMatches(rule(['pods'], { apiVersions: ['v2'] }), a()), false);
+  // Equivalent: a rule naming another served version of the resource matches, as that version.
+  const v2 = { ...desc, version: 'v2' } as ResourceDescriptor;
+  const apis = { descriptors: [desc, v2], store: () => ({ groupResource: 'core/pods' }) } as unknown as ClusterAPIs;
+  assert.equal(matchResource([rule(['pods'], { apiVersions: ['v2'] })], a(), true, apis)?.desc, v2, 'Equivalent: any version');
+  assert.equal(matchResource([rule(['pods'], { apiVersions: ['v2'] })], a(), false, apis), undefined, 'Exact: only its own');
 });
 
 test('malformed webhook configurations are refused with causes, and defaulting never throws', () => {

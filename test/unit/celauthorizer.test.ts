@@ -9,7 +9,6 @@ import assert from 'node:assert/strict';
 import type { KubeObject } from '../../src/apimachinery/meta.js';
 import type { ClusterAPIs } from '../../src/apiextensions/registry.js';
 import type { WebhookAttributes } from '../../src/registry/store.js';
-import type { WatchCache } from '../../src/storage/watchcache.js';
 import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
 import { compileExpression } from '../../src/admission/match.js';
 import { celAuthorizer, type AdmissionAuthorize, type AuthorizationCheck } from '../../src/admission/celauthorizer.js';
@@ -17,6 +16,7 @@ import { POLICIES_GR, POLICY_BINDINGS_GR, ValidatingPolicies, validatePolicy } f
 import { VALIDATING_WEBHOOKS_GR, Webhooks } from '../../src/admission/webhooks.js';
 import { MUTATING_POLICIES_GR, MUTATING_POLICY_BINDINGS_GR, MutatingPolicies, validateMutatingPolicy } from '../../src/admission/mutating.js';
 import type { UserInfo } from '../../src/registry/store.js';
+import { objectCache } from './objectcache.js';
 
 const CONFIGMAPS = BUILTIN_RESOURCES.find((d) => d.group === '' && d.plural === 'configmaps')!;
 const alice: UserInfo = { name: 'alice', groups: ['system:authenticated'] };
@@ -95,14 +95,6 @@ test('policies with kube\'s authorizer expressions validate; syntax errors are s
   assert.equal(validatePolicy(policy("authorizer.group('').resource(")).length, 1);
 });
 
-type Entry = { json: string; labels?: Record<string, string>; name: string; namespace: string };
-function fakeCache(objects: Array<[string, KubeObject]>): WatchCache {
-  const entries = objects.map(([gr, o]) => ({ gr, e: { json: JSON.stringify(o), labels: o.metadata.labels, name: o.metadata.name ?? '', namespace: o.metadata.namespace ?? '' } as Entry }));
-  return {
-    list: (gr: string, _c: string, ns?: string) => entries.filter((x) => x.gr === gr && (ns === undefined || x.e.namespace === ns)).map((x) => x.e),
-    getEntry: (gr: string, _c: string, ns: string, name: string) => entries.find((x) => x.gr === gr && x.e.namespace === ns && x.e.name === name)?.e,
-  } as unknown as WatchCache;
-}
 const rules = { resourceRules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'], scope: '*' }] };
 const attributes = (user: UserInfo, object: KubeObject): WebhookAttributes => ({ operation: 'CREATE', cluster: 'root:org', desc: CONFIGMAPS, subresource: '', namespace: 'ns', name: 'cm', user, object, dryRun: false });
 const cm = (data: Record<string, string> = {}): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: 'ns' }, data });
@@ -120,7 +112,7 @@ test('ValidatingAdmissionPolicy: validations, variables, messageExpression and m
   };
   const binding: KubeObject = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'b' }, spec: { policyName: 'secret-readers-only', validationActions: ['Deny'] } };
   const r = recorder((u, c) => (u.name === 'reader' && c.resource === 'secrets') || (u.name === 'admin'));
-  const vap = new ValidatingPolicies({ cache: fakeCache([[POLICIES_GR, policy], [POLICY_BINDINGS_GR, binding]]), apis, authorize: r.authorize });
+  const vap = new ValidatingPolicies({ cache: objectCache([[POLICIES_GR, policy], [POLICY_BINDINGS_GR, binding]]), apis, authorize: r.authorize });
   await vap.validate(attributes({ name: 'reader', groups: [] }, cm()));
   await vap.validate(attributes({ name: 'admin', groups: [] }, cm())); // matchCondition false: not evaluated
   await assert.rejects(vap.validate(attributes(alice, cm())), (err: Error & { code?: number }) => {
@@ -142,7 +134,7 @@ test('MutatingAdmissionPolicy: a mutation conditioned on an authorization check'
   assert.deepEqual(validateMutatingPolicy(policy), []);
   const binding: KubeObject = { apiVersion: 'admissionregistration.k8s.io/v1beta1', kind: 'MutatingAdmissionPolicyBinding', metadata: { name: 'b' }, spec: { policyName: 'mark' } };
   const r = recorder((u) => u.name === 'admin');
-  const map = new MutatingPolicies({ cache: fakeCache([[MUTATING_POLICIES_GR, policy], [MUTATING_POLICY_BINDINGS_GR, binding]]), apis, authorize: r.authorize });
+  const map = new MutatingPolicies({ cache: objectCache([[MUTATING_POLICIES_GR, policy], [MUTATING_POLICY_BINDINGS_GR, binding]]), apis, authorize: r.authorize });
   assert.deepEqual((await map.mutate(attributes({ name: 'admin', groups: [] }, cm())))?.data, { privileged: 'true' });
   assert.deepEqual((await map.mutate(attributes(alice, cm())))?.data, { privileged: 'false' });
 });
@@ -158,7 +150,7 @@ test('admission webhooks: matchConditions see the authorizer (a false condition 
     }],
   };
   const r = recorder((u) => u.name === 'admin');
-  const hooks = new Webhooks({ cache: fakeCache([[VALIDATING_WEBHOOKS_GR, config]]), authorize: r.authorize });
+  const hooks = new Webhooks({ cache: objectCache([[VALIDATING_WEBHOOKS_GR, config]]), authorize: r.authorize });
   await hooks.validate(attributes({ name: 'admin', groups: [] }, cm())); // not called
   await assert.rejects(hooks.validate(attributes(alice, cm())), /failed calling webhook "only-for-non-admins.example.com"/);
   assert.deepEqual(r.calls[0]!.attributes, { verb: 'delete', isResourceRequest: true, path: '', apiGroup: '', resource: 'configmaps', subresource: '', namespace: 'ns', name: 'cm' });

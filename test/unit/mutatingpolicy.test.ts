@@ -9,26 +9,17 @@ import type { KubeObject } from '../../src/apimachinery/meta.js';
 import type { ResourceDescriptor } from '../../src/apis/types.js';
 import type { ClusterAPIs } from '../../src/apiextensions/registry.js';
 import type { WebhookAttributes } from '../../src/registry/store.js';
-import type { WatchCache } from '../../src/storage/watchcache.js';
 import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
 import { compileExpression, celToJSON, rewriteObjectConstruction } from '../../src/admission/match.js';
 import { applyMutation, defaultMutatingPolicy, MutatingPolicies, MUTATING_POLICIES_GR, MUTATING_POLICY_BINDINGS_GR, validateMutatingPolicy, validateMutatingPolicyBinding } from '../../src/admission/mutating.js';
 import { chainAdmission } from '../../src/admission/index.js';
+import { objectCache } from './objectcache.js';
 
 const CONFIGMAPS = BUILTIN_RESOURCES.find((d) => d.group === '' && d.plural === 'configmaps')!;
 const NAMESPACES = BUILTIN_RESOURCES.find((d) => d.group === '' && d.plural === 'namespaces')!;
 const cm = (labels: Record<string, string> = {}, data: Record<string, string> = {}): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'n', labels }, data });
 
-type Entry = { json: string; labels?: Record<string, string>; name: string; namespace: string };
-/** A watch cache holding the given objects (list and getEntry are all the policies read). */
-function fakeCache(objects: Array<[string, KubeObject]>): WatchCache {
-  const entries = objects.map(([gr, o]) => ({ gr, e: { json: JSON.stringify(o), labels: o.metadata.labels, name: o.metadata.name ?? '', namespace: o.metadata.namespace ?? '' } as Entry }));
-  return {
-    list: (gr: string, _c: string, ns?: string) => entries.filter((x) => x.gr === gr && (ns === undefined || x.e.namespace === ns)).map((x) => x.e),
-    getEntry: (gr: string, _c: string, ns: string, name: string) => entries.find((x) => x.gr === gr && x.e.namespace === ns && x.e.name === name)?.e,
-  } as unknown as WatchCache;
-}
-const apis = { descriptors: BUILTIN_RESOURCES } as unknown as ClusterAPIs;
+const apis = { descriptors: BUILTIN_RESOURCES, store: () => undefined } as unknown as ClusterAPIs;
 const attrs = (object: KubeObject, desc: ResourceDescriptor = CONFIGMAPS): WebhookAttributes => ({ operation: 'CREATE', cluster: 'c', desc, subresource: '', namespace: 'n', name: 'c', user: { name: 'u', groups: [] }, object, dryRun: false });
 const policy = (name: string, spec: Record<string, unknown>): KubeObject => {
   const o: KubeObject = { apiVersion: 'admissionregistration.k8s.io/v1beta1', kind: 'MutatingAdmissionPolicy', metadata: { name }, spec: { matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }] }, ...spec } };
@@ -75,7 +66,7 @@ test('validation: causes on kube\'s field paths, never a throw on malformed obje
 
 test('policies mutate matching requests with params, matchConditions and failurePolicy', async () => {
   const params: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'params', namespace: 'n' }, data: { team: 'blue' } };
-  const cache = fakeCache([
+  const cache = objectCache([
     [MUTATING_POLICIES_GR, policy('team', { paramKind: { apiVersion: 'v1', kind: 'ConfigMap' }, variables: [{ name: 'team', expression: 'params.data.team' }], matchConditions: [{ name: 'unlabelled', expression: '!has(object.metadata.labels) || !("team" in object.metadata.labels)' }], mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{metadata: Object.metadata{labels: {"team": variables.team}}}' } }] })],
     [MUTATING_POLICY_BINDINGS_GR, binding('team', 'team', { paramRef: { name: 'params', parameterNotFoundAction: 'Deny' } })],
     ['core/configmaps', params],
@@ -84,16 +75,16 @@ test('policies mutate matching requests with params, matchConditions and failure
   assert.deepEqual((await p.mutate(attrs(cm())))!.metadata.labels, { team: 'blue' });
   assert.deepEqual((await p.mutate(attrs(cm({ team: 'red' }))))!.metadata.labels, { team: 'red' }, 'matchConditions false: untouched');
   assert.deepEqual((await p.mutate({ ...attrs(cm()), operation: 'UPDATE' }))!.metadata.labels, {}, 'operation not matched');
-  const missing = new MutatingPolicies({ cache: fakeCache([[MUTATING_POLICIES_GR, policy('team', { paramKind: { apiVersion: 'v1', kind: 'ConfigMap' }, mutations: [applyLabel('a', 'b')] })], [MUTATING_POLICY_BINDINGS_GR, binding('team', 'team', { paramRef: { name: 'params', parameterNotFoundAction: 'Deny' } })]]), apis: () => apis });
+  const missing = new MutatingPolicies({ cache: objectCache([[MUTATING_POLICIES_GR, policy('team', { paramKind: { apiVersion: 'v1', kind: 'ConfigMap' }, mutations: [applyLabel('a', 'b')] })], [MUTATING_POLICY_BINDINGS_GR, binding('team', 'team', { paramRef: { name: 'params', parameterNotFoundAction: 'Deny' } })]]), apis: () => apis });
   await assert.rejects(missing.mutate(attrs(cm())), (e: { code: number; message: string }) => e.code === 403 && /no params found/.test(e.message));
-  const failing = (failurePolicy: string) => new MutatingPolicies({ cache: fakeCache([[MUTATING_POLICIES_GR, policy('bad', { failurePolicy, mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression: '[JSONPatch{op: "replace", path: "/spec/x", value: 1}]' } }] })], [MUTATING_POLICY_BINDINGS_GR, binding('bad', 'bad')]]), apis: () => apis });
+  const failing = (failurePolicy: string) => new MutatingPolicies({ cache: objectCache([[MUTATING_POLICIES_GR, policy('bad', { failurePolicy, mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression: '[JSONPatch{op: "replace", path: "/spec/x", value: 1}]' } }] })], [MUTATING_POLICY_BINDINGS_GR, binding('bad', 'bad')]]), apis: () => apis });
   await assert.rejects(failing('Fail').mutate(attrs(cm())), (e: { code: number; message: string }) => e.code === 422 && e.message.startsWith('configmaps "c" is invalid: policy \'bad\' with binding \'bad\' denied request: error applying patch: JSON Patch'));
   assert.deepEqual(await failing('Ignore').mutate(attrs(cm())), cm());
 });
 
 test('reinvocation: an IfNeeded policy runs again after a later step changed the object, a Never one does not', async () => {
   let reinvocations = 0;
-  const cache = fakeCache([
+  const cache = objectCache([
     [MUTATING_POLICIES_GR, policy('ifneeded', { reinvocationPolicy: 'IfNeeded', mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{metadata: Object.metadata{labels: {"seen": has(object.metadata.labels) && "late" in object.metadata.labels ? "late" : "early"}}}' } }] })],
     [MUTATING_POLICIES_GR, policy('never', { reinvocationPolicy: 'Never', mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{metadata: Object.metadata{annotations: {"never": has(object.metadata.labels) && "late" in object.metadata.labels ? "late" : "early"}}}' } }] })],
     [MUTATING_POLICY_BINDINGS_GR, binding('ifneeded', 'ifneeded')],
