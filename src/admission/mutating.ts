@@ -26,7 +26,7 @@
 import * as jsonPatch from 'rfc6902';
 import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
-import { TypeResolver, builtinSchemaResolver, crdSchemaResolver, merge } from '../apimachinery/fieldmanager/index.js';
+import { TypeResolver, merge, resourceSchemaResolver } from '../apimachinery/fieldmanager/index.js';
 import type { TypeNode } from '../apimachinery/fieldmanager/typed.js';
 import type { ClusterAPIs } from '../apiextensions/registry.js';
 import type { ResourceDescriptor } from '../apis/types.js';
@@ -96,7 +96,7 @@ const types = new WeakMap<ResourceDescriptor, TypeNode>();
 function typeOf(desc: ResourceDescriptor): TypeNode {
   let t = types.get(desc);
   if (!t) {
-    const resolver = desc.schema ? crdSchemaResolver(desc.schema) : builtinSchemaResolver(desc.group, desc.version, desc.kind);
+    const resolver = resourceSchemaResolver(desc);
     t = resolver ? new TypeResolver(resolver).root() : { kind: 'deduced' };
     types.set(desc, t);
   }

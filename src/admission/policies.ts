@@ -80,13 +80,13 @@ export function validatePolicySpec(obj: KubeObject, mutation: boolean, more: (sp
 /** Validation of a ValidatingAdmissionPolicy (kube's ValidateValidatingAdmissionPolicy: the parts a client can get wrong; expressions compile). */
 export function validatePolicy(obj: KubeObject): StatusCause[] {
   return validatePolicySpec(obj, false, (spec, bad, expr) => {
-  if (!asList(spec.validations).length && !asList(spec.auditAnnotations).length) bad('spec.validations', 'Required value: validations or auditAnnotations must contain at least one item', 'FieldValueRequired');
-  asList(spec.validations).forEach((v, i) => {
-    expr(`spec.validations[${i}].expression`, v.expression);
-    if (v.messageExpression !== undefined) expr(`spec.validations[${i}].messageExpression`, v.messageExpression);
-    if (v.reason !== undefined && !(String(v.reason) in REASON_CODES)) bad(`spec.validations[${i}].reason`, `Unsupported value: ${JSON.stringify(v.reason)}: supported values: "Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"`, 'FieldValueNotSupported');
-  });
-  asList(spec.auditAnnotations).forEach((a, i) => expr(`spec.auditAnnotations[${i}].valueExpression`, a.valueExpression));
+    if (!asList(spec.validations).length && !asList(spec.auditAnnotations).length) bad('spec.validations', 'Required value: validations or auditAnnotations must contain at least one item', 'FieldValueRequired');
+    asList(spec.validations).forEach((v, i) => {
+      expr(`spec.validations[${i}].expression`, v.expression);
+      if (v.messageExpression !== undefined) expr(`spec.validations[${i}].messageExpression`, v.messageExpression);
+      if (v.reason !== undefined && !(String(v.reason) in REASON_CODES)) bad(`spec.validations[${i}].reason`, `Unsupported value: ${JSON.stringify(v.reason)}: supported values: "Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"`, 'FieldValueNotSupported');
+    });
+    asList(spec.auditAnnotations).forEach((a, i) => expr(`spec.auditAnnotations[${i}].valueExpression`, a.valueExpression));
   });
 }
 

@@ -22,7 +22,7 @@ import { MAX_NESTING_DEPTH, valueDeeperThan } from '../apimachinery/depth.js';
 import { strategicMergePatch, BUILTIN_PATCH_META, OBJECT_META_PATCH_META } from '../apimachinery/strategicmerge.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import { BUILTIN_SCHEMAS, definitionName } from '../apis/schemas/index.js';
-import { applyConfiguration, builtinSchemaResolver, crdSchemaResolver, updateManagedFields, type SchemaResolver } from '../apimachinery/fieldmanager/index.js';
+import { applyConfiguration, resourceSchemaResolver, updateManagedFields, type SchemaResolver } from '../apimachinery/fieldmanager/index.js';
 import { pruneUnknownFields, strictErrors, unknownFieldsError, unknownFieldsPatchError, type FieldValidationMode } from '../apimachinery/pruning.js';
 import { ShardKeys } from '../storage/keys.js';
 import type { CommitItem, RedisStorage, WriteResult } from '../storage/redis.js';
@@ -258,7 +258,7 @@ export class Store {
     this.storageKey = { group: stored.group, resource };
     this.gr = { group: desc.group, resource: desc.plural };
     this.schema = desc.schema ?? BUILTIN_SCHEMAS[definitionName(desc.group, desc.version, desc.kind)];
-    this.fields = desc.virtual ? undefined : desc.schema ? crdSchemaResolver(desc.schema) : builtinSchemaResolver(desc.group, desc.version, desc.kind);
+    this.fields = desc.virtual ? undefined : resourceSchemaResolver(desc);
     this.patchMeta = desc.patchMeta ?? BUILTIN_PATCH_META[`${desc.group}/${desc.kind}`] ?? OBJECT_META_PATCH_META;
   }
 

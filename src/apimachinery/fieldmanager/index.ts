@@ -6,4 +6,4 @@ export { applyConfiguration, updateManagedFields, LAST_APPLIED_ANNOTATION, DEFAU
 export type { SchemaResolver } from './typed.js';
 export { FieldSet, pathString, type Path, type PathElement } from './fieldpath.js';
 export { TypeResolver, toFieldSet, merge, compare, removeItems, ensureNamedFieldsAreMembers } from './typed.js';
-export { builtinSchemaResolver, crdSchemaResolver } from './schema.js';
+export { builtinSchemaResolver, crdSchemaResolver, resourceSchemaResolver } from './schema.js';

@@ -28,3 +28,11 @@ export function crdSchemaResolver(openAPIV3Schema: object | undefined): SchemaRe
   };
   return { root, definitions: BUILTIN_SCHEMAS };
 }
+
+/**
+ * The resolver of a resource: its CRD (or APIResourceSchema) schema when it has one, else its
+ * built-in kind's (undefined when kcp-ts has no schema for it).
+ */
+export function resourceSchemaResolver(r: { group: string; version: string; kind: string; schema?: object }): SchemaResolver | undefined {
+  return r.schema ? crdSchemaResolver(r.schema) : builtinSchemaResolver(r.group, r.version, r.kind);
+}
