@@ -29,21 +29,29 @@ export function isEstablished(crd: KubeObject): boolean {
   return Array.isArray(conds) && conds.some((c) => asObj(c).type === 'Established' && asObj(c).status === 'True');
 }
 
-/** Compiled schemas by CRD uid, resourceVersion and version name: compile once per CRD change. */
+/**
+ * What is built from one generation of a CRD (keys `<uid>/<resourceVersion>/…`), built once per
+ * CRD change; a bounded cache (cleared past 2,000 entries). Throws what `make` throws.
+ */
+function perCRDGeneration<T>(cache: Map<string, T>, crd: KubeObject, part: string, make: () => T): T {
+  const key = `${crd.metadata.uid}/${crd.metadata.resourceVersion}/${part}`;
+  let v = cache.get(key);
+  if (v === undefined) {
+    if (cache.size > 2000) cache.clear();
+    v = make();
+    cache.set(key, v);
+  }
+  return v;
+}
+
+/** Compiled schemas by CRD generation and version name. */
 const compiled = new Map<string, CompiledSchema>();
 
 function schemaFor(crd: KubeObject, version: string, schema: Obj): CompiledSchema {
-  const key = `${crd.metadata.uid}/${crd.metadata.resourceVersion}/${version}`;
-  let c = compiled.get(key);
-  if (!c) {
-    if (compiled.size > 2000) compiled.clear();
-    c = compileSchema(schema);
-    compiled.set(key, c);
-  }
-  return c;
+  return perCRDGeneration(compiled, crd, version, () => compileSchema(schema));
 }
 
-/** Conversion webhooks by CRD uid and resourceVersion: one converter per CRD change. */
+/** Conversion webhooks by CRD generation: one converter per CRD change. */
 const converters = new Map<string, WebhookConverter>();
 
 /**
@@ -53,25 +61,17 @@ const converters = new Map<string, WebhookConverter>();
  */
 function conversionWebhookOf(crd: KubeObject, versions: Obj[]): WebhookConverter | undefined {
   if (!usesConversionWebhook(crd)) return undefined;
-  const key = `${crd.metadata.uid}/${crd.metadata.resourceVersion}`;
-  let c = converters.get(key);
-  if (!c) {
-    const schemas = new Map(versions.map((v) => [String(v.name), asObj(asObj(v.schema).openAPIV3Schema)]));
-    try {
-      c = new WebhookConverter(String(asObj(asObj(crd.spec).names).kind), asObj(asObj(asObj(crd.spec).conversion).webhook), (version, obj) => {
-        const schema = schemas.get(version);
-        if (!schema) return;
-        const compiledSchema = schemaFor(crd, version, schema);
-        compiledSchema.prune(obj as Obj);
-        compiledSchema.applyDefaults(obj as Obj);
-      });
-    } catch {
-      return undefined;
-    }
-    if (converters.size > 2000) converters.clear();
-    converters.set(key, c);
+  try {
+    return perCRDGeneration(converters, crd, 'conversion', () => new WebhookConverter(String(asObj(asObj(crd.spec).names).kind), asObj(asObj(asObj(crd.spec).conversion).webhook), (version, obj) => {
+      const schema = versions.find((v) => v.name === version)?.schema;
+      if (!schema) return;
+      const compiledSchema = schemaFor(crd, version, asObj(asObj(schema).openAPIV3Schema));
+      compiledSchema.prune(obj as Obj);
+      compiledSchema.applyDefaults(obj as Obj);
+    }));
+  } catch {
+    return undefined;
   }
-  return c;
 }
 
 /**
