@@ -97,14 +97,17 @@ const policy = kindSchema(GROUP, 'v1', 'ValidatingAdmissionPolicy', 'Validation 
   status: object('What the server observed of the policy.', {}, { extra: { 'x-kubernetes-preserve-unknown-fields': true } }),
 });
 
+/** A binding's `paramRef` (v1 and v1beta1 alike). */
+const paramRef = object('The parameter objects.', {
+  name: str('Name of the parameter object.'), namespace: str('Namespace of the parameter objects.'),
+  parameterNotFoundAction: str('Allow or Deny: what a binding whose parameters are missing does. Required with paramRef.'),
+  selector: ref(LABEL_SELECTOR, 'Labels of the parameter objects (instead of name).'),
+}, { atomic: true });
+
 const policyBinding = kindSchema(GROUP, 'v1', 'ValidatingAdmissionPolicyBinding', 'Applies a ValidatingAdmissionPolicy, with its parameters and actions.', {
   spec: object('Which policy applies, to what, with which parameters and actions.', {
     matchResources: ref(`${ADMISSION}.MatchResources`, 'Further limits the requests the policy applies to.'),
-    paramRef: object('The parameter objects.', {
-      name: str('Name of the parameter object.'), namespace: str('Namespace of the parameter objects.'),
-      parameterNotFoundAction: str('Allow or Deny: what a binding whose parameters are missing does. Required with paramRef.'),
-      selector: ref(LABEL_SELECTOR, 'Labels of the parameter objects (instead of name).'),
-    }, { atomic: true }),
+    paramRef,
     policyName: str('Name of the ValidatingAdmissionPolicy. Required.'),
     validationActions: stringList('Deny, Warn and/or Audit: what a failed validation does. Required.', { listType: 'set' }),
   }),
@@ -134,11 +137,7 @@ const mutatingPolicy = kindSchema(GROUP, 'v1beta1', 'MutatingAdmissionPolicy', '
 const mutatingPolicyBinding = kindSchema(GROUP, 'v1beta1', 'MutatingAdmissionPolicyBinding', 'Applies a MutatingAdmissionPolicy, with its parameters.', {
   spec: object('Which policy applies, to what, with which parameters.', {
     matchResources: ref(`${ADMISSION_V1BETA1}.MatchResources`, 'Further limits the requests the policy applies to.'),
-    paramRef: object('The parameter objects.', {
-      name: str('Name of the parameter object.'), namespace: str('Namespace of the parameter objects.'),
-      parameterNotFoundAction: str('Allow or Deny: what a binding whose parameters are missing does. Required with paramRef.'),
-      selector: ref(LABEL_SELECTOR, 'Labels of the parameter objects (instead of name).'),
-    }, { atomic: true }),
+    paramRef,
     policyName: str('Name of the MutatingAdmissionPolicy. Required.'),
   }),
 });
