@@ -120,7 +120,7 @@ export interface ResourceDescriptor {
   /**
    * Further subresources with their own kind and verbs, e.g. `serviceaccounts/token`
    * (`create`, authentication.k8s.io/v1 TokenRequest). Listed in discovery; the server routes each
-   * by name (src/server/app.ts).
+   * by name (src/endpoints/handlers/create.ts).
    */
   extraSubresources?: { name: string; verbs: string[]; kind: { group: string; version: string; kind: string } }[];
   /** The `/scale` subresource (custom resources): where replicas and the selector live. */

@@ -13,7 +13,7 @@ import { ShutdownSignals } from './signals.js';
 import { frontProxyMain } from './frontproxy.js';
 import { readFlagFile } from './flags.js';
 import type { RequestHeaderConfig } from '../auth/authn.js';
-import { loadAuditPolicy } from '../server/audit.js';
+import { loadAuditPolicy } from '../endpoints/filters/audit.js';
 import { parseRuntimeConfig } from '../apis/runtimeconfig.js';
 
 const USAGE = `Usage: kcp-ts start [flags]

@@ -23,7 +23,8 @@ import { evaluateAccessReview, evaluateRulesReview, evaluateSelfSubjectReview } 
 import { StatusError, notFound } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { UserInfo } from '../registry/store.js';
-import { buildApp, DEEP_SAR_HEADER } from './app.js';
+import { buildApp } from '../endpoints/app.js';
+import { DEEP_SAR_HEADER } from '../endpoints/context.js';
 import { APIRegistry } from '../apiextensions/registry.js';
 import { WatchHub } from './watch.js';
 import { Metrics } from './metrics.js';
@@ -53,7 +54,7 @@ import type { AdmissionAuthorize } from '../admission/celauthorizer.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
 import { RevokedCertificates } from '../auth/revocation.js';
-import { AuditLogWriter, loadAuditPolicy, type AuditPolicy, type Auditor } from './audit.js';
+import { AuditLogWriter, loadAuditPolicy, type AuditPolicy, type Auditor } from '../endpoints/filters/audit.js';
 import type { HealthCheck } from './health.js';
 import { evaluateTokenReview } from '../auth/tokenreview.js';
 import { csrAdmission } from '../certificates/csr.js';
@@ -123,7 +124,7 @@ export interface ServerOptions {
   /** Static token file (kube-apiserver CSV format). */
   tokenAuthFile?: string;
   /**
-   * Audit (src/server/audit.ts), kube-apiserver's `--audit-policy-file` (a parsed policy, or the
+   * Audit (src/endpoints/filters/audit.ts), kube-apiserver's `--audit-policy-file` (a parsed policy, or the
    * file: then an invalid one rejects the start with an `AuditPolicyError`) and `--audit-log-*`
    * (`path` a file or `-` for stdout; `maxSizeMB` 0: 100 MiB as lumberjack; `maxBackups`,
    * `maxAgeDays` 0: kept). Without a policy and a path nothing is audited.
