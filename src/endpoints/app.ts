@@ -3,7 +3,7 @@
  * (k8s.io/apiserver/pkg/server/config.go) as one module per concern:
  *
  *   audit (hooks) → authentication (hook) → request info → workspace access → impersonation →
- *   resource → authorization → handler of the verb
+ *   resource → authorization → timeout → handler of the verb
  *
  * Audit and authentication are Fastify hooks, since they apply to every route (probes and
  * `/metrics` too); the rest is the chain of `/clusters/*`, `/services/*` and the base API paths.
@@ -19,13 +19,14 @@ import { authorizeNonResource, withAuthorization } from './filters/authorization
 import { withImpersonation } from './filters/impersonation.js';
 import { withRequestInfo } from './filters/requestinfo.js';
 import { withResource } from './filters/resource.js';
+import { withTimeout } from './filters/timeout.js';
 import { withWorkspaceAccess } from './filters/workspaceaccess.js';
 import { serveRequest } from './handlers/index.js';
 import { serveHealth } from './handlers/nonresource.js';
 import { HEALTH_ENDPOINTS } from '../server/health.js';
 
 /** The filters of the API paths, outermost first. */
-export const DEFAULT_FILTERS: readonly Filter[] = [withRequestInfo, withWorkspaceAccess, withImpersonation, withResource, withAuthorization];
+export const DEFAULT_FILTERS: readonly Filter[] = [withRequestInfo, withWorkspaceAccess, withImpersonation, withResource, withAuthorization, withTimeout];
 
 /** Builds the Fastify app (not listening). `https` holds the TLS options. */
 export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca: string | string[] }): FastifyInstance {
@@ -72,7 +73,9 @@ export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca
   });
 
   const handler = chain(DEFAULT_FILTERS, serveRequest);
-  const apiHandler = async (req: FastifyRequest, reply: FastifyReply) => handler(ctx, req, reply);
+  // Resolving to the reply tells Fastify the answer is (or is being) sent: a streamed body
+  // (slicing.ts) is not cut short when the handler's promise settles first.
+  const apiHandler = async (req: FastifyRequest, reply: FastifyReply) => { await handler(ctx, req, reply); return reply; };
   const methods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
   for (const url of ['/clusters/*', '/api', '/api/*', '/apis', '/apis/*', '/services/*']) app.route({ method: methods, url, handler: apiHandler });
   app.route({ method: ['GET'], url: '/openapi/*', handler: apiHandler });

@@ -80,6 +80,8 @@ export interface AppContext {
   logger?: boolean | object;
   /** Audit policy and log (filters/audit.ts; `--audit-policy-file`, `--audit-log-*`); absent: no auditing. */
   audit?: Auditor;
+  /** `--request-timeout` in milliseconds (filters/timeout.ts; default 60,000, 0 = none). */
+  requestTimeoutMs?: number;
 }
 
 declare module 'fastify' {

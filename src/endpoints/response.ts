@@ -12,6 +12,7 @@ import type { CacheEntry } from '../storage/watchcache.js';
 import type { OutputFormat } from './negotiation.js';
 import { parseIncludeObject, partialObjectMetadata, toTable } from './table.js';
 import { MAX_BODY_BYTES } from './context.js';
+import { mapSliced, slicedStream, SLICE_BYTES } from './slicing.js';
 
 /** Maps any thrown value to a StatusError (client mistakes keep their 4xx code). */
 export function toStatusError(err: unknown): StatusError {
@@ -63,30 +64,43 @@ export function annotateCluster(obj: KubeObject, cluster: string): KubeObject {
   return obj;
 }
 
+/** Items whose stored JSON is summed to decide whether a list is large (kept cheap: the first ones only). */
+const SIZE_SAMPLE = 32;
+
 /**
  * Answers a list of cache entries as negotiated. Plain JSON is assembled from the entries' stored
- * (or converted) JSON without decoding them; other forms decode each item.
+ * (or converted) JSON without decoding them; other forms decode each item. A large list
+ * (about {@link SLICE_BYTES} or more) is produced in slices, yielding to the event loop between
+ * them (./slicing.ts), so that one tenant's large LIST does not hold up the shard's other requests.
  */
-export function sendList(reply: FastifyReply, items: CacheEntry[], listMeta: Record<string, unknown>, store: Store, out: OutputFormat, query: URLSearchParams, wildcard: boolean): void {
+export async function sendList(reply: FastifyReply, items: CacheEntry[], listMeta: Record<string, unknown>, store: Store, out: OutputFormat, query: URLSearchParams, wildcard: boolean): Promise<void> {
   const desc = store.desc;
   const meta: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(listMeta)) if (v !== undefined) meta[k] = v;
+  const large = estimatedBytes(items) >= SLICE_BYTES;
   if (!out.as && !out.yaml && (!desc.storage || desc.storage.webhook)) {
     // Fast path: the stored (or converted) JSON of each item is the list item as is (wildcard:
     // with the kcp.io/cluster annotation spliced in).
     const apiVersion = desc.group ? `${desc.group}/${desc.version}` : desc.version;
-    let s = `{"kind":"${desc.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[`;
-    for (let i = 0; i < items.length; i++) {
+    const head = `{"kind":"${desc.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[`;
+    const item = (i: number): string => {
       const json = desc.storage ? store.renderEntry(items[i]!) : items[i]!.json;
-      s += (i ? ',' : '') + (wildcard ? withClusterAnnotation(json, items[i]!.cluster) : json);
+      return wildcard ? withClusterAnnotation(json, items[i]!.cluster) : json;
+    };
+    if (large) {
+      reply.code(200).type('application/json').send(slicedStream(head, items.length, item, ',', ']}'));
+      return;
     }
+    let s = head;
+    for (let i = 0; i < items.length; i++) s += (i ? ',' : '') + item(i);
     reply.code(200).type('application/json').send(`${s}]}`);
     return;
   }
-  const objs = items.map((e) => {
+  const decode = (e: CacheEntry): KubeObject => {
     const o = store.decodeEntry(e);
     return wildcard ? annotateCluster(o, e.cluster) : o;
-  });
+  };
+  const objs = large ? await mapSliced(items, decode) : items.map(decode);
   if (out.as === 'Table') {
     send(reply, 200, toTable(desc, objs, meta, out.asVersion, parseIncludeObject(query.get('includeObject'))), out);
     return;
@@ -95,7 +109,22 @@ export function sendList(reply: FastifyReply, items: CacheEntry[], listMeta: Rec
     send(reply, 200, { kind: 'PartialObjectMetadataList', apiVersion: `meta.k8s.io/${out.asVersion}`, metadata: meta, items: objs.map((o) => partialObjectMetadata(o, out.asVersion)) }, out);
     return;
   }
+  if (large && !out.yaml) {
+    // Built-in kinds stored in another form (pruned, converted): encoded an object at a time.
+    const head = `{"kind":"${desc.listKind}","apiVersion":"${desc.group ? `${desc.group}/${desc.version}` : desc.version}","metadata":${JSON.stringify(meta)},"items":[`;
+    reply.code(200).type('application/json').send(slicedStream(head, objs.length, (i) => JSON.stringify(objs[i]), ',', ']}'));
+    return;
+  }
   send(reply, 200, { kind: desc.listKind, apiVersion: desc.group ? `${desc.group}/${desc.version}` : desc.version, metadata: meta, items: objs }, out);
+}
+
+/** The list's approximate size in bytes, from its first items' stored JSON. */
+function estimatedBytes(items: readonly CacheEntry[]): number {
+  const n = Math.min(items.length, SIZE_SAMPLE);
+  if (n === 0) return 0;
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += items[i]!.json.length;
+  return (sum / n) * items.length;
 }
 
 /** Total length of the warnings of one response, in characters, and of one when they exceed it (kube's warning filter). */

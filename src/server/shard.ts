@@ -136,6 +136,11 @@ export interface ServerOptions {
    * kube 1.34 and kcp).
    */
   runtimeConfig?: Record<string, boolean>;
+  /**
+   * `--request-timeout` in milliseconds: requests other than watches are answered 504 after it
+   * (src/endpoints/filters/timeout.ts). Default 60,000 as kube-apiserver; 0: no limit.
+   */
+  requestTimeoutMs?: number;
   /** Watch events kept in memory for resuming watches. */
   watchHistorySize?: number;
   /** Events kept in the Redis stream (approximate). */
@@ -558,7 +563,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         initializingworkspaces: lifecycleVirtualWorkspace(INITIALIZING, { cache, registry, backend, resolvePath, authorizeIn }),
         terminatingworkspaces: lifecycleVirtualWorkspace(TERMINATING, { cache, registry, backend, resolvePath, authorizeIn }),
       },
-      logger: options.logger, audit,
+      logger: options.logger, audit, requestTimeoutMs: options.requestTimeoutMs,
     }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: requestHeader ? [pki.ca.certPem, requestHeader.clientCA] : pki.ca.certPem });
     cleanups.unshift(() => app.close());
     if (options.logger) warn = (m) => app.log.warn(m);
