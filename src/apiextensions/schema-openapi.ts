@@ -203,16 +203,17 @@ function dedupe(root: Raw, c: Converted): void {
 /**
  * ajv's RegExp engine for `pattern` (and `patternProperties`): the tenant's Go pattern compiled by
  * RE2 (../apimachinery/regexp.ts), linear in the input. A pattern Go refuses matches nothing, and
- * its error is reported as kube-openapi's `Pattern` reports it (see `primitiveCause`). ajv caches
- * compiled patterns by `toString()`, so each engine object prints as its Go pattern; `code` names
- * the engine for ajv's standalone code, which is not used here.
+ * its error is reported as kube-openapi's `Pattern` reports it (see `primitiveCause`). ajv keeps
+ * every engine object in its instance scope for good, so the object holds only the pattern text
+ * and looks the compiled RE2 up in the bounded cache on each test (a `Map` lookup; recompiled
+ * when evicted). ajv keys its patterns by `toString()`, so each object prints as its Go pattern;
+ * `code` names the engine for ajv's standalone code, which is not used here.
  */
 const goRegExpEngine = Object.assign(
-  (pattern: string): { test: (s: string) => boolean; toString: () => string } => {
-    let re: ReturnType<typeof tenantRegExp> | undefined;
-    try { re = tenantRegExp(pattern); } catch { re = undefined; }
-    return { test: re ? (s: string) => re.test(s) : () => false, toString: () => `go:${pattern}` };
-  },
+  (pattern: string): { test: (s: string) => boolean; toString: () => string } => ({
+    test: (s: string) => regexpError(pattern) === undefined && tenantRegExp(pattern).test(s),
+    toString: () => `go:${pattern}`,
+  }),
   { code: 'tenantRegExp' },
 );
 
