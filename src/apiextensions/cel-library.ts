@@ -371,8 +371,9 @@ export function registerKubeLibrary(env: Environment): void {
 
   // Regular expressions, all by RE2 with Go's syntax (../apimachinery/regexp.ts): cel-go's
   // `matches` (both forms; cel-js's own runs a backtracking RegExp) and kube's regex library.
-  fn('matches(string, string): bool', matches);
-  replaceBuiltin(env, "''.matches('')", 'string.matches(string): bool', matches);
+  // Two function objects: cel-js caches a call adapter on the handler, and the two forms call differently.
+  fn('matches(string, string): bool', (s: string, p: string) => matches(s, p));
+  replaceBuiltin(env, "''.matches('')", 'string.matches(string): bool', (s: string, p: string) => matches(s, p));
   if (env.parse("'a'.matches('\\\\Aa\\\\z')")() !== true) throw new Error('the CEL built-in matches does not use RE2');
   fn('string.find(string): string', (s: string, p: string) => withRegex(p, 'Illegal regex: ', () => findString(p, s)));
   fn('string.findAll(string): list<string>', (s: string, p: string) => withRegex(p, 'Illegal regex: ', () => findAllStrings(p, s)));
