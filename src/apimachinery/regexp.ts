@@ -207,6 +207,11 @@ export function tenantRegExp(pattern: string): TenantRegExp {
   return e.re;
 }
 
+/** How many compiled patterns (and refused ones) the cache holds now, at most {@link REGEXP_CACHE_MAX_ENTRIES}. */
+export function cachedPatternCount(): number {
+  return cache.size;
+}
+
 /** Go's `regexp.Compile` error text for `pattern` (`error parsing regexp: …`), or undefined when Go accepts it. */
 export function regexpError(pattern: string): string | undefined {
   return entry(pattern).error;

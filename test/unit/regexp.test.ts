@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { findAllStrings, findString, regexpError, tenantRegExp, RegexpSyntaxError } from '../../src/apimachinery/regexp.js';
+import { cachedPatternCount, findAllStrings, findString, regexpError, tenantRegExp, RegexpSyntaxError, REGEXP_CACHE_MAX_ENTRIES } from '../../src/apimachinery/regexp.js';
 import { compileSchema } from '../../src/apiextensions/schema.js';
 import { validateCRD } from '../../src/apiextensions/crdvalidation.js';
 import { celEnvironment, compileRule, evaluateRule } from '../../src/apiextensions/cel.js';
@@ -226,4 +226,15 @@ test('formats run in linear time on long hostile values (duration, hostname)', (
   const h = timed(() => KUBE_FORMATS.get('hostname')!(`${'a.'.repeat(100_000)}!`));
   assert.equal(h.value, false);
   assert.ok(h.ms < 100, `hostname took ${h.ms} ms`);
+});
+
+test('the compiled-pattern cache is bounded; an evicted pattern is compiled again', () => {
+  for (let i = 0; i < 3 * REGEXP_CACHE_MAX_ENTRIES; i++) {
+    assert.equal(tenantRegExp(`^p${i}(a|b)+$`).test(`p${i}ab`), true);
+    assert.ok(cachedPatternCount() <= REGEXP_CACHE_MAX_ENTRIES);
+  }
+  assert.equal(cachedPatternCount(), REGEXP_CACHE_MAX_ENTRIES);
+  assert.equal(tenantRegExp('^p0(a|b)+$').test('p0ba'), true);
+  assert.equal(regexpError(`(${'x'.repeat(2 << 20)}`), 'error parsing regexp: missing closing ): `(' + 'x'.repeat(2 << 20) + '`');
+  assert.ok(cachedPatternCount() <= REGEXP_CACHE_MAX_ENTRIES);
 });
