@@ -50,6 +50,7 @@ import { Webhooks, WEBHOOK_CONFIGURATION_PATHS } from '../admission/webhooks.js'
 import { ValidatingPolicies } from '../admission/policies.js';
 import { MutatingPolicies } from '../admission/mutating.js';
 import { chainAdmission } from '../admission/index.js';
+import type { AdmissionPlugin } from '../admission/plugins.js';
 import type { AdmissionAuthorize } from '../admission/celauthorizer.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
@@ -430,14 +431,39 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       replicated: (resource, cluster, name) => directory.replicated(resource, cluster, name),
       replicatedList: (resource) => directory.replicatedList(resource),
     });
-    // Dynamic admission in kube's plugin order (src/admission/index.ts): mutating admission
-    // policies, mutating webhooks, validating admission policies, validating webhooks — of each
-    // logical cluster (webhooks also of the export of a bound resource).
     const builtins = servedBuiltins(options.runtimeConfig);
     const mutatingPolicies = builtins.some((d) => d.kind === 'MutatingAdmissionPolicy');
     // CEL's `authorizer`: the request's user in the request's logical cluster (always this shard's).
     const authorize: AdmissionAuthorize = (user, cluster, attributes) => authz.authorize({ ...attributes, user, cluster }, index.get(cluster) !== undefined);
-    backend.webhooks = chainAdmission(
+    // Permissions on an export are held without entering its workspace (kcp's deep SAR).
+    const builtinGRs = new Set(builtins.map((d) => `${d.group}/${d.plural}`));
+    const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }, true),
+      (group, resource) => builtinGRs.has(`${group}/${resource}`));
+    // Built-in admission plugins (kube's and kcp's compiled-in ones), then dynamic admission in
+    // kube's plugin order (src/admission/index.ts): mutating admission policies, mutating
+    // webhooks, validating admission policies, validating webhooks — of each logical cluster
+    // (webhooks also of the export of a bound resource).
+    const plugins: AdmissionPlugin[] = [
+      { name: 'NamespaceLifecycle', resources: ['/namespaces'], admitDelete: namespaceDeleteAdmission((cluster) => index.get(cluster)?.deleting ?? false) },
+      { name: 'apis.kcp.io/CRDNoOverlappingGVR', resources: ['apiextensions.k8s.io/customresourcedefinitions'], admit: crdOverlapAdmission(cache) },
+      {
+        name: 'tenancy.kcp.io/Workspace', resources: ['tenancy.kcp.io/workspaces'],
+        admit: workspaceAdmission({
+          index, types,
+          canUseType: (user, cluster, name) => authorizeIn(user, cluster, { verb: 'use', group: 'tenancy.kcp.io', resource: 'workspacetypes', name }),
+        }),
+      },
+      { name: 'core.kcp.io/LogicalCluster', resources: ['core.kcp.io/logicalclusters'], admit: logicalClusterAdmission },
+      ...apis.plugins,
+      {
+        // CSR approval and signing admission: `approve`/`sign` on certificates.k8s.io `signers`.
+        name: 'CertificateApproval', resources: ['certificates.k8s.io/certificatesigningrequests'],
+        admit: csrAdmission((user, cluster, verb, name) => authz.authorize({
+          user, verb, cluster, isResourceRequest: true, namespace: '', apiGroup: 'certificates.k8s.io', resource: 'signers', subresource: '', name, path: '',
+        }, index.get(cluster) !== undefined).allowed),
+      },
+    ];
+    backend.admission = chainAdmission(plugins,
       ...(mutatingPolicies ? [new MutatingPolicies({ cache, apis: (cluster: string) => registry.forCluster(cluster), authorize })] : []),
       new ValidatingPolicies({ cache, apis: (cluster) => registry.forCluster(cluster), authorize }),
       new Webhooks({
@@ -446,26 +472,8 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         apis: (cluster) => registry.forCluster(cluster), authorize,
       }),
     );
-    // Permissions on an export are held without entering its workspace (kcp's deep SAR).
-    const builtinGRs = new Set(builtins.map((d) => `${d.group}/${d.plural}`));
-    const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }, true),
-      (group, resource) => builtinGRs.has(`${group}/${resource}`));
-    const namespaceDelete = namespaceDeleteAdmission((cluster) => index.get(cluster)?.deleting ?? false);
-    const crdAdmit = crdOverlapAdmission(cache);
-    const resources = [...builtins.map((d) => d.group === '' && d.plural === 'namespaces' ? { ...d, strategy: { ...d.strategy, admitDelete: namespaceDelete } }
-      : d.group === 'apiextensions.k8s.io' && d.plural === 'customresourcedefinitions' ? { ...d, strategy: { ...d.strategy, admit: crdAdmit } } : d), ...kcpResources({
-      workspaces: workspaceAdmission({
-        index, types,
-        canUseType: (user, cluster, name) => authorizeIn(user, cluster, { verb: 'use', group: 'tenancy.kcp.io', resource: 'workspacetypes', name }),
-      }),
-      logicalclusters: logicalClusterAdmission,
-      ...apis.admission,
-    }, apis.strategies).map((d) => d.group === 'core.kcp.io' && d.plural === 'logicalclusters' ? { ...d, strategy: { ...d.strategy, initialContent: initialLogicalCluster } } : d)];
-    // CSR approval and signing admission: `approve`/`sign` on certificates.k8s.io `signers`.
-    const csrAdmit = csrAdmission((user, cluster, verb, name) => authz.authorize({
-      user, verb, cluster, isResourceRequest: true, namespace: '', apiGroup: 'certificates.k8s.io', resource: 'signers', subresource: '', name, path: '',
-    }, index.get(cluster) !== undefined).allowed);
-    for (const [i, d] of resources.entries()) if (d.group === 'certificates.k8s.io' && d.plural === 'certificatesigningrequests') resources[i] = { ...d, strategy: { ...d.strategy, admit: csrAdmit } };
+    backend.initialContent = (desc, lc, attrs) => (desc.group === 'core.kcp.io' && desc.plural === 'logicalclusters' ? initialLogicalCluster(lc, attrs) : undefined);
+    const resources = [...builtins, ...kcpResources(apis.strategies)];
     const registry = new APIRegistry(cache, backend, resources, { bindingsGR: BINDINGS_GR, descriptors: (b) => catalog.boundDescriptors(b) });
     // A schema replicated from another shard may complete a binding made before it arrived.
     // (Replicated objects change with no logical cluster location; routing changes are left alone.)
