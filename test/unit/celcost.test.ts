@@ -11,6 +11,14 @@ import {
 } from '../../src/apiextensions/celcost.js';
 import { compileSchema } from '../../src/apiextensions/schema.js';
 import { TESTDATA_CRDS } from '../helpers.js';
+import { POLICIES_GR, POLICY_BINDINGS_GR, ValidatingPolicies } from '../../src/admission/policies.js';
+import type { KubeObject } from '../../src/apimachinery/meta.js';
+import type { ClusterAPIs } from '../../src/apiextensions/registry.js';
+import type { WebhookAttributes } from '../../src/registry/store.js';
+import { objectCache } from './objectcache.js';
+import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
+
+const CONFIGMAPS = BUILTIN_RESOURCES.find((d) => d.group === '' && d.plural === 'configmaps')!;
 
 type Obj = Record<string, any>;
 
@@ -170,4 +178,31 @@ test('custom resource validation: a rule no estimate stopped (e.g. stored before
   const c = causes.find((x) => x.field === 'spec');
   assert.equal(c?.message, `Invalid value: "object": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: ${ISSUE_RULE}`);
   assert.ok(!causes.some((x) => x.message?.includes('never reached')));
+});
+
+const vapRules = { resourceRules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'], scope: '*' }] };
+const vapAttrs = (object: KubeObject): WebhookAttributes => ({ operation: 'CREATE', cluster: 'c', desc: CONFIGMAPS, subresource: '', namespace: 'ns', name: 'cm', user: { name: 'u', groups: [] }, object, dryRun: false });
+const vap = (validations: Obj[]): ValidatingPolicies => {
+  const policy: KubeObject = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'p' }, spec: { failurePolicy: 'Fail', matchConstraints: vapRules, validations } };
+  const binding: KubeObject = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'b' }, spec: { policyName: 'p', validationActions: ['Deny'] } };
+  return new ValidatingPolicies({ cache: objectCache([[POLICIES_GR, policy], [POLICY_BINDINGS_GR, binding]]), apis: () => ({ descriptors: [] }) as unknown as ClusterAPIs });
+};
+
+test('ValidatingAdmissionPolicy: an expression stops at the per-call limit, and a spent budget fails the evaluation, with kube\'s messages', async () => {
+  const data = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`k${i}`, `v${i}`]));
+  const cm: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: 'ns' }, data };
+  const quadratic = 'object.data.all(k, object.data.all(j, k == j || object.data[k] != object.data[j]))';
+  const cubic = `object.data.all(a, ${quadratic})`;
+  const t0 = performance.now();
+  await assert.rejects(vap([{ expression: cubic }]).validate(vapAttrs(cm)), (err: Error) => {
+    assert.equal(err.message, `ValidatingAdmissionPolicy 'p' with binding 'b' denied request: expression '${cubic}' resulted in error: operation cancelled: actual cost limit exceeded`);
+    return true;
+  });
+  assert.ok(performance.now() - t0 < 2000);
+  // Each quadratic expression stays under the per-call limit; forty of them exceed the budget.
+  await assert.rejects(vap(Array.from({ length: 40 }, () => ({ expression: quadratic }))).validate(vapAttrs(cm)), (err: Error) => {
+    assert.equal(err.message, `ValidatingAdmissionPolicy 'p' with binding 'b' denied request: ${OUT_OF_BUDGET}`);
+    return true;
+  });
+  await vap([{ expression: quadratic }]).validate(vapAttrs(cm));
 });
