@@ -228,6 +228,7 @@ const SCALAR_RESULTS = new Set(['size', 'int', 'uint', 'double', 'bool', 'durati
 const STRING_TRAVERSALS = new Set(['lowerAscii', 'upperAscii', 'trim', 'substring', 'charAt', 'reverse', 'format', 'quote']);
 /** Parsers and checks that traverse their (single) string argument once. */
 const PARSERS = new Set(['url', 'isURL', 'ip', 'isIP', 'cidr', 'isCIDR', 'quantity', 'isQuantity', 'semver', 'isSemver', 'string', 'bytes', 'escapeKey']);
+const BINARY = new Set(['&&', '||', '+', '-', '*', '/', '%', '==', '!=', '<', '<=', '>', '>=', 'in']);
 const TYPE_NAMES = new Set(['int', 'uint', 'double', 'bool', 'string', 'bytes', 'list', 'map', 'null_type', 'type', 'dyn']);
 
 class Coster {
@@ -254,6 +255,21 @@ class Coster {
     if (!isObj(n) || typeof n.op !== 'string') return { cost: fixed(0) };
     const node = n as unknown as Node;
     const a = node.args;
+    if (BINARY.has(node.op)) {
+      // Left-deep chains (`a && b && c …`, `s + s + s …`) are folded iteratively: cel-js does
+      // not balance them, and a tenant's chain of thousands must not exhaust the stack.
+      const spine: Node[] = [];
+      let cur: Node = node;
+      while (BINARY.has(cur.op) && Array.isArray(cur.args) && cur.args.length === 2) {
+        spine.push(cur);
+        const left = cur.args[0] as unknown;
+        if (!isObj(left) || left.op !== cur.op) { cur = left as Node; break; }
+        cur = left as unknown as Node;
+      }
+      let acc = this.est(cur);
+      for (let i = spine.length - 1; i >= 0; i--) acc = this.binary(spine[i]!.op, acc, this.est((spine[i]!.args as unknown[])[1]));
+      return acc;
+    }
     switch (node.op) {
       case 'value': {
         if (typeof a === 'string') return { cost: fixed(0), size: fixed([...a].length), type: SIMPLE('string', 2, 0) };
@@ -291,10 +307,6 @@ class Coster {
         for (const [k, v] of entries) { cost = addR(cost, this.est(k).cost); const ve = this.est(v); cost = addR(cost, ve.cost); elem ??= ve.type; }
         return { cost, size: fixed(entries.length), type: { kind: 'map', maxElements: entries.length, minSize: 2, key: MAP_KEY, elem } };
       }
-      case '&&': case '||': {
-        const [l, r] = (a as unknown[]).map((x) => this.est(x)) as [Est, Est];
-        return { cost: { min: l.cost.min, max: addSat(l.cost.max, r.cost.max) }, scalar: true };
-      }
       case '?:': {
         const [c, t, f] = (a as unknown[]).map((x) => this.est(x)) as [Est, Est, Est];
         const size = unionR(this.size(t), this.size(f));
@@ -304,9 +316,18 @@ class Coster {
         const x = this.est(a);
         return { cost: addR(x.cost, fixed(1)), scalar: true };
       }
+      case 'call': case 'rcall': return this.call(node);
+      default: return { cost: fixed(1) };
+    }
+  }
+
+  /** A binary operator's estimate from its operands' (cel-go `functionCost` for the operator overloads). */
+  private binary(op: string, l: Est, r: Est): Est {
+    const args = addR(l.cost, r.cost);
+    switch (op) {
+      case '&&': case '||':
+        return { cost: { min: l.cost.min, max: addSat(l.cost.max, r.cost.max) }, scalar: true };
       case '+': {
-        const [l, r] = (a as unknown[]).map((x) => this.est(x)) as [Est, Est];
-        const args = addR(l.cost, r.cost);
         const kind = l.type?.kind === 'string' || l.type?.kind === 'bytes' || l.type?.kind === 'list' ? l.type.kind : r.type?.kind;
         if (kind === 'string' || kind === 'bytes') {
           const size = addR(this.size(l), this.size(r));
@@ -318,26 +339,17 @@ class Coster {
         }
         return { cost: addR(fixed(1), args), scalar: true };
       }
-      case '-': case '*': case '/': case '%': {
-        const [l, r] = (a as unknown[]).map((x) => this.est(x)) as [Est, Est];
-        return { cost: addR(fixed(1), addR(l.cost, r.cost)), scalar: true };
-      }
       case '==': case '!=': case '<': case '<=': case '>': case '>=': {
-        const [l, r] = (a as unknown[]).map((x) => this.est(x)) as [Est, Est];
-        const args = addR(l.cost, r.cost);
-        const sized = node.op === '==' || node.op === '!=' || [l, r].some((e) => e.type?.kind === 'string' || e.type?.kind === 'bytes');
+        const sized = op === '==' || op === '!=' || [l, r].some((e) => e.type?.kind === 'string' || e.type?.kind === 'bytes');
         if (!sized) return { cost: addR(fixed(1), args), scalar: true };
         const smallestMax = Math.min(this.size(l).max, this.size(r).max);
         return { cost: addR(factorR({ min: smallestMax > 0 ? 1 : 0, max: smallestMax }, STRING_TRAVERSAL), args), scalar: true };
       }
-      case 'in': {
-        const [l, r] = (a as unknown[]).map((x) => this.est(x)) as [Est, Est];
-        const args = addR(l.cost, r.cost);
+      case 'in':
         if (r.type?.kind === 'map') return { cost: addR(fixed(1), args), scalar: true };
         return { cost: addR(this.size(r), args), scalar: true };
-      }
-      case 'call': case 'rcall': return this.call(node);
-      default: return { cost: fixed(1) };
+      default: // - * / %
+        return { cost: addR(fixed(1), args), scalar: true };
     }
   }
 

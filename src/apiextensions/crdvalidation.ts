@@ -1034,7 +1034,15 @@ function validateSchemaNode(s: unknown, p: string, v: Ssv, isRoot: boolean, opts
           // cel-go compiles the rule with `self` (and `oldSelf`) declared as the node's type: an
           // undefined field or a wrong operand type is a compile error (celtypes.ts).
           const self = schemaType(s, isRoot);
-          const issues = checkAst(parsed.ast, str(rule.rule), new Map([['self', self], ['oldSelf', rule.optionalOldSelf === true ? { k: 'dyn' } as const : self]]));
+          let issues: ReturnType<typeof checkAst>;
+          try {
+            issues = checkAst(parsed.ast, str(rule.rule), new Map([['self', self], ['oldSelf', rule.optionalOldSelf === true ? { k: 'dyn' } as const : self]]));
+          } catch (err) {
+            // A chain of tens of thousands of operators (cel-js does not balance them as cel-go
+            // does) is deeper than the checker's recursion: a compile error, not a server error.
+            if (!(err instanceof RangeError)) throw err;
+            issues = [{ message: 'expression is nested too deeply', offset: 0 }];
+          }
           if (issues.length) out.cel.push(invalid(child(rp, 'rule'), r, `compilation failed: ${formatIssues(str(rule.rule), issues)}`));
         }
         const msgExpr = str(rule.messageExpression);
