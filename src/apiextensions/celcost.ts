@@ -501,22 +501,28 @@ let meter: Meter | undefined;
 /** Nesting depth of metered node evaluations. */
 let depth = 0;
 /**
- * The results of the last two nodes completed at each depth: after a binary operator or a call at
- * depth d returns, its operands' values are in `last[d + 1]` and `previous[d + 1]` (cel-js
- * evaluates the operands of a call from the last to the first, so the receiver or first
- * argument is `last`). Cleared after each metered evaluation.
+ * The results of the last two operand nodes completed at each depth: after a binary operator or
+ * a call at depth d returns, its operands' values are in `last[d + 1]` and `previous[d + 1]`
+ * (cel-js evaluates a call's receiver and arguments from the last to the first, so the receiver
+ * or first argument is `last`). Cleared after each metered evaluation.
  */
 const last: unknown[] = [];
 const previous: unknown[] = [];
-/** Per-iteration cost of the step node of each macro comprehension seen (cel-go: loop condition and accumulator). */
-const iterationCost = new WeakMap<object, number>();
+
+/** Per-iteration cost of a macro's comprehension step (cel-go: loop condition and accumulator). */
 const PER_ITERATION: Record<string, number> = { all: 3, exists: 4, exists_one: 2, map: 12, filter: 13 };
 
+// Each AST node carries its cost code (`celCost`), computed the first time it runs:
+// bit 0: the node is an operand whose value a size-dependent parent reads; bits 1-7: the kind;
+// bits 8+: the fixed cost (kind 0) or the function (kind K_CALL). -1: an operand not yet classified.
+const K_FIXED = 0; const K_CONCAT = 1; const K_EQUALS = 2; const K_ORDER = 3; const K_IN = 4; const K_CALL = 5; const K_JOIN = 6;
+const code = (kind: number, arg = 0): number => (arg << 8) | (kind << 1);
+
 // Calls whose cost depends on their operands' sizes (cel-go checker/cost.go, runtimecost.go; kube library cost.go).
-const F_CONTAINS = 1; const F_PREFIX = 2; const F_REGEX = 3; const F_LIST = 4; const F_RESULT = 5; const F_TRAVERSAL = 6;
+const F_CONTAINS = 1; const F_PREFIX = 2; const F_REGEX = 3; const F_LIST = 4; const F_TRAVERSAL = 5;
 const FUNCTION_COSTS = new Map<string, number>([
   ['contains', F_CONTAINS], ['startsWith', F_PREFIX], ['endsWith', F_PREFIX], ['matches', F_REGEX], ['find', F_REGEX], ['findAll', F_REGEX],
-  ['isSorted', F_LIST], ['sum', F_LIST], ['min', F_LIST], ['max', F_LIST], ['join', F_RESULT],
+  ['isSorted', F_LIST], ['sum', F_LIST], ['min', F_LIST], ['max', F_LIST],
   ['split', F_TRAVERSAL], ['replace', F_TRAVERSAL], ['indexOf', F_TRAVERSAL], ['lastIndexOf', F_TRAVERSAL],
   ...[...STRING_TRAVERSALS, ...PARSERS].map((n) => [n, F_TRAVERSAL] as [string, number]),
 ]);
@@ -525,7 +531,52 @@ interface CostedNode {
   op: string;
   args: unknown;
   meta: { alternate?: CostedNode };
+  celCost?: number;
   evaluate(ev: unknown, ast: unknown, ctx: unknown): unknown;
+}
+
+function markOperand(n: unknown): void {
+  if (!isObj(n)) return;
+  const node = n as unknown as CostedNode;
+  const c = node.celCost;
+  node.celCost = c === undefined || c < 0 ? -1 : c | 1;
+}
+
+/** Computes and stores a node's cost code (see above). */
+function classify(ast: CostedNode): number {
+  const a = ast.args;
+  let c: number;
+  switch (ast.op) {
+    case 'value': case '&&': case '||': case '?:': case 'accuValue': case 'accuInc': case 'accuPush': c = code(K_FIXED, 0); break;
+    case 'list': c = code(K_FIXED, 10); break;
+    case 'map': c = code(K_FIXED, 30); break;
+    case '+': c = code(K_CONCAT); break;
+    case '==': case '!=': c = code(K_EQUALS); markOperand((a as unknown[])[0]); markOperand((a as unknown[])[1]); break;
+    case '<': case '<=': case '>': case '>=': c = code(K_ORDER); markOperand((a as unknown[])[0]); markOperand((a as unknown[])[1]); break;
+    case 'in': c = code(K_IN); markOperand((a as unknown[])[1]); break;
+    case 'call': case 'rcall': {
+      const parts = a as unknown[];
+      const name = String(parts[0]);
+      const alt = ast.meta.alternate;
+      if (alt !== undefined && alt.op === 'comprehension') {
+        // A macro: its comprehension runs the step once per element.
+        const step = (alt.args as { step?: CostedNode }).step;
+        if (step) step.celCost = code(K_FIXED, PER_ITERATION[name] ?? 3);
+        c = code(K_FIXED, 1);
+        break;
+      }
+      const f = name === 'join' ? -1 : FUNCTION_COSTS.get(name);
+      if (f === undefined) { c = code(K_FIXED, 1); break; }
+      if (f === -1) { c = code(K_JOIN); break; }
+      c = code(K_CALL, f);
+      for (const x of ast.op === 'rcall' ? [parts[1], ...(parts[2] as unknown[])] : (parts[1] as unknown[])) markOperand(x);
+      break;
+    }
+    default: c = code(K_FIXED, 1);
+  }
+  if (ast.celCost === -1) c |= 1;
+  ast.celCost = c;
+  return c;
 }
 
 /** cel-go's `actualSize`: characters, bytes, items or entries; 1 for other values. */
@@ -542,46 +593,24 @@ function sizeOf(v: unknown): number {
 const isText = (v: unknown): boolean => typeof v === 'string' || v instanceof Uint8Array;
 const traverse = (n: number): number => Math.ceil(n * STRING_TRAVERSAL);
 
-/** Registers the step of a macro's comprehension before it runs. */
-function prepareMacro(ast: CostedNode): void {
-  const alt = ast.meta.alternate;
-  if (alt === undefined || alt.op !== 'comprehension') return;
-  const step = (alt.args as { step?: object }).step;
-  if (step && !iterationCost.has(step)) iterationCost.set(step, PER_ITERATION[String((ast.args as unknown[])[0])] ?? 3);
-}
-
-/** The cost of a node that returned `result`; its operands' values are at depth `d`. */
-const FIXED_COSTS = new Map<string, number>([
-  ['value', 0], ['&&', 0], ['||', 0], ['accuValue', 0], ['accuInc', 0], ['id', 1], ['.', 1], ['.?', 1], ['[]', 1], ['[?]', 1],
-  ['!_', 1], ['-_', 1], ['-', 1], ['*', 1], ['/', 1], ['%', 1], ['list', 10], ['map', 30],
-]);
-
-function nodeCost(ast: CostedNode, result: unknown, d: number): number {
-  const op = ast.op;
-  const fixedCost = FIXED_COSTS.get(op);
-  if (fixedCost !== undefined) return fixedCost;
-  switch (op) {
-    case '?:': case 'accuPush': return iterationCost.get(ast) ?? 0;
-    case '+': return isText(result) ? traverse((result as string).length) : 1;
-    case '==': case '!=': return traverse(Math.min(sizeOf(previous[d]), sizeOf(last[d])));
-    case '<': case '<=': case '>': case '>=':
-      return isText(previous[d]) || isText(last[d]) ? traverse(Math.min(sizeOf(previous[d]), sizeOf(last[d]))) : 1;
-    case 'in': { const r = last[d]; return Array.isArray(r) ? r.length : 1; }
-    case 'call': case 'rcall': {
-      if (ast.meta.alternate !== undefined) return 1;
-      const f = FUNCTION_COSTS.get((ast.args as unknown[])[0] as string);
-      if (f === undefined) return 1;
+/** The cost of a size-dependent node that returned `result`; its operands' values are at depth `d`. */
+function sizedCost(kind: number, fn: number, result: unknown, d: number): number {
+  switch (kind) {
+    case K_CONCAT: return isText(result) ? traverse((result as string).length) : 1;
+    case K_EQUALS: return traverse(Math.min(sizeOf(previous[d]), sizeOf(last[d])));
+    case K_ORDER: return isText(previous[d]) || isText(last[d]) ? traverse(Math.min(sizeOf(previous[d]), sizeOf(last[d]))) : 1;
+    case K_IN: { const r = last[d]; return Array.isArray(r) ? r.length : 1; }
+    case K_JOIN: return traverse(sizeOf(result)) + 1;
+    default: {
       const target = last[d]; const other = previous[d];
-      switch (f) {
+      switch (fn) {
         case F_CONTAINS: return traverse(sizeOf(target)) * traverse(sizeOf(other));
         case F_PREFIX: return traverse(sizeOf(other));
         case F_REGEX: return traverse(sizeOf(target) + 1) * Math.ceil(sizeOf(other) * REGEX_STRING_LENGTH);
         case F_LIST: return sizeOf(target);
-        case F_RESULT: return traverse(sizeOf(result)) + 1;
         default: return Array.isArray(target) ? target.length : traverse(sizeOf(target));
       }
     }
-    default: return 1;
   }
 }
 
@@ -606,7 +635,8 @@ export function installEvaluationMeter(): void {
   proto.run = function run(this: unknown, ast: CostedNode, ctx: unknown): unknown {
     const m = meter;
     if (m === undefined) return ast.evaluate(this, ast, ctx);
-    if (ast.op === 'rcall') prepareMacro(ast);
+    let c = ast.celCost;
+    if (c === undefined || c < 0) c = classify(ast);
     const d = depth;
     depth = d + 1;
     let result: unknown;
@@ -615,9 +645,9 @@ export function installEvaluationMeter(): void {
     } finally {
       depth = d;
     }
-    m.cost += nodeCost(ast, result, d + 1);
-    previous[d] = last[d];
-    last[d] = result;
+    const kind = (c >> 1) & 127;
+    m.cost += kind === K_FIXED ? c >> 8 : sizedCost(kind, c >> 8, result, d + 1);
+    if ((c & 1) === 1) { previous[d] = last[d]; last[d] = result; }
     if (m.cost > m.limit) throw (m.error ??= new CelCostLimitError());
     return result;
   };
