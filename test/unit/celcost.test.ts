@@ -16,6 +16,7 @@ import type { KubeObject } from '../../src/apimachinery/meta.js';
 import type { ClusterAPIs } from '../../src/apiextensions/registry.js';
 import type { WebhookAttributes } from '../../src/registry/store.js';
 import { objectCache } from './objectcache.js';
+import { validateSchemaSpec } from '../../src/apiexports/schemas.js';
 import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
 
 const CONFIGMAPS = BUILTIN_RESOURCES.find((d) => d.group === '' && d.plural === 'configmaps')!;
@@ -88,6 +89,18 @@ test('CRD creation: the issue rule is refused with the factor named; bounded, it
   const ok = crdWith(boundedList);
   applyCRDDefaults(ok);
   assert.deepEqual(validateCRD(ok), []);
+});
+
+test('APIResourceSchema (kcp): the issue rule is refused as in its CRD, on the schema\'s own fields', () => {
+  const schema = (props: Obj): KubeObject => ({
+    apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIResourceSchema', metadata: { name: 'v1.widgets.example.com' },
+    spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+      versions: [{ name: 'v1', served: true, storage: true, schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-validations': [{ rule: ISSUE_RULE }], properties: props } } } }] },
+  });
+  const errs = validateSchemaSpec(schema(unboundedList));
+  assert.ok(errs.some((c) => c.field === 'spec.versions[0].schema.properties[spec].x-kubernetes-validations[0].rule' && /estimated rule cost exceeds budget by factor of more than 100x/.test(c.message ?? '')), show(errs));
+  assert.ok(errs.some((c) => c.field === 'spec.versions[0].schema' && /estimated rule cost total/.test(c.message ?? '')), show(errs));
+  assert.deepEqual(validateSchemaSpec(schema(boundedList)), []);
 });
 
 test('cardinality: a rule on list items is multiplied by maxItems, else by the unbounded estimate', () => {
