@@ -28,6 +28,7 @@ import { compileExpression, matchResource, namespaceObject, ruleOf, selectorOf, 
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ClusterAPIs } from '../apiextensions/registry.js';
 import { toCel } from '../apiextensions/cel.js';
+import { CelBudgetExhaustedError, CostBudget } from '../apiextensions/celcost.js';
 import type { WebhookAdmission, WebhookAttributes } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
 
@@ -191,8 +192,12 @@ export function policyParams(cache: WatchCache, apis: ClusterAPIs, a: WebhookAtt
  * request's user in its logical cluster, checked with `authorize`; kube's
  * `library.NewAuthorizerVal`/`NewResourceAuthorizerVal`), and `variables` evaluated in order,
  * each seeing the ones before it. `run` evaluates an expression in it (compiled in the mutation
- * environment with `mutation`).
+ * environment with `mutation`), each limited to kube's `PerCallLimit` and all of them (variables,
+ * conditions, validations, messages) sharing one `RuntimeCELCostBudget` (kube: per policy
+ * evaluation, k8s.io/apiserver/pkg/admission/plugin/cel/filter.go `ForInput`).
  * @throws {Error} when a variable fails to evaluate
+ * @throws {CelCostLimitError} from `run`, when an expression passes the per-call limit
+ * @throws {CelBudgetExhaustedError} from `run`, when the evaluation's budget is spent
  */
 export function policyActivation(cache: WatchCache, a: WebhookAttributes, spec: Obj, param: unknown, mutation = false, authorize?: AdmissionAuthorize): (expression: string) => unknown {
   const request = {
@@ -207,7 +212,8 @@ export function policyActivation(cache: WatchCache, a: WebhookAttributes, spec: 
   };
   const variables: Record<string, unknown> = Object.create(null);
   vars.variables = variables;
-  const run = (expression: string): unknown => compileExpression(expression, mutation)(vars);
+  const budget = new CostBudget();
+  const run = (expression: string): unknown => budget.evaluate(compileExpression(expression, mutation), vars);
   for (const v of asList(spec.variables)) variables[String(v.name)] = run(String(v.expression));
   return run;
 }
@@ -277,7 +283,8 @@ export class ValidatingPolicies implements WebhookAdmission {
         try { ok = run(String(v.expression)); } catch (err) {
           if (!failClosed) continue;
           ok = false;
-          failure = `expression '${String(v.expression)}' resulted in error: ${(err as Error).message.split('\n')[0]}`;
+          // A spent budget fails the policy evaluation itself (kube: the ForInput error), not one expression.
+          failure = err instanceof CelBudgetExhaustedError ? err.message : `expression '${String(v.expression)}' resulted in error: ${(err as Error).message.split('\n')[0]}`;
         }
         if (ok === true) continue;
         let message = typeof v.message === 'string' && v.message ? v.message : failure ?? `failed expression: ${String(v.expression)}`;

@@ -39,6 +39,7 @@ import { postJSON, validateWebhookClientConfig, webhookEndpoint, type WebhookEnd
 import type { ParseResult } from '@marcbachmann/cel-js';
 import { compileExpression, matchResource, ruleOf, selectorOf, selectorsMatch, unversioned, versionedAttributes, type AdmissionRule, type MatchedResource } from './match.js';
 import { toCel } from '../apiextensions/cel.js';
+import { CostBudget } from '../apiextensions/celcost.js';
 import { celAuthorizer, type AdmissionAuthorize } from './celauthorizer.js';
 import { newReinvocationContext, reinvocationState, type ReinvocationContext } from './index.js';
 
@@ -287,9 +288,11 @@ export class Webhooks implements WebhookAdmission {
       // `authorizer.requestResource` is the resource the webhook sees (kube: the versioned attributes).
       const authorizer = celAuthorizer(this.deps.authorize, a.user, a.cluster, { group: d.group, resource: d.plural, subresource: a.subresource, namespace: a.namespace, name: a.name });
       const vars = { object: toCel(request.object, undefined), oldObject: toCel(request.oldObject, undefined), request: toCel(request, undefined), authorizer };
+      // Each condition is limited to kube's PerCallLimit; together they share one budget.
+      const budget = new CostBudget();
       for (const c of w.conditions) {
         let result: unknown;
-        try { result = c.program(vars); } catch (err) {
+        try { result = budget.evaluate(c.program, vars); } catch (err) {
           if (w.failurePolicy === 'Ignore') return undefined;
           throw new StatusError(500, 'InternalError', `Internal error occurred: failed calling webhook "${w.name}": match condition "${c.name}": ${(err as Error).message.split('\n')[0]}`);
         }

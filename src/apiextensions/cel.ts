@@ -12,11 +12,14 @@
  * - A rule that returns false yields its message (`message`, else the trimmed result of
  *   `messageExpression`, else `failed rule: <rule>`); runtime errors yield
  *   `<error> evaluating rule: <rule>`.
+ * - Evaluation is metered (./celcost.ts): a rule stops at kube's per-call limit, and all rules of
+ *   one object share kube's runtime budget; either ends the object's rule evaluation.
  */
 import { Environment, Optional, type ParseResult } from '@marcbachmann/cel-js';
 import { Duration } from '@marcbachmann/cel-js/evaluator';
 import { registerKubeLibrary, CelLibraryError } from './cel-library.js';
 import { parseGoDuration, parseStrfmtDuration } from './schema-formats.js';
+import { CelBudgetExhaustedError, CelCostLimitError, evaluateMetered, type CostBudget } from './celcost.js';
 
 /** One entry of `x-kubernetes-validations` (apiextensions/v1 ValidationRule). */
 export interface ValidationRule {
@@ -58,7 +61,8 @@ export interface CompiledRule {
 export type RuleOutcome =
   | { kind: 'pass' }
   | { kind: 'fail'; message: string }
-  | { kind: 'error'; message: string };
+  /** `stop`: the cost limit or budget ran out; kube runs no further rules on the object. */
+  | { kind: 'error'; message: string; stop?: boolean };
 
 /** `celconfig.MaxEvaluatedMessageExpressionSizeBytes`. */
 const MAX_MESSAGE_EXPRESSION_BYTES = 5 * 1024;
@@ -276,10 +280,10 @@ function celErrorText(err: unknown): { overload: boolean; text: string } {
   return { overload: false, text: msg };
 }
 
-function messageFor(rule: CompiledRule, ctx: Record<string, unknown>): string {
+function messageFor(rule: CompiledRule, ctx: Record<string, unknown>, budget: CostBudget | undefined): string {
   if (rule.messageProgram) {
     try {
-      const v: unknown = rule.messageProgram(ctx);
+      const v: unknown = budget ? budget.evaluate(rule.messageProgram, ctx) : evaluateMetered(rule.messageProgram, ctx).value;
       if (typeof v === 'string') {
         const trimmed = v.trim();
         if (trimmed && Buffer.byteLength(trimmed) <= MAX_MESSAGE_EXPRESSION_BYTES && !/\n/.test(trimmed)) return trimmed;
@@ -295,9 +299,12 @@ function messageFor(rule: CompiledRule, ctx: Record<string, unknown>): string {
 /**
  * Evaluates a rule. `self` and `oldSelf` are CEL values (see {@link toCel}); `hasOld` says whether
  * an old value is correlated. Rules using `oldSelf` without an old value are skipped (`pass`),
- * unless `optionalOldSelf` is set (then `oldSelf` is an optional).
+ * unless `optionalOldSelf` is set (then `oldSelf` is an optional). The evaluation is limited to
+ * kube's `PerCallLimit` and charged to `budget` (the object's `RuntimeCELCostBudget`); running
+ * out of either is an error with `stop` set and kube's message
+ * (schema/cel/validation.go `validateExpressions`).
  */
-export function evaluateRule(rule: CompiledRule, self: unknown, hasOld: boolean, oldSelf: unknown): RuleOutcome {
+export function evaluateRule(rule: CompiledRule, self: unknown, hasOld: boolean, oldSelf: unknown, budget?: CostBudget): RuleOutcome {
   if (rule.compileError !== undefined) return { kind: 'error', message: `rule compile error: ${rule.compileError}` };
   const program = rule.program;
   if (!program) return { kind: 'pass' };
@@ -308,8 +315,12 @@ export function evaluateRule(rule: CompiledRule, self: unknown, hasOld: boolean,
   else if (hasOld) ctx.oldSelf = oldSelf;
   let result: unknown;
   try {
-    result = program(ctx);
+    result = budget ? budget.evaluate(program, ctx) : evaluateMetered(program, ctx).value;
   } catch (err) {
+    if (err instanceof CelBudgetExhaustedError) return { kind: 'error', message: err.message, stop: true };
+    if (err instanceof CelCostLimitError) {
+      return { kind: 'error', message: `'${err.message}': no further validation rules will be run due to call cost exceeds limit for rule: ${ruleErrorString(rule.spec)}`, stop: true };
+    }
     const e = celErrorText(err);
     if (e.overload) {
       return { kind: 'error', message: `'${e.text}': call arguments did not match a supported operator, function or macro signature for rule: ${ruleErrorString(rule.spec)}` };
@@ -317,5 +328,5 @@ export function evaluateRule(rule: CompiledRule, self: unknown, hasOld: boolean,
     return { kind: 'error', message: `${e.text} evaluating rule: ${ruleErrorString(rule.spec)}` };
   }
   if (result === true) return { kind: 'pass' };
-  return { kind: 'fail', message: messageFor(rule, ctx) };
+  return { kind: 'fail', message: messageFor(rule, ctx, budget) };
 }

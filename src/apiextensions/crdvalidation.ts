@@ -36,6 +36,9 @@ import { goQuote } from '../apimachinery/pruning.js';
 import { regexpError, tenantRegExp } from '../apimachinery/regexp.js';
 import { checkAst, formatIssues, schemaType } from './celtypes.js';
 import { constantRegexErrors } from './cel-library.js';
+import {
+  STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, childCardinalityFactor, costErrorMessage, estimateCost, maxCardinality, sizedTypeOf,
+} from './celcost.js';
 import { caBundleError, webhookURLErrors } from '../apimachinery/webhookclient.js';
 
 type Obj = Record<string, unknown>;
@@ -803,10 +806,35 @@ function ssvValidate(s: Obj, p: string, v: Ssv): StatusCause[] {
   return errs;
 }
 
-function validateSchemaNode(s: unknown, p: string, v: Ssv, isRoot: boolean, opts: SchemaOptions, celEnabled: boolean): SchemaErrors {
+/**
+ * The estimated cost of a version schema's rules (kube's `TotalCost`): the sum, and the (at most
+ * four) rules contributing at least 1% of {@link STATIC_ESTIMATED_CRD_COST_LIMIT}, most expensive first.
+ */
+interface TotalCost { total: number; mostExpensive: { path: string; cost: number }[] }
+
+/** kube's `CELSchemaContext` for cost: how often the node can occur (undefined: unbounded), and the schema's total. */
+interface RuleCostContext { cardinality: number | undefined; total: TotalCost }
+
+function observeCost(t: TotalCost, path: string, cost: number): void {
+  t.total = Math.min(Number.MAX_VALUE, t.total + cost);
+  if (cost < STATIC_ESTIMATED_CRD_COST_LIMIT / 100) return;
+  t.mostExpensive.push({ path, cost });
+  t.mostExpensive.sort((a, b) => b.cost - a.cost);
+  if (t.mostExpensive.length > 4) t.mostExpensive.length = 4;
+}
+
+/** `childContext`: a child occurs `extractMaxElements(parent)` times as often as its parent. */
+function childCost(c: RuleCostContext | undefined, parent: Obj): RuleCostContext | undefined {
+  if (!c) return undefined;
+  const f = c.cardinality === undefined ? undefined : childCardinalityFactor(parent);
+  return { cardinality: f === undefined ? undefined : c.cardinality! * f, total: c.total };
+}
+
+function validateSchemaNode(s: unknown, p: string, v: Ssv, isRoot: boolean, opts: SchemaOptions, celEnabled: boolean, cost?: RuleCostContext): SchemaErrors {
   const out: SchemaErrors = { schema: [], cel: [] };
   if (s === undefined || s === null) return out;
   if (!isObj(s)) { out.schema.push(invalid(p, s, 'must be an object')); return out; }
+  const sub = childCost(cost, s);
   const add = (r: SchemaErrors) => { out.schema.push(...r.schema); out.cel.push(...r.cel); };
   const type = str(s.type);
   const props = isObj(s.properties) ? s.properties : undefined;
@@ -819,19 +847,19 @@ function validateSchemaNode(s: unknown, p: string, v: Ssv, isRoot: boolean, opts
   if (isSet(ap)) {
     if (typeof ap !== 'boolean' && !isObj(ap)) out.schema.push(invalid(child(p, 'additionalProperties'), ap, 'must be a boolean or a schema'));
     if (hasProps && (ap === false || isObj(ap))) out.schema.push(forbidden(child(p, 'additionalProperties'), 'additionalProperties and properties are mutual exclusive'));
-    const sub = v.insideResourceMeta ? withForbiddenDefaults(v, 'inside additionalProperties applying to object metadata') : v;
-    if (isObj(ap)) add(validateSchemaNode(ap, child(p, 'additionalProperties'), sub, false, opts, celEnabled));
+    const apv = v.insideResourceMeta ? withForbiddenDefaults(v, 'inside additionalProperties applying to object metadata') : v;
+    if (isObj(ap)) add(validateSchemaNode(ap, child(p, 'additionalProperties'), apv, false, opts, celEnabled, sub));
   }
 
   if (props) {
     for (const [k, ps] of Object.entries(props)) {
-      let sub = v;
-      if (!mapIsCorrelatable(s['x-kubernetes-map-type'])) sub = withForbidOldSelf(sub, p);
+      let pv = v;
+      if (!mapIsCorrelatable(s['x-kubernetes-map-type'])) pv = withForbidOldSelf(pv, p);
       if ((isRoot || s['x-kubernetes-embedded-resource'] === true) && META_FIELDS.has(k)) {
-        sub = { ...sub, insideResourceMeta: true };
-        if (isRoot) sub = withForbiddenDefaults(sub, `in top-level ${k}`);
+        pv = { ...pv, insideResourceMeta: true };
+        if (isRoot) pv = withForbiddenDefaults(pv, `in top-level ${k}`);
       }
-      add(validateSchemaNode(ps, key(child(p, 'properties'), k), sub, false, opts, celEnabled));
+      add(validateSchemaNode(ps, key(child(p, 'properties'), k), pv, false, opts, celEnabled, sub));
     }
   } else if (isSet(s.properties)) {
     out.schema.push(invalid(child(p, 'properties'), s.properties, 'must be an object'));
@@ -845,9 +873,9 @@ function validateSchemaNode(s: unknown, p: string, v: Ssv, isRoot: boolean, opts
   for (const [k, d] of Object.entries(asObj(s.definitions))) add(validateSchemaNode(d, key(child(p, 'definitions'), k), v, false, opts, false));
 
   if (isSet(s.items)) {
-    const sub = s['x-kubernetes-list-type'] !== 'map' ? withForbidOldSelf(v, p) : v;
-    if (Array.isArray(s.items)) s.items.forEach((x, i) => add(validateSchemaNode(x, index(child(p, 'items'), i), sub, false, opts, celEnabled)));
-    else add(validateSchemaNode(s.items, child(p, 'items'), sub, false, opts, celEnabled));
+    const iv = s['x-kubernetes-list-type'] !== 'map' ? withForbidOldSelf(v, p) : v;
+    if (Array.isArray(s.items)) s.items.forEach((x, i) => add(validateSchemaNode(x, index(child(p, 'items'), i), iv, false, opts, celEnabled, sub)));
+    else add(validateSchemaNode(s.items, child(p, 'items'), iv, false, opts, celEnabled, sub));
   }
   for (const [k, d] of Object.entries(asObj(s.dependencies))) if (isObj(d)) add(validateSchemaNode(d, key(child(p, 'dependencies'), k), v, false, opts, false));
 
@@ -932,12 +960,37 @@ function validateSchemaNode(s: unknown, p: string, v: Ssv, isRoot: boolean, opts
         const rp = index(vp, i);
         const rule = asObj(r);
         const parsed = parseCEL(str(rule.rule));
+        const isNew = !opts.preexistingRules.has(str(rule.rule));
+        // kube's estimated cost (validation.go `getExpressionCost`): the rule's worst case over
+        // the node's declared sizes, times how often the node can occur. Rules the stored CRD
+        // already has are not estimated again (they were accepted; evaluation stays metered).
+        const selfType = parsed.ast !== undefined && isNew && cost ? sizedTypeOf(s, isRoot || s['x-kubernetes-embedded-resource'] === true) : undefined;
+        if (selfType && cost) {
+          const vars = new Map([['self', selfType], ['oldSelf', selfType]]);
+          const ruleCost = Math.min(Number.MAX_VALUE, estimateCost(parsed.ast, vars).max * (cost.cardinality ?? maxCardinality(selfType.minSize)));
+          if (ruleCost > STATIC_ESTIMATED_COST_LIMIT) out.cel.push(forbidden(child(rp, 'rule'), costErrorMessage('estimated rule cost', ruleCost, STATIC_ESTIMATED_COST_LIMIT)));
+          observeCost(cost.total, child(rp, 'rule'), ruleCost);
+          const me = str(rule.messageExpression).trim() ? parseCEL(str(rule.messageExpression)) : undefined;
+          if (me?.ast !== undefined) {
+            const msgCost = estimateCost(me.ast, vars).max;
+            if (msgCost > STATIC_ESTIMATED_COST_LIMIT) out.cel.push(forbidden(child(rp, 'messageExpression'), costErrorMessage('estimated messageExpression cost', msgCost, STATIC_ESTIMATED_COST_LIMIT)));
+            observeCost(cost.total, child(rp, 'messageExpression'), msgCost);
+          }
+        }
         if (parsed.error) out.cel.push(invalid(child(rp, 'rule'), r, `compilation failed: ${parsed.error}`));
-        else if (!opts.preexistingRules.has(str(rule.rule))) {
+        else if (isNew) {
           // cel-go compiles the rule with `self` (and `oldSelf`) declared as the node's type: an
           // undefined field or a wrong operand type is a compile error (celtypes.ts).
           const self = schemaType(s, isRoot);
-          const issues = checkAst(parsed.ast, str(rule.rule), new Map([['self', self], ['oldSelf', rule.optionalOldSelf === true ? { k: 'dyn' } as const : self]]));
+          let issues: ReturnType<typeof checkAst>;
+          try {
+            issues = checkAst(parsed.ast, str(rule.rule), new Map([['self', self], ['oldSelf', rule.optionalOldSelf === true ? { k: 'dyn' } as const : self]]));
+          } catch (err) {
+            // A chain of tens of thousands of operators (cel-js does not balance them as cel-go
+            // does) is deeper than the checker's recursion: a compile error, not a server error.
+            if (!(err instanceof RangeError)) throw err;
+            issues = [{ message: 'expression is nested too deeply', offset: 0 }];
+          }
           // cel-go runs its AST validators (constant regexes) once the expression type-checks.
           const regex = issues.length ? { issues: [] } : constantRegexErrors(parsed.ast);
           if (issues.length || regex.issues.length) out.cel.push(invalid(child(rp, 'rule'), r, `compilation failed: ${formatIssues(str(rule.rule), issues.length ? issues : regex.issues)}`));
@@ -1022,8 +1075,13 @@ function validateVersionSchema(schemaWrapper: unknown, statusEnabled: boolean, o
     }
   }
   const ssv: Ssv = { allowDefaults: opts.allowDefaults, disallowDefaultsReason: '', insideResourceMeta: false, requireValidPropertyType: opts.requireValidPropertyType };
-  const r = validateSchemaNode(schema, sp, ssv, true, opts, celEnabled);
+  const total: TotalCost = { total: 0, mostExpensive: [] };
+  const r = validateSchemaNode(schema, sp, ssv, true, opts, celEnabled, { cardinality: 1, total });
   errs.push(...r.schema, ...r.cel);
+  if (total.total > STATIC_ESTIMATED_CRD_COST_LIMIT) {
+    for (const e of total.mostExpensive) errs.push(forbidden(e.path, 'contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema'));
+    errs.push(forbidden(sp, costErrorMessage('x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema', total.total, STATIC_ESTIMATED_CRD_COST_LIMIT)));
+  }
   if (errs.length === 0) errs.push(...structuralInitErrs);
   return errs;
 }

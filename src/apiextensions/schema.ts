@@ -24,6 +24,7 @@ import type { ObjectMeta } from '../apimachinery/meta.js';
 import { BUILTIN_SCHEMAS } from '../apis/schemas/index.js';
 import { OBJECT_META } from '../apis/schemas/helpers.js';
 import { compileRule, evaluateRule, toCel, type CelSchemaNode, type CompiledRule, type ValidationRule } from './cel.js';
+import { CostBudget } from './celcost.js';
 import { compileOpenAPI, type OpenAPIValidator } from './schema-openapi.js';
 import {
   NIL_PATH, childPath, duplicateCause, forbiddenCause, goJSON, indexPath, invalidCause, invalidCauseRaw, keyPath,
@@ -639,17 +640,18 @@ function celRuleCause(field: string, s: SNode, value: unknown, detail: string, r
   }
 }
 
-function validateExpressions(path: string, x: unknown, s: SNode, corr: Correlation | undefined, nearest: Correlation | undefined, resourceRoot: boolean, out: StatusCause[]): void {
+function validateExpressions(path: string, x: unknown, s: SNode, corr: Correlation | undefined, nearest: Correlation | undefined, resourceRoot: boolean, out: StatusCause[], budget: CostBudget): void {
   const hasOld = corr !== undefined && corr.old !== null && corr.old !== undefined;
   const self = toCel(x, s, resourceRoot);
   let oldSelf: unknown;
   if (hasOld && s.rules.some((r) => r.usesOldSelf || r.spec.optionalOldSelf)) oldSelf = toCel(corr!.old, s, resourceRoot);
   for (let i = 0; i < s.rules.length; i++) {
     const rule = s.rules[i]!;
-    const outcome = evaluateRule(rule, self, hasOld, oldSelf);
+    const outcome = evaluateRule(rule, self, hasOld, oldSelf, budget);
     if (outcome.kind === 'pass') continue;
     if (outcome.kind === 'error') {
       out.push(invalidCause(path || NIL_PATH, s.type, outcome.message));
+      if (outcome.stop) return;
       continue;
     }
     const fp = s.ruleFieldPaths[i];
@@ -659,26 +661,30 @@ function validateExpressions(path: string, x: unknown, s: SNode, corr: Correlati
   }
 }
 
-function walkRules(path: string, x: unknown, s: SNode, corr: Correlation | undefined, nearest: Correlation | undefined, resourceRoot: boolean, out: StatusCause[]): void {
-  if (x === null || x === undefined || !s.subRules) return;
-  if (s.rules.length) validateExpressions(path, x, s, corr, nearest, resourceRoot, out);
+/**
+ * Runs the rules of `s` and below on `x`. All rules of one object share `budget` (kube's
+ * `RuntimeCELCostBudget`); once it is spent (remaining < 0), no further rules run.
+ */
+function walkRules(path: string, x: unknown, s: SNode, corr: Correlation | undefined, nearest: Correlation | undefined, resourceRoot: boolean, out: StatusCause[], budget: CostBudget): void {
+  if (x === null || x === undefined || !s.subRules || budget.remaining < 0) return;
+  if (s.rules.length) validateExpressions(path, x, s, corr, nearest, resourceRoot, out, budget);
   const parent = corr ?? nearest;
   if (Array.isArray(x)) {
     const items = s.items;
     if (!items || !items.subRules) return;
     for (let i = 0; i < x.length; i++) {
-      walkRules(indexPath(path, i), x[i], items, corr?.index(i), parent, items.embedded, out);
+      walkRules(indexPath(path, i), x[i], items, corr?.index(i), parent, items.embedded, out, budget);
     }
     return;
   }
   if (!isObj(x)) return;
   if (s.additional && s.additional.subRules) {
-    for (const k of Object.keys(x)) walkRules(keyPath(path, k), x[k], s.additional, corr?.key(k), parent, s.additional.embedded, out);
+    for (const k of Object.keys(x)) walkRules(keyPath(path, k), x[k], s.additional, corr?.key(k), parent, s.additional.embedded, out, budget);
   }
   if (s.properties) {
     for (const k of Object.keys(x)) {
       const prop = s.properties.get(k);
-      if (prop && prop.subRules) walkRules(childPath(path, k), x[k], prop, corr?.key(k), parent, prop.embedded, out);
+      if (prop && prop.subRules) walkRules(childPath(path, k), x[k], prop, corr?.key(k), parent, prop.embedded, out, budget);
     }
   }
 }
@@ -734,7 +740,7 @@ class Compiled implements CompiledSchema {
     }
     if (root.subRules) {
       if (causes.some((c) => c.reason !== undefined && BLOCKING.has(c.reason))) causes.push({ ...BLOCKED_RULES_CAUSE });
-      else walkRules('', obj, root, corr, undefined, true, causes);
+      else walkRules('', obj, root, corr, undefined, true, causes, new CostBudget());
     }
     return causes;
   }

@@ -625,13 +625,79 @@ function abuseHeaders(r: Rng): { headers: [string, string][]; label: string; ano
 // The generator
 
 /** Generates case `index` of a run seeded `seed` (deterministic). */
+export { celCase as celFuzzCase };
+
 export function generateCase(seed: number, index: number): FuzzCase {
   const r = new Rng(caseSeed(seed, index));
   const roll = r.int(100);
   if (roll < 4) return rawCase(r);
   if (roll < 9) return discoveryCase(r);
   if (roll < 13) return regexCase(r);
+  if (roll >= 97) return celCase(r);
   return resourceCase(r);
+}
+
+/**
+ * A CRD whose rule is quadratic within its declared bounds: accepted by the static estimate, and
+ * stopped at the per-call limit at runtime when its list is full of distinct values.
+ */
+export const CEL_CRD = { group: 'celcost.kcp-ts.io', version: 'v1', plural: 'grids', kind: 'Grid' };
+
+function celCRDObject(name: string, plural: string, group: string, spec: Record<string, unknown>, rule: string): Record<string, unknown> {
+  const kind = plural.charAt(0).toUpperCase() + plural.slice(1, -1);
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name },
+    spec: {
+      group, scope: 'Namespaced', names: { plural, singular: plural.slice(0, -1), kind, listKind: `${kind}List` },
+      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: spec, 'x-kubernetes-validations': [{ rule }] } } } } }],
+    },
+  };
+}
+
+/** The {@link CEL_CRD}: up to 500 strings of up to 8 characters, each of which must be unique. */
+export function celCostCRD(): Record<string, unknown> {
+  return celCRDObject(`${CEL_CRD.plural}.${CEL_CRD.group}`, CEL_CRD.plural, CEL_CRD.group,
+    { l: { type: 'array', maxItems: 500, items: { type: 'string', maxLength: 8 } } }, 'self.l.all(x, self.l.exists_one(y, x == y))');
+}
+
+/** A CEL rule meant to be expensive or deep: nested comprehensions, long chains, deep nesting, big literals. */
+function hostileRule(r: Rng): string {
+  const k = 1 + r.int(8);
+  switch (r.int(8)) {
+    case 0: { // nested comprehensions over the list
+      let body = `v${k - 1} + v0 != 'abc'`;
+      for (let i = k - 1; i >= 0; i--) body = `self.l.${r.pick(['all', 'exists', 'exists_one'])}(v${i}, ${body})`;
+      return r.bool(0.3) ? `self.l.map(w, w + w).filter(w, ${body.replaceAll('self.l.', 'self.l.')}).size() >= 0` : body;
+    }
+    case 1: return Array.from({ length: 50 * k }, () => 'self.s').join(' + ') + " != ''";
+    case 2: return '('.repeat(50 * k) + 'true' + ')'.repeat(50 * k);
+    case 3: return Array.from({ length: 300 * k }, (_, i) => `self.s != 'x${i}'`).join(' && ');
+    case 4: return `self.s.matches('${'(a|aa)*'.repeat(k * 20)}$')`;
+    case 5: return `self.m.all(k, self.m.all(j, self.m[k] + self.m[j] != self.s))`;
+    case 6: return `${'cel.bind(x, self.l + self.l, '.repeat(k * 4)}x.size() > 0${')'.repeat(k * 4)}`;
+    default: return `'${'a'.repeat(10_000 * k)}'.contains(self.s) || self.l.exists(x, x.contains(self.s))`;
+  }
+}
+
+function celCase(r: Rng): HttpCase {
+  const headers: [string, string][] = [['content-type', 'application/json'], ['accept', 'application/json']];
+  if (r.bool(0.5)) {
+    // A custom resource of the CEL CRD: distinct values make its quadratic rule run into the limit.
+    const n = r.pick([0, 1, 10, 100, 499, 500, 501]);
+    const l = Array.from({ length: n }, (_, i) => (r.bool(0.9) ? `v${i}` : 'dup').slice(0, 8));
+    const body = Buffer.from(JSON.stringify({ apiVersion: `${CEL_CRD.group}/${CEL_CRD.version}`, kind: CEL_CRD.kind, metadata: { generateName: 'grid-' }, spec: { l } }));
+    return { kind: 'http', label: `cel runtime list ${n}`, method: 'POST', path: `/clusters/root/apis/${CEL_CRD.group}/${CEL_CRD.version}/namespaces/fuzz/${CEL_CRD.plural}`, headers, body };
+  }
+  const rule = hostileRule(r);
+  const plural = `celfz${r.int(20)}s`;
+  const bounded = r.bool(0.5);
+  const spec = {
+    l: { type: 'array', ...(bounded ? { maxItems: 4 } : {}), items: { type: 'string', ...(bounded ? { maxLength: 4 } : {}) } },
+    s: { type: 'string', ...(bounded ? { maxLength: 16 } : {}) },
+    m: { type: 'object', ...(bounded ? { maxProperties: 4 } : {}), additionalProperties: { type: 'string' } },
+  };
+  const body = Buffer.from(JSON.stringify(celCRDObject(`${plural}.celgen.kcp-ts.io`, plural, 'celgen.kcp-ts.io', spec, rule)));
+  return { kind: 'http', label: `cel estimate rule ${rule.length} bytes${bounded ? ' bounded' : ''}`, method: 'POST', path: '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions', headers, body };
 }
 
 function discoveryCase(r: Rng): HttpCase {
@@ -993,12 +1059,14 @@ async function setUp(url: string, creds: Creds): Promise<void> {
   for (const ns of ['fuzz', 'fz-a']) await must('POST', '/clusters/root/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   await must('POST', '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crdObject(`${FUZZ_CRD.plural}.${FUZZ_CRD.group}`, FUZZ_CRD.plural, FUZZ_CRD.group));
   await must('POST', '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions', regexCrdObject());
+  await must('POST', '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions', celCostCRD());
   await must('POST', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces', { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name: 'fuzz-ws' } });
   for (let i = 0; i < 100; i++) {
     const ws = await call(srv, creds, 'GET', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/fuzz-ws');
     const crd = await call(srv, creds, 'GET', `/clusters/root/apis/${FUZZ_CRD.group}/${FUZZ_CRD.version}/namespaces/fuzz/${FUZZ_CRD.plural}`);
     const regexes = await call(srv, creds, 'GET', `/clusters/root/apis/${REGEX_CRD.group}/${REGEX_CRD.version}/namespaces/fuzz/${REGEX_CRD.plural}`);
-    if (ws.json?.status?.phase === 'Ready' && crd.status === 200 && regexes.status === 200) break;
+    const cel = await call(srv, creds, 'GET', `/clusters/root/apis/${CEL_CRD.group}/${CEL_CRD.version}/namespaces/fuzz/${CEL_CRD.plural}`);
+    if (ws.json?.status?.phase === 'Ready' && crd.status === 200 && regexes.status === 200 && cel.status === 200) break;
     await sleep(100);
   }
   for (const route of ROUTES) {
