@@ -49,6 +49,7 @@ import { Webhooks, WEBHOOK_CONFIGURATION_PATHS } from '../admission/webhooks.js'
 import { ValidatingPolicies } from '../admission/policies.js';
 import { MutatingPolicies } from '../admission/mutating.js';
 import { chainAdmission } from '../admission/index.js';
+import { QuotaReservations, ResourceQuotaAdmission } from '../admission/plugins/resourcequota.js';
 import type { AdmissionAuthorize } from '../admission/celauthorizer.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
@@ -431,6 +432,8 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     const mutatingPolicies = builtins.some((d) => d.kind === 'MutatingAdmissionPolicy');
     // CEL's `authorizer`: the request's user in the request's logical cluster (always this shard's).
     const authorize: AdmissionAuthorize = (user, cluster, attributes) => authz.authorize({ ...attributes, user, cluster }, index.get(cluster) !== undefined);
+    const quotaReservations = new QuotaReservations(cache);
+    cleanups.push(async () => quotaReservations.close());
     backend.webhooks = chainAdmission(
       ...(mutatingPolicies ? [new MutatingPolicies({ cache, apis: (cluster: string) => registry.forCluster(cluster), authorize })] : []),
       new ValidatingPolicies({ cache, apis: (cluster) => registry.forCluster(cluster), authorize }),
@@ -438,6 +441,11 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         cache, exportClusterOf: (cluster, desc) => catalog.exportOfBound(cluster, desc)?.cluster,
         remoteConfigurations: (path, cluster) => (index.get(cluster) ? [] : directory.replicatedIn(path, cluster)),
         apis: (cluster) => registry.forCluster(cluster), authorize,
+      }),
+      // kube's ResourceQuota plugin comes last (AllOrderedPlugins), kcp's per logical cluster.
+      new ResourceQuotaAdmission({
+        cache, reservations: quotaReservations, quotas: () => storeOf('resourcequotas', ''),
+        scope: (cluster, namespace) => ({ cluster, namespace, user: { name: 'system:apiserver', groups: [SYSTEM_MASTERS] }, fieldManager: 'kube-apiserver' }),
       }),
     );
     // Permissions on an export are held without entering its workspace (kcp's deep SAR).
@@ -589,7 +597,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     if (options.controllers ?? true) {
       const controllers = await startControllers({
         shard, url: shardURLs.externalURL, shards: directory, queueRedisUrl, cache, backend, registry, index, types, catalog, metrics: metrics.controllers,
-        storeOf, masters, log: app.log, clientCA: managed?.ca,
+        storeOf, masters, log: app.log, clientCA: managed?.ca, quotaReservations,
       });
       cleanups.unshift(controllers.stop);
       prepareLogicalCluster = controllers.prepareLogicalCluster;
