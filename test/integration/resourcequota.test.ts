@@ -86,6 +86,35 @@ describe('namespace quota', () => {
     await usedIs(C, 'legacy', 'wide', { secrets: '1', 'count/secrets': '1' });
   });
 
+  test('a create that fails after admission (AlreadyExists) holds its slot only until its reservation expires', async () => {
+    await namespace(C, 'leak');
+    assert.equal((await api('POST', `${NS(C, 'leak')}/resourcequotas`, quota('q', { 'count/configmaps': '2' }))).status, 201);
+    await usedIs(C, 'leak', 'q', { 'count/configmaps': '0' });
+    assert.equal((await api('POST', `${NS(C, 'leak')}/configmaps`, CM('a'))).status, 201);
+    // Charged by admission, then refused by storage: kube leaks the slot until the controller recalculates.
+    assert.equal((await api('POST', `${NS(C, 'leak')}/configmaps`, CM('a'))).status, 409);
+    assert.equal((await api('GET', `${NS(C, 'leak')}/resourcequotas/q`)).json.status.used['count/configmaps'], '2');
+    await eventually('the slot given back', async () => (await api('GET', `${NS(C, 'leak')}/resourcequotas/q`)).json.status.used['count/configmaps'] === '1', 20_000);
+    assert.equal((await api('POST', `${NS(C, 'leak')}/configmaps`, CM('b'))).status, 201);
+  });
+
+  test('a namespace holds at most 100 ResourceQuotas', async () => {
+    await namespace(C, 'many');
+    for (let i = 0; i < 100; i += 20) {
+      const res = await Promise.all(Array.from({ length: 20 }, (_, j) => api('POST', `${NS(C, 'many')}/resourcequotas`, quota(`q${i + j}`, { 'count/secrets': '10' }))));
+      assert.deepEqual(res.map((r) => r.status), Array(20).fill(201));
+    }
+    await eventually('100 quotas cached', async () => (await api('GET', `${NS(C, 'many')}/resourcequotas`)).json.items.length === 100);
+    const r = await api('POST', `${NS(C, 'many')}/resourcequotas`, quota('one-more', { 'count/secrets': '10' }));
+    assert.equal(r.status, 403);
+    assert.equal(r.json.message, 'resourcequotas "one-more" is forbidden: a namespace may hold at most 100 ResourceQuotas');
+    // Every one of them is checked and charged.
+    await eventually('statuses computed', async () => (await api('GET', `${NS(C, 'many')}/resourcequotas`)).json.items.every((q: any) => q.status?.used?.['count/secrets'] === '0'));
+    assert.equal((await api('POST', `${NS(C, 'many')}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' } })).status, 201);
+    const items = (await api('GET', `${NS(C, 'many')}/resourcequotas`)).json.items;
+    assert.ok(items.every((q: any) => q.status.used['count/secrets'] === '1'));
+  });
+
   test('20 parallel creates against hard=5: exactly 5 are created, status.used is 5', async () => {
     await namespace(C, 'race');
     assert.equal((await api('POST', `${NS(C, 'race')}/resourcequotas`, quota('q', { 'count/configmaps': '5' }))).status, 201);

@@ -44,7 +44,7 @@
  * admission gives its slot back when the controller recalculates (its reservation expiring
  * enqueues that).
  *
- * Bounds: the pending requests of a cluster are the requests in flight (each one waits for its
+ * Bounds: a namespace holds at most {@link MAX_QUOTAS_PER_NAMESPACE} ResourceQuotas; the pending requests of a cluster are the requests in flight (each one waits for its
  * batch; at most {@link MAX_BATCH} are evaluated together); reservations live until their object
  * appears in the watch cache or {@link RESERVATION_TTL_MS}; the look-aside copies of written quotas
  * (kube's `updatedQuotas` LRU) are at most {@link MAX_WRITTEN_QUOTAS}. A logical cluster with no
@@ -70,6 +70,13 @@ export const MAX_BATCH = 256;
 export const RESERVATION_TTL_MS = 10_000;
 /** Look-aside copies of quotas this process wrote, at most (kube's updatedQuotas LRU holds 100). */
 export const MAX_WRITTEN_QUOTAS = 1024;
+/**
+ * ResourceQuotas one namespace may hold (kcp-ts's bound; kube has none): each create in the
+ * namespace is checked against, and may write the status of, every one of them, so a tenant
+ * must not multiply that work without end. An object is checked against at most twice this
+ * many (its namespace's and the cluster-scoped ones of `admin`).
+ */
+export const MAX_QUOTAS_PER_NAMESPACE = 100;
 
 /** kube's legacyObjectCountAliases (core group only). */
 const LEGACY_OBJECT_COUNT_ALIASES = new Set(['configmaps', 'resourcequotas', 'replicationcontrollers', 'secrets']);
@@ -369,6 +376,9 @@ export class ResourceQuotaAdmission implements AdmissionStep {
   /** Checks and charges a create; see the class comment. */
   async validate(a: WebhookAttributes): Promise<void> {
     if (a.operation !== 'CREATE' || a.subresource || a.desc.virtual || !a.object || isQuotaIgnored(a.desc.group, a.desc.plural)) return;
+    if (!a.desc.group && a.desc.plural === 'resourcequotas' && this.opts.cache.count(RESOURCE_QUOTAS_GR, a.cluster, a.namespace) >= MAX_QUOTAS_PER_NAMESPACE) {
+      throw this.forbidden(a, `a namespace may hold at most ${MAX_QUOTAS_PER_NAMESPACE} ResourceQuotas`);
+    }
     const entries = quotaEntriesFor(this.opts.cache, a.cluster, a.namespace);
     if (!entries.length) return;
     const names = countedResourceNames(a.desc.group, a.desc.plural);
