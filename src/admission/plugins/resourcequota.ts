@@ -145,10 +145,21 @@ export function specHard(q: KubeObject): ResourceList {
   return resourceList((q.spec as { hard?: unknown } | undefined)?.hard);
 }
 
-/** `status.hard` and `status.used` of a quota ({} when absent or malformed). */
+const parsedStatus = new WeakMap<KubeObject, { hard: ResourceList; used: ResourceList }>();
+
+/**
+ * `status.hard` and `status.used` of a quota ({} when absent or malformed), parsed once per
+ * object: quota objects (the watch cache's, or one this process wrote) are never changed, so a
+ * quota with many names costs its parse once per version, not once per create.
+ */
 export function quotaStatus(q: KubeObject): { hard: ResourceList; used: ResourceList } {
-  const s = q.status as { hard?: unknown; used?: unknown } | undefined;
-  return { hard: resourceList(s?.hard), used: resourceList(s?.used) };
+  let parsed = parsedStatus.get(q);
+  if (!parsed) {
+    const s = q.status as { hard?: unknown; used?: unknown } | undefined;
+    parsed = { hard: resourceList(s?.hard), used: resourceList(s?.used) };
+    parsedStatus.set(q, parsed);
+  }
+  return parsed;
 }
 
 function resourceList(v: unknown): ResourceList {
@@ -499,13 +510,8 @@ export class ResourceQuotaAdmission implements AdmissionStep {
         if (w.a.dryRun) { this.finish(w); continue; }
         for (const [key, names] of plan) {
           let c = charges.get(key);
-          if (!c) {
-            const { used } = quotaStatus(state.get(key)!);
-            c = { used: {}, waiters: [], names: new Set() };
-            for (const [n, v] of Object.entries(used)) c.used[n] = parseQuantity(v) ?? 0;
-            charges.set(key, c);
-          }
-          for (const n of names) { c.used[n] = (c.used[n] ?? 0) + 1; c.names.add(n); }
+          if (!c) { c = { used: {}, waiters: [], names: new Set() }; charges.set(key, c); }
+          for (const n of names) { c.used[n] = (c.used[n] ?? parseQuantity(quotaStatus(state.get(key)!).used[n] ?? '') ?? 0) + 1; c.names.add(n); }
           c.waiters.push(w);
           this.opts.reservations.reserve(cluster, w.a.object!.metadata.uid ?? '', key, names);
         }
