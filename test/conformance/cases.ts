@@ -1558,8 +1558,6 @@ export const NOT_APPLICABLE: NotApplicable[] = [
   ...na(`${E2E}/resource_quota.go`, 'needs ReplicaSets, ReplicationControllers or Services (apps/v1, replicationcontrollers and services are not served)',
     'should create a ResourceQuota and capture the life of a replica set.', 'should create a ResourceQuota and capture the life of a replication controller.',
     'should create a ResourceQuota and capture the life of a service.'),
-  ...na(`${E2E}/resource_quota.go`, 'not ported yet (quota status patches and the lifecycle case; the resource quota controller and admission are built)',
-    'should apply changes to a resourcequota status', 'should manage the lifecycle of a ResourceQuota'),
   ...na(`${E2E}/garbage_collector.go`, 'needs Deployments/ReplicaSets and their controllers (apps/v1 is not served)',
     'should delete RS created by deployment when not orphaning', 'should orphan RS created by deployment when deleteOptions.PropagationPolicy is Orphan'),
   ...na(`${E2E}/garbage_collector.go`, 'needs CronJobs, Jobs and their controllers (batch/v1 is not served)', 'should delete jobs and pods created by cronjob'),
