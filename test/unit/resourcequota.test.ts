@@ -57,10 +57,12 @@ test('controller status: counts from the cache plus reservations; scopes and oth
   const quota = (namespace: string, hard: Record<string, string>, extra: Record<string, unknown> = {}) => ({ metadata: { name: 'q', namespace, ...extra }, spec: { hard } });
   const q = quota('ns', { 'count/configmaps': '5', configmaps: '5', 'count/sheriffs.example.com': '3', 'count/missing.example.com': '1', cpu: '2', 'count/events': '9' });
   assert.deepEqual(computeQuotaStatus(deps, 'c', q).used, { 'count/configmaps': '2', configmaps: '2', 'count/sheriffs.example.com': '1', 'count/missing.example.com': '0', cpu: '0' });
-  reservations.reserve('c', 'uid-1', 'c|ns/q', ['count/configmaps']);
+  reservations.reserve('c', 'uid-1', 'ns/x', 'c|ns/q', ['count/configmaps']);
   assert.equal(computeQuotaStatus(deps, 'c', q).used['count/configmaps'], '3');
   assert.equal(computeQuotaStatus(deps, 'c', q).used.configmaps, '2');
-  // The object appears in the watch cache: its reservation ends.
+  // Another object of the same name (another resource) does not end it; the object itself does.
+  for (const l of listeners) l({ rv: 8, type: 'ADDED', entry: { key: 'k0', groupResource: 'core/secrets', cluster: 'c', namespace: 'ns', name: 'x', rv: 8, json: '{"metadata":{"uid":"uid-0"}}', labels: undefined } });
+  assert.equal(reservations.size, 1);
   for (const l of listeners) l({ rv: 9, type: 'ADDED', entry: { key: 'k', groupResource: 'core/configmaps', cluster: 'c', namespace: 'ns', name: 'x', rv: 9, json: '{"metadata":{"uid":"uid-1"}}', labels: undefined } });
   assert.equal(reservations.size, 0);
   const clusterWide = quota('admin', { 'count/configmaps': '10' }, { annotations: { 'experimental.quota.kcp.io/cluster-scoped': 'true' } });
@@ -72,7 +74,7 @@ test('controller status: counts from the cache plus reservations; scopes and oth
   // A refused create's release reports the quota as freed.
   const freed: string[][] = [];
   reservations.onFreed = (keys) => freed.push(keys);
-  reservations.reserve('c', 'uid-2', 'c|ns/q', ['count/configmaps']);
+  reservations.reserve('c', 'uid-2', 'ns/y', 'c|ns/q', ['count/configmaps']);
   reservations.release('c', 'uid-2');
   assert.deepEqual(freed, [['c|ns/q']]);
   reservations.close();

@@ -229,24 +229,33 @@ export function quotaEntriesFor(cache: Pick<WatchCache, 'list'>, cluster: string
 
 /** One admitted create whose object is not stored yet: the quotas and names it was charged on. */
 interface Reservation {
-  cluster: string;
   uid: string;
+  /** `<namespace>/<name>` of the object (its name when admitted). */
+  object: string;
   /** quota key → resource names charged. */
   charges: Map<string, string[]>;
   expires: number;
+}
+
+/** The reservations of one logical cluster, by object uid and by `<namespace>/<name>`. */
+interface ClusterReservations {
+  byUid: Map<string, Reservation>;
+  byObject: Map<string, Set<string>>;
 }
 
 /**
  * Creates admitted against a quota whose objects are not in the watch cache yet (in this process).
  * The quota controller adds them to what it counts (`count`), so a recalculation racing with
  * in-flight creates never lowers `status.used` below what was admitted. A reservation ends when
- * its object appears in the watch cache (ADDED event with its uid), when admission releases it
- * (refused or not written), or after {@link RESERVATION_TTL_MS} (the create failed after
- * admission): the last two report the quotas (`onFreed`) so that their usage is recalculated.
- * One timer for all clusters runs only while reservations exist.
+ * its object appears in the watch cache (an ADDED event of its namespace and name whose JSON holds
+ * its uid: no parse), when admission releases it (refused or not written), or after
+ * {@link RESERVATION_TTL_MS} (the create failed after admission, or its generated name changed on
+ * a retry): the last two report the quotas (`onFreed`) so that their usage is recalculated. One
+ * timer for all clusters runs only while reservations exist; a cluster without reservations
+ * costs one map lookup per event.
  */
 export class QuotaReservations {
-  private readonly byCluster = new Map<string, Map<string, Reservation>>();
+  private readonly byCluster = new Map<string, ClusterReservations>();
   private timer: NodeJS.Timeout | undefined;
   /** Quotas whose charged usage may be too high now (set by the quota controller). */
   onFreed: (quotaKeys: string[]) => void = () => undefined;
@@ -256,12 +265,18 @@ export class QuotaReservations {
     this.unsubscribe = cache.subscribe((ev) => this.observe(ev));
   }
 
-  /** Charges an in-flight create (object `uid`) on a quota for `names`. */
-  reserve(cluster: string, uid: string, key: string, names: string[]): void {
-    let m = this.byCluster.get(cluster);
-    if (!m) { m = new Map(); this.byCluster.set(cluster, m); }
-    let r = m.get(uid);
-    if (!r) { r = { cluster, uid, charges: new Map(), expires: Date.now() + this.ttlMs }; m.set(uid, r); }
+  /** Charges an in-flight create (object `uid`, `<namespace>/<name>`) on a quota for `names`. */
+  reserve(cluster: string, uid: string, object: string, key: string, names: string[]): void {
+    let c = this.byCluster.get(cluster);
+    if (!c) { c = { byUid: new Map(), byObject: new Map() }; this.byCluster.set(cluster, c); }
+    let r = c.byUid.get(uid);
+    if (!r) {
+      r = { uid, object, charges: new Map(), expires: Date.now() + this.ttlMs };
+      c.byUid.set(uid, r);
+      let uids = c.byObject.get(object);
+      if (!uids) { uids = new Set(); c.byObject.set(object, uids); }
+      uids.add(uid);
+    }
     r.charges.set(key, names);
     this.arm();
   }
@@ -271,28 +286,28 @@ export class QuotaReservations {
    * unless `report` is false (a conflicting write that is retried at once).
    */
   release(cluster: string, uid: string, key?: string, report = true): void {
-    const m = this.byCluster.get(cluster);
-    const r = m?.get(uid);
+    const c = this.byCluster.get(cluster);
+    const r = c?.byUid.get(uid);
     if (!r) return;
     const freed = key === undefined ? [...r.charges.keys()] : r.charges.has(key) ? [key] : [];
     if (key === undefined) r.charges.clear(); else r.charges.delete(key);
-    if (!r.charges.size) this.drop(m!, r);
+    if (!r.charges.size) this.drop(cluster, c!, r);
     if (report && freed.length) this.onFreed(freed);
   }
 
   /** In-flight creates charged on quota `key` for resource `name`. */
   count(cluster: string, key: string, name: string): number {
-    const m = this.byCluster.get(cluster);
-    if (!m) return 0;
+    const c = this.byCluster.get(cluster);
+    if (!c) return 0;
     let n = 0;
-    for (const r of m.values()) if (r.charges.get(key)?.includes(name)) n++;
+    for (const r of c.byUid.values()) if (r.charges.get(key)?.includes(name)) n++;
     return n;
   }
 
   /** Reservations held (all clusters). */
   get size(): number {
     let n = 0;
-    for (const m of this.byCluster.values()) n += m.size;
+    for (const c of this.byCluster.values()) n += c.byUid.size;
     return n;
   }
 
@@ -304,18 +319,23 @@ export class QuotaReservations {
     this.timer = undefined;
   }
 
-  private drop(m: Map<string, Reservation>, r: Reservation): void {
-    m.delete(r.uid);
-    if (!m.size) this.byCluster.delete(r.cluster);
+  private drop(cluster: string, c: ClusterReservations, r: Reservation): void {
+    c.byUid.delete(r.uid);
+    const uids = c.byObject.get(r.object);
+    uids?.delete(r.uid);
+    if (uids && !uids.size) c.byObject.delete(r.object);
+    if (!c.byUid.size) this.byCluster.delete(cluster);
   }
 
   private observe(ev: CacheEvent | undefined): void {
     if (!ev || ev.type !== 'ADDED') return;
-    const m = this.byCluster.get(ev.entry.cluster);
-    if (!m) return;
-    const uid = entryObject<KubeObject>(ev.entry).metadata?.uid;
-    const r = uid ? m.get(uid) : undefined;
-    if (r) this.drop(m, r);
+    const c = this.byCluster.get(ev.entry.cluster);
+    const uids = c?.byObject.get(`${ev.entry.namespace}/${ev.entry.name}`);
+    if (!uids) return;
+    for (const uid of uids) {
+      // A uid is random and unknown to anyone before its object is stored: only that object holds it.
+      if (ev.entry.json.includes(`"${uid}"`)) { this.drop(ev.entry.cluster, c!, c!.byUid.get(uid)!); return; }
+    }
   }
 
   private arm(): void {
@@ -328,11 +348,11 @@ export class QuotaReservations {
     this.timer = undefined;
     const now = Date.now();
     const freed = new Set<string>();
-    for (const m of [...this.byCluster.values()]) {
-      for (const r of [...m.values()]) {
+    for (const [cluster, c] of [...this.byCluster]) {
+      for (const r of [...c.byUid.values()]) {
         if (r.expires > now) continue;
         for (const k of r.charges.keys()) freed.add(k);
-        this.drop(m, r);
+        this.drop(cluster, c, r);
       }
     }
     if (this.byCluster.size) this.arm();
@@ -513,7 +533,7 @@ export class ResourceQuotaAdmission implements AdmissionStep {
           if (!c) { c = { used: {}, waiters: [], names: new Set() }; charges.set(key, c); }
           for (const n of names) { c.used[n] = (c.used[n] ?? parseQuantity(quotaStatus(state.get(key)!).used[n] ?? '') ?? 0) + 1; c.names.add(n); }
           c.waiters.push(w);
-          this.opts.reservations.reserve(cluster, w.a.object!.metadata.uid ?? '', key, names);
+          this.opts.reservations.reserve(cluster, w.a.object!.metadata.uid ?? '', `${w.a.namespace}/${w.a.name}`, key, names);
         }
       }
       const conflicted: string[] = [];
