@@ -86,7 +86,7 @@ describe('namespace quota', () => {
     await usedIs(C, 'legacy', 'wide', { secrets: '1', 'count/secrets': '1' });
   });
 
-  test('a create that fails after admission (AlreadyExists) holds its slot only until its reservation expires', async () => {
+  test('a create that fails after admission (AlreadyExists) holds its slot only until the reservation sweep finds it', async () => {
     await namespace(C, 'leak');
     assert.equal((await api('POST', `${NS(C, 'leak')}/resourcequotas`, quota('q', { 'count/configmaps': '2' }))).status, 201);
     await usedIs(C, 'leak', 'q', { 'count/configmaps': '0' });
@@ -94,7 +94,7 @@ describe('namespace quota', () => {
     // Charged by admission, then refused by storage: kube leaks the slot until the controller recalculates.
     assert.equal((await api('POST', `${NS(C, 'leak')}/configmaps`, CM('a'))).status, 409);
     assert.equal((await api('GET', `${NS(C, 'leak')}/resourcequotas/q`)).json.status.used['count/configmaps'], '2');
-    await eventually('the slot given back', async () => (await api('GET', `${NS(C, 'leak')}/resourcequotas/q`)).json.status.used['count/configmaps'] === '1', 20_000);
+    await eventually('the slot given back', async () => (await api('GET', `${NS(C, 'leak')}/resourcequotas/q`)).json.status.used['count/configmaps'] === '1', 5_000);
     assert.equal((await api('POST', `${NS(C, 'leak')}/configmaps`, CM('b'))).status, 201);
   });
 
@@ -125,6 +125,33 @@ describe('namespace quota', () => {
     assert.equal(codes.filter((s) => s === 403).length, 15, JSON.stringify(codes));
     assert.equal((await api('GET', `${NS(C, 'race')}/configmaps`)).json.items.length, 5);
     assert.equal((await api('GET', `${NS(C, 'race')}/resourcequotas/q`)).json.status.used['count/configmaps'], '5');
+  });
+});
+
+describe('creates and deletes racing', () => {
+  const C = 'quota-churn';
+  before(async () => {
+    await createLogicalCluster(srv, C);
+    await namespace(C, 'churn');
+  });
+
+  test('never more objects than hard; status.used settles on the real count', async () => {
+    assert.equal((await api('POST', `${NS(C, 'churn')}/resourcequotas`, quota('q', { 'count/configmaps': '5' }))).status, 201);
+    await usedIs(C, 'churn', 'q', { 'count/configmaps': '0' });
+    let seed = 7;
+    const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed % n; };
+    for (let round = 0; round < 8; round++) {
+      const res = await Promise.all(Array.from({ length: 16 }, () => (rand(10) < 7
+        ? api('POST', `${NS(C, 'churn')}/configmaps`, CM(`c-${rand(12)}`))
+        : api('DELETE', `${NS(C, 'churn')}/configmaps/c-${rand(12)}`))));
+      for (const r of res) assert.ok([200, 201, 403, 404, 409].includes(r.status), `${r.status} ${r.body}`);
+      const n = (await api('GET', `${NS(C, 'churn')}/configmaps`)).json.items.length;
+      assert.ok(n <= 5, `${n} ConfigMaps under hard=5`);
+      const used = Number((await api('GET', `${NS(C, 'churn')}/resourcequotas/q`)).json.status.used['count/configmaps']);
+      assert.ok(used <= 5, `status.used ${used}`);
+    }
+    const n = (await api('GET', `${NS(C, 'churn')}/configmaps`)).json.items.length;
+    await usedIs(C, 'churn', 'q', { 'count/configmaps': String(n) });
   });
 });
 

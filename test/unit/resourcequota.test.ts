@@ -47,7 +47,7 @@ test('kcp\'s cluster-scoped quota: namespace admin and a ParseBool-true annotati
 
 test('controller status: counts from the cache plus reservations; scopes and other names 0; ignored names left out', () => {
   const listeners: ((ev: CacheEvent | undefined) => void)[] = [];
-  const reservations = new QuotaReservations({ subscribe: (l) => { listeners.push(l); return () => undefined; } }, 60_000);
+  const reservations = new QuotaReservations({ subscribe: (l) => { listeners.push(l); return () => undefined; }, getEntry: () => undefined }, 60_000);
   const counts: Record<string, number> = { 'core/configmaps|c|ns': 2, 'core/configmaps|c|*': 7, 'example.com/sheriffs|c|ns': 1 };
   const deps = {
     cache: { count: (gr: string, c: string, ns?: string) => counts[`${gr}|${c}|${ns ?? '*'}`] ?? 0, getEntry: () => undefined },
@@ -57,7 +57,7 @@ test('controller status: counts from the cache plus reservations; scopes and oth
   const quota = (namespace: string, hard: Record<string, string>, extra: Record<string, unknown> = {}) => ({ metadata: { name: 'q', namespace, ...extra }, spec: { hard } });
   const q = quota('ns', { 'count/configmaps': '5', configmaps: '5', 'count/sheriffs.example.com': '3', 'count/missing.example.com': '1', cpu: '2', 'count/events': '9' });
   assert.deepEqual(computeQuotaStatus(deps, 'c', q).used, { 'count/configmaps': '2', configmaps: '2', 'count/sheriffs.example.com': '1', 'count/missing.example.com': '0', cpu: '0' });
-  reservations.reserve('c', 'uid-1', 'ns/x', 'c|ns/q', ['count/configmaps']);
+  reservations.reserve('c', 'uid-1', { groupResource: 'core/configmaps', namespace: 'ns', name: 'x' }, 'c|ns/q', ['count/configmaps']);
   assert.equal(computeQuotaStatus(deps, 'c', q).used['count/configmaps'], '3');
   assert.equal(computeQuotaStatus(deps, 'c', q).used.configmaps, '2');
   // Another object of the same name (another resource) does not end it; the object itself does.
@@ -74,7 +74,7 @@ test('controller status: counts from the cache plus reservations; scopes and oth
   // A refused create's release reports the quota as freed.
   const freed: string[][] = [];
   reservations.onFreed = (keys) => freed.push(keys);
-  reservations.reserve('c', 'uid-2', 'ns/y', 'c|ns/q', ['count/configmaps']);
+  reservations.reserve('c', 'uid-2', { groupResource: 'core/configmaps', namespace: 'ns', name: 'y' }, 'c|ns/q', ['count/configmaps']);
   reservations.release('c', 'uid-2');
   assert.deepEqual(freed, [['c|ns/q']]);
   reservations.close();

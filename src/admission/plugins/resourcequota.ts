@@ -55,6 +55,7 @@ import { StatusError, isStatus } from '../../apimachinery/errors.js';
 import type { RequestScope, Store, WebhookAttributes } from '../../registry/store.js';
 import { entryObject, type CacheEntry, type CacheEvent, type WatchCache } from '../../storage/watchcache.js';
 import type { AdmissionStep } from '../index.js';
+import type { ResourceDescriptor } from '../../apis/types.js';
 
 /** The watch cache's group/resource of ResourceQuotas. */
 export const RESOURCE_QUOTAS_GR = 'core/resourcequotas';
@@ -68,6 +69,10 @@ export const MAX_STATUS_RETRIES = 5;
 export const MAX_BATCH = 256;
 /** How long an admitted create's reservation is held without its object appearing (ms). */
 export const RESERVATION_TTL_MS = 10_000;
+/** Reservations are swept this often while there are any (ms). */
+export const RESERVATION_SWEEP_MS = 1_000;
+/** A reservation whose name another object holds is dropped after this long (ms): its create failed. */
+export const RESERVATION_GRACE_MS = 1_000;
 /** Look-aside copies of quotas this process wrote, at most (kube's updatedQuotas LRU holds 100). */
 export const MAX_WRITTEN_QUOTAS = 1024;
 /**
@@ -118,6 +123,16 @@ export function parseCountedResource(name: string): { group: string; plural: str
     return plural ? { group: dot < 0 ? '' : rest.slice(dot + 1), plural } : undefined;
   }
   return LEGACY_OBJECT_COUNT_ALIASES.has(name) ? { group: '', plural: name } : undefined;
+}
+
+/**
+ * The watch cache's group/resource of a resource's objects, as the Store derives it (its
+ * `groupResource`): the storage location's group (`core` for '') and plural, with a bound
+ * resource's export identity.
+ */
+export function storageGroupResource(desc: Pick<ResourceDescriptor, 'group' | 'plural' | 'storage' | 'identity'>): string {
+  const stored = desc.storage ?? { group: desc.group, plural: desc.plural };
+  return `${stored.group || 'core'}/${desc.identity ? `${stored.plural}:${desc.identity}` : stored.plural}`;
 }
 
 /** Go's strconv.ParseBool true values. */
@@ -227,13 +242,20 @@ export function quotaEntriesFor(cache: Pick<WatchCache, 'list'>, cluster: string
   return out;
 }
 
+/** Where an admitted object will be stored: the watch cache's group/resource, its namespace and name. */
+export interface ReservedObject { groupResource: string; namespace: string; name: string }
+
 /** One admitted create whose object is not stored yet: the quotas and names it was charged on. */
 interface Reservation {
   uid: string;
-  /** `<namespace>/<name>` of the object (its name when admitted). */
+  /** The object (its name when admitted). */
+  target: ReservedObject;
+  /** `<namespace>/<name>` of the object. */
   object: string;
   /** quota key → resource names charged. */
   charges: Map<string, string[]>;
+  /** When it was made, and when it expires (Date.now() ms). */
+  since: number;
   expires: number;
 }
 
@@ -248,11 +270,13 @@ interface ClusterReservations {
  * The quota controller adds them to what it counts (`count`), so a recalculation racing with
  * in-flight creates never lowers `status.used` below what was admitted. A reservation ends when
  * its object appears in the watch cache (an ADDED event of its namespace and name whose JSON holds
- * its uid: no parse), when admission releases it (refused or not written), or after
- * {@link RESERVATION_TTL_MS} (the create failed after admission, or its generated name changed on
- * a retry): the last two report the quotas (`onFreed`) so that their usage is recalculated. One
- * timer for all clusters runs only while reservations exist; a cluster without reservations
- * costs one map lookup per event.
+ * its uid: no parse), when admission releases it (refused or not written), when a sweep finds its
+ * namespace and name taken by another object for over {@link RESERVATION_GRACE_MS} (the create
+ * failed with AlreadyExists after admission: kube leaks that slot until its next resync), or after
+ * {@link RESERVATION_TTL_MS} (the create failed otherwise, or its generated name changed on a
+ * retry): all but the first report the quotas (`onFreed`) so that their usage is recalculated.
+ * One sweep timer ({@link RESERVATION_SWEEP_MS}) for all clusters runs only while reservations
+ * exist; a cluster without reservations costs one map lookup per event.
  */
 export class QuotaReservations {
   private readonly byCluster = new Map<string, ClusterReservations>();
@@ -261,17 +285,19 @@ export class QuotaReservations {
   onFreed: (quotaKeys: string[]) => void = () => undefined;
   private readonly unsubscribe: () => void;
 
-  constructor(cache: Pick<WatchCache, 'subscribe'>, private readonly ttlMs = RESERVATION_TTL_MS) {
+  constructor(private readonly cache: Pick<WatchCache, 'subscribe' | 'getEntry'>, private readonly ttlMs = RESERVATION_TTL_MS) {
     this.unsubscribe = cache.subscribe((ev) => this.observe(ev));
   }
 
-  /** Charges an in-flight create (object `uid`, `<namespace>/<name>`) on a quota for `names`. */
-  reserve(cluster: string, uid: string, object: string, key: string, names: string[]): void {
+  /** Charges an in-flight create (object `uid`, to be stored as `target`) on a quota for `names`. */
+  reserve(cluster: string, uid: string, target: ReservedObject, key: string, names: string[]): void {
     let c = this.byCluster.get(cluster);
     if (!c) { c = { byUid: new Map(), byObject: new Map() }; this.byCluster.set(cluster, c); }
     let r = c.byUid.get(uid);
     if (!r) {
-      r = { uid, object, charges: new Map(), expires: Date.now() + this.ttlMs };
+      const object = `${target.namespace}/${target.name}`;
+      const now = Date.now();
+      r = { uid, target, object, charges: new Map(), since: now, expires: now + this.ttlMs };
       c.byUid.set(uid, r);
       let uids = c.byObject.get(object);
       if (!uids) { uids = new Set(); c.byObject.set(object, uids); }
@@ -340,17 +366,22 @@ export class QuotaReservations {
 
   private arm(): void {
     if (this.timer) return;
-    this.timer = setTimeout(() => this.expire(), this.ttlMs);
+    this.timer = setTimeout(() => this.sweep(), Math.min(RESERVATION_SWEEP_MS, this.ttlMs));
     this.timer.unref();
   }
 
-  private expire(): void {
+  private sweep(): void {
     this.timer = undefined;
     const now = Date.now();
     const freed = new Set<string>();
     for (const [cluster, c] of [...this.byCluster]) {
       for (const r of [...c.byUid.values()]) {
-        if (r.expires > now) continue;
+        if (r.expires > now) {
+          if (now - r.since < RESERVATION_GRACE_MS) continue;
+          const t = r.target;
+          const there = this.cache.getEntry(t.groupResource, cluster, t.namespace, t.name);
+          if (!there || there.json.includes(`"${r.uid}"`)) continue;
+        }
         for (const k of r.charges.keys()) freed.add(k);
         this.drop(cluster, c, r);
       }
@@ -533,7 +564,7 @@ export class ResourceQuotaAdmission implements AdmissionStep {
           if (!c) { c = { used: {}, waiters: [], names: new Set() }; charges.set(key, c); }
           for (const n of names) { c.used[n] = (c.used[n] ?? parseQuantity(quotaStatus(state.get(key)!).used[n] ?? '') ?? 0) + 1; c.names.add(n); }
           c.waiters.push(w);
-          this.opts.reservations.reserve(cluster, w.a.object!.metadata.uid ?? '', `${w.a.namespace}/${w.a.name}`, key, names);
+          this.opts.reservations.reserve(cluster, w.a.object!.metadata.uid ?? '', { groupResource: storageGroupResource(w.a.desc), namespace: w.a.namespace, name: w.a.name }, key, names);
         }
       }
       const conflicted: string[] = [];

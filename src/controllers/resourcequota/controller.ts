@@ -25,6 +25,7 @@
  * an empty logical cluster costs nothing.
  */
 import type { KubeObject } from '../../apimachinery/meta.js';
+import { isStatus } from '../../apimachinery/errors.js';
 import type { RequestScope, Store } from '../../registry/store.js';
 import { entryObject, type CacheEntry, type WatchCache } from '../../storage/watchcache.js';
 import {
@@ -35,6 +36,8 @@ import type { Controller, ReconcileResult } from '../runtime.js';
 
 /** kube-controller-manager's default `--resource-quota-sync-period` (ms). */
 export const QUOTA_RESYNC_MS = 5 * 60_000;
+/** Conflicting status writes a reconcile retries at once before it fails (and is retried with backoff). */
+export const CONFLICT_RETRIES = 3;
 
 /** Dependencies of the reconciler, as plain functions and values. */
 export interface ResourceQuotaReconcilerDeps {
@@ -99,17 +102,26 @@ export function computeQuotaStatus(deps: Omit<ResourceQuotaReconcilerDeps, 'quot
 export function resourceQuotaReconciler(deps: ResourceQuotaReconcilerDeps) {
   return async (key: string): Promise<ReconcileResult | void> => {
     const { cluster, namespace, name } = splitQuotaKey(key);
-    // Every write acknowledged before is counted (a consistent read of the cache).
-    await deps.quotas.syncCache();
-    const e = deps.cache.getEntry(RESOURCE_QUOTAS_GR, cluster, namespace, name);
-    if (!e) return;
-    const q = entryObject<KubeObject>(e);
-    const next = computeQuotaStatus(deps, cluster, q);
-    const current = quotaStatus(q);
-    if (sameList(current.hard, next.hard) && sameList(current.used, next.used)) return;
-    // The resourceVersion read is the precondition: a concurrent admission charge makes this a
-    // 409, and the key is reconciled again (with backoff) from the newer state.
-    await deps.quotas.update(deps.scope(cluster, namespace), name, { ...structuredClone(q), status: { ...(q.status as object | undefined), ...next } }, 'status');
+    for (let attempt = 0; ; attempt++) {
+      // Every write acknowledged before is counted (a consistent read of the cache).
+      await deps.quotas.syncCache();
+      const e = deps.cache.getEntry(RESOURCE_QUOTAS_GR, cluster, namespace, name);
+      if (!e) return;
+      const q = entryObject<KubeObject>(e);
+      const next = computeQuotaStatus(deps, cluster, q);
+      const current = quotaStatus(q);
+      if (sameList(current.hard, next.hard) && sameList(current.used, next.used)) return;
+      // The resourceVersion read is the precondition: a concurrent admission charge makes this a
+      // 409. Under a steady stream of creates that happens often, so it is retried at once from
+      // the newer state a few times before the key goes back to the queue with backoff (where a
+      // growing delay would hold back the slots deletes gave back).
+      try {
+        await deps.quotas.update(deps.scope(cluster, namespace), name, { ...structuredClone(q), status: { ...(q.status as object | undefined), ...next } }, 'status');
+        return;
+      } catch (err) {
+        if (!isStatus(err, 409) || attempt >= CONFLICT_RETRIES) throw err;
+      }
+    }
   };
 }
 
