@@ -410,8 +410,6 @@ interface Waiter {
   names: string[];
   /** Quotas it still has to be charged on. */
   remaining: Set<string>;
-  /** Quotas it was charged on (status written). */
-  charged: string[];
   done: boolean;
   resolve(): void;
   reject(err: unknown): void;
@@ -447,7 +445,7 @@ export class ResourceQuotaAdmission implements AdmissionStep {
     // Only a quota whose status names one of the object's resources can refuse or charge it.
     if (!entries.some((e) => this.matches(this.latest(e), names))) return;
     await new Promise<void>((resolve, reject) => {
-      const w: Waiter = { a, names, remaining: new Set(), charged: [], done: false, resolve, reject };
+      const w: Waiter = { a, names, remaining: new Set(), done: false, resolve, reject };
       let q = this.pending.get(a.cluster);
       if (!q) { q = []; this.pending.set(a.cluster, q); }
       q.push(w);
@@ -580,7 +578,7 @@ export class ResourceQuotaAdmission implements AdmissionStep {
           const written = JSON.parse(res.json) as KubeObject;
           this.remember(key, written);
           state.set(key, written);
-          for (const w of c.waiters) { w.remaining.delete(key); w.charged.push(key); }
+          for (const w of c.waiters) w.remaining.delete(key);
         } catch (err) {
           for (const w of c.waiters) this.opts.reservations.release(cluster, w.a.object!.metadata.uid ?? '', key, false);
           if (isStatus(err, 404)) {
