@@ -179,7 +179,7 @@ export function quotaStatus(q: KubeObject): { hard: ResourceList; used: Resource
 
 function resourceList(v: unknown): ResourceList {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return {};
-  const out: ResourceList = {};
+  const out: ResourceList = Object.create(null) as ResourceList;
   for (const [k, x] of Object.entries(v)) if (typeof x === 'string' || typeof x === 'number') out[k] = String(x);
   return out;
 }
@@ -456,8 +456,8 @@ export class ResourceQuotaAdmission implements AdmissionStep {
   /** Whether a quota counts objects of `names` (kube's evaluator `Matches`: on status.hard, no scopes). */
   private matches(q: KubeObject, names: string[]): boolean {
     if (hasScopes(q)) return false;
-    const hard = (q.status as { hard?: Record<string, unknown> } | undefined)?.hard;
-    return Boolean(hard && names.some((n) => n in hard));
+    const { hard } = quotaStatus(q);
+    return names.some((n) => n in hard);
   }
 
   /** The newest known state of a quota: the cache's, or the one this process wrote if newer. */
