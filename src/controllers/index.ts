@@ -1,7 +1,7 @@
 /**
  * The controllers of a shard, all on the one BullMQ runtime (runtime.ts): namespace lifecycle,
  * CRD naming/establishing and cleanup, default ServiceAccounts, the garbage collector, the
- * ValidatingAdmissionPolicy status (type checking), and the
+ * ValidatingAdmissionPolicy status (type checking), ResourceQuota status (usage), and the
  * tenancy controllers (LogicalCluster lifecycle, Workspace scheduling/phase/deletion), with the
  * informers (watch-cache subscriptions) that feed them. Any number of server processes on one
  * Redis may run them: jobs are deduplicated per key across processes.
