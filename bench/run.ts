@@ -230,6 +230,52 @@ async function auditScenario(): Promise<void> {
   rows.push({ scenario: 'audit', figure: `ConfigMap creates/s with a Metadata audit policy, ${CONCURRENCY} clients`, value: `${fmtInt(audited)} (${round(ratio * 100, 1)} %)`, target: '≥ 85 % of without', met: ratio >= 0.85 ? 'yes' : 'NO', detail: `without audit ${fmtInt(plain)}/s; ${fmtInt(events)} events, ${round(bytes / 1024 / 1024, 1)} MiB` });
 }
 
+/**
+ * `quota`: ConfigMap creates/s as `create` measures them, in a namespace without a quota and in
+ * one with a ResourceQuota on `count/configmaps` (hard 1G, never reached: every create is
+ * checked and charged to status.used), alternately on the same server; the medians of all runs
+ * are compared.
+ */
+async function quotaScenario(): Promise<void> {
+  await withServer('quota', async (s) => {
+    const admin = makeClients(s.url, s.creds, 1)[0]!;
+    await createNamespace(admin, 'plain');
+    await createNamespace(admin, 'limited');
+    await mustOk(admin, 'POST', '/clusters/root/api/v1/namespaces/limited/resourcequotas', JSON.stringify({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q' }, spec: { hard: { 'count/configmaps': '1G' } } }));
+    for (let i = 0; i < 200; i++) {
+      const q = await mustOk(admin, 'GET', '/clusters/root/api/v1/namespaces/limited/resourcequotas/q');
+      if ((q.status as { used?: Json } | undefined)?.used?.['count/configmaps'] !== undefined) break;
+      await sleep(25);
+    }
+    const clients = makeClients(s.url, s.creds, CONCURRENCY);
+    const runs: Record<'plain' | 'limited', number[]> = { plain: [], limited: [] };
+    const loads: Partial<Record<'plain' | 'limited', LoadResult>> = {};
+    try {
+      for (const ns of ['plain', 'limited', 'plain', 'limited'] as const) {
+        const r = await repeated((run) => runLoad({
+          clients, warmupMs: warmup(run), durationMs: DURATION_MS, cpu: s.cpu,
+          next: (c, i): Req => ({ method: 'POST', path: CM_PATH(ns), body: cm(`cm-${runs[ns].length}-${run}-${c}-${i}`, { a: 'value-a', b: 'value-b' }) }),
+          ok: (st) => st === 201,
+        }));
+        runs[ns].push(...r.runs);
+        loads[ns] = r.best;
+      }
+      const used = (await mustOk(admin, 'GET', '/clusters/root/api/v1/namespaces/limited/resourcequotas/q')).status as { used?: Json };
+      const plain = median(runs.plain);
+      const limited = median(runs.limited);
+      const ratio = limited / plain;
+      results.quota = {
+        plainOpsPerSec: round(plain, 1), quotaOpsPerSec: round(limited, 1), ratio: round(ratio, 3), runsPlain: runs.plain, runsQuota: runs.limited,
+        plain: loads.plain ? loadJson(loads.plain) : undefined, quota: loads.limited ? loadJson(loads.limited) : undefined, usedAfter: used.used,
+      };
+      rows.push({
+        scenario: 'quota', figure: `ConfigMap creates/s under a count/configmaps quota, ${CONCURRENCY} clients`, value: `${fmtInt(limited)} (${round(ratio * 100, 1)} %)`,
+        target: '(reference)', met: '-', detail: `without a quota ${fmtInt(plain)}/s; quota p50 ${round(loads.limited!.latencyMs.p50)} ms, p99 ${round(loads.limited!.latencyMs.p99)} ms; status.used after ${JSON.stringify(used.used)}`,
+      });
+    } finally { closeClients(clients); admin.close(); }
+  });
+}
+
 async function get(): Promise<void> {
   await withServer('get', async (s) => {
     const admin = makeClients(s.url, s.creds, 1)[0]!;
@@ -552,6 +598,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   startup,
   create,
   audit: auditScenario,
+  quota: quotaScenario,
   get,
   list: () => listScenario('list', 0),
   watch: () => watchScenario('watch', 10, 100),

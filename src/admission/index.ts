@@ -59,15 +59,16 @@ export interface AdmissionStep extends WebhookAdmission {
 }
 
 /**
- * The admission chain of a shard: the built-in plugins of the written resource (./plugins.ts)
- * first, then the dynamic admission steps in kube-apiserver's plugin order
+ * The admission chain of a shard: the built-in mutating plugins of the written resource
+ * (./plugins.ts) first, then the dynamic admission steps in kube-apiserver's plugin order
  * (pkg/kubeapiserver/options/plugins.go AllOrderedPlugins: MutatingAdmissionPolicy,
  * MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook), so mutating
  * policies run before mutating webhooks. The mutating phase is kube's `reinvoker`: when a step
  * changed the object after an `IfNeeded` policy or webhook ran, the dynamic steps' mutations run
  * once more, each step calling only its policies or webhooks to reinvoke. Admission
  * configurations themselves (webhook configurations, policies, bindings) pass no dynamic step,
- * as in kube, so that a broken webhook cannot lock its own configuration.
+ * as in kube, so that a broken webhook cannot lock its own configuration. Built-in validating
+ * plugins (ResourceQuota) run last, on every write.
  */
 export function chainAdmission(plugins: readonly AdmissionPlugin[], ...steps: AdmissionStep[]): WebhookAdmission {
   const builtin = new AdmissionPlugins(plugins);
@@ -85,8 +86,8 @@ export function chainAdmission(plugins: readonly AdmissionPlugin[], ...steps: Ad
       return obj;
     },
     async validate(a) {
-      if (isAdmissionConfiguration(a)) return;
-      for (const s of steps) await s.validate(a);
+      if (!isAdmissionConfiguration(a)) for (const s of steps) await s.validate(a);
+      await builtin.validate(a);
     },
   };
 }

@@ -35,18 +35,21 @@ export interface DeleteAdmissionAttributes {
 /**
  * One built-in admission plugin. `admit` may default fields of the object in place and refuses a
  * write by throwing a StatusError (usually 403 Forbidden); it runs after the strategy's
- * prepareForCreate / prepareForUpdate and before schema validation. It should read state from
- * in-memory indexes; it may return a promise for the rare check that asks another shard.
- * `admitDelete` sees the stored object (read-only) of every delete request, dry runs and
- * already-terminating objects included, and refuses by throwing.
+ * prepareForCreate / prepareForUpdate, before the dynamic steps and schema validation. It should
+ * read state from in-memory indexes; it may return a promise for the rare check that asks another
+ * shard. `admitDelete` sees the stored object (read-only) of every delete request, dry runs and
+ * already-terminating objects included, and refuses by throwing. `validate` is a validating
+ * plugin that runs last, after schema validation and every dynamic step, on every write of its
+ * resources, admission configurations included (kube's ResourceQuota).
  */
 export interface AdmissionPlugin {
   /** kube's or kcp's name of the plugin, e.g. `NamespaceLifecycle`, `apis.kcp.io/APIBinding`. */
   name: string;
-  /** The resources it admits, as `<group>/<plural>` (core group empty: `/namespaces`). */
+  /** The resources it admits, as `<group>/<plural>` (core group empty: `/namespaces`), or `*` for all. */
   resources: readonly string[];
   admit?(obj: KubeObject, attrs: AdmissionAttributes): void | Promise<void>;
   admitDelete?(obj: KubeObject, attrs: DeleteAdmissionAttributes): void;
+  validate?(a: WebhookAttributes): Promise<void>;
 }
 
 /** The plugins of each resource, in the given order, indexed once. */
@@ -63,10 +66,22 @@ export class AdmissionPlugins {
     }
   }
 
+  /** The plugins of the written resource, in order: its own, then those of every resource (`*`). */
+  private pluginsOf(a: WebhookAttributes): AdmissionPlugin[] {
+    const own = this.byResource.get(`${a.desc.group}/${a.desc.plural}`);
+    const all = this.byResource.get('*');
+    return own && all ? [...own, ...all] : own ?? all ?? [];
+  }
+
+  /** The validating plugins (`validate`) of the written resource, in order. */
+  async validate(a: WebhookAttributes): Promise<void> {
+    for (const p of this.pluginsOf(a)) if (p.validate) await p.validate(a);
+  }
+
   /** Runs the plugins of the written resource (create, update: `admit`; delete: `admitDelete`). */
   async admit(a: WebhookAttributes): Promise<void> {
-    const plugins = this.byResource.get(`${a.desc.group}/${a.desc.plural}`);
-    if (!plugins) return;
+    const plugins = this.pluginsOf(a);
+    if (!plugins.length) return;
     if (a.operation === 'DELETE') {
       for (const p of plugins) p.admitDelete?.(a.oldObject!, { cluster: a.cluster, user: a.user });
       return;

@@ -1,7 +1,7 @@
 /**
  * The controllers of a shard, all on the one BullMQ runtime (runtime.ts): namespace lifecycle,
  * CRD naming/establishing and cleanup, default ServiceAccounts, the garbage collector, the
- * ValidatingAdmissionPolicy status (type checking), and the
+ * ValidatingAdmissionPolicy status (type checking), ResourceQuota status (usage), and the
  * tenancy controllers (LogicalCluster lifecycle, Workspace scheduling/phase/deletion), with the
  * informers (watch-cache subscriptions) that feed them. Any number of server processes on one
  * Redis may run them: jobs are deduplicated per key across processes.
@@ -31,6 +31,8 @@ import { CSR_GR } from '../certificates/csr.js';
 import { needsSigning, signerReconciler } from '../certificates/signer.js';
 import { POLICIES_GR } from '../admission/policies.js';
 import { policyStatusReconciler } from './admissionpolicy/controller.js';
+import { resourceQuotaInformer, resourceQuotaReconciler } from './resourcequota/controller.js';
+import type { QuotaReservations } from '../admission/plugins/resourcequota.js';
 
 /** What the controllers need from the shard they run in. */
 export interface ControllerHost {
@@ -60,6 +62,11 @@ export interface ControllerHost {
    * kube-apiserver-client CSR signer signs with it. Absent (certificates given as files): no signer.
    */
   clientCA?: KeyPair;
+  /**
+   * Creates admitted by quota admission and not stored yet (src/admission/plugins/resourcequota.ts);
+   * absent: no resource quota controller.
+   */
+  quotaReservations?: QuotaReservations;
 }
 
 /** Running controllers. */
@@ -206,6 +213,28 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   const unsubscribeVap = informer(h.cache, POLICIES_GR, vapStatus, (_e, type) => type !== 'DELETED');
   stops.push(async () => unsubscribeVap());
 
+  // ResourceQuota status (kube's resource quota controller, per logical cluster as kcp's kubequota).
+  const quotaControllers: Controller[] = [];
+  if (h.quotaReservations) {
+    const reservations = h.quotaReservations;
+    const quotaController = new Controller({
+      name: 'resourcequota', prefix, thread, metrics: h.metrics,
+      reconcile: resourceQuotaReconciler({
+        quotas: h.storeOf('resourcequotas', ''), cache: h.cache, reservations, scope: h.masters,
+        storageResource: (cluster, group, plural) => {
+          const apis = h.registry.forCluster(cluster);
+          const d = apis.descriptors.find((x) => x.group === group && x.plural === plural && !x.virtual);
+          return d && apis.store(d.group, d.version, d.plural)?.groupResource;
+        },
+      }),
+      onError: (key, err) => h.log.warn({ key, err }, 'resourcequota reconcile failed'),
+    });
+    quotaControllers.push(quotaController);
+    stops.push(() => quotaController.close());
+    const unsubscribeQuota = resourceQuotaInformer(h.cache, quotaController, reservations);
+    stops.push(async () => unsubscribeQuota());
+  }
+
   // Tenancy: LogicalCluster lifecycle (initialization, deletion of content) and Workspaces.
   const lcStore = h.storeOf('logicalclusters', 'core.kcp.io');
   const wsStore = h.storeOf('workspaces', 'tenancy.kcp.io');
@@ -294,7 +323,7 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   stops.push(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); unsubscribeRemote?.(); });
   const stop = async () => { for (const s of stops.reverse()) await s().catch(() => undefined); };
   try {
-    await Promise.all([nsController, crdController, saController, gc.controller, lcController, wsCtl, vapStatus, ...apis, ...signers].map((c) => c.ready()));
+    await Promise.all([nsController, crdController, saController, gc.controller, lcController, wsCtl, vapStatus, ...quotaControllers, ...apis, ...signers].map((c) => c.ready()));
   } catch (err) {
     await stop();
     throw err;

@@ -51,6 +51,7 @@ import { ValidatingPolicies } from '../admission/policies.js';
 import { MutatingPolicies } from '../admission/mutating.js';
 import { chainAdmission } from '../admission/index.js';
 import type { AdmissionPlugin } from '../admission/plugins.js';
+import { QuotaReservations, ResourceQuotaAdmission } from '../admission/plugins/resourcequota.js';
 import type { AdmissionAuthorize } from '../admission/celauthorizer.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
@@ -435,6 +436,12 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     const mutatingPolicies = builtins.some((d) => d.kind === 'MutatingAdmissionPolicy');
     // CEL's `authorizer`: the request's user in the request's logical cluster (always this shard's).
     const authorize: AdmissionAuthorize = (user, cluster, attributes) => authz.authorize({ ...attributes, user, cluster }, index.get(cluster) !== undefined);
+    const quotaReservations = new QuotaReservations(cache);
+    cleanups.push(async () => quotaReservations.close());
+    const quota = new ResourceQuotaAdmission({
+      cache, reservations: quotaReservations, quotas: () => storeOf('resourcequotas', ''),
+      scope: (cluster, namespace) => ({ cluster, namespace, user: { name: 'system:apiserver', groups: [SYSTEM_MASTERS] }, fieldManager: 'kube-apiserver' }),
+    });
     // Permissions on an export are held without entering its workspace (kcp's deep SAR).
     const builtinGRs = new Set(builtins.map((d) => `${d.group}/${d.plural}`));
     const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }, true),
@@ -461,6 +468,11 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         admit: csrAdmission((user, cluster, verb, name) => authz.authorize({
           user, verb, cluster, isResourceRequest: true, namespace: '', apiGroup: 'certificates.k8s.io', resource: 'signers', subresource: '', name, path: '',
         }, index.get(cluster) !== undefined).allowed),
+      },
+      {
+        // kube's ResourceQuota plugin comes last (AllOrderedPlugins), kcp's per logical cluster.
+        name: 'ResourceQuota', resources: ['*'],
+        validate: (a) => quota.validate(a),
       },
     ];
     backend.admission = chainAdmission(plugins,
@@ -603,7 +615,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     if (options.controllers ?? true) {
       const controllers = await startControllers({
         shard, url: shardURLs.externalURL, shards: directory, queueRedisUrl, cache, backend, registry, index, types, catalog, metrics: metrics.controllers,
-        storeOf, masters, log: app.log, clientCA: managed?.ca,
+        storeOf, masters, log: app.log, clientCA: managed?.ca, quotaReservations,
       });
       cleanups.unshift(controllers.stop);
       prepareLogicalCluster = controllers.prepareLogicalCluster;

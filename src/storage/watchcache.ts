@@ -381,6 +381,20 @@ export class WatchCache {
     return this.resources.get(groupResource)?.get(cluster)?.get(namespace)?.byName.get(name);
   }
 
+  /**
+   * Number of cached objects of a resource in one logical cluster, in one namespace ('' for
+   * cluster-scoped objects) or in all (`namespace` undefined): O(1), or O(namespaces of the
+   * cluster holding the resource). What the quota controller counts.
+   */
+  count(groupResource: string, cluster: string, namespace?: string): number {
+    const namespaces = this.resources.get(groupResource)?.get(cluster);
+    if (!namespaces) return 0;
+    if (namespace !== undefined) return namespaces.get(namespace)?.byName.size ?? 0;
+    let n = 0;
+    for (const ns of namespaces.values()) n += ns.byName.size;
+    return n;
+  }
+
   /** Logical clusters that hold at least one object of the resource. */
   clustersOf(groupResource: string): string[] {
     return [...(this.resources.get(groupResource)?.keys() ?? [])];

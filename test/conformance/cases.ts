@@ -10,6 +10,7 @@ import {
   PATCH, configMap, cr, createMany, crdBody, events, expect, expectEvents, expectStatus, makeCrd, microTime, pause, summarize, until,
 } from './util.js';
 import { ADMISSION_CASES } from './admission.js';
+import { QUOTA_CASES } from './quota.js';
 
 const E2E = 'test/e2e/apimachinery';
 const CONCEPTS = 'kubernetes/website content/en/docs/reference/using-api/api-concepts.md';
@@ -1541,7 +1542,7 @@ const GC: Case[] = [
 ];
 
 /** Every case; the admission ones (webhooks, conversion webhooks, policies) are in admission.ts. */
-export const CASES: Case[] = [...CORE, ...REST, ...WATCH, ...LISTS, ...CRD, ...FIELD_VALIDATION, ...DISCOVERY, ...APPLY, ...GC, ...ADMISSION_CASES];
+export const CASES: Case[] = [...CORE, ...REST, ...WATCH, ...LISTS, ...CRD, ...FIELD_VALIDATION, ...DISCOVERY, ...APPLY, ...GC, ...ADMISSION_CASES, ...QUOTA_CASES];
 
 /** Upstream conformance tests that cannot apply to this server. */
 const PODS = 'needs Pods, and nodes/kubelets to run them (kcp-ts serves no workloads)';
@@ -1552,12 +1553,11 @@ export const NOT_APPLICABLE: NotApplicable[] = [
   ...na(`${E2E}/webhook.go`, `${PODS}: the webhook adds an init container to a Pod, whose defaults are then applied`, 'should mutate pod and apply defaults after mutation'),
   ...na(`${E2E}/aggregator.go`, 'needs aggregated API servers (apiregistration.k8s.io APIServices) and the sample-apiserver Deployment',
     'Should be able to support the 1.17 Sample API Server using the current Aggregator'),
-  ...na(`${E2E}/resource_quota.go`, 'needs the resource quota controller and admission (ResourceQuota objects are stored, usage is not computed)',
-    'should apply changes to a resourcequota status', 'should be able to update and delete ResourceQuota.', 'should create a ResourceQuota and capture the life of a configMap.',
-    'should create a ResourceQuota and capture the life of a pod.', 'should create a ResourceQuota and capture the life of a replica set.',
-    'should create a ResourceQuota and capture the life of a replication controller.', 'should create a ResourceQuota and capture the life of a secret.',
-    'should create a ResourceQuota and capture the life of a service.', 'should create a ResourceQuota and ensure its status is promptly calculated.',
-    'should manage the lifecycle of a ResourceQuota', 'should verify ResourceQuota with best effort scope.', 'should verify ResourceQuota with terminating scopes.'),
+  ...na(`${E2E}/resource_quota.go`, `${PODS}: the quota's scopes and usage are those of Pods`,
+    'should create a ResourceQuota and capture the life of a pod.', 'should verify ResourceQuota with best effort scope.', 'should verify ResourceQuota with terminating scopes.'),
+  ...na(`${E2E}/resource_quota.go`, 'needs ReplicaSets, ReplicationControllers or Services (apps/v1, replicationcontrollers and services are not served)',
+    'should create a ResourceQuota and capture the life of a replica set.', 'should create a ResourceQuota and capture the life of a replication controller.',
+    'should create a ResourceQuota and capture the life of a service.'),
   ...na(`${E2E}/garbage_collector.go`, 'needs Deployments/ReplicaSets and their controllers (apps/v1 is not served)',
     'should delete RS created by deployment when not orphaning', 'should orphan RS created by deployment when deleteOptions.PropagationPolicy is Orphan'),
   ...na(`${E2E}/garbage_collector.go`, 'needs CronJobs, Jobs and their controllers (batch/v1 is not served)', 'should delete jobs and pods created by cronjob'),

@@ -1,7 +1,7 @@
 /**
  * Hostile input fuzz (test/fuzz/fuzzer.ts), a short run: a fixed seed and a seed from the clock
  * (printed, to replay with `npm run fuzz -- --seed S`), against `kcp-ts start`. No 5xx, no hang,
- * no crash; afterwards the server is ready, live and serves a create and a get.
+ * no crash, quota races that never exceed hard; afterwards the server is ready, live and serves a create and a get.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +17,8 @@ test('hostile input over every route: no 5xx, no hang, no crash, the server stay
   assert.equal(report.fivexx, 0);
   assert.equal(report.hangs, 0);
   assert.equal(report.crashes, 0);
+  assert.ok(report.quotaBursts > 0, 'quota races ran');
+  assert.equal(report.quotaViolations, 0);
   assert.equal(report.readyz, 200);
   assert.equal(report.livez, 200);
   assert.ok(report.createGetOk, 'create and get after the run');

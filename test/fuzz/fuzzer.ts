@@ -1028,6 +1028,9 @@ export interface FuzzReport {
   createGetOk: boolean;
   /** Server log lines about failed requests (stack traces of 5xx). */
   serverErrors: string[];
+  /** Quota races (`quotaRacer`): bursts sent, and how often more objects or more usage than `hard` were seen. */
+  quotaBursts: number;
+  quotaViolations: number;
 }
 
 /**
@@ -1077,6 +1080,81 @@ async function setUp(url: string, creds: Creds): Promise<void> {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Quota races
+
+/** The logical cluster, namespace and `count/configmaps` hard limit of the quota races. */
+const QUOTA_CLUSTER = 'fuzz-quota';
+const QUOTA_NS = 'race';
+export const QUOTA_HARD = 5;
+/** Requests in flight at once in one burst of the quota races. */
+export const QUOTA_BURST = 20;
+
+/**
+ * A logical cluster of its own (no generated case addresses it, so nothing deletes or re-limits
+ * it), a namespace, and a quota `count/configmaps: QUOTA_HARD` whose status has been computed.
+ */
+async function setUpQuotaRace(url: string, masters: Creds): Promise<void> {
+  const srv = { url };
+  const must = async (method: string, path: string, body?: unknown) => {
+    const res = await call(srv, masters, method, path, body);
+    if (![200, 201, 409].includes(res.status)) throw new Error(`quota set-up ${method} ${path}: ${res.status} ${res.body.slice(0, 300)}`);
+    return res;
+  };
+  await must('POST', `/clusters/${QUOTA_CLUSTER}/apis/core.kcp.io/v1alpha1/logicalclusters`, { metadata: { name: 'cluster' } });
+  for (let i = 0; i < 100 && (await call(srv, masters, 'GET', `/clusters/${QUOTA_CLUSTER}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`)).json?.status?.phase !== 'Ready'; i++) await sleep(50);
+  await must('POST', `/clusters/${QUOTA_CLUSTER}/api/v1/namespaces`, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: QUOTA_NS } });
+  await must('POST', `/clusters/${QUOTA_CLUSTER}/api/v1/namespaces/${QUOTA_NS}/resourcequotas`, { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q' }, spec: { hard: { 'count/configmaps': String(QUOTA_HARD) } } });
+  for (let i = 0; i < 100; i++) {
+    const q = await call(srv, masters, 'GET', `/clusters/${QUOTA_CLUSTER}/api/v1/namespaces/${QUOTA_NS}/resourcequotas/q`);
+    if (q.json?.status?.used?.['count/configmaps'] !== undefined) return;
+    await sleep(50);
+  }
+  throw new Error('quota set-up: status.used never computed');
+}
+
+/**
+ * Quota races beside the generated cases, until `deadline`: bursts of {@link QUOTA_BURST}
+ * concurrent creates and deletes of ConfigMaps (names from the seed) in a namespace limited to
+ * {@link QUOTA_HARD}. Every answer must be a 2xx or 4xx within `hangMs`; after each burst the
+ * namespace may hold at most `hard` ConfigMaps and the quota's `status.used` may not exceed it.
+ */
+async function quotaRacer(o: { url: string; creds: Creds; seed: number; deadline: number; hangMs: number; report: FuzzReport; alive(): boolean }): Promise<void> {
+  const r = new Rng(caseSeed(o.seed, 0x51707a));
+  const srv = { url: o.url };
+  const base = `/clusters/${QUOTA_CLUSTER}/api/v1/namespaces/${QUOTA_NS}`;
+  const violation = (what: string, label: string, answer?: string) => {
+    o.report.quotaViolations++;
+    o.report.failures.push({ seed: o.seed, index: -1, what, label, reproducer: `quota race in /clusters/${QUOTA_CLUSTER}, namespace ${QUOTA_NS}`, answer });
+  };
+  while (Date.now() < o.deadline && o.alive()) {
+    const ops = Array.from({ length: QUOTA_BURST }, () => (r.bool(0.7)
+      ? { label: 'quota race create', method: 'POST', path: `${base}/configmaps`, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `r-${r.int(40)}` } } as unknown }
+      : { label: 'quota race delete', method: 'DELETE', path: `${base}/configmaps/r-${r.int(40)}`, body: undefined as unknown }));
+    await Promise.all(ops.map(async (op) => {
+      let timer: NodeJS.Timeout | undefined;
+      const res = await Promise.race([
+        call(srv, o.creds, op.method, op.path, op.body).catch((e: Error) => ({ status: 0, body: e.message })),
+        new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), o.hangMs); }),
+      ]);
+      clearTimeout(timer);
+      o.report.requests++;
+      const key = res ? String(res.status) : 'hang';
+      o.report.byStatus[key] = (o.report.byStatus[key] ?? 0) + 1;
+      o.report.byLabel[op.label] = (o.report.byLabel[op.label] ?? 0) + 1;
+      if (!res) { o.report.hangs++; o.report.failures.push({ seed: o.seed, index: -1, what: 'hang', label: op.label, reproducer: `${op.method} ${op.path}` }); }
+      else if (res.status >= 500 || res.status === 0) { o.report.fivexx++; o.report.failures.push({ seed: o.seed, index: -1, what: `${res.status}`, label: op.label, reproducer: `${op.method} ${op.path}`, answer: res.body.slice(0, 400) }); }
+    }));
+    o.report.quotaBursts++;
+    const list = await call(srv, o.creds, 'GET', `${base}/configmaps`).catch(() => undefined);
+    const n = list?.json?.items?.length;
+    if (typeof n === 'number' && n > QUOTA_HARD) violation(`${n} ConfigMaps under hard=${QUOTA_HARD}`, 'quota race list');
+    const q = await call(srv, o.creds, 'GET', `${base}/resourcequotas/q`).catch(() => undefined);
+    const used = Number(q?.json?.status?.used?.['count/configmaps']);
+    if (used > QUOTA_HARD) violation(`status.used ${used} above hard=${QUOTA_HARD}`, 'quota race status', q?.body.slice(0, 400));
+  }
+}
+
 /**
  * Starts `kcp-ts start` (embedded Redis) in a fresh root directory, sets up what the cases address,
  * sends generated cases for `seconds` per seed with `concurrency` in flight, samples the server's
@@ -1099,11 +1177,13 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const report: FuzzReport = {
     seeds: opts.seeds, requests: 0, byStatus: {}, byLabel: {}, fivexx: 0, hangs: 0, crashes: 0, closedWithoutAnswer: 0, closedByLabel: {}, failures: [],
     rssStartMiB: 0, rssMaxMiB: 0, rssEndMiB: 0, maxRssMiB: maxRss, durationMs: 0, requestsPerSecond: 0, readyz: 0, livez: 0, createGetOk: false, serverErrors: [],
+    quotaBursts: 0, quotaViolations: 0,
   };
   const t0 = Date.now();
   const sampler = setInterval(() => { report.rssMaxMiB = Math.max(report.rssMaxMiB, rssMiB(cli.proc.pid)); }, 200);
   try {
     await setUp(url, creds);
+    await setUpQuotaRace(url, adminCreds(root, 'system-admin'));
     report.rssStartMiB = rssMiB(cli.proc.pid);
     log(`server at ${url} (pid ${cli.proc.pid}), RSS ${report.rssStartMiB} MiB after set-up`);
     for (const seed of opts.seeds) {
@@ -1136,7 +1216,10 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
           if (Date.now() - lastLog > 10_000) { lastLog = Date.now(); log(`  ${report.requests} requests, 5xx ${report.fivexx}, hangs ${report.hangs}, RSS ${rssMiB(cli.proc.pid)} MiB`); }
         }
       };
-      await Promise.all(Array.from({ length: concurrency }, worker));
+      await Promise.all([
+        ...Array.from({ length: concurrency }, worker),
+        opts.only ? Promise.resolve() : quotaRacer({ url, creds: adminCreds(root, 'system-admin'), seed, deadline, hangMs, report, alive: () => exited === undefined }),
+      ]);
       if (exited !== undefined) break;
     }
     report.durationMs = Date.now() - t0;
@@ -1173,7 +1256,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
 
 /** True when a report shows nothing wrong. */
 export function fuzzPassed(r: FuzzReport): boolean {
-  return r.fivexx === 0 && r.hangs === 0 && r.crashes === 0 && r.readyz === 200 && r.livez === 200 && r.createGetOk && r.rssMaxMiB <= r.maxRssMiB;
+  return r.fivexx === 0 && r.hangs === 0 && r.crashes === 0 && r.quotaViolations === 0 && r.readyz === 200 && r.livez === 200 && r.createGetOk && r.rssMaxMiB <= r.maxRssMiB;
 }
 
 /** The report as lines for people. */
@@ -1183,6 +1266,7 @@ export function formatFuzzReport(r: FuzzReport): string[] {
     `seeds ${r.seeds.join(', ')}: ${r.requests} requests in ${(r.durationMs / 1000).toFixed(1)} s (${r.requestsPerSecond}/s)`,
     `by status: ${statuses}`,
     `5xx: ${r.fivexx}, hangs: ${r.hangs}, crashes: ${r.crashes}, closed without answer: ${r.closedWithoutAnswer}`,
+    `quota races: ${r.quotaBursts} bursts of ${QUOTA_BURST} against hard=${QUOTA_HARD}, violations: ${r.quotaViolations}`,
     `closed without answer by case: ${Object.entries(r.closedByLabel).sort(([, a], [, b]) => b - a).map(([k, v]) => `${k}: ${v}`).join(', ')}`,
     `server RSS: ${r.rssStartMiB} MiB after set-up, max ${r.rssMaxMiB} MiB (limit ${r.maxRssMiB}), ${r.rssEndMiB} MiB at the end`,
     `after the run: /readyz ${r.readyz}, /livez ${r.livez}, create+get ${r.createGetOk ? 'ok' : 'FAILED'}`,

@@ -3,7 +3,7 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CM, call, watch, sleep, type TestServer, createLogicalCluster, useTestServer } from '../helpers.js';
+import { CM, call, eventually, watch, sleep, type TestServer, createLogicalCluster, useTestServer } from '../helpers.js';
 
 let srv: TestServer;
 const NS = '/clusters/root/api/v1/namespaces/default';
@@ -178,12 +178,17 @@ describe('update, patch, delete', () => {
   test('status subresource: main update keeps status, /status changes only status', async () => {
     const q = await api('POST', `${NS}/resourcequotas`, { metadata: { name: 'q' }, spec: { hard: { pods: '3' } }, status: { used: { pods: '9' } } });
     assert.equal(q.status, 201);
-    const s = await api('PUT', `${NS}/resourcequotas/q/status`, { ...q.json, spec: { hard: { pods: '100' } }, status: { used: { pods: '1' } } });
+    // The resource quota controller writes the status first (then leaves a status covering the spec alone).
+    const settled = await eventually('quota status computed', async () => {
+      const g = await api('GET', `${NS}/resourcequotas/q`);
+      return g.json?.status?.used?.pods === '0' ? g.json : undefined;
+    });
+    const s = await api('PUT', `${NS}/resourcequotas/q/status`, { ...settled, spec: { hard: { pods: '100' } }, status: { hard: { pods: '3' }, used: { pods: '1' } } });
     assert.equal(s.status, 200);
-    assert.deepEqual(s.json.status, { used: { pods: '1' } });
+    assert.deepEqual(s.json.status, { hard: { pods: '3' }, used: { pods: '1' } });
     assert.deepEqual(s.json.spec, { hard: { pods: '3' } });
     const m = await api('PUT', `${NS}/resourcequotas/q`, { ...s.json, spec: { hard: { pods: '5' } }, status: { used: { pods: '7' } } });
-    assert.deepEqual(m.json.status, { used: { pods: '1' } });
+    assert.deepEqual(m.json.status, { hard: { pods: '3' }, used: { pods: '1' } });
     assert.deepEqual(m.json.spec, { hard: { pods: '5' } });
   });
 });
