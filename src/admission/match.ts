@@ -13,6 +13,8 @@ import type { Store, WebhookAttributes } from '../registry/store.js';
 import type { ClusterAPIs } from '../apiextensions/registry.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import type { WatchCache } from '../storage/watchcache.js';
+import { LRUCache } from 'lru-cache';
+import { CEL_PROGRAM_CACHE_ENTRIES, CEL_PROGRAM_CACHE_SOURCE_CHARS } from '../apiextensions/cel.js';
 
 type Obj = Record<string, unknown>;
 const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
@@ -153,7 +155,14 @@ export function namespaceObject(cache: WatchCache, a: WebhookAttributes): KubeOb
 }
 
 let env: Environment | undefined;
-const programs = new Map<string, ParseResult | Error>();
+/**
+ * Parsed admission CEL programs by expression text (policies and webhook matchConditions of
+ * every tenant): an LRU cache with the bounds of the CRD rule cache (apiextensions/cel.ts):
+ * {@link CEL_PROGRAM_CACHE_ENTRIES} programs, {@link CEL_PROGRAM_CACHE_SOURCE_CHARS} characters.
+ */
+const programs = new LRUCache<string, ParseResult | Error>({
+  max: CEL_PROGRAM_CACHE_ENTRIES, maxSize: CEL_PROGRAM_CACHE_SOURCE_CHARS, sizeCalculation: (_v, key) => key.length + 1,
+});
 
 /**
  * Compiles an admission CEL expression (match conditions, validations, variables, messages,
@@ -181,7 +190,6 @@ export function compileExpression(expression: string, mutation = false): ParseRe
       env.registerFunction('jsonpatch_escapeKey(string): string', (k: string) => k.replaceAll('~', '~0').replaceAll('/', '~1'));
     }
     try { p = env.parse(mutation ? rewriteObjectConstruction(expression) : expression); } catch (err) { p = new Error(`compilation failed: ${String((err as Error).message).split('\n')[0]}`); }
-    if (programs.size > 5000) programs.clear();
     programs.set(key, p);
   }
   if (p instanceof Error) throw p;
