@@ -13,6 +13,7 @@ import { isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import { Pool } from 'undici';
 import type { StatusCause } from './errors.js';
+import { readLimited } from './httpbody.js';
 
 type Obj = Record<string, unknown>;
 const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
@@ -88,23 +89,6 @@ export function webhookEndpoint(clientConfig: unknown): WebhookEndpoint {
  */
 export function webhookResponseLimit(requestBytes: number): number {
   return 7 * 1024 * 1024 + 2 * requestBytes;
-}
-
-/**
- * Reads a response body as text, at most `limit` bytes; past it the body is dropped and the
- * call rejects with `response body larger than <limit> bytes`.
- */
-export async function readLimited(body: AsyncIterable<Buffer> & { destroy(err?: Error): unknown }, limit: number, declaredLength?: string | string[]): Promise<string> {
-  const tooLarge = () => new Error(`response body larger than ${limit} bytes`);
-  if (declaredLength !== undefined && Number(declaredLength) > limit) { body.destroy(); throw tooLarge(); }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > limit) { body.destroy(); throw tooLarge(); }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size).toString();
 }
 
 /**
