@@ -15,9 +15,9 @@ import type { ResourceDescriptor } from '../apis/types.js';
 import type { WatchCache } from '../storage/watchcache.js';
 import { LRUCache } from 'lru-cache';
 import { CEL_PROGRAM_CACHE_ENTRIES, CEL_PROGRAM_CACHE_SOURCE_CHARS } from '../apiextensions/cel.js';
+import { asObj } from '../apimachinery/objects.js';
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
 const NAMESPACES_GR = 'core/namespaces';
 

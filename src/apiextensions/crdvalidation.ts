@@ -35,6 +35,7 @@ import type { StatusCause } from '../apimachinery/errors.js';
 import { goQuote } from '../apimachinery/pruning.js';
 import { checkAst, formatIssues, schemaType } from './celtypes.js';
 import { caBundleError, webhookURLErrors } from '../apimachinery/webhookclient.js';
+import { asObj, isObj } from '../apimachinery/objects.js';
 
 type Obj = Record<string, unknown>;
 
@@ -42,10 +43,6 @@ type Obj = Record<string, unknown>;
 // Small helpers: JSON shapes, field paths and apimachinery field errors
 // ---------------------------------------------------------------------------------------------
 
-function isObj(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-const asObj = (v: unknown): Obj => (isObj(v) ? v : {});
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const isSet = (v: unknown): boolean => v !== undefined && v !== null;

@@ -15,6 +15,7 @@ import { compileSchema, type CompiledSchema } from './schema.js';
 import { evaluateJsonPath, parseJsonPath } from './jsonpath.js';
 import { usesConversionWebhook, WebhookConverter } from './conversion.js';
 import { LRUCache } from 'lru-cache';
+import { asObj } from '../apimachinery/objects.js';
 
 /** Group/resource of CRDs in the watch cache. */
 export const CRD_GR = 'apiextensions.k8s.io/customresourcedefinitions';
@@ -22,7 +23,6 @@ export const CRD_GR = 'apiextensions.k8s.io/customresourcedefinitions';
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 
 /** Whether a CRD has the condition `Established=True` (only then are its resources served). */
 export function isEstablished(crd: KubeObject): boolean {

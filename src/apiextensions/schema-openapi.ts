@@ -31,6 +31,7 @@ import {
   tooLongCause, tooManyCause, typeInvalidCause,
 } from './schema-errors.js';
 import { KUBE_FORMATS, effectiveFormat, goRegExp } from './schema-formats.js';
+import { isObj } from '../apimachinery/objects.js';
 
 type Raw = Record<string, unknown>;
 
@@ -59,9 +60,6 @@ export interface OpenAPIValidator {
   validate(obj: unknown): OpenAPIError[];
 }
 
-function isObj(v: unknown): v is Raw {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Schema conversion

@@ -14,9 +14,9 @@ import { LRUCache } from 'lru-cache';
 import { Pool } from 'undici';
 import type { StatusCause } from './errors.js';
 import { readLimited } from './httpbody.js';
+import { asObj } from './objects.js';
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 
 /** Where a webhook is called: its origin and CA bundle (which pick the connection pool), and its path. */
 export interface WebhookEndpoint {

@@ -27,6 +27,7 @@ import { pruneUnknownFields, strictErrors, unknownFieldsError, unknownFieldsPatc
 import { ShardKeys } from '../storage/keys.js';
 import type { CommitItem, RedisStorage, WriteResult } from '../storage/redis.js';
 import type { CacheEntry, WatchCache } from '../storage/watchcache.js';
+import { isObj } from '../apimachinery/objects.js';
 
 /** The authenticated caller (`user.Info`). */
 export interface UserInfo {
@@ -517,7 +518,7 @@ export class Store {
 
   /** Create (POST). Returns the stored JSON (or, with dryRun, the object that would be stored). */
   async create(scope: RequestScope, body: unknown, applied = false): Promise<string> {
-    const initial = applied || scope.dryRun || !isPlainObject(body) ? undefined : this.desc.strategy?.initialContent?.(body as KubeObject, { cluster: scope.cluster, user: scope.user });
+    const initial = applied || scope.dryRun || !isObj(body) ? undefined : this.desc.strategy?.initialContent?.(body as KubeObject, { cluster: scope.cluster, user: scope.user });
     if (initial) {
       // Born with its initial status and content, in one transaction (see initialContent).
       const written = await Store.commit([...initial.content, { store: this, scope: { ...scope, withStatus: true }, create: { ...(body as KubeObject), status: initial.status } }]);
@@ -1132,6 +1133,3 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   return true;
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}

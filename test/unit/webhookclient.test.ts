@@ -65,8 +65,10 @@ test('idle pools are closed; the next call opens a new one', async () => {
   try {
     const before = openWebhookPools();
     const other = webhookEndpoint({ url: `https://localhost:${new URL(base).port}/ok`, caBundle });
+    const t0 = performance.now();
     assert.deepEqual(await postJSON(other, {}, 5000), { kind: 'Fine' });
-    assert.equal(openWebhookPools(), before + 1);
+    // Open unless the call itself outlasted the idle time (a loaded machine).
+    if (performance.now() - t0 < 150) assert.equal(openWebhookPools(), before + 1);
     await eventually('the idle pool closed', async () => openWebhookPools() === before, 3000);
     assert.deepEqual(await postJSON(other, {}, 5000), { kind: 'Fine' }, 'a call after the close works');
   } finally { setWebhookPoolIdleMs(120_000); }
