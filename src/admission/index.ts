@@ -1,11 +1,13 @@
 /**
- * Dynamic admission of the store (`StoreBackend.webhooks`): mutating and validating admission
- * policies and admission webhooks (./mutating.ts, ./policies.ts, ./webhooks.ts), chained in
- * kube's plugin order with kube's reinvocation of the mutating phase.
+ * Admission of the store (`StoreBackend.admission`): built-in plugins (./plugins.ts), then
+ * mutating and validating admission policies and admission webhooks (./mutating.ts,
+ * ./policies.ts, ./webhooks.ts), chained in kube's plugin order with kube's reinvocation of the
+ * mutating phase.
  */
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { WebhookAdmission, WebhookAttributes } from '../registry/store.js';
 import { isAdmissionConfiguration } from './match.js';
+import { AdmissionPlugins, type AdmissionPlugin } from './plugins.js';
 
 /**
  * kube's admission.ReinvocationContext (k8s.io/apiserver/pkg/admission/reinvocation.go), one per
@@ -57,16 +59,21 @@ export interface AdmissionStep extends WebhookAdmission {
 }
 
 /**
- * Runs several dynamic admission steps in order — kube-apiserver's plugin order
+ * The admission chain of a shard: the built-in plugins of the written resource (./plugins.ts)
+ * first, then the dynamic admission steps in kube-apiserver's plugin order
  * (pkg/kubeapiserver/options/plugins.go AllOrderedPlugins: MutatingAdmissionPolicy,
  * MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook), so mutating
  * policies run before mutating webhooks. The mutating phase is kube's `reinvoker`: when a step
- * changed the object after an `IfNeeded` policy or webhook ran, the chain's mutations run once
- * more, each step calling only its policies or webhooks to reinvoke.
+ * changed the object after an `IfNeeded` policy or webhook ran, the dynamic steps' mutations run
+ * once more, each step calling only its policies or webhooks to reinvoke. Admission
+ * configurations themselves (webhook configurations, policies, bindings) pass no dynamic step,
+ * as in kube, so that a broken webhook cannot lock its own configuration.
  */
-export function chainAdmission(...steps: AdmissionStep[]): WebhookAdmission {
+export function chainAdmission(plugins: readonly AdmissionPlugin[], ...steps: AdmissionStep[]): WebhookAdmission {
+  const builtin = new AdmissionPlugins(plugins);
   return {
     async mutate(a) {
+      await builtin.admit(a);
       if (isAdmissionConfiguration(a)) return a.object;
       const rc = newReinvocationContext();
       let obj = a.object;

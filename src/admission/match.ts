@@ -7,7 +7,8 @@
 import { Environment, type ParseResult } from '@marcbachmann/cel-js';
 import { labelSelectorFromMetav1, matchesLabels, type LabelSelector, type LabelSelectorV1 } from '../apimachinery/labels.js';
 import type { KubeObject } from '../apimachinery/meta.js';
-import { registerKubeLibrary } from '../apiextensions/cel-library.js';
+import { constantRegexErrors, registerKubeLibrary } from '../apiextensions/cel-library.js';
+import { formatIssues } from '../apiextensions/celtypes.js';
 import { AUTHORIZER_TYPE, registerAuthzLibrary } from './celauthorizer.js';
 import type { Store, WebhookAttributes } from '../registry/store.js';
 import type { ClusterAPIs } from '../apiextensions/registry.js';
@@ -173,7 +174,9 @@ const programs = new LRUCache<string, ParseResult | Error>({
  * environment allows (k8s.io/apiserver/pkg/admission/plugin/policy/mutating, cel/mutation):
  * `Object{…}`, `Object.spec{…}`, `JSONPatch{op, path, value, from}` and `jsonpatch.escapeKey`;
  * see `rewriteObjectConstruction`.
- * @throws {Error} `compilation failed: <first line of the error>`
+ * @throws {Error} `compilation failed: <first line of the error>`, or kube's errors for constant
+ *   patterns Go's regexp refuses (`compilation failed: ERROR: <input>:1:c: invalid matches argument…`,
+ *   `program instantiation failed: error parsing regexp: …`; see `constantRegexErrors`)
  */
 export function compileExpression(expression: string, mutation = false): ParseResult {
   const key = mutation ? `\u0000${expression}` : expression;
@@ -189,7 +192,14 @@ export function compileExpression(expression: string, mutation = false): ParseRe
       // kube's JSONPatch library (k8s.io/apiserver/pkg/cel/library/jsonpatch.go): `jsonpatch.escapeKey`, RFC 6901 escaping.
       env.registerFunction('jsonpatch_escapeKey(string): string', (k: string) => k.replaceAll('~', '~0').replaceAll('/', '~1'));
     }
-    try { p = env.parse(mutation ? rewriteObjectConstruction(expression) : expression); } catch (err) { p = new Error(`compilation failed: ${String((err as Error).message).split('\n')[0]}`); }
+    const source = mutation ? rewriteObjectConstruction(expression) : expression;
+    try { p = env.parse(source); } catch (err) { p = new Error(`compilation failed: ${String((err as Error).message).split('\n')[0]}`); }
+    if (!(p instanceof Error)) {
+      // kube's compile-time checks of constant regexes (invalid matches argument; find/findAll at program creation).
+      const regex = constantRegexErrors(p.ast);
+      if (regex.issues.length) p = new Error(`compilation failed: ${formatIssues(source, regex.issues)}`);
+      else if (regex.programError !== undefined) p = new Error(`program instantiation failed: ${regex.programError}`);
+    }
     programs.set(key, p);
   }
   if (p instanceof Error) throw p;

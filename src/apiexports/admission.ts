@@ -13,8 +13,9 @@
  */
 import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
-import type { AdmissionAttributes } from '../apis/types.js';
-import type { KcpAdmission, KcpStrategies } from '../apis/kcp/index.js';
+import type { AdmissionAttributes } from '../admission/plugins.js';
+import type { KcpStrategies } from '../apis/kcp/index.js';
+import type { AdmissionPlugin } from '../admission/plugins.js';
 import type { UserInfo } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
 import { boundResourcesOf, type APICatalog, type ExportReference } from './catalog.js';
@@ -63,8 +64,8 @@ const referenceOf = (o: KubeObject, field: 'reference' | 'export'): ExportRefere
 };
 const display = (ref: ExportReference) => (ref.path ? `${ref.path}:${ref.name}` : ref.name);
 
-/** Admission and strategy additions of apis.kcp.io resources (see the module comment). */
-export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer, isBuiltin: (group: string, resource: string) => boolean): { admission: KcpAdmission; strategies: KcpStrategies } {
+/** Admission plugins and strategy additions of apis.kcp.io resources (see the module comment). */
+export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer, isBuiltin: (group: string, resource: string) => boolean): { plugins: AdmissionPlugin[]; strategies: KcpStrategies } {
   /** kcp's APIExport admission: a claim names a resource that is not built in by its identity. */
   const claimCauses = (exp: KubeObject): StatusCause[] => {
     const claims = ((exp.spec ?? {}) as { permissionClaims?: { group?: string; resource?: string; identityHash?: string }[] }).permissionClaims ?? [];
@@ -85,8 +86,9 @@ export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer, is
     return cluster;
   };
 
-  const admission: KcpAdmission = {
-    async apibindings(obj, attrs) {
+  const plugins: AdmissionPlugin[] = [{
+    name: 'apis.kcp.io/APIBinding', resources: ['apis.kcp.io/apibindings'],
+    async admit(obj, attrs) {
       if (attrs.subresource) return;
       const ref = referenceOf(obj, 'reference');
       if (!ref) return; // the schema requires it: 422 follows
@@ -104,14 +106,16 @@ export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer, is
       const finalizers = obj.metadata.finalizers ?? [];
       if (!obj.metadata.deletionTimestamp && !finalizers.includes(APIBINDING_FINALIZER)) obj.metadata.finalizers = [...finalizers, APIBINDING_FINALIZER];
     },
-    async apiexportendpointslices(obj, attrs) {
+  }, {
+    name: 'apis.kcp.io/APIExportEndpointSlice', resources: ['apis.kcp.io/apiexportendpointslices'],
+    async admit(obj, attrs) {
       if (attrs.subresource) return;
       const ref = referenceOf(obj, 'export');
       if (!ref) return;
       if (attrs.operation === 'update' && JSON.stringify(referenceOf(attrs.old!, 'export')) === JSON.stringify(ref)) return;
       await checkBind(obj, ref, attrs, 'APIExportEndpointSlice');
     },
-  };
+  }];
 
   const strategies: KcpStrategies = {
     apiresourceschemas: {
@@ -124,5 +128,5 @@ export function apisAdmission(catalog: APICatalog, mayBind: ExportAuthorizer, is
       validateUpdate: (o) => [...validateExportResources(o), ...claimCauses(o)],
     },
   };
-  return { admission, strategies };
+  return { plugins, strategies };
 }

@@ -4,11 +4,12 @@
  * `ext.Strings` / `ext.Sets` functions that CRD validation rules can call. The library's own
  * built-ins (size, contains, startsWith, endsWith, matches, indexOf, lastIndexOf, lowerAscii,
  * upperAscii, trim, split, substring, join, timestamps, durations, macros, optionals) are used as
- * they are.
+ * they are, except `matches`, whose JavaScript RegExp is replaced by Go's RE2 semantics (see
+ * {@link registerKubeLibrary}).
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { isIP as netIsIP } from 'node:net';
-import { goRegExp } from './schema-formats.js';
+import { findAllStrings, findString, regexpError, RegexpSyntaxError, tenantRegExp } from '../apimachinery/regexp.js';
 
 /** A runtime error raised by a library function (cel-go's `types.NewErr`). */
 export class CelLibraryError extends Error {}
@@ -256,15 +257,89 @@ function formatIPv6(bytes: Uint8Array): string {
 
 class SetsNamespace {}
 
-function regex(pattern: string): RegExp {
-  const rx = goRegExp(pattern);
-  if (!rx) fail(`invalid regex: ${pattern}`);
-  return rx;
+// ---------------------------------------------------------------------------------------------
+// Regular expressions: Go's regexp (RE2, linear in the input) for every pattern
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Runs `match` with the compiled `pattern`; a pattern Go refuses is the runtime error `prefix` +
+ * Go's message (kube's regex library: `Illegal regex: …`; cel-go's `matches`: Go's error itself).
+ */
+function withRegex<T>(pattern: string, prefix: string, match: () => T): T {
+  try {
+    return match();
+  } catch (err) {
+    if (err instanceof RegexpSyntaxError) fail(`${prefix}${err.message}`);
+    throw err;
+  }
 }
 
-function globalRegex(pattern: string): RegExp {
-  const rx = regex(pattern);
-  return new RegExp(rx.source, rx.flags.includes('g') ? rx.flags : `${rx.flags}g`);
+/** cel-go `matches`: Go's `regexp.MatchString(pattern, s)`, an unanchored search. */
+function matches(s: string, pattern: string): boolean {
+  return withRegex(pattern, '', () => tenantRegExp(pattern).test(s));
+}
+
+/** One compile-time error about a constant pattern: cel-go's message, at the literal's offset. */
+export interface RegexLiteralIssue { message: string; offset: number }
+
+/**
+ * kube's compile-time checks of constant patterns in a parsed expression (cel-js AST):
+ * - cel-go's `ValidateRegexLiterals` AST validator (k8s.io/apiserver/pkg/cel/environment/base.go,
+ *   since 1.29): a literal first argument of `matches` — the pattern of `s.matches(p)`, the string
+ *   of `matches(s, p)`, as cel-go checks argument 0 of either form — that Go's regexp refuses is
+ *   the compile error `invalid matches argument`, located at the literal (`issues`);
+ * - the regex library's `OptimizeRegex(FindRegexOptimization, FindAllRegexOptimization)`
+ *   (k8s.io/apiserver/pkg/cel/library/regex.go): a literal pattern of `find`/`findAll` that Go
+ *   refuses fails program creation with Go's error (`programError`, kube: `program instantiation
+ *   failed: <error>`).
+ */
+export function constantRegexErrors(ast: unknown): { issues: RegexLiteralIssue[]; programError?: string } {
+  const issues: RegexLiteralIssue[] = [];
+  let programError: string | undefined;
+  const literal = (n: unknown): { value: string; pos: number } | undefined => {
+    if (n === null || typeof n !== 'object') return undefined;
+    const node = n as { op?: unknown; args?: unknown; pos?: unknown };
+    return node.op === 'value' && typeof node.args === 'string' ? { value: node.args, pos: typeof node.pos === 'number' ? node.pos : 0 } : undefined;
+  };
+  const seen = new Set<unknown>();
+  const visit = (n: unknown): void => {
+    if (n === null || typeof n !== 'object' || seen.has(n)) return;
+    seen.add(n);
+    if (Array.isArray(n)) { n.forEach(visit); return; }
+    const node = n as { op?: unknown; args?: unknown };
+    if ((node.op === 'rcall' || node.op === 'call') && Array.isArray(node.args)) {
+      const name = node.args[0];
+      const callArgs = (node.op === 'rcall' ? node.args[2] : node.args[1]) as unknown;
+      if (Array.isArray(callArgs)) {
+        const first = literal(callArgs[0]);
+        if (name === 'matches' && first && regexpError(first.value) !== undefined) {
+          issues.push({ message: 'invalid matches argument', offset: first.pos });
+        }
+        const pattern = node.op === 'rcall' ? first : literal(callArgs[1]);
+        if ((name === 'find' || name === 'findAll') && pattern && programError === undefined) programError = regexpError(pattern.value);
+      }
+    }
+    if ('args' in node) visit(node.args);
+  };
+  visit(ast);
+  return { issues: issues.sort((a, b) => a.offset - b.offset), programError };
+}
+
+/**
+ * Replaces the handler of one of cel-js's built-in overloads in `env` (cel-js refuses a second
+ * overload with the same signature). The overload is reached through the candidates the type
+ * checker attaches to a probe call, and its frozen declaration is rebuilt with `handler`.
+ * @throws {Error} when cel-js's internals no longer have that shape (checked at start-up)
+ */
+function replaceBuiltin(env: Environment, probe: string, signature: string, handler: (...args: any[]) => unknown): void {
+  const parsed = env.parse(probe);
+  parsed.check();
+  const candidates = (parsed.ast as { candidates?: { declarations?: unknown[] } }).candidates;
+  const decls = candidates?.declarations;
+  const i = decls?.findIndex((d) => (d as { signature?: unknown }).signature === signature) ?? -1;
+  if (!decls || i < 0) throw new Error(`cannot replace the CEL built-in ${signature}`);
+  const old = decls[i] as { constructor: new (o: object) => unknown; name: string; receiverType: unknown; returnType: unknown; description: unknown; params: unknown };
+  decls[i] = new old.constructor({ name: old.name, receiverType: old.receiverType, returnType: old.returnType, description: old.description, params: old.params, handler });
 }
 
 /** Registers the Kubernetes CEL library functions on `env` (once, before parsing rules). */
@@ -294,13 +369,16 @@ export function registerKubeLibrary(env: Environment): void {
   });
   fn('string.reverse(): string', (s: string) => [...s].reverse().join(''));
 
-  // Regex library: find, findAll.
-  fn('string.find(string): string', (s: string, p: string) => regex(p).exec(s)?.[0] ?? '');
-  fn('string.findAll(string): list<string>', (s: string, p: string) => [...s.matchAll(globalRegex(p))].map((m) => m[0]));
-  fn('string.findAll(string, int): list<string>', (s: string, p: string, n: bigint) => {
-    const all = [...s.matchAll(globalRegex(p))].map((m) => m[0]);
-    return n < 0n ? all : all.slice(0, Number(n));
-  });
+  // Regular expressions, all by RE2 with Go's syntax (../apimachinery/regexp.ts): cel-go's
+  // `matches` (both forms; cel-js's own runs a backtracking RegExp) and kube's regex library.
+  // Two function objects: cel-js caches a call adapter on the handler, and the two forms call differently.
+  fn('matches(string, string): bool', (s: string, p: string) => matches(s, p));
+  replaceBuiltin(env, "''.matches('')", 'string.matches(string): bool', (s: string, p: string) => matches(s, p));
+  if (env.parse("'a'.matches('\\\\Aa\\\\z')")() !== true) throw new Error('the CEL built-in matches does not use RE2');
+  fn('string.find(string): string', (s: string, p: string) => withRegex(p, 'Illegal regex: ', () => findString(p, s)));
+  fn('string.findAll(string): list<string>', (s: string, p: string) => withRegex(p, 'Illegal regex: ', () => findAllStrings(p, s)));
+  fn('string.findAll(string, int): list<string>', (s: string, p: string, n: bigint) =>
+    withRegex(p, 'Illegal regex: ', () => findAllStrings(p, s, n < 0n ? -1 : Number(n > 0x7fffffffn ? 0x7fffffffn : n))));
 
   // Lists library.
   fn('list.isSorted(): bool', (l: unknown[]) => {

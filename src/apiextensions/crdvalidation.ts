@@ -33,7 +33,9 @@
 import { Environment } from '@marcbachmann/cel-js';
 import type { StatusCause } from '../apimachinery/errors.js';
 import { goQuote } from '../apimachinery/pruning.js';
+import { regexpError, tenantRegExp } from '../apimachinery/regexp.js';
 import { checkAst, formatIssues, schemaType } from './celtypes.js';
+import { constantRegexErrors } from './cel-library.js';
 import { caBundleError, webhookURLErrors } from '../apimachinery/webhookclient.js';
 import { asObj, isObj } from '../apimachinery/objects.js';
 
@@ -404,7 +406,8 @@ function valueValidation(v: Obj, skipAnyOf: boolean, skipFirstAllOfAnyOf: boolea
   arr(v.oneOf).forEach((x, i) => errs.push(...nestedValueValidation(x, false, false, lvl, index(child(p, 'oneOf'), i))));
   errs.push(...nestedValueValidation(v.not, false, false, lvl, child(p, 'not')));
   if (typeof v.pattern === 'string' && v.pattern) {
-    const e = goRegexpError(v.pattern);
+    // Go's regexp.Compile, by RE2: look-arounds, back-references, possessive quantifiers are refused.
+    const e = regexpError(v.pattern);
     if (e) errs.push(invalid(child(p, 'pattern'), v.pattern, `must be a valid regular expression, but isn't: ${e}`));
   }
   return errs;
@@ -463,62 +466,6 @@ function schemaIsNonStructural(s: unknown): boolean {
   if (!isObj(s)) return false;
   if (structuralInitError(s)) return true;
   return validateStructural('', s).length > 0;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Go RE2 patterns, approximated with JavaScript regular expressions
-// ---------------------------------------------------------------------------------------------
-
-const POSIX_CLASSES: Record<string, string> = {
-  alnum: '0-9A-Za-z', alpha: 'A-Za-z', ascii: '\\x00-\\x7F', blank: '\\t ', cntrl: '\\x00-\\x1F\\x7F', digit: '0-9', graph: '!-~',
-  lower: 'a-z', print: ' -~', punct: '!-\\/:-@\\[-`{-~', space: '\\t\\n\\v\\f\\r ', upper: 'A-Z', word: '0-9A-Za-z_', xdigit: '0-9A-Fa-f',
-};
-
-/** Rewrites RE2-only syntax for JavaScript: `\Q…\E`, `(?P<name>`, `\z`, `\A`, POSIX classes, inline flags. */
-function translateGoRegexp(pattern: string): { source: string; flags: string } {
-  let flags = '';
-  let src = pattern;
-  const lead = /^\(\?([imsU]+)\)/.exec(src);
-  if (lead) {
-    for (const f of 'ims') if (lead[1]!.includes(f)) flags += f;
-    src = src.slice(lead[0].length);
-  }
-  src = src
-    .replace(/\\Q(.*?)(\\E|$)/g, (_m, lit: string) => lit.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&'))
-    .replace(/\(\?P</g, '(?<')
-    .replace(/\(\?[imsU]+\)/g, '')
-    .replace(/\(\?[imsU-]+:/g, '(?:')
-    .replace(/\\z/g, '$')
-    .replace(/\\A/g, '^')
-    .replace(/\[:(\^?)([a-z]+):\]/g, (m, neg: string, name: string) => (neg ? m : POSIX_CLASSES[name] ?? m));
-  return { source: src, flags };
-}
-
-/**
- * Why Go's `regexp.Compile` would refuse `pattern` (kube: "must be a valid regular expression"),
- * or undefined. Perl features RE2 lacks (lookaround, backreferences) are refused; RE2-only
- * syntax is translated before the JavaScript compile that catches the remaining syntax errors.
- */
-function goRegexpError(pattern: string): string | undefined {
-  const perl = /\(\?(<=|<!|=|!)/.exec(pattern);
-  if (perl) return `error parsing regexp: invalid or unsupported Perl syntax: \`${perl[0]}\``;
-  const backref = /(^|[^\\])(\\\\)*\\([1-9])/.exec(pattern);
-  if (backref) return `error parsing regexp: invalid escape sequence: \`\\${backref[3]}\``;
-  const { source, flags } = translateGoRegexp(pattern);
-  try {
-    new RegExp(source, flags);
-    return undefined;
-  } catch (e) {
-    return `error parsing regexp: ${(e as Error).message}`;
-  }
-}
-
-/** A JavaScript RegExp matching (approximately) as Go's RE2 `pattern` does, or undefined. */
-function goRegexp(pattern: string): RegExp | undefined {
-  if (goRegexpError(pattern)) return undefined;
-  const { source, flags } = translateGoRegexp(pattern);
-  try { return new RegExp(source, `${flags}u`); } catch { /* not valid in unicode mode */ }
-  try { return new RegExp(source, flags); } catch { return undefined; }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -620,8 +567,9 @@ function validateValue(x: unknown, s: unknown, base: string, name: string, out: 
     if (typeof s.maxLength === 'number' && n > s.maxLength) out.push(tooLong(f, s.maxLength));
     if (typeof s.minLength === 'number' && n < s.minLength) out.push(invalid(f, x, `${label} should be at least ${s.minLength} chars long`));
     if (typeof s.pattern === 'string' && s.pattern) {
-      const re = goRegexp(s.pattern);
-      if (re && !re.test(x)) out.push(invalid(f, x, `${label} should match '${s.pattern}'`));
+      const err = regexpError(s.pattern);
+      if (err !== undefined) out.push(invalid(f, x, `${label} should match '${s.pattern}, but pattern is invalid: ${err}'`));
+      else if (!tenantRegExp(s.pattern).test(x)) out.push(invalid(f, x, `${label} should match '${s.pattern}'`));
     }
     const check = typeof s.format === 'string' ? FORMAT_CHECKS[s.format] : undefined;
     if (check && !check(x)) out.push(typeInvalid(f, x, `${label} must be of type ${s.format}: ${goQuote(x)}`));
@@ -987,7 +935,10 @@ function validateSchemaNode(s: unknown, p: string, v: Ssv, isRoot: boolean, opts
           // undefined field or a wrong operand type is a compile error (celtypes.ts).
           const self = schemaType(s, isRoot);
           const issues = checkAst(parsed.ast, str(rule.rule), new Map([['self', self], ['oldSelf', rule.optionalOldSelf === true ? { k: 'dyn' } as const : self]]));
-          if (issues.length) out.cel.push(invalid(child(rp, 'rule'), r, `compilation failed: ${formatIssues(str(rule.rule), issues)}`));
+          // cel-go runs its AST validators (constant regexes) once the expression type-checks.
+          const regex = issues.length ? { issues: [] } : constantRegexErrors(parsed.ast);
+          if (issues.length || regex.issues.length) out.cel.push(invalid(child(rp, 'rule'), r, `compilation failed: ${formatIssues(str(rule.rule), issues.length ? issues : regex.issues)}`));
+          else if (regex.programError !== undefined) out.cel.push(invalid(child(rp, 'rule'), r, `program instantiation failed: ${regex.programError}`));
         }
         const msgExpr = str(rule.messageExpression);
         if (msgExpr.trim()) {

@@ -9,7 +9,7 @@
  */
 import type { StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
-import { age } from '../apis/builtin.js';
+import { age } from '../apimachinery/duration.js';
 import type { ResourceDescriptor, TableColumn } from '../apis/types.js';
 import { compileSchema, type CompiledSchema } from './schema.js';
 import { evaluateJsonPath, parseJsonPath } from './jsonpath.js';

@@ -5,9 +5,10 @@
  *   (k8s.io/apiextensions-apiserver/pkg/apiserver/validation/formats.go, 1.32: everything else is
  *   stripped and ignored), each checked as k8s.io/kube-openapi/pkg/validation/strfmt does. Format
  *   names are normalized by removing dashes (`date-time` ≡ `datetime`), as strfmt's registry does.
- * - Patterns: `pattern` is a Go RE2 expression; {@link goRegExp} translates the RE2 syntax JS lacks
- *   (`(?i)` flags, `\z`, `\A`, `[[:alpha:]]`, `\pL`, `\Q…\E`, `(?P<n>…)`, lone `{`) into a JS
- *   `RegExp` with the `u` flag.
+ *
+ * `pattern` is a Go RE2 expression supplied by a tenant: it is compiled by RE2, never by a
+ * backtracking `RegExp` (../apimachinery/regexp.ts). The fixed expressions below only check
+ * formats; none of them can backtrack more than linearly on any input.
  */
 import { isIP } from 'node:net';
 
@@ -63,16 +64,46 @@ const DURATION_UNITS: Array<[string[], number]> = [
   [['w', 'wk', 'week'], 604800],
 ];
 
+// The durations are scanned by hand: as RegExps (`(\d+\.?\d*…)+`) they backtracked quadratically
+// over a long run of digits in a tenant's value (20,000 digits: 1.4 s).
+
+const GO_DURATION_UNITS: ReadonlyMap<string, number> = new Map([
+  ['ns', 1e-9], ['us', 1e-6], ['µs', 1e-6], ['μs', 1e-6], ['ms', 1e-3], ['s', 1], ['m', 60], ['h', 3600],
+]);
+
+const isDigit = (c: string | undefined): boolean => c !== undefined && c >= '0' && c <= '9';
+
 /** Go `time.ParseDuration` syntax: `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+` or `0`. Returns seconds. */
 export function parseGoDuration(s: string): number | undefined {
   if (s === '0' || s === '+0' || s === '-0') return 0;
-  const m = /^([-+]?)((?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+)$/.exec(s);
-  if (!m) return undefined;
+  let i = s[0] === '-' || s[0] === '+' ? 1 : 0;
+  const negative = s[0] === '-';
+  if (i >= s.length) return undefined;
   let total = 0;
-  const mult: Record<string, number> = { ns: 1e-9, us: 1e-6, 'µs': 1e-6, 'μs': 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 };
-  for (const part of m[2]!.matchAll(/(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) total += Number(part[1]) * mult[part[2]!]!;
-  return m[1] === '-' ? -total : total;
+  while (i < s.length) {
+    // A number: `\d+\.?\d*` or `\.\d+`.
+    const start = i;
+    while (isDigit(s[i])) i++;
+    if (i > start) {
+      if (s[i] === '.') i++;
+      while (isDigit(s[i])) i++;
+    } else {
+      if (s[i] !== '.' || !isDigit(s[i + 1])) return undefined;
+      i++;
+      while (isDigit(s[i])) i++;
+    }
+    const value = Number(s.slice(start, i));
+    // A unit: the two-character ones first (`1ms` is milliseconds, never minutes then `s`).
+    const two = GO_DURATION_UNITS.get(s.slice(i, i + 2));
+    const unit = two ?? GO_DURATION_UNITS.get(s.slice(i, i + 1));
+    if (unit === undefined) return undefined;
+    i += two !== undefined ? 2 : 1;
+    total += value * unit;
+  }
+  return negative ? -total : total;
 }
+
+const isUnitLetter = (c: string | undefined): boolean => c !== undefined && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c === 'µ');
 
 /** strfmt `ParseDuration`: Go durations, or Scala-like `<n> <unit>` sequences (`3 days`). Seconds. */
 export function parseStrfmtDuration(s: string): number | undefined {
@@ -80,13 +111,22 @@ export function parseStrfmtDuration(s: string): number | undefined {
   if (go !== undefined) return go;
   let ok = false;
   let total = 0;
-  for (const match of s.matchAll(/((\d+)\s*([A-Za-zµ]+))/g)) {
-    const factor = Number(match[2]);
-    const unit = match[3]!.trim().toLowerCase();
+  // strfmt's `(\d+)\s*([A-Za-zµ]+)`, found left to right: a digit run, blanks, a run of letters.
+  for (let i = 0; i < s.length;) {
+    if (!isDigit(s[i])) { i++; continue; }
+    const start = i;
+    while (isDigit(s[i])) i++;
+    const digitsEnd = i;
+    while (i < s.length && /\s/.test(s[i]!)) i++;
+    const unitStart = i;
+    while (isUnitLetter(s[i])) i++;
+    if (i === unitStart) { i = digitsEnd; continue; }
+    const factor = Number(s.slice(start, digitsEnd));
+    const unit = s.slice(unitStart, i).toLowerCase();
     for (const [variants, multiplier] of DURATION_UNITS) {
       const last = variants.length - 1;
-      variants.forEach((variant, i) => {
-        if ((i === last && unit.startsWith(variant)) || variant === unit) {
+      variants.forEach((variant, k) => {
+        if ((k === last && unit.startsWith(variant)) || variant === unit) {
           ok = true;
           total += factor * multiplier;
         }
@@ -216,7 +256,8 @@ function isCreditCard(s: string): boolean {
 }
 
 function isHostname(s: string): boolean {
-  if (!HOSTNAME.test(s) || Buffer.byteLength(s) > 255) return false;
+  // The length first: it bounds the backtracking of HOSTNAME's nested repetitions.
+  if (Buffer.byteLength(s) > 255 || !HOSTNAME.test(s)) return false;
   return s.split('.').every((p) => Buffer.byteLength(p) <= 63);
 }
 
@@ -270,167 +311,4 @@ export function effectiveFormat(type: string, format: string): string {
     default:
       return '';
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Go RE2 → JS RegExp
-// ---------------------------------------------------------------------------------------------
-
-const POSIX_CLASSES: Record<string, string> = {
-  alnum: '0-9A-Za-z', alpha: 'A-Za-z', ascii: '\\x00-\\x7F', blank: '\\t ', cntrl: '\\x00-\\x1F\\x7F',
-  digit: '0-9', graph: '!-~', lower: 'a-z', print: ' -~', punct: '!-\\/:-@\\[-`{-~', space: '\\t\\n\\v\\f\\r ',
-  upper: 'A-Z', word: '0-9A-Za-z_', xdigit: '0-9A-Fa-f',
-};
-
-/** Characters that may be escaped with `\` in a JS `u` regex (outside classes). */
-const JS_SYNTAX = new Set('^$\\.*+?()[]{}|/'.split(''));
-
-const GENERAL_CATEGORIES = new Set(['L', 'Lu', 'Ll', 'Lt', 'Lm', 'Lo', 'M', 'Mn', 'Mc', 'Me', 'N', 'Nd', 'Nl', 'No', 'P', 'Pc', 'Pd', 'Ps', 'Pe', 'Pi', 'Pf', 'Po', 'S', 'Sm', 'Sc', 'Sk', 'So', 'Z', 'Zs', 'Zl', 'Zp', 'C', 'Cc', 'Cf', 'Cs', 'Co', 'Cn']);
-
-function unicodeClass(neg: boolean, name: string): string {
-  const prop = GENERAL_CATEGORIES.has(name) ? name : `Script=${name}`;
-  return `\\${neg ? 'P' : 'p'}{${prop}}`;
-}
-
-function escapeLiteral(ch: string): string {
-  return JS_SYNTAX.has(ch) || ch === '-' ? `\\${ch}` : ch;
-}
-
-/** Result of translating an RE2 expression: JS source and flags. */
-export interface TranslatedRegExp { source: string; flags: string }
-
-/** Translates Go RE2 syntax to a JS `u`-mode pattern (see the module doc). */
-export function translateGoRegExp(re: string): TranslatedRegExp {
-  let out = '';
-  let flags = '';
-  let inClass = false;
-  const chars = [...re];
-  for (let i = 0; i < chars.length; i++) {
-    const c = chars[i]!;
-    if (c === '\\') {
-      const n = chars[i + 1];
-      if (n === undefined) { out += '\\\\'; break; }
-      i++;
-      switch (n) {
-        case 'Q': {
-          let j = i + 1;
-          let lit = '';
-          while (j < chars.length && !(chars[j] === '\\' && chars[j + 1] === 'E')) lit += chars[j++];
-          out += [...lit].map((ch) => (inClass ? (ch === ']' || ch === '\\' || ch === '^' || ch === '-' ? `\\${ch}` : ch) : escapeLiteral(ch))).join('');
-          i = j + 1;
-          continue;
-        }
-        case 'z': out += inClass ? 'z' : '$'; continue;
-        case 'A': out += inClass ? 'A' : '^'; continue;
-        case 'a': out += '\\x07'; continue;
-        case 'p':
-        case 'P': {
-          if (chars[i + 1] === '{') {
-            const close = chars.indexOf('}', i + 2);
-            const name = chars.slice(i + 2, close).join('');
-            const neg = name.startsWith('^');
-            out += unicodeClass((n === 'P') !== neg, neg ? name.slice(1) : name);
-            i = close;
-          } else {
-            out += unicodeClass(n === 'P', chars[i + 1] ?? 'L');
-            i++;
-          }
-          continue;
-        }
-        case 'x': {
-          if (chars[i + 1] === '{') {
-            const close = chars.indexOf('}', i + 2);
-            out += `\\u{${chars.slice(i + 2, close).join('')}}`;
-            i = close;
-          } else out += '\\x';
-          continue;
-        }
-        default:
-          if (/[0-9A-Za-z]/.test(n)) out += `\\${n}`;
-          else if (inClass) out += n === ']' || n === '\\' || n === '^' || n === '-' || n === '[' ? `\\${n}` : n;
-          else out += JS_SYNTAX.has(n) ? `\\${n}` : n;
-          continue;
-      }
-    }
-    if (inClass) {
-      if (c === '[' && chars[i + 1] === ':') {
-        let j = i + 2;
-        let name = '';
-        while (j < chars.length && !(chars[j] === ':' && chars[j + 1] === ']')) name += chars[j++];
-        const cls = POSIX_CLASSES[name];
-        if (j < chars.length && cls !== undefined) {
-          out += cls;
-          i = j + 1;
-          continue;
-        }
-      }
-      if (c === ']') inClass = false;
-      out += c === '[' ? '\\[' : c === '/' ? '\\/' : c;
-      continue;
-    }
-    switch (c) {
-      case '[':
-        inClass = true;
-        out += c;
-        if (chars[i + 1] === '^') { out += '^'; i++; }
-        if (chars[i + 1] === ']') { out += '\\]'; i++; }
-        continue;
-      case '(': {
-        if (chars[i + 1] === '?') {
-          // (?P<name>…) → (?<name>…)
-          if (chars[i + 2] === 'P' && chars[i + 3] === '<') { out += '(?<'; i += 3; continue; }
-          // (?flags) and (?flags:…)
-          const m = /^\(\?([imsU-]*)(\)|:)/.exec(chars.slice(i).join(''));
-          if (m) {
-            const on = m[1]!.split('-')[0]!;
-            for (const f of on) if ((f === 'i' || f === 'm' || f === 's') && !flags.includes(f)) flags += f;
-            if (m[2] === ')') { i += m[0].length - 1; continue; }
-            out += '(?:';
-            i += m[0].length - 1;
-            continue;
-          }
-        }
-        out += c;
-        continue;
-      }
-      case '{': {
-        const m = /^\{(\d+)(,(\d*))?\}/.exec(chars.slice(i).join(''));
-        if (m && out.length > 0) { out += m[0]; i += m[0].length - 1; } else out += '\\{';
-        continue;
-      }
-      case '}':
-        out += '\\}';
-        continue;
-      case '/':
-        out += '\\/';
-        continue;
-      default:
-        out += c;
-    }
-  }
-  return { source: out, flags };
-}
-
-const regExpCache = new Map<string, RegExp | null>();
-
-/**
- * A JS RegExp for a Go RE2 `pattern` (cached), or `null` when it cannot be compiled (kube then
- * reports `should match '<pattern>, but pattern is invalid: …'`; CRD validation rejects such
- * patterns up front).
- */
-export function goRegExp(pattern: string): RegExp | null {
-  let rx = regExpCache.get(pattern);
-  if (rx !== undefined) return rx;
-  const t = translateGoRegExp(pattern);
-  try {
-    rx = new RegExp(t.source, `${t.flags}u`);
-  } catch {
-    try {
-      rx = new RegExp(t.source, t.flags);
-    } catch {
-      rx = null;
-    }
-  }
-  regExpCache.set(pattern, rx);
-  return rx;
 }

@@ -30,7 +30,8 @@ import {
   NIL_PATH, goFloat, goJSON, goQuote, invalidCause, invalidCauseRaw, notSupportedCause, requiredCause,
   tooLongCause, tooManyCause, typeInvalidCause,
 } from './schema-errors.js';
-import { KUBE_FORMATS, effectiveFormat, goRegExp } from './schema-formats.js';
+import { KUBE_FORMATS, effectiveFormat } from './schema-formats.js';
+import { regexpError, tenantRegExp } from '../apimachinery/regexp.js';
 import { isObj } from '../apimachinery/objects.js';
 
 type Raw = Record<string, unknown>;
@@ -198,15 +199,20 @@ function dedupe(root: Raw, c: Converted): void {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * ajv's RegExp engine: Go RE2 patterns translated to JS (see ./schema-formats.ts). ajv caches
- * compiled patterns by `toString()`, so each engine object prints as its Go pattern.
+ * ajv's RegExp engine for `pattern` (and `patternProperties`): the tenant's Go pattern compiled by
+ * RE2 (../apimachinery/regexp.ts), linear in the input. A pattern Go refuses matches nothing, and
+ * its error is reported as kube-openapi's `Pattern` reports it (see `primitiveCause`). ajv keeps
+ * every engine object in its instance scope for good, so the object holds only the pattern text
+ * and looks the compiled RE2 up in the bounded cache on each test (a `Map` lookup; recompiled
+ * when evicted). ajv keys its patterns by `toString()`, so each object prints as its Go pattern;
+ * `code` names the engine for ajv's standalone code, which is not used here.
  */
 const goRegExpEngine = Object.assign(
-  (pattern: string): { test: (s: string) => boolean; toString: () => string } => {
-    const rx = goRegExp(pattern);
-    return { test: rx ? (s: string) => rx.test(s) : () => false, toString: () => `go:${pattern}` };
-  },
-  { code: 'goRegExp' },
+  (pattern: string): { test: (s: string) => boolean; toString: () => string } => ({
+    test: (s: string) => regexpError(pattern) === undefined && tenantRegExp(pattern).test(s),
+    toString: () => `go:${pattern}`,
+  }),
+  { code: 'tenantRegExp' },
 );
 
 let sharedAjv: AjvInstance | undefined;
@@ -339,7 +345,9 @@ function primitiveCause(r: Rec, info: NodeInfo | undefined): StatusCause | null 
     }
     case 'pattern': {
       const pattern = String(e.schema);
-      const bad = goRegExp(pattern) ? '' : ', but pattern is invalid: error parsing regexp';
+      // kube-openapi `Pattern`: `<pattern>, but pattern is invalid: <Go's error>` when it does not compile.
+      const err = regexpError(pattern);
+      const bad = err === undefined ? '' : `, but pattern is invalid: ${err}`;
       return invalidCause(field, data, `${name} in body should match '${pattern}${bad}'`);
     }
     case 'format': {

@@ -5,27 +5,7 @@
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { StatusCause } from '../apimachinery/errors.js';
 import type { NameRule } from '../apimachinery/validation.js';
-import type { TransactionItem, UserInfo } from '../registry/store.js';
 import type { AsyncConverter } from '../apiextensions/conversion.js';
-
-/** What admission sees of a write (kube's `admission.Attributes`, reduced). */
-export interface AdmissionAttributes {
-  operation: 'create' | 'update';
-  /** Logical cluster of the object. */
-  cluster: string;
-  user: UserInfo;
-  /** The stored object, on update. */
-  old?: KubeObject;
-  /** `status`, … when a subresource is written. */
-  subresource?: string;
-}
-
-/** What delete admission sees of a request. */
-export interface DeleteAdmissionAttributes {
-  /** Logical cluster of the object. */
-  cluster: string;
-  user: UserInfo;
-}
 
 /** One column of `as=Table` output (`metav1.TableColumnDefinition`) plus how to compute its cell. */
 export interface TableColumn {
@@ -75,30 +55,8 @@ export interface ResourceStrategy {
    * returns the pruned paths for `fieldValidation`.
    */
   normalize?(obj: KubeObject): string[];
-  /**
-   * Admission of this resource (kube's mutating then validating admission plugins): may default
-   * fields from the request's identity and logical cluster, or refuse the write by throwing a
-   * StatusError (usually 403 Forbidden). Runs after prepareForCreate / prepareForUpdate and
-   * before validation. It should read state from in-memory indexes; it may return a promise for
-   * the rare check that asks another shard (workspace types held by another shard).
-   */
-  admit?(obj: KubeObject, attrs: AdmissionAttributes): void | Promise<void>;
-  /**
-   * Admission of a delete request (kube's validating admission with operation DELETE): `obj` is
-   * the stored object (read-only); throws a StatusError (usually 403 Forbidden) to refuse.
-   * Runs on every delete request, dry-run and already-terminating objects included.
-   */
-  admitDelete?(obj: KubeObject, attrs: DeleteAdmissionAttributes): void;
   /** Extra field-selector fields beyond metadata.name/metadata.namespace: name → value getter. */
   selectableFields?: Record<string, (obj: KubeObject) => string>;
-  /**
-   * Objects born with this one (a create request, not apply or dry run): the object's initial
-   * status and other objects of the shard written in the same atomic transaction (Store.commit),
-   * e.g. a LogicalCluster created by another shard's workspace scheduler is created already
-   * initialized with the owner's binding and its built-in initializers' objects, as kcp's
-   * scheduler and initializers would leave it. Undefined: a plain create.
-   */
-  initialContent?(obj: KubeObject, attrs: { cluster: string; user: UserInfo }): { status: Record<string, unknown>; content: TransactionItem[] } | undefined;
 }
 
 /** Static description of a served resource. */
@@ -120,7 +78,7 @@ export interface ResourceDescriptor {
   /**
    * Further subresources with their own kind and verbs, e.g. `serviceaccounts/token`
    * (`create`, authentication.k8s.io/v1 TokenRequest). Listed in discovery; the server routes each
-   * by name (src/server/app.ts).
+   * by name (src/endpoints/handlers/create.ts).
    */
   extraSubresources?: { name: string; verbs: string[]; kind: { group: string; version: string; kind: string } }[];
   /** The `/scale` subresource (custom resources): where replicas and the selector live. */

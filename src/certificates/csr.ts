@@ -22,7 +22,8 @@ import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
-import type { AdmissionAttributes, ResourceDescriptor, TableColumn } from '../apis/types.js';
+import type { ResourceDescriptor, TableColumn } from '../apis/types.js';
+import type { AdmissionAttributes } from '../admission/plugins.js';
 import type { UserInfo } from '../registry/store.js';
 import { humanDuration } from '../apimachinery/duration.js';
 import { asObj } from '../apimachinery/objects.js';
@@ -334,7 +335,6 @@ export const CSR_DESCRIPTOR: ResourceDescriptor = {
   strategy: {
     validate: validateCSR,
     validateUpdate: validateCSRUpdate,
-    admit: csrAdmission(),
     selectableFields: { 'spec.signerName': (o) => String(asObj(o.spec).signerName ?? '') },
   },
 };

@@ -3,6 +3,7 @@
  * `kcp-ts front-proxy [flags]` the front-proxy (frontproxy.ts).
  * Exit codes: 0 after SIGTERM/SIGINT, 1 on start-up failure, 2 on usage errors.
  */
+import { parseGoDuration } from '../apiextensions/schema-formats.js';
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
@@ -13,7 +14,7 @@ import { ShutdownSignals } from './signals.js';
 import { frontProxyMain } from './frontproxy.js';
 import { readFlagFile } from './flags.js';
 import type { RequestHeaderConfig } from '../auth/authn.js';
-import { loadAuditPolicy } from '../server/audit.js';
+import { loadAuditPolicy } from '../endpoints/filters/audit.js';
 import { parseRuntimeConfig } from '../apis/runtimeconfig.js';
 
 const USAGE = `Usage: kcp-ts start [flags]
@@ -72,6 +73,9 @@ Flags:
   --runtime-config LIST     group/versions to turn on, kube's syntax: <group>/<version>[=true|false];
                             admissionregistration.k8s.io/v1beta1 serves MutatingAdmissionPolicy
                             (off by default, as in kube 1.34 and kcp)
+  --request-timeout DURATION
+                            answer 504 to a request that is not long-running (all but watches)
+                            after DURATION, Go syntax (default 1m0s, 0: no limit)
   -v, --verbose             log every request
   -h, --help                this help
 `;
@@ -109,6 +113,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
         'service-account-signing-key-file': { type: 'string' }, 'revoked-client-certificates-file': { type: 'string' },
         'audit-policy-file': { type: 'string' }, 'audit-log-path': { type: 'string' }, 'audit-log-maxsize': { type: 'string' },
         'audit-log-maxbackup': { type: 'string' }, 'audit-log-maxage': { type: 'string' }, 'runtime-config': { type: 'string' },
+        'request-timeout': { type: 'string' },
       },
     }));
   } catch (err) {
@@ -127,6 +132,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   let certificates: ServerOptions['certificates'];
   let audit: ServerOptions['audit'];
   let runtimeConfig: ServerOptions['runtimeConfig'];
+  let requestTimeoutMs: number | undefined;
   const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
   try {
     labels = values['shard-labels'] ? parseLabels(values['shard-labels']) : undefined;
@@ -155,6 +161,11 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     if (values['requestheader-extra-headers-prefix']) requestHeader.extraHeaderPrefixes = list(values['requestheader-extra-headers-prefix']);
     audit = auditOptions(values);
     runtimeConfig = values['runtime-config'] === undefined ? undefined : parseRuntimeConfig(values['runtime-config']);
+    if (values['request-timeout'] !== undefined) {
+      const seconds = parseGoDuration(values['request-timeout']);
+      if (seconds === undefined || seconds < 0) throw new Error(`invalid argument ${JSON.stringify(values['request-timeout'])} for "--request-timeout" flag: time: invalid duration ${JSON.stringify(values['request-timeout'])}`);
+      requestTimeoutMs = seconds * 1000;
+    }
   } catch (err) {
     process.stderr.write(`kcp-ts start: ${(err as Error).message}\n`);
     return 2;
@@ -166,6 +177,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     rootShard, shardBaseURL: values['shard-base-url'], shardExternalURL: values['shard-external-url'],
     shardVirtualWorkspaceURL: values['shard-virtual-workspace-url'], shardLabels: labels, pkiDirectory: values['pki-directory'],
     shardClientCert, requestHeader, certificates, revokedClientCertificatesFile: values['revoked-client-certificates-file'], audit, runtimeConfig,
+    requestTimeoutMs,
   };
   try {
     const t0 = performance.now();

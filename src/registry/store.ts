@@ -25,17 +25,13 @@ import { BUILTIN_SCHEMAS, definitionName } from '../apis/schemas/index.js';
 import { applyConfiguration, resourceSchemaResolver, updateManagedFields, type SchemaResolver } from '../apimachinery/fieldmanager/index.js';
 import { pruneUnknownFields, strictErrors, unknownFieldsError, unknownFieldsPatchError, type FieldValidationMode } from '../apimachinery/pruning.js';
 import { ShardKeys } from '../storage/keys.js';
+import type { UserInfo } from '../auth/user.js';
 import type { CommitItem, RedisStorage, WriteResult } from '../storage/redis.js';
 import type { CacheEntry, WatchCache } from '../storage/watchcache.js';
 import { isObj } from '../apimachinery/objects.js';
 
 /** The authenticated caller (`user.Info`). */
-export interface UserInfo {
-  name: string;
-  uid?: string;
-  groups: string[];
-  extra?: Record<string, string[]>;
-}
+export type { UserInfo };
 
 /** Where and as whom a request runs. */
 export interface RequestScope {
@@ -203,8 +199,19 @@ export interface StoreBackend {
   cache: WatchCache;
   /** Checks a namespace can take new objects (exists, not terminating); throws a Status otherwise. */
   checkNamespace(cluster: string, namespace: string): Promise<void>;
-  /** Dynamic admission (webhooks), if any: run on every create, update, patch and delete. */
-  webhooks?: WebhookAdmission;
+  /**
+   * Admission (src/admission/index.ts `chainAdmission`): built-in plugins, admission policies and
+   * webhooks, run on every create, update, patch and delete; none when absent.
+   */
+  admission?: WebhookAdmission;
+  /**
+   * Objects born with a created one (a create request, not apply or dry run): its initial status
+   * and other objects of the shard written in the same atomic transaction (Store.commit), e.g. a
+   * LogicalCluster created by another shard's workspace scheduler is created already initialized
+   * with the owner's binding and its built-in initializers' objects, as kcp's scheduler and
+   * initializers would leave it. Undefined: a plain create.
+   */
+  initialContent?(desc: ResourceDescriptor, obj: KubeObject, attrs: { cluster: string; user: UserInfo }): { status: Record<string, unknown>; content: TransactionItem[] } | undefined;
 }
 
 /** What a dynamic admission step sees of a write (kube's admission.Attributes for webhooks). */
@@ -518,9 +525,9 @@ export class Store {
 
   /** Create (POST). Returns the stored JSON (or, with dryRun, the object that would be stored). */
   async create(scope: RequestScope, body: unknown, applied = false): Promise<string> {
-    const initial = applied || scope.dryRun || !isObj(body) ? undefined : this.desc.strategy?.initialContent?.(body as KubeObject, { cluster: scope.cluster, user: scope.user });
+    const initial = applied || scope.dryRun || !isObj(body) ? undefined : this.backend.initialContent?.(this.desc, body as KubeObject, { cluster: scope.cluster, user: scope.user });
     if (initial) {
-      // Born with its initial status and content, in one transaction (see initialContent).
+      // Born with its initial status and content, in one transaction (StoreBackend.initialContent).
       const written = await Store.commit([...initial.content, { store: this, scope: { ...scope, withStatus: true }, create: { ...(body as KubeObject), status: initial.status } }]);
       return written[initial.content.length]!;
     }
@@ -555,8 +562,7 @@ export class Store {
       this.desc.strategy?.prepareForCreate?.(obj);
       obj.status = status;
     } else this.desc.strategy?.prepareForCreate?.(obj);
-    await this.desc.strategy?.admit?.(obj, { operation: 'create', cluster: scope.cluster, user: scope.user });
-    const hooks = this.backend.webhooks;
+    const hooks = this.backend.admission;
     const attrs = (object: KubeObject): WebhookAttributes => ({
       operation: 'CREATE', cluster: scope.cluster, desc: this.desc, subresource: '', namespace: meta.namespace ?? '', name: meta.name!,
       user: scope.user, object, dryRun: Boolean(scope.dryRun), warnings: scope.warnings, audit: scope.audit,
@@ -860,8 +866,7 @@ export class Store {
       }
     }
     if (this.desc.strategy?.tracksGeneration && (!subresource || subresource === 'scale') && specChanged(old, merged)) m.generation = (o.generation ?? 1) + 1;
-    await this.desc.strategy?.admit?.(merged, { operation: 'update', cluster: scope.cluster, user: scope.user, old, subresource });
-    const hooks = this.backend.webhooks;
+    const hooks = this.backend.admission;
     const attrs = (object: KubeObject): WebhookAttributes => ({
       operation: 'UPDATE', cluster: scope.cluster, desc: this.desc, subresource: subresource ?? '', namespace: o.namespace ?? '', name: o.name!,
       user: scope.user, object, oldObject: old, dryRun: Boolean(scope.dryRun), warnings: scope.warnings, audit: scope.audit,
@@ -1025,11 +1030,10 @@ export class Store {
       if (pre?.resourceVersion && pre.resourceVersion !== m.resourceVersion) {
         throw conflict(this.gr, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${m.resourceVersion}`);
       }
-      this.desc.strategy?.admitDelete?.(obj, { cluster: scope.cluster, user: scope.user });
-      if (attempt === 0 && this.backend.webhooks) {
+      if (attempt === 0 && this.backend.admission) {
         const a: WebhookAttributes = { operation: 'DELETE', cluster: scope.cluster, desc: this.desc, subresource: '', namespace: m.namespace ?? '', name, user: scope.user, oldObject: obj, dryRun: Boolean(scope.dryRun), warnings: scope.warnings, audit: scope.audit };
-        await this.backend.webhooks.mutate(a);
-        await this.backend.webhooks.validate(a);
+        await this.backend.admission.mutate(a);
+        await this.backend.admission.validate(a);
       }
       const heldByStrategy = Boolean(this.desc.strategy?.deletionPending?.(obj));
       if (m.deletionTimestamp && heldByStrategy) return { deleted: false, json: JSON.stringify(obj) };

@@ -23,7 +23,8 @@ import { evaluateAccessReview, evaluateRulesReview, evaluateSelfSubjectReview } 
 import { StatusError, notFound } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { UserInfo } from '../registry/store.js';
-import { buildApp, DEEP_SAR_HEADER } from './app.js';
+import { buildApp } from '../endpoints/app.js';
+import { DEEP_SAR_HEADER } from '../endpoints/context.js';
 import { APIRegistry } from '../apiextensions/registry.js';
 import { WatchHub } from './watch.js';
 import { Metrics } from './metrics.js';
@@ -49,11 +50,12 @@ import { Webhooks, WEBHOOK_CONFIGURATION_PATHS } from '../admission/webhooks.js'
 import { ValidatingPolicies } from '../admission/policies.js';
 import { MutatingPolicies } from '../admission/mutating.js';
 import { chainAdmission } from '../admission/index.js';
+import type { AdmissionPlugin } from '../admission/plugins.js';
 import type { AdmissionAuthorize } from '../admission/celauthorizer.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
 import { RevokedCertificates } from '../auth/revocation.js';
-import { AuditLogWriter, loadAuditPolicy, type AuditPolicy, type Auditor } from './audit.js';
+import { AuditLogWriter, loadAuditPolicy, type AuditPolicy, type Auditor } from '../endpoints/filters/audit.js';
 import type { HealthCheck } from './health.js';
 import { evaluateTokenReview } from '../auth/tokenreview.js';
 import { csrAdmission } from '../certificates/csr.js';
@@ -123,7 +125,7 @@ export interface ServerOptions {
   /** Static token file (kube-apiserver CSV format). */
   tokenAuthFile?: string;
   /**
-   * Audit (src/server/audit.ts), kube-apiserver's `--audit-policy-file` (a parsed policy, or the
+   * Audit (src/endpoints/filters/audit.ts), kube-apiserver's `--audit-policy-file` (a parsed policy, or the
    * file: then an invalid one rejects the start with an `AuditPolicyError`) and `--audit-log-*`
    * (`path` a file or `-` for stdout; `maxSizeMB` 0: 100 MiB as lumberjack; `maxBackups`,
    * `maxAgeDays` 0: kept). Without a policy and a path nothing is audited.
@@ -135,6 +137,11 @@ export interface ServerOptions {
    * kube 1.34 and kcp).
    */
   runtimeConfig?: Record<string, boolean>;
+  /**
+   * `--request-timeout` in milliseconds: requests other than watches are answered 504 after it
+   * (src/endpoints/filters/timeout.ts). Default 60,000 as kube-apiserver; 0: no limit.
+   */
+  requestTimeoutMs?: number;
   /** Watch events kept in memory for resuming watches. */
   watchHistorySize?: number;
   /** Events kept in the Redis stream (approximate). */
@@ -424,14 +431,39 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       replicated: (resource, cluster, name) => directory.replicated(resource, cluster, name),
       replicatedList: (resource) => directory.replicatedList(resource),
     });
-    // Dynamic admission in kube's plugin order (src/admission/index.ts): mutating admission
-    // policies, mutating webhooks, validating admission policies, validating webhooks — of each
-    // logical cluster (webhooks also of the export of a bound resource).
     const builtins = servedBuiltins(options.runtimeConfig);
     const mutatingPolicies = builtins.some((d) => d.kind === 'MutatingAdmissionPolicy');
     // CEL's `authorizer`: the request's user in the request's logical cluster (always this shard's).
     const authorize: AdmissionAuthorize = (user, cluster, attributes) => authz.authorize({ ...attributes, user, cluster }, index.get(cluster) !== undefined);
-    backend.webhooks = chainAdmission(
+    // Permissions on an export are held without entering its workspace (kcp's deep SAR).
+    const builtinGRs = new Set(builtins.map((d) => `${d.group}/${d.plural}`));
+    const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }, true),
+      (group, resource) => builtinGRs.has(`${group}/${resource}`));
+    // Built-in admission plugins (kube's and kcp's compiled-in ones), then dynamic admission in
+    // kube's plugin order (src/admission/index.ts): mutating admission policies, mutating
+    // webhooks, validating admission policies, validating webhooks — of each logical cluster
+    // (webhooks also of the export of a bound resource).
+    const plugins: AdmissionPlugin[] = [
+      { name: 'NamespaceLifecycle', resources: ['/namespaces'], admitDelete: namespaceDeleteAdmission((cluster) => index.get(cluster)?.deleting ?? false) },
+      { name: 'apis.kcp.io/CRDNoOverlappingGVR', resources: ['apiextensions.k8s.io/customresourcedefinitions'], admit: crdOverlapAdmission(cache) },
+      {
+        name: 'tenancy.kcp.io/Workspace', resources: ['tenancy.kcp.io/workspaces'],
+        admit: workspaceAdmission({
+          index, types,
+          canUseType: (user, cluster, name) => authorizeIn(user, cluster, { verb: 'use', group: 'tenancy.kcp.io', resource: 'workspacetypes', name }),
+        }),
+      },
+      { name: 'core.kcp.io/LogicalCluster', resources: ['core.kcp.io/logicalclusters'], admit: logicalClusterAdmission },
+      ...apis.plugins,
+      {
+        // CSR approval and signing admission: `approve`/`sign` on certificates.k8s.io `signers`.
+        name: 'CertificateApproval', resources: ['certificates.k8s.io/certificatesigningrequests'],
+        admit: csrAdmission((user, cluster, verb, name) => authz.authorize({
+          user, verb, cluster, isResourceRequest: true, namespace: '', apiGroup: 'certificates.k8s.io', resource: 'signers', subresource: '', name, path: '',
+        }, index.get(cluster) !== undefined).allowed),
+      },
+    ];
+    backend.admission = chainAdmission(plugins,
       ...(mutatingPolicies ? [new MutatingPolicies({ cache, apis: (cluster: string) => registry.forCluster(cluster), authorize })] : []),
       new ValidatingPolicies({ cache, apis: (cluster) => registry.forCluster(cluster), authorize }),
       new Webhooks({
@@ -440,26 +472,8 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         apis: (cluster) => registry.forCluster(cluster), authorize,
       }),
     );
-    // Permissions on an export are held without entering its workspace (kcp's deep SAR).
-    const builtinGRs = new Set(builtins.map((d) => `${d.group}/${d.plural}`));
-    const apis = apisAdmission(catalog, (user, cluster, verb, name, subresource) => authorizeIn(user, cluster, { verb, group: 'apis.kcp.io', resource: 'apiexports', subresource, name }, true),
-      (group, resource) => builtinGRs.has(`${group}/${resource}`));
-    const namespaceDelete = namespaceDeleteAdmission((cluster) => index.get(cluster)?.deleting ?? false);
-    const crdAdmit = crdOverlapAdmission(cache);
-    const resources = [...builtins.map((d) => d.group === '' && d.plural === 'namespaces' ? { ...d, strategy: { ...d.strategy, admitDelete: namespaceDelete } }
-      : d.group === 'apiextensions.k8s.io' && d.plural === 'customresourcedefinitions' ? { ...d, strategy: { ...d.strategy, admit: crdAdmit } } : d), ...kcpResources({
-      workspaces: workspaceAdmission({
-        index, types,
-        canUseType: (user, cluster, name) => authorizeIn(user, cluster, { verb: 'use', group: 'tenancy.kcp.io', resource: 'workspacetypes', name }),
-      }),
-      logicalclusters: logicalClusterAdmission,
-      ...apis.admission,
-    }, apis.strategies).map((d) => d.group === 'core.kcp.io' && d.plural === 'logicalclusters' ? { ...d, strategy: { ...d.strategy, initialContent: initialLogicalCluster } } : d)];
-    // CSR approval and signing admission: `approve`/`sign` on certificates.k8s.io `signers`.
-    const csrAdmit = csrAdmission((user, cluster, verb, name) => authz.authorize({
-      user, verb, cluster, isResourceRequest: true, namespace: '', apiGroup: 'certificates.k8s.io', resource: 'signers', subresource: '', name, path: '',
-    }, index.get(cluster) !== undefined).allowed);
-    for (const [i, d] of resources.entries()) if (d.group === 'certificates.k8s.io' && d.plural === 'certificatesigningrequests') resources[i] = { ...d, strategy: { ...d.strategy, admit: csrAdmit } };
+    backend.initialContent = (desc, lc, attrs) => (desc.group === 'core.kcp.io' && desc.plural === 'logicalclusters' ? initialLogicalCluster(lc, attrs) : undefined);
+    const resources = [...builtins, ...kcpResources(apis.strategies)];
     const registry = new APIRegistry(cache, backend, resources, { bindingsGR: BINDINGS_GR, descriptors: (b) => catalog.boundDescriptors(b) });
     // A schema replicated from another shard may complete a binding made before it arrived.
     // (Replicated objects change with no logical cluster location; routing changes are left alone.)
@@ -557,7 +571,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         initializingworkspaces: lifecycleVirtualWorkspace(INITIALIZING, { cache, registry, backend, resolvePath, authorizeIn }),
         terminatingworkspaces: lifecycleVirtualWorkspace(TERMINATING, { cache, registry, backend, resolvePath, authorizeIn }),
       },
-      logger: options.logger, audit,
+      logger: options.logger, audit, requestTimeoutMs: options.requestTimeoutMs,
     }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: requestHeader ? [pki.ca.certPem, requestHeader.clientCA] : pki.ca.certPem });
     cleanups.unshift(() => app.close());
     if (options.logger) warn = (m) => app.log.warn(m);

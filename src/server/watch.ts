@@ -4,6 +4,7 @@
  * `sendInitialEvents` (KEP-3157: initial ADDED events, then a BOOKMARK annotated
  * `k8s.io/initial-events-end: "true"`), `timeoutSeconds`, and termination of slow consumers.
  */
+import { SLICE_BYTES, yieldToLoop } from '../endpoints/slicing.js';
 import type { ServerResponse } from 'node:http';
 import { badRequest } from '../apimachinery/errors.js';
 import type { CacheEntry, CacheEvent, CacheWatcher, WatchCache } from '../storage/watchcache.js';
@@ -77,8 +78,15 @@ export class WatchHub {
       const rv = cache.currentRevision;
       w.lastRv = rv;
       // Behind the preparation (if any) of the initial objects, before any later event.
-      w.after(entries, () => {
-        for (const e of entries) if (req.filter(e)) w.write('ADDED', req.encode(e));
+      // Written in slices (src/endpoints/slicing.ts): thousands of initial objects do not hold
+      // the event loop; events that arrive meanwhile queue behind them.
+      w.after(entries, async () => {
+        let written = 0;
+        for (const e of entries) {
+          if (!req.filter(e)) continue;
+          written += w.write('ADDED', req.encode(e));
+          if (written >= SLICE_BYTES) { written = 0; await w.drained(); }
+        }
         if (req.sendInitialEvents) w.write('BOOKMARK', req.bookmark(rv, true));
       });
     } else {
@@ -122,16 +130,36 @@ class ActiveWatch implements CacheWatcher {
    * Runs `emit` once `req.prepare` has prepared `entries`, after every write queued before it;
    * at once when there is nothing to wait for.
    */
-  after(entries: readonly (CacheEntry | undefined)[], emit: () => void): void {
+  after(entries: readonly (CacheEntry | undefined)[], emit: () => void | Promise<void>): void {
     const prepare = this.req.prepare;
     const wait = prepare?.(entries.filter((e): e is CacheEntry => e !== undefined));
-    if (!wait && !this.queue) { emit(); return; }
+    if (!wait && !this.queue) {
+      const emitted = emit();
+      if (emitted) this.enqueue(emitted);
+      return;
+    }
     // Handled below, possibly after it settles: not an unhandled rejection meanwhile.
     wait?.catch(() => undefined);
-    const run = () => { if (!this.ended) emit(); };
-    const queued: Promise<void> = (this.queue ?? Promise.resolve()).then(() => wait).then(run, (err: unknown) => this.fail(err));
+    const run = () => (this.ended ? undefined : emit());
+    this.enqueue((this.queue ?? Promise.resolve()).then(() => wait).then(run));
+  }
+
+  /** Makes `work` the tail of the queue later writes wait for; its failure ends the watch with an ERROR event. */
+  private enqueue(work: Promise<void>): void {
+    const queued: Promise<void> = work.catch((err: unknown) => this.fail(err));
     this.queue = queued;
     queued.finally(() => { if (this.queue === queued) this.queue = undefined; }).catch(() => undefined);
+  }
+
+  /**
+   * Resolves after a turn of the event loop, and once the client has taken what is buffered
+   * beyond one slice (so a slow client slows its own initial events, not the shard's memory).
+   */
+  async drained(): Promise<void> {
+    await yieldToLoop();
+    while (!this.ended && this.res.writableLength > SLICE_BYTES * 4) {
+      await new Promise<void>((resolve) => { this.res.once('drain', resolve); this.res.once('close', resolve); });
+    }
   }
 
   /** Ends the watch with an ERROR event carrying the Status of a failed preparation. */
@@ -150,7 +178,7 @@ class ActiveWatch implements CacheWatcher {
     const ns = this.req.namespace;
     if (ns && entry.namespace !== ns) return;
     this.lastRv = ev.rv;
-    if (this.req.prepare) { this.after([entry, prev], () => this.dispatch(ev)); return; }
+    if (this.req.prepare || this.queue) { this.after([entry, prev], () => this.dispatch(ev)); return; }
     this.dispatch(ev);
   }
 
@@ -176,14 +204,17 @@ class ActiveWatch implements CacheWatcher {
     // quiet watch does not fall behind the history window. Events still being prepared are
     // written first: the bookmark follows them.
     const rv = Math.max(this.lastRv, this.hub.revision);
-    if (this.queue) this.after([], () => this.write('BOOKMARK', this.req.bookmark(rv, false)));
+    if (this.queue) this.after([], () => { this.write('BOOKMARK', this.req.bookmark(rv, false)); });
     else this.write('BOOKMARK', this.req.bookmark(rv, false));
   }
 
-  write(type: string, objectJson: string): void {
-    if (this.ended) return;
-    this.res.write(`{"type":"${type}","object":${objectJson}}\n`);
+  /** Writes one event; returns its length in characters (0 once ended). */
+  write(type: string, objectJson: string): number {
+    if (this.ended) return 0;
+    const line = `{"type":"${type}","object":${objectJson}}\n`;
+    this.res.write(line);
     if (this.res.writableLength > MAX_BUFFERED) this.end();
+    return line.length;
   }
 
   onTerminate(): void { this.end(); }

@@ -18,7 +18,7 @@
  */
 import { StatusError } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
-import type { AdmissionAttributes } from '../apis/types.js';
+import type { AdmissionAttributes } from '../admission/plugins.js';
 import type { UserInfo } from '../registry/store.js';
 import { SYSTEM_MASTERS } from '../auth/authorizer.js';
 import { userInfoJSON } from '../auth/authn.js';

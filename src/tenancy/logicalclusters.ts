@@ -5,7 +5,7 @@
  */
 import { StatusError } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
-import type { AdmissionAttributes } from '../apis/types.js';
+import type { AdmissionAttributes } from '../admission/plugins.js';
 import { SYSTEM_MASTERS } from '../auth/authorizer.js';
 
 /** Finalizer that holds a LogicalCluster until its content is deleted (kcp `LogicalClusterDeletionFinalizer`). */

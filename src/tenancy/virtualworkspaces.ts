@@ -25,7 +25,8 @@
  */
 import { StatusError, invalid } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
-import type { AdmissionAttributes, ResourceDescriptor } from '../apis/types.js';
+import type { ResourceDescriptor } from '../apis/types.js';
+import type { AdmissionAttributes } from '../admission/plugins.js';
 import type { APIRegistry, ClusterAPIs } from '../apiextensions/registry.js';
 import type { VirtualView } from '../apiexports/virtualworkspace.js';
 import { Store, jsonEqual, type StoreBackend, type UserInfo } from '../registry/store.js';
@@ -155,17 +156,19 @@ export class WorkspaceLifecycleVirtualWorkspace {
     let s = this.states.get(name);
     if (s) return s;
     const base = this.baseDesc;
-    const baseAdmit = base.strategy?.admit;
-    // Wildcard: list and watch only. One logical cluster: get, and the `/status` writes checked here.
+    // Wildcard: list and watch only. One logical cluster: get, and the `/status` writes checked
+    // here before the shard's admission chain.
     const wildcardDesc: ResourceDescriptor = { ...base, verbs: ['list', 'watch'], hasStatus: false };
-    const lcDesc: ResourceDescriptor = {
-      ...base, verbs: ['get'],
-      strategy: {
-        ...base.strategy,
-        admit: async (obj, attrs) => {
-          this.checkStatusUpdate(name, obj, attrs);
-          await baseAdmit?.(obj, attrs);
+    const lcDesc: ResourceDescriptor = { ...base, verbs: ['get'] };
+    const shard = this.deps.backend;
+    const lcBackend: StoreBackend = {
+      ...shard,
+      admission: {
+        mutate: async (a) => {
+          if (a.operation === 'UPDATE') this.checkStatusUpdate(name, a.object!, { operation: 'update', cluster: a.cluster, user: a.user, old: a.oldObject });
+          return shard.admission ? shard.admission.mutate(a) : a.object;
         },
+        validate: async (a) => { await shard.admission?.validate(a); },
       },
     };
     const wildcardStore = new Store(wildcardDesc, this.deps.backend);
@@ -177,7 +180,7 @@ export class WorkspaceLifecycleVirtualWorkspace {
         namespacedStores: () => [],
         storedStores: () => [],
       },
-      lcKey, lcDesc, lcStore: new Store(lcDesc, this.deps.backend), perCluster: new WeakMap(),
+      lcKey, lcDesc, lcStore: new Store(lcDesc, lcBackend), perCluster: new WeakMap(),
     };
     this.states.set(name, s);
     return s;

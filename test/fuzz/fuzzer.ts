@@ -177,6 +177,67 @@ export function crdObject(name: string, plural: string, group = name.slice(plura
   };
 }
 
+/** The CRD of the regex cases: tenant patterns on string fields, by OpenAPI `pattern` and CEL. */
+export const REGEX_CRD = { group: 'fuzz.kcp-ts.io', version: 'v1', plural: 'regexes', kind: 'Regex' };
+
+/** A pattern nested quantifiers make exponential for a backtracking engine (RE2: linear). */
+const NESTED = '^(a+)+$';
+
+/**
+ * The regex CRD: `spec.s` has `pattern: ^(a+)+$`; rules test `spec.t` against the same pattern
+ * (CEL `matches` with a constant), and `spec.u` against the tenant's own pattern `spec.p`
+ * (`matches`, `find`, `findAll`: compiled at run time). Lengths are bounded as kube's CEL cost
+ * estimation wants them.
+ */
+export function regexCrdObject(name = `${REGEX_CRD.plural}.${REGEX_CRD.group}`, pattern = NESTED, rule = `!has(self.t) || self.t.matches('${NESTED}')`): Record<string, unknown> {
+  const str = (maxLength: number, extra: Record<string, unknown> = {}) => ({ type: 'string', maxLength, ...extra });
+  const [plural, ...group] = name.split('.');
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name },
+    spec: {
+      group: group.join('.'), scope: 'Namespaced', names: { plural, singular: 'regex', kind: REGEX_CRD.kind, listKind: `${REGEX_CRD.kind}List` },
+      versions: [{
+        name: 'v1', served: true, storage: true,
+        schema: { openAPIV3Schema: { type: 'object', properties: {
+          spec: { type: 'object', properties: { s: str(1_000_000, { pattern }), t: str(100_000), u: str(10_000), p: str(256) },
+            'x-kubernetes-validations': [
+              { rule },
+              { rule: '!has(self.u) || !has(self.p) || self.u.matches(self.p) || self.u.find(self.p) == "" || self.u.findAll(self.p, 3).size() >= 0', message: 'no match' },
+            ] },
+        } } },
+      }],
+    },
+  };
+}
+
+/** Patterns that are slow for a backtracking engine, and patterns Go's regexp refuses (a 422). */
+const HOSTILE_PATTERNS = [NESTED, '(a|aa)*$', '(a*)*b', '^(a|a?)+$', '(.*a){12}', '^([a-z]+)*[0-9]$', '(\\w+\\s?)*$', '^(a+)+\\z', '(?i)^(A+)+$', '(x+x+)+y',
+  '(?=a)', '(?!a)b', '(?<=a)b', '(a)\\1', 'a++', '(?>a)', '\\u0061', '(', 'a{1001}', '[[:word:]]+\\pL*'];
+/** Values that make those patterns backtrack: a long run the pattern almost matches, then a mismatch. */
+const HOSTILE_LENGTHS = [27, 40, 100, 1000, 9000];
+
+function hostileRun(r: Rng): string {
+  const n = r.pick(HOSTILE_LENGTHS);
+  return r.pick(['a', 'x', 'ab', 'a ']).repeat(n).slice(0, n) + r.pick(['!', '', '0', '\u00e9', '\ud83d\ude00']);
+}
+
+/** Custom resources with values hostile to the CRD's patterns, and CRDs (dry run) with hostile patterns. */
+function regexCase(r: Rng): HttpCase {
+  const headers: [string, string][] = [['Content-Type', 'application/json']];
+  if (r.bool(0.75)) {
+    const spec: Record<string, string> = {};
+    for (const f of ['s', 't', 'u']) if (r.bool(0.6)) spec[f] = hostileRun(r);
+    if (spec.u !== undefined || r.bool(0.3)) spec.p = r.pick(HOSTILE_PATTERNS);
+    const body = { apiVersion: `${REGEX_CRD.group}/${REGEX_CRD.version}`, kind: REGEX_CRD.kind, metadata: { generateName: 'fz-re-', labels: { fuzz: 'yes' } }, spec };
+    return { kind: 'http', label: `regexes create hostile values ${Object.keys(spec).join('')}`, method: 'POST', path: `/clusters/root/apis/${REGEX_CRD.group}/${REGEX_CRD.version}/namespaces/fuzz/${REGEX_CRD.plural}?dryRun=All`, headers, body: Buffer.from(JSON.stringify(body)) };
+  }
+  const pattern = r.pick(HOSTILE_PATTERNS);
+  const inRule = r.bool();
+  const rule = inRule ? `self.s.matches(${JSON.stringify(pattern)}) || self.s.findAll(${JSON.stringify(pattern)}).size() > 0` : undefined;
+  const crd = regexCrdObject(`fzpatterns.fuzzgen.kcp-ts.io`, inRule ? '^a*$' : pattern, rule);
+  return { kind: 'http', label: `customresourcedefinitions create hostile pattern in ${inRule ? 'rule' : 'schema'}`, method: 'POST', path: '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All', headers, body: Buffer.from(JSON.stringify(crd)) };
+}
+
 /** Logical cluster paths: valid, resolvable ones and hostile ones. */
 const CLUSTERS_OK = ['root', 'root:fuzz-ws', '*', 'system:admin', 'root:fuzz-ws:missing', 'user:admin'];
 const CLUSTERS_ODD = ['..', '%2e%2e', '.', 'root%2F..', 'root:..', 'ROOT', 'root:', ':root', 'root::x', '%00', '%ff', '%', '%zz', '~', 'a'.repeat(300), `root:${'b'.repeat(70)}`,
@@ -569,6 +630,7 @@ export function generateCase(seed: number, index: number): FuzzCase {
   const roll = r.int(100);
   if (roll < 4) return rawCase(r);
   if (roll < 9) return discoveryCase(r);
+  if (roll < 13) return regexCase(r);
   return resourceCase(r);
 }
 
@@ -930,11 +992,13 @@ async function setUp(url: string, creds: Creds): Promise<void> {
   };
   for (const ns of ['fuzz', 'fz-a']) await must('POST', '/clusters/root/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   await must('POST', '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crdObject(`${FUZZ_CRD.plural}.${FUZZ_CRD.group}`, FUZZ_CRD.plural, FUZZ_CRD.group));
+  await must('POST', '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions', regexCrdObject());
   await must('POST', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces', { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name: 'fuzz-ws' } });
   for (let i = 0; i < 100; i++) {
     const ws = await call(srv, creds, 'GET', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/fuzz-ws');
     const crd = await call(srv, creds, 'GET', `/clusters/root/apis/${FUZZ_CRD.group}/${FUZZ_CRD.version}/namespaces/fuzz/${FUZZ_CRD.plural}`);
-    if (ws.json?.status?.phase === 'Ready' && crd.status === 200) break;
+    const regexes = await call(srv, creds, 'GET', `/clusters/root/apis/${REGEX_CRD.group}/${REGEX_CRD.version}/namespaces/fuzz/${REGEX_CRD.plural}`);
+    if (ws.json?.status?.phase === 'Ready' && crd.status === 200 && regexes.status === 200) break;
     await sleep(100);
   }
   for (const route of ROUTES) {

@@ -1,5 +1,5 @@
 /**
- * Audit log (src/server/audit.ts) on a real server: kube-apiserver's audit.k8s.io/v1 events for a
+ * Audit log (src/endpoints/filters/audit.ts) on a real server: kube-apiserver's audit.k8s.io/v1 events for a
  * create, a forbidden request, a failed authentication, impersonation, a watch, requests in two
  * logical clusters (kcp's `tenancy.kcp.io/workspace` annotation), and a bad policy file at start.
  */

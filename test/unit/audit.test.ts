@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AuditLogWriter, AuditPolicyError, evaluatePolicy, loadAuditPolicy, microTime, parseAuditPolicy, rotatedName, sourceIPs, type AuditAttributes } from '../../src/server/audit.js';
+import { AuditLogWriter, AuditPolicyError, evaluatePolicy, loadAuditPolicy, microTime, parseAuditPolicy, rotatedName, sourceIPs, type AuditAttributes } from '../../src/endpoints/filters/audit.js';
 
 const alice = { name: 'alice', groups: ['devs', 'system:authenticated'] };
 const res = (o: Partial<AuditAttributes>): AuditAttributes => ({ user: alice, verb: 'get', isResourceRequest: true, path: '', apiGroup: '', resource: 'configmaps', subresource: '', namespace: 'default', name: 'x', ...o });

@@ -95,11 +95,11 @@ test('reinvocation: an IfNeeded policy runs again after a later step changed the
   policies.mutate = async (a, rc) => { if (rc?.isReinvoke) reinvocations++; return mutate(a, rc); };
   // A later mutating step (as a webhook would) adds a label once.
   const later = { mutate: async (a: WebhookAttributes) => ({ ...a.object!, metadata: { ...a.object!.metadata, labels: { ...a.object!.metadata.labels, late: 'x' } } }), validate: async () => {} };
-  const out = (await chainAdmission(policies, later).mutate(attrs(cm())))!;
+  const out = (await chainAdmission([], policies, later).mutate(attrs(cm())))!;
   assert.equal(out.metadata.labels?.seen, 'late', 'the IfNeeded policy saw the later change');
   assert.equal(out.metadata.annotations?.never, 'early', 'the Never policy ran once');
   assert.equal(reinvocations, 1, 'the chain ran its mutations a second time, once');
-  const alone = (await chainAdmission(policies).mutate(attrs(cm())))!;
+  const alone = (await chainAdmission([], policies).mutate(attrs(cm())))!;
   assert.equal(alone.metadata.labels?.seen, 'early');
 });
 

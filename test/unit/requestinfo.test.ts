@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseRequestInfo, queryBool } from '../../src/server/requestinfo.js';
+import { parseRequestInfo, queryBool } from '../../src/endpoints/requestinfo.js';
 
 test('boolean query parameters decode as kube-apiserver decodes them', () => {
   const q = new URLSearchParams('a=true&b=1&c=&d=yes&e=false&f=FALSE&g=0&h=False');

@@ -4,7 +4,7 @@
  */
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor, TableColumn } from '../apis/types.js';
-import { age } from '../apis/builtin.js';
+import { age } from '../apimachinery/duration.js';
 import { badRequest } from '../apimachinery/errors.js';
 
 const nameColumn = { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated.', priority: 0 };

@@ -22,8 +22,8 @@ import { basename, dirname, extname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parse as parseYaml } from 'yaml';
-import type { UserInfo } from '../registry/store.js';
-import { isObj } from '../apimachinery/objects.js';
+import type { UserInfo } from '../../registry/store.js';
+import { isObj } from '../../apimachinery/objects.js';
 
 /** Audit levels, least to most (audit.k8s.io/v1 `Level`). */
 export const AUDIT_LEVELS = ['None', 'Metadata', 'Request', 'RequestResponse'] as const;

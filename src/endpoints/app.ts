@@ -1,0 +1,83 @@
+/**
+ * The Fastify application of a shard — kube-apiserver's `DefaultBuildHandlerChain`
+ * (k8s.io/apiserver/pkg/server/config.go) as one module per concern:
+ *
+ *   audit (hooks) → authentication (hook) → request info → workspace access → impersonation →
+ *   resource → authorization → timeout → handler of the verb
+ *
+ * Audit and authentication are Fastify hooks, since they apply to every route (probes and
+ * `/metrics` too); the rest is the chain of `/clusters/*`, `/services/*` and the base API paths.
+ * Each filter reads what the ones before it left on the request (src/endpoints/context.ts).
+ */
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { StatusError, badRequest } from '../apimachinery/errors.js';
+import { chain, MAX_BODY_BYTES, VERSION_INFO, type AppContext, type Filter } from './context.js';
+import { sendStatus, toStatusError } from './response.js';
+import { installAudit } from './filters/audit.js';
+import { installAuthentication } from './filters/authentication.js';
+import { authorizeNonResource, withAuthorization } from './filters/authorization.js';
+import { withImpersonation } from './filters/impersonation.js';
+import { withRequestInfo } from './filters/requestinfo.js';
+import { withResource } from './filters/resource.js';
+import { withTimeout } from './filters/timeout.js';
+import { withWorkspaceAccess } from './filters/workspaceaccess.js';
+import { serveRequest } from './handlers/index.js';
+import { serveHealth } from './handlers/nonresource.js';
+import { HEALTH_ENDPOINTS } from '../server/health.js';
+
+/** The filters of the API paths, outermost first. */
+export const DEFAULT_FILTERS: readonly Filter[] = [withRequestInfo, withWorkspaceAccess, withImpersonation, withResource, withAuthorization, withTimeout];
+
+/** Builds the Fastify app (not listening). `https` holds the TLS options. */
+export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca: string | string[] }): FastifyInstance {
+  const app = Fastify({
+    https: { key: https.key, cert: https.cert, ca: https.ca, requestCert: true, rejectUnauthorized: false },
+    logger: ctx.logger ?? false,
+    bodyLimit: MAX_BODY_BYTES,
+    forceCloseConnections: true,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
+    // Errors the router finds before a handler runs (a path with malformed percent-encoding): a
+    // 400 Status like every other client mistake, not Fastify's own body.
+    frameworkErrors: (err, _req, reply) => sendStatus(reply, err.statusCode && err.statusCode < 500 ? badRequest(err.message) : toStatusError(err)),
+  });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err, req, reply) => {
+    const status = toStatusError(err);
+    if (status.code >= 500 && status.code !== 503 && status.code !== 504) req.log.error({ err }, 'request failed');
+    sendStatus(reply, status);
+  });
+  app.setNotFoundHandler((_req, reply) => sendStatus(reply, new StatusError(404, 'NotFound', 'the server could not find the requested resource')));
+
+  // Before authentication: failed authentications are audited too.
+  if (ctx.audit) installAudit(app, ctx.audit);
+  app.addHook('onResponse', (req, reply, done) => {
+    const info = req.kcpInfo;
+    ctx.metrics.observeRequest(info?.verb ?? req.method.toLowerCase(), info?.resource ?? '', reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
+  installAuthentication(app, ctx);
+
+  // At the server's base without authentication (probes); under /clusters/<path> through the chain.
+  for (const endpoint of HEALTH_ENDPOINTS) {
+    const serve = async (req: FastifyRequest, reply: FastifyReply) => serveHealth(ctx, req, reply, endpoint, req.url.split('?')[0]!.slice(endpoint.length + 1));
+    app.get(`/${endpoint}`, serve);
+    app.get(`/${endpoint}/*`, serve);
+  }
+  app.get('/version', async () => VERSION_INFO);
+  app.get('/metrics', async (req, reply) => {
+    await authorizeNonResource(ctx, req, '/metrics', '');
+    reply.type(ctx.metrics.contentType).send(await ctx.metrics.render());
+  });
+
+  const handler = chain(DEFAULT_FILTERS, serveRequest);
+  // Resolving to the reply tells Fastify the answer is (or is being) sent: a streamed body
+  // (slicing.ts) is not cut short when the handler's promise settles first.
+  const apiHandler = async (req: FastifyRequest, reply: FastifyReply) => { await handler(ctx, req, reply); return reply; };
+  const methods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+  for (const url of ['/clusters/*', '/api', '/api/*', '/apis', '/apis/*', '/services/*']) app.route({ method: methods, url, handler: apiHandler });
+  app.route({ method: ['GET'], url: '/openapi/*', handler: apiHandler });
+  return app;
+}

@@ -1,0 +1,156 @@
+/**
+ * Writing answers: kube `Status` errors, objects and lists in the negotiated form (JSON, YAML,
+ * Table, PartialObjectMetadata), and the `Warning` headers of a response.
+ */
+import type { FastifyReply } from 'fastify';
+import { stringify as toYaml } from 'yaml';
+import { StatusError } from '../apimachinery/errors.js';
+import { CLUSTER_ANNOTATION, withClusterAnnotation, type KubeObject } from '../apimachinery/meta.js';
+import type { ResourceDescriptor } from '../apis/types.js';
+import type { Store } from '../registry/store.js';
+import type { CacheEntry } from '../storage/watchcache.js';
+import type { OutputFormat } from './negotiation.js';
+import { parseIncludeObject, partialObjectMetadata, toTable } from './table.js';
+import { MAX_BODY_BYTES } from './context.js';
+import { mapSliced, slicedStream, SLICE_BYTES } from './slicing.js';
+
+/** Maps any thrown value to a StatusError (client mistakes keep their 4xx code). */
+export function toStatusError(err: unknown): StatusError {
+  if (err instanceof StatusError) return err;
+  const e = err as { code?: string; statusCode?: number; message?: string };
+  if (e?.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || e?.statusCode === 413) {
+    return new StatusError(413, 'RequestEntityTooLarge', `the request body is too large: limit is ${MAX_BODY_BYTES} bytes`);
+  }
+  if (e?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || e?.statusCode === 415) return new StatusError(415, 'UnsupportedMediaType', e.message ?? 'unsupported media type');
+  if (e?.statusCode && e.statusCode >= 400 && e.statusCode < 500) return new StatusError(400, 'BadRequest', e.message ?? 'bad request');
+  return new StatusError(500, 'InternalError', `Internal error occurred: ${e?.message ?? String(err)}`);
+}
+
+/** Answers with `err` as a kube Status (with `Retry-After` for 429/503/504 that name one); nothing once a response started. */
+export function sendStatus(reply: FastifyReply, err: StatusError): void {
+  if (reply.sent || reply.raw.headersSent) return;
+  if (err.details?.retryAfterSeconds && (err.code === 503 || err.code === 429 || err.code === 504)) reply.header('Retry-After', String(err.details.retryAfterSeconds));
+  reply.code(err.code).type('application/json').send(JSON.stringify(err.toStatus()));
+}
+
+/** Answers `body` (an object, or its JSON) as JSON, or as YAML when that was negotiated. */
+export function send(reply: FastifyReply, code: number, body: string | object, out: OutputFormat): void {
+  if (out.yaml) {
+    const obj = typeof body === 'string' ? JSON.parse(body) : body;
+    reply.code(code).type('application/yaml').send(toYaml(obj));
+    return;
+  }
+  reply.code(code).type('application/json').send(typeof body === 'string' ? body : JSON.stringify(body));
+}
+
+/** Answers one object (its stored JSON) as negotiated: as is, YAML, a Table row or PartialObjectMetadata. */
+export function sendObject(reply: FastifyReply, code: number, json: string, desc: ResourceDescriptor, out: OutputFormat, query: URLSearchParams): void {
+  if (!out.as) {
+    if (!out.yaml) { reply.code(code).type('application/json').send(json); return; }
+    send(reply, code, json, out);
+    return;
+  }
+  const obj = JSON.parse(json) as KubeObject;
+  if (out.as === 'Table') {
+    send(reply, code, toTable(desc, [obj], { resourceVersion: obj.metadata.resourceVersion }, out.asVersion, parseIncludeObject(query.get('includeObject'))), out);
+    return;
+  }
+  send(reply, code, partialObjectMetadata(obj, out.asVersion), out);
+}
+
+/** The object with kcp's `kcp.io/cluster` annotation (wildcard lists and watches). */
+export function annotateCluster(obj: KubeObject, cluster: string): KubeObject {
+  obj.metadata.annotations = { ...obj.metadata.annotations, [CLUSTER_ANNOTATION]: cluster };
+  return obj;
+}
+
+/** Items whose stored JSON is summed to decide whether a list is large (kept cheap: the first ones only). */
+const SIZE_SAMPLE = 32;
+
+/**
+ * Answers a list of cache entries as negotiated. Plain JSON is assembled from the entries' stored
+ * (or converted) JSON without decoding them; other forms decode each item. A large list
+ * (about {@link SLICE_BYTES} or more) is produced in slices, yielding to the event loop between
+ * them (./slicing.ts), so that one tenant's large LIST does not hold up the shard's other requests.
+ */
+export async function sendList(reply: FastifyReply, items: CacheEntry[], listMeta: Record<string, unknown>, store: Store, out: OutputFormat, query: URLSearchParams, wildcard: boolean): Promise<void> {
+  const desc = store.desc;
+  const meta: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(listMeta)) if (v !== undefined) meta[k] = v;
+  const large = estimatedBytes(items) >= SLICE_BYTES;
+  if (!out.as && !out.yaml && (!desc.storage || desc.storage.webhook)) {
+    // Fast path: the stored (or converted) JSON of each item is the list item as is (wildcard:
+    // with the kcp.io/cluster annotation spliced in).
+    const apiVersion = desc.group ? `${desc.group}/${desc.version}` : desc.version;
+    const head = `{"kind":"${desc.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[`;
+    const item = (i: number): string => {
+      const json = desc.storage ? store.renderEntry(items[i]!) : items[i]!.json;
+      return wildcard ? withClusterAnnotation(json, items[i]!.cluster) : json;
+    };
+    if (large) {
+      reply.code(200).type('application/json').send(slicedStream(head, items.length, item, ',', ']}'));
+      return;
+    }
+    let s = head;
+    for (let i = 0; i < items.length; i++) s += (i ? ',' : '') + item(i);
+    reply.code(200).type('application/json').send(`${s}]}`);
+    return;
+  }
+  const decode = (e: CacheEntry): KubeObject => {
+    const o = store.decodeEntry(e);
+    return wildcard ? annotateCluster(o, e.cluster) : o;
+  };
+  const objs = large ? await mapSliced(items, decode) : items.map(decode);
+  if (out.as === 'Table') {
+    send(reply, 200, toTable(desc, objs, meta, out.asVersion, parseIncludeObject(query.get('includeObject'))), out);
+    return;
+  }
+  if (out.as === 'PartialObjectMetadataList') {
+    send(reply, 200, { kind: 'PartialObjectMetadataList', apiVersion: `meta.k8s.io/${out.asVersion}`, metadata: meta, items: objs.map((o) => partialObjectMetadata(o, out.asVersion)) }, out);
+    return;
+  }
+  if (large && !out.yaml) {
+    // Built-in kinds stored in another form (pruned, converted): encoded an object at a time.
+    const head = `{"kind":"${desc.listKind}","apiVersion":"${desc.group ? `${desc.group}/${desc.version}` : desc.version}","metadata":${JSON.stringify(meta)},"items":[`;
+    reply.code(200).type('application/json').send(slicedStream(head, objs.length, (i) => JSON.stringify(objs[i]), ',', ']}'));
+    return;
+  }
+  send(reply, 200, { kind: desc.listKind, apiVersion: desc.group ? `${desc.group}/${desc.version}` : desc.version, metadata: meta, items: objs }, out);
+}
+
+/** The list's approximate size in bytes, from its first items' stored JSON. */
+function estimatedBytes(items: readonly CacheEntry[]): number {
+  const n = Math.min(items.length, SIZE_SAMPLE);
+  if (n === 0) return 0;
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += items[i]!.json.length;
+  return (sum / n) * items.length;
+}
+
+/** Total length of the warnings of one response, in characters, and of one when they exceed it (kube's warning filter). */
+const WARNINGS_TOTAL_CHARS = 4096;
+const WARNING_ITEM_CHARS = 256;
+
+/**
+ * `Warning` header values (RFC 7234 code 299) for deduplicated warnings, limited as
+ * kube-apiserver's warning recorder does: over 4,096 characters in total, each is cut to 256, and
+ * those that still do not fit are dropped. A warning may quote client input (an unknown field's
+ * name): the value goes out as UTF-8 bytes, control characters escaped, since Node refuses header
+ * values with characters above U+00FF or control characters.
+ */
+export function warningHeaders(warnings: readonly string[]): string[] {
+  let items = [...new Set(warnings)];
+  const total = (xs: string[]) => xs.reduce((n, w) => n + w.length, 0);
+  if (total(items) > WARNINGS_TOTAL_CHARS) {
+    items = items.map((w) => (w.length > WARNING_ITEM_CHARS ? `${w.slice(0, WARNING_ITEM_CHARS)}...` : w));
+    const kept: string[] = [];
+    let used = 0;
+    for (const w of items) { if (used + w.length > WARNINGS_TOTAL_CHARS) break; kept.push(w); used += w.length; }
+    items = kept;
+  }
+  return items.map((w) => {
+    // JSON quoting escapes '"', '\\' and C0 controls; DEL too, then UTF-8 bytes as a latin1 string.
+    const quoted = JSON.stringify(w).replace(/\x7f/g, '\\u007f');
+    return Buffer.from(`299 - ${quoted}`, 'utf8').toString('latin1');
+  });
+}

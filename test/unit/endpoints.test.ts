@@ -1,0 +1,107 @@
+/**
+ * The request chain's building blocks (src/endpoints): the filter composition, the request
+ * timeout filter on a real Fastify app, and sliced encoding of large responses.
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import Fastify from 'fastify';
+import { chain, type AppContext, type Filter, type Handler } from '../../src/endpoints/context.js';
+import { withTimeout } from '../../src/endpoints/filters/timeout.js';
+import { sendStatus, toStatusError } from '../../src/endpoints/response.js';
+import { mapSliced, slicedStream, SLICE_BYTES } from '../../src/endpoints/slicing.js';
+
+describe('chain', () => {
+  test('runs filters outermost first around the handler, each may stop the request', async () => {
+    const seen: string[] = [];
+    const f = (name: string, stop = false): Filter => async (ctx, req, reply, next) => {
+      seen.push(`>${name}`);
+      if (stop) throw new Error(`stopped by ${name}`);
+      await next(ctx, req, reply);
+      seen.push(`<${name}`);
+    };
+    const handler: Handler = async () => { seen.push('handler'); };
+    await chain([f('a'), f('b')], handler)({} as AppContext, {} as never, {} as never);
+    assert.deepEqual(seen, ['>a', '>b', 'handler', '<b', '<a']);
+    seen.length = 0;
+    await assert.rejects(chain([f('a'), f('b', true)], handler)({} as AppContext, {} as never, {} as never), /stopped by b/);
+    assert.deepEqual(seen, ['>a', '>b']);
+  });
+});
+
+describe('request timeout filter', () => {
+  /** A Fastify app whose one route runs `handler` behind the timeout filter with `--request-timeout` = `timeoutMs`. */
+  const appWith = (timeoutMs: number, handler: Handler, verb = 'get') => {
+    const app = Fastify();
+    app.setErrorHandler((err, _req, reply) => sendStatus(reply, toStatusError(err)));
+    const run = chain([withTimeout], handler);
+    app.get('/*', async (req, reply) => {
+      req.kcpInfo = { verb } as never;
+      await run({ requestTimeoutMs: timeoutMs } as AppContext, req, reply);
+    });
+    return app;
+  };
+  const slow = (ms: number): Handler => async (_ctx, _req, reply) => { await new Promise((r) => setTimeout(r, ms)); reply.send('late'); };
+
+  test('a request past --request-timeout is answered 504 Timeout as kube, and the late answer is dropped', async () => {
+    const app = appWith(50, slow(300));
+    const t0 = Date.now();
+    const res = await app.inject('/x');
+    assert.ok(Date.now() - t0 < 250, 'answered at the deadline, not when the handler ends');
+    assert.equal(res.statusCode, 504);
+    const status = res.json();
+    assert.equal(status.kind, 'Status');
+    assert.equal(status.reason, 'Timeout');
+    assert.equal(status.code, 504);
+    assert.equal(status.message, 'Timeout: request did not complete within requested timeout - context deadline exceeded');
+    await new Promise((r) => setTimeout(r, 300));
+    await app.close();
+  });
+
+  test('?timeout= shortens the deadline, never lengthens it; a malformed one is 400', async () => {
+    const app = appWith(60_000, slow(300));
+    const short = await app.inject('/x?timeout=50ms');
+    assert.equal(short.statusCode, 504);
+    const fast = appWith(60_000, async (_c, _r, reply) => { reply.send('ok'); });
+    assert.equal((await fast.inject('/x?timeout=1h')).body, 'ok');
+    const bad = await fast.inject('/x?timeout=soon');
+    assert.equal(bad.statusCode, 400);
+    assert.match(bad.json().message, /invalid timeout specified in the request URL/);
+    await new Promise((r) => setTimeout(r, 300));
+    await app.close();
+    await fast.close();
+  });
+
+  test('watches are long-running: no deadline', async () => {
+    const app = appWith(30, slow(120), 'watch');
+    const res = await app.inject('/x');
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.body, 'late');
+    await app.close();
+  });
+});
+
+describe('sliced encoding', () => {
+  test('slicedStream produces exactly the joined document, a slice per turn of the event loop', async () => {
+    const parts = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ i, pad: 'x'.repeat(1000) }));
+    let turns = 0;
+    const ticker = setInterval(() => { turns++; }, 0);
+    const chunks: string[] = [];
+    for await (const c of slicedStream('{"items":[', parts.length, (i) => parts[i]!, ',', ']}')) chunks.push(String(c));
+    clearInterval(ticker);
+    const text = chunks.join('');
+    assert.equal(text, `{"items":[${parts.join(',')}]}`);
+    assert.equal(JSON.parse(text).items.length, 3000);
+    assert.ok(chunks.length >= Math.floor(text.length / SLICE_BYTES), `${chunks.length} chunks for ${text.length} bytes`);
+    assert.ok(chunks.every((c) => c.length < SLICE_BYTES + 2000), 'no slice much over the slice size');
+    assert.ok(turns > 0, 'timers ran while the document was produced');
+  });
+
+  test('mapSliced maps in order and lets the loop run between slices', async () => {
+    let turns = 0;
+    const ticker = setInterval(() => { turns++; }, 0);
+    const out = await mapSliced(Array.from({ length: 1000 }, (_, i) => i), (i) => i * 2, 100);
+    clearInterval(ticker);
+    assert.deepEqual(out, Array.from({ length: 1000 }, (_, i) => i * 2));
+    assert.ok(turns > 0);
+  });
+});
