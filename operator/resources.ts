@@ -251,7 +251,7 @@ export function shardWorkload(inst: KcpInstance, plan: ShardPlan): HostObject[] 
   return [deployment, service];
 }
 
-/** redis.conf of a provisioned Redis: AOF with `appendfsync always` (DESIGN.md: an acknowledged write survives a crash). */
+/** redis.conf of a provisioned Redis: AOF with `appendfsync always` (an acknowledged write survives a crash: docs/architecture.md, "Storage (Redis)"). */
 export const REDIS_CONF = [
   `port ${REDIS_PORT}`, 'bind * -::*', 'protected-mode no', 'dir /data', 'appendonly yes', 'appendfsync always',
   'save ""', 'dbfilename dump.rdb', '',

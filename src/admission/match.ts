@@ -14,9 +14,11 @@ import type { Store, WebhookAttributes } from '../registry/store.js';
 import type { ClusterAPIs } from '../apiextensions/registry.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import type { WatchCache } from '../storage/watchcache.js';
+import { LRUCache } from 'lru-cache';
+import { CEL_PROGRAM_CACHE_ENTRIES, CEL_PROGRAM_CACHE_SOURCE_CHARS } from '../apiextensions/cel.js';
+import { asObj } from '../apimachinery/objects.js';
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
 const NAMESPACES_GR = 'core/namespaces';
 
@@ -154,7 +156,14 @@ export function namespaceObject(cache: WatchCache, a: WebhookAttributes): KubeOb
 }
 
 let env: Environment | undefined;
-const programs = new Map<string, ParseResult | Error>();
+/**
+ * Parsed admission CEL programs by expression text (policies and webhook matchConditions of
+ * every tenant): an LRU cache with the bounds of the CRD rule cache (apiextensions/cel.ts):
+ * {@link CEL_PROGRAM_CACHE_ENTRIES} programs, {@link CEL_PROGRAM_CACHE_SOURCE_CHARS} characters.
+ */
+const programs = new LRUCache<string, ParseResult | Error>({
+  max: CEL_PROGRAM_CACHE_ENTRIES, maxSize: CEL_PROGRAM_CACHE_SOURCE_CHARS, sizeCalculation: (_v, key) => key.length + 1,
+});
 
 /**
  * Compiles an admission CEL expression (match conditions, validations, variables, messages,
@@ -191,7 +200,6 @@ export function compileExpression(expression: string, mutation = false): ParseRe
       if (regex.issues.length) p = new Error(`compilation failed: ${formatIssues(source, regex.issues)}`);
       else if (regex.programError !== undefined) p = new Error(`program instantiation failed: ${regex.programError}`);
     }
-    if (programs.size > 5000) programs.clear();
     programs.set(key, p);
   }
   if (p instanceof Error) throw p;

@@ -36,13 +36,13 @@ import { newReinvocationContext, reinvocationState, type AdmissionStep, type Rei
 import type { AdmissionAuthorize } from './celauthorizer.js';
 import { celToJSON, unversioned, versionedAttributes } from './match.js';
 import { compileMatch, defaultPolicy, parsed, policyActivation, policyMatch, policyParams, validateBindingSpec, validatePolicySpec } from './policies.js';
+import { asObj } from '../apimachinery/objects.js';
 
 /** Watch-cache group/resources of mutating policies and their bindings. */
 export const MUTATING_POLICIES_GR = 'admissionregistration.k8s.io/mutatingadmissionpolicies';
 export const MUTATING_POLICY_BINDINGS_GR = 'admissionregistration.k8s.io/mutatingadmissionpolicybindings';
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 const asList = (v: unknown): Obj[] => (Array.isArray(v) ? v as Obj[] : []);
 const PATCH_FIELDS: Record<string, string> = { ApplyConfiguration: 'applyConfiguration', JSONPatch: 'jsonPatch' };
 

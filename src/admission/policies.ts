@@ -31,13 +31,13 @@ import { toCel } from '../apiextensions/cel.js';
 import { CelBudgetExhaustedError, CostBudget } from '../apiextensions/celcost.js';
 import type { WebhookAdmission, WebhookAttributes } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
+import { asObj } from '../apimachinery/objects.js';
 
 /** Watch-cache group/resources of policies and bindings. */
 export const POLICIES_GR = 'admissionregistration.k8s.io/validatingadmissionpolicies';
 export const POLICY_BINDINGS_GR = 'admissionregistration.k8s.io/validatingadmissionpolicybindings';
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 const asList = (v: unknown): Obj[] => (Array.isArray(v) ? v as Obj[] : []);
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
 

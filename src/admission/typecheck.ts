@@ -12,9 +12,9 @@
 import type { ParseResult } from '@marcbachmann/cel-js';
 import { checkAst, formatIssues, schemaType, type CelType } from '../apiextensions/celtypes.js';
 import { compileExpression, ruleOf } from './match.js';
+import { isObj } from '../apimachinery/objects.js';
 
 type Raw = Record<string, unknown>;
-const isObj = (v: unknown): v is Raw => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Type checks one expression against `object`/`oldObject` of a type; cel-go's text or ''. */
 export function checkExpression(expression: string, object: CelType): string {

@@ -42,6 +42,7 @@ import { toCel } from '../apiextensions/cel.js';
 import { CostBudget } from '../apiextensions/celcost.js';
 import { celAuthorizer, type AdmissionAuthorize } from './celauthorizer.js';
 import { newReinvocationContext, reinvocationState, type ReinvocationContext } from './index.js';
+import { asObj } from '../apimachinery/objects.js';
 
 /** Watch-cache group/resources of the configurations. */
 export const VALIDATING_WEBHOOKS_GR = 'admissionregistration.k8s.io/validatingwebhookconfigurations';
@@ -51,7 +52,6 @@ export const WEBHOOK_CONFIGURATION_PATHS = ['apis/admissionregistration.k8s.io/v
 const PATH_OF_GR: Record<string, string> = { [VALIDATING_WEBHOOKS_GR]: WEBHOOK_CONFIGURATION_PATHS[0]!, [MUTATING_WEBHOOKS_GR]: WEBHOOK_CONFIGURATION_PATHS[1]! };
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 const asList = (v: unknown): Obj[] => (Array.isArray(v) ? v as Obj[] : []);
 
 

@@ -9,6 +9,7 @@ import { CLUSTER_ANNOTATION, type KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import { entryObject, type CacheEntry, type WatchCache } from '../storage/watchcache.js';
 import { BINDINGS_GR, descriptorsForSchema, EXPORTS_GR, SCHEMAS_GR } from './schemas.js';
+import { LRUCache } from 'lru-cache';
 
 /** Replicated resource paths (ShardDirectory `replicate`) of exports and schemas. */
 export const EXPORTS_PATH = 'apis/apis.kcp.io/v1alpha2/apiexports';
@@ -56,8 +57,12 @@ type Obj = Record<string, unknown>;
 
 /** Lookups of exports and schemas across the instance (see the module comment). */
 export class APICatalog {
-  /** Descriptors per schema uid and identity: shared by every binding of the same export. */
-  private readonly descriptors = new Map<string, ResourceDescriptor[]>();
+  /**
+   * Descriptors per schema uid and identity: shared by every binding of the same export. An LRU
+   * cache of 2,000 schemas (schemas are immutable, so an entry never goes stale, but deleted ones
+   * would otherwise stay for ever); a miss builds the descriptors again.
+   */
+  private readonly descriptors = new LRUCache<string, ResourceDescriptor[]>({ max: 2_000 });
 
   constructor(private readonly src: CatalogSources) {}
 

@@ -11,9 +11,9 @@ import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import { descriptorsForCRD } from '../apiextensions/customresources.js';
 import { applyCRDDefaults, validateCRD } from '../apiextensions/crdvalidation.js';
+import { asObj } from '../apimachinery/objects.js';
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 
 /** Group/resource of APIResourceSchemas, APIExports and APIBindings in the watch cache. */
 export const SCHEMAS_GR = 'apis.kcp.io/apiresourceschemas';

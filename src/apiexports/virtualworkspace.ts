@@ -23,6 +23,7 @@ import type { CacheEntry, WatchCache } from '../storage/watchcache.js';
 import { exportLabelValue, EXPORT_LABEL } from './admission.js';
 import { claimMatchesAll, type APICatalog, type BoundResource } from './catalog.js';
 import { BINDINGS_GR } from './schemas.js';
+import { asObj } from '../apimachinery/objects.js';
 
 /** What a virtual workspace request addresses, after its prefix. */
 export interface VirtualRequest {
@@ -55,7 +56,6 @@ export interface VirtualView {
 export type ContentAuthorizer = (user: UserInfo, exportCluster: string, verb: string, exportName: string) => boolean | Promise<boolean>;
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 interface Claim { group?: string; resource?: string; identityHash?: string; verbs?: string[]; state?: string }
 const grKey = (group: string, resource: string) => `${resource}.${group}`;
 

@@ -20,6 +20,12 @@ import { Duration } from '@marcbachmann/cel-js/evaluator';
 import { registerKubeLibrary, CelLibraryError } from './cel-library.js';
 import { parseGoDuration, parseStrfmtDuration } from './schema-formats.js';
 import { CelBudgetExhaustedError, CelCostLimitError, evaluateMetered, type CostBudget } from './celcost.js';
+import { LRUCache } from 'lru-cache';
+
+/** Entries of the parsed CEL program caches (CRD rules here, admission expressions in admission/match.ts). */
+export const CEL_PROGRAM_CACHE_ENTRIES = 10_000;
+/** Total source characters of the parsed CEL program caches' entries (8 Mi characters). */
+export const CEL_PROGRAM_CACHE_SOURCE_CHARS = 8 * 1024 * 1024;
 
 /** One entry of `x-kubernetes-validations` (apiextensions/v1 ValidationRule). */
 export interface ValidationRule {
@@ -101,7 +107,16 @@ function firstLine(err: unknown): string {
   return msg.split('\n')[0]!.trim();
 }
 
-const compiledRuleCache = new Map<string, { program?: ParseResult; error?: string; usesOldSelf: boolean }>();
+/**
+ * Parsed CEL programs by source text, shared by every schema (tenants' CRDs and
+ * APIResourceSchemas): an LRU cache of at most {@link CEL_PROGRAM_CACHE_ENTRIES} programs and
+ * {@link CEL_PROGRAM_CACHE_SOURCE_CHARS} characters of source (a program's AST grows with its
+ * source, so the second bound holds memory when sources are long). Evicted programs are parsed
+ * again on their next use.
+ */
+const compiledRuleCache = new LRUCache<string, { program?: ParseResult; error?: string; usesOldSelf: boolean }>({
+  max: CEL_PROGRAM_CACHE_ENTRIES, maxSize: CEL_PROGRAM_CACHE_SOURCE_CHARS, sizeCalculation: (_v, source) => source.length + 1,
+});
 
 function parseCached(source: string): { program?: ParseResult; error?: string; usesOldSelf: boolean } {
   let hit = compiledRuleCache.get(source);

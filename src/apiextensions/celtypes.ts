@@ -14,6 +14,7 @@
 import { BUILTIN_SCHEMAS, V3_REF_PREFIX } from '../apis/schemas/index.js';
 import { OBJECT_META } from '../apis/schemas/helpers.js';
 import { escapePropertyName } from './cel.js';
+import { isObj } from '../apimachinery/objects.js';
 
 type Raw = Record<string, unknown>;
 type Prim = 'int' | 'uint' | 'double' | 'string' | 'bool' | 'bytes' | 'null_type';
@@ -30,7 +31,6 @@ export type CelType =
 const DYN: CelType = { k: 'dyn' };
 const prim = (n: Prim): CelType => ({ k: 'prim', n });
 
-const isObj = (v: unknown): v is Raw => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * Follows `$ref` and a single-member `allOf: [{$ref}]` (kube's OpenAPI form of a described

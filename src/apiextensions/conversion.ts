@@ -20,9 +20,9 @@ import { randomUUID } from 'node:crypto';
 import { StatusError } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import { postJSON, webhookEndpoint, type WebhookEndpoint } from '../apimachinery/webhookclient.js';
+import { asObj } from '../apimachinery/objects.js';
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 
 /** Conversion webhook calls time out after 30 s (kube's webhook converter). */
 const CONVERSION_TIMEOUT_MS = 30_000;

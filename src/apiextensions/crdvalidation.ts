@@ -40,6 +40,7 @@ import {
   STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, childCardinalityFactor, costErrorMessage, estimateCost, maxCardinality, sizedTypeOf,
 } from './celcost.js';
 import { caBundleError, webhookURLErrors } from '../apimachinery/webhookclient.js';
+import { asObj, isObj } from '../apimachinery/objects.js';
 
 type Obj = Record<string, unknown>;
 
@@ -47,10 +48,6 @@ type Obj = Record<string, unknown>;
 // Small helpers: JSON shapes, field paths and apimachinery field errors
 // ---------------------------------------------------------------------------------------------
 
-function isObj(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-const asObj = (v: unknown): Obj => (isObj(v) ? v : {});
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const isSet = (v: unknown): boolean => v !== undefined && v !== null;

@@ -14,6 +14,8 @@ import type { ResourceDescriptor, TableColumn } from '../apis/types.js';
 import { compileSchema, type CompiledSchema } from './schema.js';
 import { evaluateJsonPath, parseJsonPath } from './jsonpath.js';
 import { usesConversionWebhook, WebhookConverter } from './conversion.js';
+import { LRUCache } from 'lru-cache';
+import { asObj } from '../apimachinery/objects.js';
 
 /** Group/resource of CRDs in the watch cache. */
 export const CRD_GR = 'apiextensions.k8s.io/customresourcedefinitions';
@@ -21,7 +23,6 @@ export const CRD_GR = 'apiextensions.k8s.io/customresourcedefinitions';
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 
 /** Whether a CRD has the condition `Established=True` (only then are its resources served). */
 export function isEstablished(crd: KubeObject): boolean {
@@ -30,14 +31,21 @@ export function isEstablished(crd: KubeObject): boolean {
 }
 
 /**
- * What is built from one generation of a CRD (keys `<uid>/<resourceVersion>/…`), built once per
- * CRD change; a bounded cache (cleared past 2,000 entries). Throws what `make` throws.
+ * Entries of each per-CRD-generation cache: 2,000 (least recently used evicted). A CRD serves
+ * one entry per version, and the CRDs in use on a shard are far fewer; an evicted entry is
+ * rebuilt on its next use (a schema compile, a converter), so tenants churning CRDs cost
+ * themselves compile time, not the shard memory.
  */
-function perCRDGeneration<T>(cache: Map<string, T>, crd: KubeObject, part: string, make: () => T): T {
+export const PER_CRD_GENERATION_ENTRIES = 2_000;
+
+/**
+ * What is built from one generation of a CRD (keys `<uid>/<resourceVersion>/…`), built once per
+ * CRD change and kept in an LRU cache of {@link PER_CRD_GENERATION_ENTRIES}. Throws what `make` throws.
+ */
+function perCRDGeneration<T extends {}>(cache: LRUCache<string, T>, crd: KubeObject, part: string, make: () => T): T {
   const key = `${crd.metadata.uid}/${crd.metadata.resourceVersion}/${part}`;
   let v = cache.get(key);
   if (v === undefined) {
-    if (cache.size > 2000) cache.clear();
     v = make();
     cache.set(key, v);
   }
@@ -45,14 +53,14 @@ function perCRDGeneration<T>(cache: Map<string, T>, crd: KubeObject, part: strin
 }
 
 /** Compiled schemas by CRD generation and version name. */
-const compiled = new Map<string, CompiledSchema>();
+const compiled = new LRUCache<string, CompiledSchema>({ max: PER_CRD_GENERATION_ENTRIES });
 
 function schemaFor(crd: KubeObject, version: string, schema: Obj): CompiledSchema {
   return perCRDGeneration(compiled, crd, version, () => compileSchema(schema));
 }
 
 /** Conversion webhooks by CRD generation: one converter per CRD change. */
-const converters = new Map<string, WebhookConverter>();
+const converters = new LRUCache<string, WebhookConverter>({ max: PER_CRD_GENERATION_ENTRIES });
 
 /**
  * The conversion webhook of a CRD with `spec.conversion.strategy: Webhook` (undefined

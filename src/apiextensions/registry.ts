@@ -10,6 +10,7 @@ import type { ResourceDescriptor } from '../apis/types.js';
 import { Store, type StoreBackend } from '../registry/store.js';
 import type { WatchCache } from '../storage/watchcache.js';
 import { CRD_GR, descriptorsForCRD, isEstablished } from './customresources.js';
+import { LRUCache } from 'lru-cache';
 
 /** Key of a store: `<group>/<version>/<plural>`. */
 export function storeKey(group: string, version: string, plural: string): string {
@@ -76,11 +77,19 @@ export interface BoundAPIs {
   descriptors(binding: KubeObject): ResourceDescriptor[];
 }
 
+/** Logical clusters whose resolved APIs the registry keeps. */
+export const API_SET_CLUSTERS = 4_096;
+
 /** Resolves the APIs of logical clusters. */
 export class APIRegistry {
   private readonly builtin: APISet;
   private readonly builtinSet: { descriptors: ResourceDescriptor[]; stores: Map<string, Store> };
-  private readonly clusters = new Map<string, APISet>();
+  /**
+   * Resolved APIs of logical clusters that serve CRDs or bindings, at most
+   * {@link API_SET_CLUSTERS} (LRU; a miss resolves them again from the watch cache, reusing the
+   * CRDs' stores).
+   */
+  private readonly clusters = new LRUCache<string, APISet>({ max: API_SET_CLUSTERS });
   /** Stores of a CRD, reused while the CRD's resourceVersion is unchanged. */
   private readonly crdStores = new Map<string, { rv: string; stores: Store[] }>();
   /** Stores of bound resources by descriptor (shared by every binding of the same export). */

@@ -32,6 +32,7 @@ import {
 } from './schema-errors.js';
 import { KUBE_FORMATS, effectiveFormat } from './schema-formats.js';
 import { regexpError, tenantRegExp } from '../apimachinery/regexp.js';
+import { isObj } from '../apimachinery/objects.js';
 
 type Raw = Record<string, unknown>;
 
@@ -60,9 +61,6 @@ export interface OpenAPIValidator {
   validate(obj: unknown): OpenAPIError[];
 }
 
-function isObj(v: unknown): v is Raw {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Schema conversion

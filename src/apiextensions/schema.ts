@@ -30,6 +30,7 @@ import {
   NIL_PATH, childPath, duplicateCause, forbiddenCause, goJSON, indexPath, invalidCause, invalidCauseRaw, keyPath,
   requiredCause,
 } from './schema-errors.js';
+import { isObj } from '../apimachinery/objects.js';
 
 type Raw = Record<string, unknown>;
 
@@ -85,9 +86,6 @@ interface SNode extends CelSchemaNode {
   subDefaults: boolean;
 }
 
-function isObj(v: unknown): v is Raw {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** The `x-kubernetes-validations` of a node and of its `allOf` members (kube validates both). */
 function collectRules(raw: Raw, out: ValidationRule[]): void {

@@ -21,6 +21,7 @@
  */
 import { StatusError, type StatusCause } from './errors.js';
 import { OBJECT_META, V3_REF_PREFIX } from '../apis/schemas/helpers.js';
+import { isObj } from './objects.js';
 
 /** The three `fieldValidation` directives (metav1.FieldValidationIgnore/Warn/Strict). */
 export type FieldValidationMode = 'Strict' | 'Warn' | 'Ignore';
@@ -85,9 +86,6 @@ function cacheFor(definitions: Record<string, object>): WeakMap<object, Compiled
   return c;
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** The definition a `$ref` points at, or undefined when it is not a local reference we know. */
 function resolveRef(ref: string, definitions: Record<string, object>): object | undefined {
@@ -130,24 +128,24 @@ function compile(schema: object, definitions: Record<string, object>, cache: Wea
 
   const d: Draft = { props: undefined, additional: undefined, allowAny: false, isObject: false, embedded: false, items: undefined };
   const properties = s.properties;
-  if (isPlainObject(properties)) {
+  if (isObj(properties)) {
     d.isObject = true;
     d.props = new Map();
     const names = Object.keys(properties);
     for (let i = 0; i < names.length; i++) {
       const child = properties[names[i]!];
       // A property declared with a non-object schema (malformed) still makes the name known.
-      d.props.set(names[i]!, isPlainObject(child) ? child : {});
+      d.props.set(names[i]!, isObj(child) ? child : {});
     }
   }
   const ap = s.additionalProperties;
   if (ap === true) { d.isObject = true; d.allowAny = true; }
   else if (ap === false) d.isObject = true;
-  else if (isPlainObject(ap)) { d.isObject = true; d.additional = ap; }
+  else if (isObj(ap)) { d.isObject = true; d.additional = ap; }
   if (s.type === 'object') d.isObject = true;
   if (s['x-kubernetes-preserve-unknown-fields'] === true) d.allowAny = true;
   if (s['x-kubernetes-embedded-resource'] === true) d.embedded = true;
-  if (isPlainObject(s.items)) d.items = s.items;
+  if (isObj(s.items)) d.items = s.items;
 
   const ref = s.$ref;
   const allOf = s.allOf;
@@ -161,7 +159,7 @@ function compile(schema: object, definitions: Record<string, object>, cache: Wea
     if (Array.isArray(allOf)) {
       for (let i = 0; i < allOf.length; i++) {
         const member: unknown = allOf[i];
-        if (isPlainObject(member)) absorb(d, compile(member, definitions, cache, chain));
+        if (isObj(member)) absorb(d, compile(member, definitions, cache, chain));
       }
     }
     chain.delete(schema);
@@ -296,7 +294,7 @@ function compileRoot(schema: object, definitions: Record<string, object>, cache:
  */
 export function pruneUnknownFields(obj: unknown, rootSchema: object, definitions: Record<string, object>): string[] {
   const removed: string[] = [];
-  if (!isPlainObject(obj)) return removed;
+  if (!isObj(obj)) return removed;
   const cache = cacheFor(definitions);
   const metaSchema = Object.prototype.hasOwnProperty.call(definitions, OBJECT_META) ? definitions[OBJECT_META] : undefined;
   const w: Walk = {

@@ -21,6 +21,7 @@
  */
 
 import { badRequest, StatusError } from './errors.js';
+import { isObj } from './objects.js';
 
 /**
  * Patch metadata: for each field path, the struct tags `patchStrategy` and `patchMergeKey` of the
@@ -100,10 +101,6 @@ function lookup(c: CompiledMeta, path: string | null): FieldMeta {
 
 const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
 
-function isMap(v: unknown): v is JsonMap {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 function kindOf(v: unknown): Kind {
   if (v === null || v === undefined) return 'null';
   if (Array.isArray(v)) return 'list';
@@ -129,7 +126,7 @@ function deepClone(v: unknown): unknown {
     for (let i = 0; i < v.length; i++) out[i] = deepClone(v[i]);
     return out;
   }
-  if (isMap(v)) {
+  if (isObj(v)) {
     const out: JsonMap = {};
     for (const k of Object.keys(v)) setKey(out, k, deepClone(v[k]));
     return out;
@@ -150,7 +147,7 @@ function rawCopy(v: unknown): unknown {
     for (let i = 0; i < v.length; i++) out[i] = rawCopy(v[i]);
     return out;
   }
-  if (isMap(v)) {
+  if (isObj(v)) {
     const out: JsonMap = {};
     for (const k of Object.keys(v)) if (!isDirectiveKey(k)) setKey(out, k, rawCopy(v[k]));
     return out;
@@ -174,7 +171,7 @@ function insertCopy(v: unknown, discardNulls: boolean): unknown {
     }
     return out;
   }
-  if (isMap(v)) {
+  if (isObj(v)) {
     if (hasOwn(v, DIRECTIVE_MARKER) && !(discardNulls && v[DIRECTIVE_MARKER] === null)) return DROP;
     const out: JsonMap = {};
     for (const k of Object.keys(v)) {
@@ -251,7 +248,7 @@ function sliceElementKind(a: readonly unknown[], b: readonly unknown[]): Kind {
 /** The identity used to compare list items: the merge key's value for maps, the item otherwise (`index`). */
 function itemId(item: unknown, mergeKey: string, kind: Kind): unknown {
   if (kind !== 'map') return item;
-  if (!isMap(item)) return null;
+  if (!isObj(item)) return null;
   const v = item[mergeKey];
   return v === undefined ? null : v;
 }
@@ -269,7 +266,7 @@ function positions(order: readonly unknown[], mergeKey: string, kind: Kind): Map
 /** `validateMergeKeyInLists`. */
 function validateMergeKey(mergeKey: string, list: readonly unknown[]): void {
   for (const item of list) {
-    if (!isMap(item)) throw errBadArgType('map[string]interface {}', item);
+    if (!isObj(item)) throw errBadArgType('map[string]interface {}', item);
     if (!hasOwn(item, mergeKey)) throw errNoMergeKey(item, mergeKey);
   }
 }
@@ -368,14 +365,14 @@ function partition(merged: unknown[], by: readonly unknown[], mergeKey: string):
   let firstNonMap = -1;
   for (let i = 0; i < by.length; i++) {
     const b = by[i];
-    if (!isMap(b)) {
+    if (!isObj(b)) {
       if (firstNonMap < 0) firstNonMap = i;
       continue;
     }
     if (hasOwn(b, mergeKey) && !pos.has(b[mergeKey])) pos.set(b[mergeKey], i);
   }
   for (const v of merged) {
-    if (!isMap(v)) throw errBadArgType('map[string]interface {}', v);
+    if (!isObj(v)) throw errBadArgType('map[string]interface {}', v);
     if (!hasOwn(v, mergeKey)) throw errNoMergeKey(v, mergeKey);
     const p = pos.get(v[mergeKey]);
     const found = p !== undefined && (firstNonMap < 0 || p < firstNonMap);
@@ -429,7 +426,7 @@ function mergeSlice(original: unknown[], patch: readonly unknown[], path: string
       if (d === 'delete') {
         if (!hasOwn(m, mergeKey)) throw errNoMergeKey(m, mergeKey);
         const key = m[mergeKey];
-        const matches = (o: unknown): boolean => isMap(o) && hasOwn(o, mergeKey) && o[mergeKey] === key;
+        const matches = (o: unknown): boolean => isObj(o) && hasOwn(o, mergeKey) && o[mergeKey] === key;
         if (alias) {
           // Go deletes in place: later items shift left, the vacated tail keeps stale items.
           const b = alias.backing;
@@ -509,14 +506,14 @@ function validateSetOrder(patchList: readonly unknown[], order: readonly unknown
   if (order.length === 0 || patchList.length === 0) return;
   let items = patchList;
   if (mergeKey !== '') {
-    for (const v of patchList) if (!isMap(v)) throw errBadArgType('map[string]interface {}', v);
+    for (const v of patchList) if (!isObj(v)) throw errBadArgType('map[string]interface {}', v);
     items = patchList.filter((v) => (v as JsonMap)[DIRECTIVE_MARKER] !== 'delete');
   }
   let pi = 0;
   let oi = 0;
   while (pi < items.length && oi < order.length) {
     const p = items[pi];
-    if (isMap(p) && hasOwn(p, DIRECTIVE_MARKER)) {
+    if (isObj(p) && hasOwn(p, DIRECTIVE_MARKER)) {
       pi++;
       continue;
     }
@@ -525,8 +522,8 @@ function validateSetOrder(patchList: readonly unknown[], order: readonly unknown
       equal = p === order[oi];
     } else {
       const o = order[oi];
-      if (!isMap(p)) throw errBadArgType('map[string]interface {}', p);
-      if (!isMap(o)) throw errBadArgType('map[string]interface {}', o);
+      if (!isObj(p)) throw errBadArgType('map[string]interface {}', p);
+      if (!isObj(o)) throw errBadArgType('map[string]interface {}', o);
       if (!hasOwn(p, mergeKey)) throw errNoMergeKey(p, mergeKey);
       if (!hasOwn(o, mergeKey)) throw errNoMergeKey(o, mergeKey);
       equal = p[mergeKey] === o[mergeKey];
@@ -662,10 +659,10 @@ function mergeMap(original: JsonMap, patch: JsonMap, path: string | null, c: Com
  *   (kube-apiserver answers some of these with 422 or 500; all are client mistakes here.)
  */
 export function strategicMergePatch(original: unknown, patch: unknown, meta: PatchMeta): unknown {
-  if (!isMap(patch)) throw badRequest(`strategic merge patch must be a JSON object, but received ${goType(patch) === '<nil>' ? 'null' : goType(patch)}`);
+  if (!isObj(patch)) throw badRequest(`strategic merge patch must be a JSON object, but received ${goType(patch) === '<nil>' ? 'null' : goType(patch)}`);
   let orig: JsonMap;
   if (original === null || original === undefined) orig = {};
-  else if (isMap(original)) orig = deepClone(original) as JsonMap;
+  else if (isObj(original)) orig = deepClone(original) as JsonMap;
   else throw badRequest('invalid JSON document');
   return mergeMap(orig, patch, '', compile(meta));
 }

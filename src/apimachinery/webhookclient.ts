@@ -10,44 +10,85 @@
  */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
+import { LRUCache } from 'lru-cache';
 import { Pool } from 'undici';
 import type { StatusCause } from './errors.js';
+import { readLimited } from './httpbody.js';
+import { asObj } from './objects.js';
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 
-/** Where a webhook is called: a keep-alive pool to its origin, and its path. */
+/** Where a webhook is called: its origin and CA bundle (which pick the connection pool), and its path. */
 export interface WebhookEndpoint {
   url: string;
-  /** Keep-alive connections to the webhook's origin, trusting its CA bundle. */
-  pool: Pool;
   /** Path (and query) of the URL. */
   path: string;
+  /** `<origin> <sha256 of the CA bundle>`: the connection pool's key. */
+  poolKey: string;
+  origin: string;
+  /** TLS options of the pool's connections (the CA bundle, SNI). */
+  connect: { ca?: string; servername?: string };
 }
 
-const pools = new Map<string, Pool>();
+/** Connection pools kept at most (one per origin and CA bundle; least recently used closed first). */
+export const WEBHOOK_POOLS = 256;
+/** A pool unused this long (ms) is closed; the next call opens a new one. */
+export const WEBHOOK_POOL_IDLE_MS = 120_000;
 
 /**
- * The endpoint of a `clientConfig` (`{url, caBundle}`; caBundle is base64 PEM). One connection
- * pool per origin and CA bundle, kept while the process runs (configurations come and go; their
- * origins are few). Throws a TypeError when the URL does not parse (validated on write first).
+ * Keep-alive pools by origin and CA bundle: an LRU cache of {@link WEBHOOK_POOLS} pools, each
+ * closed when evicted or idle for {@link WEBHOOK_POOL_IDLE_MS} (origins come and go with the
+ * configurations tenants write). Closing a pool lets the requests it carries finish.
+ */
+const pools = new LRUCache<string, Pool>({
+  max: WEBHOOK_POOLS, ttl: WEBHOOK_POOL_IDLE_MS, updateAgeOnGet: true, ttlAutopurge: true,
+  dispose: (pool) => { pool.close().catch(() => undefined); },
+});
+
+let poolIdleMs = WEBHOOK_POOL_IDLE_MS;
+
+/** Open connection pools of webhook origins. */
+export function openWebhookPools(): number { return pools.size; }
+
+/** Sets the idle time (ms) after which pools opened from now on are closed (tests use a short one). */
+export function setWebhookPoolIdleMs(ms: number): void { poolIdleMs = ms; }
+
+function poolOf(endpoint: WebhookEndpoint): Pool {
+  let pool = pools.get(endpoint.poolKey);
+  if (!pool) {
+    pool = new Pool(endpoint.origin, { connections: 64, pipelining: 1, keepAliveTimeout: 30_000, connect: endpoint.connect });
+    pools.set(endpoint.poolKey, pool, { ttl: poolIdleMs });
+  }
+  return pool;
+}
+
+/**
+ * The endpoint of a `clientConfig` (`{url, caBundle}`; caBundle is base64 PEM). Calls share one
+ * connection pool per origin and CA bundle, opened on use (see {@link WEBHOOK_POOLS}). Throws a
+ * TypeError when the URL does not parse (validated on write first).
  */
 export function webhookEndpoint(clientConfig: unknown): WebhookEndpoint {
   const cc = asObj(clientConfig);
   const url = String(cc.url ?? '');
   const caBundle = typeof cc.caBundle === 'string' && cc.caBundle ? cc.caBundle : undefined;
   const u = new URL(url);
-  const key = `${u.origin} ${createHash('sha256').update(caBundle ?? '').digest('hex')}`;
-  let pool = pools.get(key);
-  if (!pool) {
-    const host = u.hostname.replace(/^\[|\]$/g, '');
-    pool = new Pool(u.origin, {
-      connections: 64, pipelining: 1, keepAliveTimeout: 30_000,
-      connect: { ...(caBundle ? { ca: Buffer.from(caBundle, 'base64').toString() } : {}), ...(isIP(host) ? {} : { servername: host }) },
-    });
-    pools.set(key, pool);
-  }
-  return { url, pool, path: `${u.pathname || '/'}${u.search}` };
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  return {
+    url, path: `${u.pathname || '/'}${u.search}`, origin: u.origin,
+    poolKey: `${u.origin} ${createHash('sha256').update(caBundle ?? '').digest('hex')}`,
+    connect: { ...(caBundle ? { ca: Buffer.from(caBundle, 'base64').toString() } : {}), ...(isIP(host) ? {} : { servername: host }) },
+  };
+}
+
+/**
+ * The largest answer read from a webhook, in bytes, for a request body of `requestBytes`: twice
+ * the request (a conversion webhook answers a list with as many objects, an admission webhook
+ * with a patch of the object it was sent) plus 7 MiB, controller-runtime's cap of an
+ * AdmissionReview (two objects of kube's 3 MiB request limit and the envelope). kube's webhook
+ * client has no cap; an unbounded answer would hold the shard's memory for every tenant.
+ */
+export function webhookResponseLimit(requestBytes: number): number {
+  return 7 * 1024 * 1024 + 2 * requestBytes;
 }
 
 /**
@@ -55,22 +96,27 @@ export function webhookEndpoint(clientConfig: unknown): WebhookEndpoint {
  * `?timeout=<N>s` (client-go's request timeout parameter, which webhook servers may read).
  * Rejects with an Error whose message says what failed, in kube's words where kube has them:
  * `Post "<url>": context deadline exceeded` after `timeoutMs`, `Post "<url>": dial tcp <host>:
- * connect: connection refused`, a status ≥ 300, a body that is not JSON.
+ * connect: connection refused`, a status ≥ 300, an answer larger than
+ * {@link webhookResponseLimit} (`Post "<url>": response body larger than N bytes`), a body that
+ * is not JSON.
  */
 export async function postJSON(endpoint: WebhookEndpoint, body: object, timeoutMs: number): Promise<Obj> {
   const timeoutParam = `timeout=${Math.round(timeoutMs / 1000)}s`;
   const path = `${endpoint.path}${endpoint.path.includes('?') ? '&' : '?'}${timeoutParam}`;
   const url = `${endpoint.url}${endpoint.url.includes('?') ? '&' : '?'}${timeoutParam}`;
-  const res = await endpoint.pool.request({
-    method: 'POST', path, body: JSON.stringify(body),
-    headers: { 'content-type': 'application/json', accept: 'application/json' },
-    headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs),
-  }).catch((err: Error & { code?: string }) => {
+  const payload = JSON.stringify(body);
+  const signal = AbortSignal.timeout(timeoutMs);
+  const failed = (err: Error & { code?: string }): never => {
     if (err.name === 'TimeoutError' || err.name === 'AbortError' || /timeout/i.test(err.message)) throw new Error(`Post "${url}": context deadline exceeded`);
     if (err.code === 'ECONNREFUSED') throw new Error(`Post "${url}": dial tcp ${new URL(endpoint.url).host}: connect: connection refused`);
     throw new Error(`Post "${url}": ${err.message}`);
-  });
-  const text = await res.body.text();
+  };
+  const res = await poolOf(endpoint).request({
+    method: 'POST', path, body: payload,
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal,
+  }).catch(failed);
+  const text = await readLimited(res.body, webhookResponseLimit(Buffer.byteLength(payload)), res.headers['content-length']).catch(failed);
   if (res.statusCode >= 300) throw new Error(`the server responded with ${res.statusCode}`);
   try {
     return asObj(JSON.parse(text));

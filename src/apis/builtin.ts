@@ -14,6 +14,7 @@ import { age } from '../apimachinery/duration.js';
 import { defaultWebhookConfiguration, validateWebhookConfiguration } from '../admission/webhooks.js';
 import { defaultPolicy, validatePolicy, validatePolicyBinding } from '../admission/policies.js';
 import { defaultMutatingPolicy, validateMutatingPolicy, validateMutatingPolicyBinding } from '../admission/mutating.js';
+import { asObj } from '../apimachinery/objects.js';
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
@@ -22,7 +23,6 @@ function field(path: string, message: string, reason = 'FieldValueInvalid'): Sta
 }
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 
 function isStringMap(v: unknown): v is Record<string, string> {
   return v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string');

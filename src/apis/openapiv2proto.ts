@@ -17,6 +17,7 @@
  * - proto3 rules: scalar fields holding their zero value are omitted, fields are written in field
  *   number order, oneof members are always written.
  */
+import { isObj } from '../apimachinery/objects.js';
 
 type Json = Record<string, unknown>;
 
@@ -148,9 +149,6 @@ function yamlScalar(v: unknown): string {
   return JSON.stringify(s);
 }
 
-function isObject(v: unknown): v is Json {
-  return !!v && typeof v === 'object' && !Array.isArray(v);
-}
 
 function yamlLines(v: unknown): string[] {
   if (Array.isArray(v)) {
@@ -162,14 +160,14 @@ function yamlLines(v: unknown): string[] {
     }
     return out;
   }
-  if (isObject(v)) {
+  if (isObj(v)) {
     const keys = Object.keys(v);
     if (!keys.length) return ['{}'];
     const out: string[] = [];
     for (const k of keys) {
       const x = v[k];
       const sub = yamlLines(x);
-      const nested = (Array.isArray(x) && x.length > 0) || (isObject(x) && Object.keys(x).length > 0);
+      const nested = (Array.isArray(x) && x.length > 0) || (isObj(x) && Object.keys(x).length > 0);
       if (nested) out.push(`${yamlScalar(k)}:`, ...sub.map((l) => `  ${l}`));
       else out.push(`${yamlScalar(k)}: ${sub[0]}`);
     }
@@ -212,7 +210,7 @@ function strList(v: unknown): string[] | undefined {
 }
 
 function obj(v: unknown): Json | undefined {
-  return isObject(v) ? v : undefined;
+  return isObj(v) ? v : undefined;
 }
 
 /** `Any{yaml}` (gnostic `NewAny`). */
@@ -238,7 +236,7 @@ function namedMap(v: unknown, enc: (o: Json) => Buffer): Buffer[] {
   const o = obj(v);
   if (!o) return [];
   return Object.entries(o)
-    .filter(([, x]) => isObject(x))
+    .filter(([, x]) => isObj(x))
     .map(([k, x]) => named(k, enc(x as Json)));
 }
 
@@ -292,16 +290,16 @@ function encodeSchema(o: Json): Buffer {
     .strings(19, strList(o.required))
     .messages(20, anyList(o.enum));
   const ap = o.additionalProperties;
-  if (isObject(ap)) w.message(21, new ProtoWriter().message(1, encodeSchema(ap)).finish());
+  if (isObj(ap)) w.message(21, new ProtoWriter().message(1, encodeSchema(ap)).finish());
   else if (typeof ap === 'boolean') w.message(21, new ProtoWriter().bool(2, ap, true).finish());
   if (o.type !== undefined) w.message(22, new ProtoWriter().strings(1, strList(o.type)).finish());
-  if (isObject(o.items)) w.message(23, new ProtoWriter().message(1, encodeSchema(o.items)).finish());
-  else if (Array.isArray(o.items)) w.message(23, new ProtoWriter().messages(1, o.items.filter(isObject).map(encodeSchema)).finish());
-  if (Array.isArray(o.allOf)) w.messages(24, o.allOf.filter(isObject).map(encodeSchema));
-  if (isObject(o.properties)) w.message(25, new ProtoWriter().messages(1, namedMap(o.properties, encodeSchema)).finish());
+  if (isObj(o.items)) w.message(23, new ProtoWriter().message(1, encodeSchema(o.items)).finish());
+  else if (Array.isArray(o.items)) w.message(23, new ProtoWriter().messages(1, o.items.filter(isObj).map(encodeSchema)).finish());
+  if (Array.isArray(o.allOf)) w.messages(24, o.allOf.filter(isObj).map(encodeSchema));
+  if (isObj(o.properties)) w.message(25, new ProtoWriter().messages(1, namedMap(o.properties, encodeSchema)).finish());
   w.string(26, str(o.discriminator)).bool(27, bool(o.readOnly));
-  if (isObject(o.xml)) w.message(28, encodeXml(o.xml));
-  if (isObject(o.externalDocs)) w.message(29, encodeExternalDocs(o.externalDocs));
+  if (isObj(o.xml)) w.message(28, encodeXml(o.xml));
+  if (isObj(o.externalDocs)) w.message(29, encodeExternalDocs(o.externalDocs));
   if ('example' in o) w.message(30, encodeAny(o.example));
   return w.messages(31, vendorExtensions(o)).finish();
 }
@@ -311,7 +309,7 @@ function encodeFileSchema(o: Json): Buffer {
   const w = new ProtoWriter().string(1, str(o.format)).string(2, str(o.title)).string(3, str(o.description));
   if ('default' in o) w.message(4, encodeAny(o.default));
   w.strings(5, strList(o.required)).string(6, str(o.type)).bool(7, bool(o.readOnly));
-  if (isObject(o.externalDocs)) w.message(8, encodeExternalDocs(o.externalDocs));
+  if (isObj(o.externalDocs)) w.message(8, encodeExternalDocs(o.externalDocs));
   if ('example' in o) w.message(9, encodeAny(o.example));
   return w.messages(10, vendorExtensions(o)).finish();
 }
@@ -324,7 +322,7 @@ function encodeFileSchema(o: Json): Buffer {
  */
 function writePrimitiveFields(w: ProtoWriter, o: Json, base: number): void {
   w.string(base, str(o.type)).string(base + 1, str(o.format));
-  if (isObject(o.items)) w.message(base + 2, encodePrimitivesItems(o.items));
+  if (isObj(o.items)) w.message(base + 2, encodePrimitivesItems(o.items));
   w.string(base + 3, str(o.collectionFormat));
   if ('default' in o) w.message(base + 4, encodeAny(o.default));
   w.double(base + 5, num(o.maximum))
@@ -381,7 +379,7 @@ function encodeParameter(o: Json): Buffer {
       .string(2, str(o.name))
       .string(3, str(o.in))
       .bool(4, bool(o.required));
-    if (isObject(o.schema)) body.message(5, encodeSchema(o.schema));
+    if (isObj(o.schema)) body.message(5, encodeSchema(o.schema));
     body.messages(6, vendorExtensions(o));
     return new ProtoWriter().message(1, body.finish()).finish();
   }
@@ -395,17 +393,17 @@ function encodeParametersItem(o: Json): Buffer {
 }
 
 function parametersList(v: unknown): Buffer[] {
-  return Array.isArray(v) ? v.filter(isObject).map(encodeParametersItem) : [];
+  return Array.isArray(v) ? v.filter(isObj).map(encodeParametersItem) : [];
 }
 
 function encodeResponse(o: Json): Buffer {
   const w = new ProtoWriter().string(1, str(o.description));
-  if (isObject(o.schema)) {
+  if (isObj(o.schema)) {
     const s = o.schema;
     w.message(2, s.type === 'file' ? new ProtoWriter().message(2, encodeFileSchema(s)).finish() : new ProtoWriter().message(1, encodeSchema(s)).finish());
   }
-  if (isObject(o.headers)) w.message(3, new ProtoWriter().messages(1, namedMap(o.headers, encodeHeader)).finish());
-  if (isObject(o.examples)) {
+  if (isObj(o.headers)) w.message(3, new ProtoWriter().messages(1, namedMap(o.headers, encodeHeader)).finish());
+  if (isObj(o.examples)) {
     const ex = Object.entries(o.examples).map(([k, v]) => named(k, encodeAny(v)));
     w.message(4, new ProtoWriter().messages(1, ex).finish());
   }
@@ -421,7 +419,7 @@ function encodeResponseValue(o: Json): Buffer {
 /** `Responses`: response_code=1 (keys not starting with `x-`), vendor_extension=2. */
 function encodeResponses(o: Json): Buffer {
   const codes = Object.entries(o)
-    .filter(([k, v]) => !k.startsWith('x-') && isObject(v))
+    .filter(([k, v]) => !k.startsWith('x-') && isObj(v))
     .map(([k, v]) => named(k, encodeResponseValue(v as Json)));
   return new ProtoWriter().messages(1, codes).messages(2, vendorExtensions(o)).finish();
 }
@@ -433,17 +431,17 @@ function encodeSecurityRequirement(o: Json): Buffer {
 }
 
 function securityList(v: unknown): Buffer[] {
-  return Array.isArray(v) ? v.filter(isObject).map(encodeSecurityRequirement) : [];
+  return Array.isArray(v) ? v.filter(isObj).map(encodeSecurityRequirement) : [];
 }
 
 function encodeOperation(o: Json): Buffer {
   const w = new ProtoWriter().strings(1, strList(o.tags)).string(2, str(o.summary)).string(3, str(o.description));
-  if (isObject(o.externalDocs)) w.message(4, encodeExternalDocs(o.externalDocs));
+  if (isObj(o.externalDocs)) w.message(4, encodeExternalDocs(o.externalDocs));
   w.string(5, str(o.operationId))
     .strings(6, strList(o.produces))
     .strings(7, strList(o.consumes))
     .messages(8, parametersList(o.parameters));
-  if (isObject(o.responses)) w.message(9, encodeResponses(o.responses));
+  if (isObj(o.responses)) w.message(9, encodeResponses(o.responses));
   return w
     .strings(10, strList(o.schemes))
     .bool(11, bool(o.deprecated))
@@ -464,25 +462,25 @@ const PATH_ITEM_METHODS: Array<[string, number]> = [
 
 function encodePathItem(o: Json): Buffer {
   const w = new ProtoWriter().string(1, str(o.$ref));
-  for (const [m, f] of PATH_ITEM_METHODS) if (isObject(o[m])) w.message(f, encodeOperation(o[m] as Json));
+  for (const [m, f] of PATH_ITEM_METHODS) if (isObj(o[m])) w.message(f, encodeOperation(o[m] as Json));
   return w.messages(9, parametersList(o.parameters)).messages(10, vendorExtensions(o)).finish();
 }
 
 /** `Paths`: vendor_extension=1, path=2 (keys starting with `/`). */
 function encodePaths(o: Json): Buffer {
   const paths = Object.entries(o)
-    .filter(([k, v]) => k.startsWith('/') && isObject(v))
+    .filter(([k, v]) => k.startsWith('/') && isObj(v))
     .map(([k, v]) => named(k, encodePathItem(v as Json)));
   return new ProtoWriter().messages(1, vendorExtensions(o)).messages(2, paths).finish();
 }
 
 function encodeInfo(o: Json): Buffer {
   const w = new ProtoWriter().string(1, str(o.title)).string(2, str(o.version)).string(3, str(o.description)).string(4, str(o.termsOfService));
-  if (isObject(o.contact)) {
+  if (isObj(o.contact)) {
     const c = o.contact;
     w.message(5, new ProtoWriter().string(1, str(c.name)).string(2, str(c.url)).string(3, str(c.email)).messages(4, vendorExtensions(c)).finish());
   }
-  if (isObject(o.license)) {
+  if (isObj(o.license)) {
     const l = o.license;
     w.message(6, new ProtoWriter().string(1, str(l.name)).string(2, str(l.url)).messages(3, vendorExtensions(l)).finish());
   }
@@ -507,7 +505,7 @@ function encodeSecurityDefinitionsItem(o: Json): Buffer {
   } else if (type === 'oauth2') {
     const flow = str(o.flow);
     w.string(2, flow);
-    if (isObject(o.scopes)) w.message(3, encodeOauth2Scopes(o.scopes));
+    if (isObj(o.scopes)) w.message(3, encodeOauth2Scopes(o.scopes));
     if (flow === 'implicit') {
       field = 3;
       w.string(4, str(o.authorizationUrl)).string(5, str(o.description)).messages(6, ext);
@@ -527,7 +525,7 @@ function encodeSecurityDefinitionsItem(o: Json): Buffer {
 
 function encodeTag(o: Json): Buffer {
   const w = new ProtoWriter().string(1, str(o.name)).string(2, str(o.description));
-  if (isObject(o.externalDocs)) w.message(3, encodeExternalDocs(o.externalDocs));
+  if (isObj(o.externalDocs)) w.message(3, encodeExternalDocs(o.externalDocs));
   return w.messages(4, vendorExtensions(o)).finish();
 }
 
@@ -541,21 +539,21 @@ function encodeTag(o: Json): Buffer {
  */
 export function encodeOpenAPIV2Protobuf(doc: Record<string, unknown>): Buffer {
   const w = new ProtoWriter().string(1, str(doc.swagger));
-  if (isObject(doc.info)) w.message(2, encodeInfo(doc.info));
+  if (isObj(doc.info)) w.message(2, encodeInfo(doc.info));
   w.string(3, str(doc.host))
     .string(4, str(doc.basePath))
     .strings(5, strList(doc.schemes))
     .strings(6, strList(doc.consumes))
     .strings(7, strList(doc.produces));
-  if (isObject(doc.paths)) w.message(8, encodePaths(doc.paths));
-  if (isObject(doc.definitions)) w.message(9, new ProtoWriter().messages(1, namedMap(doc.definitions, encodeSchema)).finish());
-  if (isObject(doc.parameters)) w.message(10, new ProtoWriter().messages(1, namedMap(doc.parameters, encodeParameter)).finish());
-  if (isObject(doc.responses)) w.message(11, new ProtoWriter().messages(1, namedMap(doc.responses, encodeResponse)).finish());
+  if (isObj(doc.paths)) w.message(8, encodePaths(doc.paths));
+  if (isObj(doc.definitions)) w.message(9, new ProtoWriter().messages(1, namedMap(doc.definitions, encodeSchema)).finish());
+  if (isObj(doc.parameters)) w.message(10, new ProtoWriter().messages(1, namedMap(doc.parameters, encodeParameter)).finish());
+  if (isObj(doc.responses)) w.message(11, new ProtoWriter().messages(1, namedMap(doc.responses, encodeResponse)).finish());
   w.messages(12, securityList(doc.security));
-  if (isObject(doc.securityDefinitions)) {
+  if (isObj(doc.securityDefinitions)) {
     w.message(13, new ProtoWriter().messages(1, namedMap(doc.securityDefinitions, encodeSecurityDefinitionsItem)).finish());
   }
-  if (Array.isArray(doc.tags)) w.messages(14, doc.tags.filter(isObject).map(encodeTag));
-  if (isObject(doc.externalDocs)) w.message(15, encodeExternalDocs(doc.externalDocs));
+  if (Array.isArray(doc.tags)) w.messages(14, doc.tags.filter(isObj).map(encodeTag));
+  if (isObj(doc.externalDocs)) w.message(15, encodeExternalDocs(doc.externalDocs));
   return w.messages(16, vendorExtensions(doc)).finish();
 }

@@ -12,6 +12,7 @@ import type { UserInfo } from '../registry/store.js';
 import type { WatchCache, CacheEvent } from '../storage/watchcache.js';
 import type { LogicalClusterIndex } from '../tenancy/index.js';
 import { SERVICE_ACCOUNT_USER_PREFIX, serviceAccountClusterMismatch, serviceAccountUsername } from './serviceaccounts.js';
+import { LRUCache } from 'lru-cache';
 
 /** The logical cluster that holds kcp's bootstrap policy. */
 export const SYSTEM_ADMIN_CLUSTER = 'system:admin';
@@ -92,9 +93,16 @@ function appliesTo(s: Subject, user: UserInfo, bindingNamespace: string): boolea
   }
 }
 
+/**
+ * Logical clusters whose parsed RBAC the authorizer keeps (LRU): a miss rebuilds the snapshot
+ * from the watch cache (one pass over the cluster's roles and bindings).
+ */
+export const RBAC_SNAPSHOT_CLUSTERS = 4_096;
+
 /** RBAC authorizer over the watch cache, with per-cluster snapshots invalidated by events. */
 export class Authorizer {
-  private readonly snapshots = new Map<string, RbacSnapshot>();
+  /** Parsed RBAC per logical cluster, at most {@link RBAC_SNAPSHOT_CLUSTERS} (least recently used evicted). */
+  private readonly snapshots = new LRUCache<string, RbacSnapshot>({ max: RBAC_SNAPSHOT_CLUSTERS });
 
   /**
    * `index` (the shard's LogicalClusters) enables kcp's workspace checks: required groups and

@@ -33,6 +33,7 @@ import { badRequest, conflict, invalid } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { RequestScope, Store, UserInfo } from '../registry/store.js';
 import type { CacheEntry } from '../storage/watchcache.js';
+import { LRUCache } from 'lru-cache';
 
 /** User extra naming the logical cluster of a service account (kcp's `serviceaccount.ClusterNameKey`). */
 export const SA_CLUSTER_NAME_EXTRA = 'authentication.kcp.io/cluster-name';
@@ -103,7 +104,7 @@ export interface ServiceAccountTokensOptions {
    * authenticates only if it names one of them. Default `[issuer]`, as kube-apiserver.
    */
   audiences?: string[];
-  /** Verified tokens kept in memory (default 10,000; oldest evicted first). */
+  /** Verified tokens kept in memory (default 10,000; least recently used evicted first). */
   cacheSize?: number;
   /** Clock, ms since the epoch (tests). */
   now?: () => number;
@@ -134,9 +135,9 @@ export class ServiceAccountTokens {
   readonly issuer: string;
   /** The API audiences (default audiences of tokens). */
   readonly audiences: readonly string[];
-  private readonly verified = new Map<string, VerifiedToken>();
+  /** Verified tokens: an LRU cache of `cacheSize` (a miss verifies the signature again). */
+  private readonly verified: LRUCache<string, VerifiedToken>;
   private readonly pending = new Map<string, Promise<VerifiedToken | { error: string }>>();
-  private readonly cacheSize: number;
   private readonly now: () => number;
 
   private constructor(
@@ -149,7 +150,7 @@ export class ServiceAccountTokens {
   ) {
     this.issuer = opts.issuer ?? DEFAULT_SA_ISSUER;
     this.audiences = opts.audiences?.length ? [...opts.audiences] : [this.issuer];
-    this.cacheSize = opts.cacheSize ?? 10_000;
+    this.verified = new LRUCache({ max: opts.cacheSize ?? 10_000 });
     this.now = opts.now ?? Date.now;
   }
 
@@ -239,7 +240,6 @@ export class ServiceAccountTokens {
         groups: [SERVICE_ACCOUNTS_GROUP, `${SERVICE_ACCOUNTS_GROUP}:${subject.namespace}`, AUTHENTICATED], extra,
       },
     };
-    if (this.verified.size >= this.cacheSize) this.verified.delete(this.verified.keys().next().value!);
     this.verified.set(token, v);
     return v;
   }

@@ -26,6 +26,7 @@ import type { ResourceDescriptor, TableColumn } from '../apis/types.js';
 import type { AdmissionAttributes } from '../admission/plugins.js';
 import type { UserInfo } from '../registry/store.js';
 import { humanDuration } from '../apimachinery/duration.js';
+import { asObj } from '../apimachinery/objects.js';
 
 /** Watch-cache group/resource of CertificateSigningRequests. */
 export const CSR_GR = 'certificates.k8s.io/certificatesigningrequests';
@@ -52,7 +53,6 @@ export const RESTRICTED_GROUPS = [
 ];
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 interface Condition { type?: string; status?: string; reason?: string; message?: string; lastUpdateTime?: string; lastTransitionTime?: string }
 const conditionsOf = (o: KubeObject): Condition[] => (Array.isArray(asObj(o.status).conditions) ? asObj(o.status).conditions as Condition[] : []);
 

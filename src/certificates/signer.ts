@@ -29,11 +29,11 @@ import { CSR_GR, KUBE_APISERVER_CLIENT_SIGNER, hasCondition, parseCSR, requestPe
 /** Default (and largest) lifetime of a signed certificate: 1 year (kube `--cluster-signing-duration`). */
 export const DEFAULT_SIGNING_DURATION_SECONDS = 365 * 24 * 3600;
 import { LOGICAL_CLUSTER_URI_PREFIX } from '../auth/serviceaccounts.js';
+import { asObj } from '../apimachinery/objects.js';
 
 export { LOGICAL_CLUSTER_URI_PREFIX };
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 
 /**
  * kube's policy for the kube-apiserver-client signer (signer.go `isKubeAPIServerClientCSR`,

@@ -3,11 +3,11 @@
  * watches from the list's resourceVersion with bookmarks; after a cut it resumes from the last
  * resourceVersion it saw, and after 410 Expired it lists again. Used wherever kcp-ts reads
  * another process's objects: shards reading each other's replicated objects and the
- * front-proxy's path index.
+ * front-proxy's path index. A page larger than the client's answer limit is listed again in
+ * pages half as long; a watch event larger than it ends the watch (which resumes).
  */
-import { request } from 'node:https';
 import type { KubeObject } from '../apimachinery/meta.js';
-import type { RestClient } from './rest.js';
+import { ResponseTooLargeError, type RestClient } from './rest.js';
 
 /** What an informer reports. */
 export interface InformerHandlers {
@@ -104,71 +104,93 @@ export class RemoteInformer {
 
   private async list(): Promise<void> {
     const items: KubeObject[] = [];
-    const limit = this.opts.pageSize ?? 1000;
+    let limit = this.opts.pageSize ?? 1000;
     const slim = this.opts.slim ?? ((o: KubeObject) => o);
     let token = '';
     let rv = '';
-    do {
+    // `continue` starts the list again from its first page (a `do … while (token)` would end it).
+    for (;;) {
       const q = `limit=${limit}${token ? `&continue=${encodeURIComponent(token)}` : ''}${this.opts.query ? `&${this.opts.query}` : ''}`;
       const accept = this.opts.listAccept ?? this.opts.accept;
-      const res = await this.client.request('GET', `${this.opts.path}?${q}`, undefined, { headers: accept ? { accept } : {} });
-      if (res.status === 410 && token) { items.length = 0; token = ''; continue; }
+      let res;
+      try {
+        res = await this.client.request('GET', `${this.opts.path}?${q}`, undefined, { headers: accept ? { accept } : {} });
+      } catch (err) {
+        // A page past the client's size limit: list again from the start in pages half as long.
+        if (!(err instanceof ResponseTooLargeError) || limit <= 1) throw err;
+        limit = Math.max(1, Math.floor(limit / 2));
+        items.length = 0; token = ''; rv = '';
+        continue;
+      }
+      if (res.status === 410 && token) { items.length = 0; token = ''; rv = ''; continue; }
       if (res.status !== 200) throw new Error(`list ${this.opts.path}: ${res.status} ${res.json?.message ?? res.body.slice(0, 200)}`);
       for (const o of (res.json.items ?? []) as KubeObject[]) items.push(slim(o));
       token = String(res.json.metadata?.continue ?? '');
       // Every page is of the first page's snapshot.
       rv ||= String(res.json.metadata?.resourceVersion ?? '');
-    } while (token);
+      if (!token) break;
+    }
     this.handlers.replace(items);
     this.rv = rv;
     this.setState('synced');
     this.markSynced();
   }
 
-  /** Watches from `this.rv`; resolves `expired` on 410, `ended` when the server closed the stream. */
-  private watch(): Promise<'expired' | 'ended'> {
+  /**
+   * Watches from `this.rv`; resolves `expired` on 410, `ended` when the stream ended (closed by
+   * the server, cut, an undecodable or oversized event, an ERROR event other than 410).
+   */
+  private async watch(): Promise<'expired' | 'ended'> {
     const q = `watch=true&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(this.rv)}${this.opts.query ? `&${this.opts.query}` : ''}`;
-    return new Promise((resolve, reject) => {
-      const req = request(this.client.requestOptions('GET', `${this.opts.path}?${q}`, this.opts.accept ? { accept: this.opts.accept } : {}), (res) => {
-        if (res.statusCode === 410) { res.resume(); resolve('expired'); return; }
-        if (res.statusCode !== 200) {
-          res.resume();
-          reject(new Error(`watch ${this.opts.path}: ${res.statusCode}`));
-          return;
-        }
-        this.setState('synced');
-        let buf = '';
-        let expired = false;
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buf += chunk;
-          let i: number;
-          while ((i = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, i);
-            buf = buf.slice(i + 1);
-            if (!line.trim()) continue;
-            let ev: { type: string; object: KubeObject & { code?: number } };
-            try { ev = JSON.parse(line); } catch { req.destroy(new Error('undecodable watch event')); return; }
-            const rv = ev.object?.metadata?.resourceVersion;
-            if (ev.type === 'ERROR') {
-              expired = ev.object.code === 410;
-              req.destroy();
-              return;
-            }
-            if (rv) this.rv = rv;
-            if (ev.type === 'ADDED' || ev.type === 'MODIFIED' || ev.type === 'DELETED') this.handlers.event(ev.type, this.opts.slim ? this.opts.slim(ev.object) : ev.object);
-          }
-        });
-        res.on('error', () => undefined);
-        res.on('close', () => {
-          if (expired) resolve('expired');
-          else if (this.stopped) resolve('ended');
-          else { this.setState('disconnected', 'watch closed'); resolve('ended'); }
-        });
-      });
-      this.current = req;
-      req.on('error', (err) => reject(err));
-      req.end();
+    const aborted = new AbortController();
+    this.current = { destroy: () => aborted.abort() };
+    if (this.stopped) return 'ended';
+    const res = await this.client.pool.request({
+      method: 'GET', path: `${this.opts.path}?${q}`, headers: this.client.headers(this.opts.accept ? { accept: this.opts.accept } : {}),
+      signal: aborted.signal, headersTimeout: 30_000, bodyTimeout: 0,
     });
+    if (res.statusCode === 410) { await res.body.dump().catch(() => undefined); return 'expired'; }
+    if (res.statusCode !== 200) {
+      await res.body.dump().catch(() => undefined);
+      throw new Error(`watch ${this.opts.path}: ${res.statusCode}`);
+    }
+    this.setState('synced');
+    const limit = this.client.maxResponseBytes;
+    let buf = '';
+    let why = 'watch closed';
+    try {
+      res.body.setEncoding('utf8');
+      for await (const chunk of res.body as AsyncIterable<string>) {
+        buf += chunk;
+        let i: number;
+        while ((i = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 1);
+          if (!line.trim()) continue;
+          let ev: { type: string; object: KubeObject & { code?: number } };
+          try { ev = JSON.parse(line); } catch { why = 'undecodable watch event'; return this.watchEnded(why); }
+          if (ev.type === 'ERROR') {
+            if (ev.object.code === 410) return 'expired';
+            return this.watchEnded(why);
+          }
+          const rv = ev.object?.metadata?.resourceVersion;
+          if (rv) this.rv = rv;
+          if (ev.type === 'ADDED' || ev.type === 'MODIFIED' || ev.type === 'DELETED') this.handlers.event(ev.type, this.opts.slim ? this.opts.slim(ev.object) : ev.object);
+        }
+        // One event may not exceed what the client reads of any answer.
+        if (buf.length > limit) { why = `watch event larger than ${limit} bytes`; return this.watchEnded(why); }
+      }
+    } catch (err) {
+      why = err instanceof Error ? err.message : String(err);
+    } finally {
+      aborted.abort();
+    }
+    return this.watchEnded(why);
+  }
+
+  /** A watch stream ended: `disconnected` unless the informer is stopping. */
+  private watchEnded(why: string): 'ended' {
+    if (!this.stopped) this.setState('disconnected', why);
+    return 'ended';
   }
 }

@@ -1,9 +1,12 @@
 /**
- * The controller runtime on BullMQ (DESIGN.md "Controllers on BullMQ"): one queue per
+ * The controller runtime on BullMQ (docs/architecture.md, "Controllers"): one queue per
  * controller; informers enqueue object keys, never objects; reconcilers are level-triggered
  * and read current state. Job options: deduplication by key (at most one job per key in flight,
- * a new event while it runs keeps one follow-up), requeue-after as `delay`, failures retried with
- * exponential backoff. Any number of processes may run workers on the same Redis.
+ * a new event while it runs keeps one follow-up), requeue-after as `delay`, jobs removed once
+ * finished. Failures are retried under client-go's default controller rate limiter
+ * (ratelimiter.ts: per key 5 ms doubled per failure up to 1,000 s, at most 10 retries per second
+ * per queue after a burst of 100), for ever: a failing key is never dropped, and its first
+ * success forgets its failures. Any number of processes may run workers on the same Redis.
  *
  * BullMQ itself runs in a queue thread (queuethread.ts; one per controller host): its Redis
  * traffic and Lua scripts cost the apiserver's event loop nothing, while reconcilers run on the
@@ -19,7 +22,8 @@ import type { CacheEntry, EventType, WatchCache } from '../storage/watchcache.js
 import { isStatus } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { RequestScope, Store } from '../registry/store.js';
-import type { FromQueueThread, QueueRegistration, ToQueueThread } from './queuethread.js';
+import type { FromQueueThread, QueueRegistration, RunOutcome, ToQueueThread } from './queuethread.js';
+import { DEFAULT_RATE_LIMITER, type RateLimiterOptions } from './ratelimiter.js';
 
 /** Outcome of one reconcile. */
 export interface ReconcileResult {
@@ -32,12 +36,13 @@ export type Reconcile = (key: string) => Promise<ReconcileResult | void>;
 
 /**
  * Prometheus metrics of every controller of a process, under controller-runtime's and client-go
- * workqueue's names: `workqueue_depth`, `workqueue_adds_total`,
+ * workqueue's names: `workqueue_depth`, `workqueue_adds_total`, `workqueue_retries_total`,
  * `controller_runtime_reconcile_total{result}`, `controller_runtime_reconcile_errors_total`,
  * `controller_runtime_reconcile_time_seconds` (label `controller` / `name`).
  */
 export class ControllerMetrics {
   readonly adds: Counter<'name'>;
+  readonly retries: Counter<'name'>;
   readonly reconciles: Counter<'controller' | 'result'>;
   readonly errors: Counter<'controller'>;
   readonly duration: Histogram<'controller'>;
@@ -46,6 +51,7 @@ export class ControllerMetrics {
   constructor(registry: Registry) {
     const controllers = this.controllers;
     this.adds = new Counter({ name: 'workqueue_adds_total', help: 'Keys added to a controller queue.', labelNames: ['name'], registers: [registry] });
+    this.retries = new Counter({ name: 'workqueue_retries_total', help: 'Failed reconciles retried under the rate limiter.', labelNames: ['name'], registers: [registry] });
     this.reconciles = new Counter({ name: 'controller_runtime_reconcile_total', help: 'Reconciles by result (success, error, requeue_after).', labelNames: ['controller', 'result'], registers: [registry] });
     this.errors = new Counter({ name: 'controller_runtime_reconcile_errors_total', help: 'Reconciles that failed (retried with backoff).', labelNames: ['controller'], registers: [registry] });
     this.duration = new Histogram({
@@ -78,8 +84,12 @@ export interface ControllerOptions {
   concurrency?: number;
   /** BullMQ workers in this process sharing `concurrency` (default 1): parallel job fetching. */
   workers?: number;
-  /** First retry delay after a failure, doubled per attempt (default 100 ms). */
-  backoffMs?: number;
+  /**
+   * Retry delays of failed reconciles; default client-go's `DefaultControllerRateLimiter`
+   * ({@link DEFAULT_RATE_LIMITER}: 5 ms doubled per failure of a key up to 1,000 s, and 10
+   * retries per second per queue after a burst of 100). Fields left out keep the default.
+   */
+  rateLimiter?: Partial<RateLimiterOptions>;
   /**
    * Enqueue batch period (ms, default 10). A key enqueued while the queue was idle is added at
    * once; under load, keys are gathered and added at most once per period, so the queue thread
@@ -90,7 +100,7 @@ export interface ControllerOptions {
    */
   batchPeriodMs?: number;
   reconcile: Reconcile;
-  /** Called with every failed reconcile (it is retried with backoff). */
+  /** Called with every failed reconcile (it is retried under the rate limiter). */
   onError?: (key: string, err: unknown) => void;
   /** Where the controller reports queue depth, reconcile durations and errors. */
   metrics?: ControllerMetrics;
@@ -145,7 +155,7 @@ export class QueueThread {
     thread.on('message', (m: FromQueueThread) => {
       if (m.op === 'run') {
         const r = this.registered.get(m.name);
-        if (r) r.run(m.id, m.key); else thread.postMessage({ op: 'done', id: m.id, error: `controller ${m.name} is closed` } satisfies ToQueueThread);
+        if (r) r.run(m.id, m.key); else thread.postMessage({ op: 'done', id: m.id, result: 'error', error: `controller ${m.name} is closed` } satisfies ToQueueThread);
         return;
       }
       if (m.op === 'reconnected') { this.events.onQueuesLost?.(); return; }
@@ -189,8 +199,8 @@ export class QueueThread {
   /** Adds keys (deduplicated per key) to a controller's queue, `delayMs` later. */
   async add(name: string, keys: [string, number][]): Promise<void> { await this.request({ op: 'add', name, keys }); }
 
-  /** Settles the job of a `run`: with `error`, BullMQ retries it with backoff. */
-  done(id: number, error?: string): void { this.thread.postMessage({ op: 'done', id, error } satisfies ToQueueThread); }
+  /** Settles the job of a `run` (a `failure` is retried under the controller's rate limiter). */
+  done(id: number, outcome: RunOutcome): void { this.thread.postMessage({ op: 'done', id, ...outcome } satisfies ToQueueThread); }
 
   /** Jobs waiting, delayed or active in a controller's queue (all processes). */
   async depth(name: string): Promise<number> { return (await this.request({ op: 'depth', name })) ?? 0; }
@@ -253,7 +263,10 @@ export class Controller {
     this.thread = opts.thread;
     const workers = Math.max(1, opts.workers ?? 1);
     this.registered = this.thread.register(
-      { name: opts.name, prefix: opts.prefix, concurrency: Math.max(1, opts.concurrency ?? 4), workers, backoffMs: opts.backoffMs ?? 100 },
+      {
+        name: opts.name, prefix: opts.prefix, concurrency: Math.max(1, opts.concurrency ?? 4), workers,
+        rateLimiter: { ...DEFAULT_RATE_LIMITER, ...opts.rateLimiter },
+      },
       (id, key) => { void this.run(id, key); },
     );
     this.registered.catch(() => undefined);
@@ -280,13 +293,16 @@ export class Controller {
     } catch (err) {
       m?.reconciles.inc({ controller: this.opts.name, result: 'error' });
       m?.errors.inc({ controller: this.opts.name });
+      m?.retries.inc({ name: this.opts.name });
       this.opts.onError?.(key, err);
-      this.dirty.delete(key);
-      this.thread.done(id, err instanceof Error ? err.message : String(err));
+      // An event seen during the reconcile is acted on at once, as client-go requeues a key
+      // that became dirty while processing; the failure still counts towards the key's delay.
+      const immediate = this.dirty.delete(key);
+      this.thread.done(id, { result: 'failure', immediate });
       return;
     }
     this.dirty.delete(key);
-    this.thread.done(id);
+    this.thread.done(id, { result: 'success' });
   }
 
   /**

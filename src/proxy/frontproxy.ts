@@ -60,6 +60,13 @@ export interface RunningFrontProxy {
   stop(): Promise<void>;
 }
 
+/**
+ * Largest shard answer the proxy holds in memory to send in one write (1 MiB); larger ones, and
+ * answers without a length, are streamed with backpressure, so a tenant's big LIST costs the
+ * proxy a socket buffer, not its size.
+ */
+export const PROXY_BUFFER_BYTES = 1024 * 1024;
+
 /** Request headers never passed on: hop-by-hop ones (RFC 9110 §7.6.1) and identity a client might forge. */
 const DROPPED = /^(connection|keep-alive|proxy-connection|transfer-encoding|te|trailer|upgrade|host|x-remote-.*)$/i;
 
@@ -188,14 +195,16 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
     for (const [k, v] of Object.entries(upstream.headers)) if (!/^(connection|keep-alive|transfer-encoding)$/i.test(k) && v !== undefined) out[k] = v;
     res.writeHead(upstream.statusCode, out);
     upstream.body.on('error', () => res.destroy());
-    if (upstream.headers['content-length'] === undefined) {
-      // Streamed (a watch): the headers now, then each event as it arrives.
+    const length = upstream.headers['content-length'];
+    if (length === undefined || Number(length) > PROXY_BUFFER_BYTES) {
+      // Streamed (a watch, or a large answer such as a big LIST): the headers now, then the body
+      // as it arrives, at the pace the client reads it.
       res.flushHeaders();
       upstream.body.pipe(res);
       return;
     }
-    // A sized answer leaves in one write with its headers (each write is a TLS record and a
-    // system call: half of the proxy's cost per request when sent apart).
+    // A small sized answer leaves in one write with its headers (each write is a TLS record and
+    // a system call: half of the proxy's cost per request when sent apart).
     const chunks: Buffer[] = [];
     upstream.body.on('data', (c: Buffer) => chunks.push(c));
     upstream.body.on('end', () => res.end(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));

@@ -28,6 +28,7 @@ import { ShardKeys } from '../storage/keys.js';
 import type { UserInfo } from '../auth/user.js';
 import type { CommitItem, RedisStorage, WriteResult } from '../storage/redis.js';
 import type { CacheEntry, WatchCache } from '../storage/watchcache.js';
+import { isObj } from '../apimachinery/objects.js';
 
 /** The authenticated caller (`user.Info`). */
 export type { UserInfo };
@@ -524,7 +525,7 @@ export class Store {
 
   /** Create (POST). Returns the stored JSON (or, with dryRun, the object that would be stored). */
   async create(scope: RequestScope, body: unknown, applied = false): Promise<string> {
-    const initial = applied || scope.dryRun || !isPlainObject(body) ? undefined : this.backend.initialContent?.(this.desc, body as KubeObject, { cluster: scope.cluster, user: scope.user });
+    const initial = applied || scope.dryRun || !isObj(body) ? undefined : this.backend.initialContent?.(this.desc, body as KubeObject, { cluster: scope.cluster, user: scope.user });
     if (initial) {
       // Born with its initial status and content, in one transaction (StoreBackend.initialContent).
       const written = await Store.commit([...initial.content, { store: this, scope: { ...scope, withStatus: true }, create: { ...(body as KubeObject), status: initial.status } }]);
@@ -1136,6 +1137,3 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   return true;
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}

@@ -1,7 +1,7 @@
 /**
  * The embedded Redis of `kcp-ts start` without `--redis-url`: a `redis-server` child process with
  * its data under `<root>/redis`, AOF with `appendfsync always` (an acknowledged write survives
- * kill -9, DESIGN.md "Durability"), listening only on a unix socket (or loopback when the socket
+ * kill -9; docs/architecture.md, "Storage (Redis)"), listening only on a unix socket (or loopback when the socket
  * path is too long), stopped with the server.
  *
  * The controllers' queues get a second, non-persistent instance (`<root>/redis-queue`): queue

@@ -1,6 +1,6 @@
 /**
  * Redis key layout of one shard. Every key carries the shard's hash tag `{<shard>}` so that one
- * write script's keys stay in one Redis Cluster slot (DESIGN.md, "Storage on Redis").
+ * write script's keys stay in one Redis Cluster slot (docs/architecture.md, "Storage (Redis)").
  *
  * - `{shard}:rv`               the shard's resourceVersion counter (INCR)
  * - `{shard}:events`           the shard's watch-event stream, entry ID `<rv>-0`

@@ -1,5 +1,5 @@
 /**
- * The one Lua write script of the shard (DESIGN.md: "every write is one Lua script").
+ * The one Lua write script of the shard (docs/architecture.md, "Storage (Redis)": one Lua script per write).
  *
  * KEYS[1] resourceVersion counter, KEYS[2] object key, KEYS[3] event stream.
  * ARGV[1] operation: `c` create, `u` update, `d` delete.

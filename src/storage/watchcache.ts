@@ -1,5 +1,5 @@
 /**
- * The in-process watch cache of one shard, fed by one stream tailer (DESIGN.md; modelled on
+ * The in-process watch cache of one shard, fed by one stream tailer (docs/architecture.md, "Storage (Redis)"; modelled on
  * kube-apiserver's cacher, k8s.io/apiserver/pkg/storage/cacher).
  *
  * Start-up: read the revision counter R, load every object (SCAN + MGET), load the last events up

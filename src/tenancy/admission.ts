@@ -25,6 +25,7 @@ import { userInfoJSON } from '../auth/authn.js';
 import { REQUIRED_GROUPS_ANNOTATION, type LogicalClusterIndex } from './index.js';
 import { ROOT } from './paths.js';
 import { checkParentChild, qualifiedName, type WorkspaceTypeResolver, type WorkspaceTypeRef } from './workspacetypes.js';
+import { isObj } from '../apimachinery/objects.js';
 
 /** Annotation of a Workspace/LogicalCluster naming its creator (kcp `ExperimentalWorkspaceOwnerAnnotationKey`). */
 export const OWNER_ANNOTATION = 'experimental.tenancy.kcp.io/owner';
@@ -51,17 +52,16 @@ function refused(name: string | undefined, why: string): StatusError {
     { name, group: 'tenancy.kcp.io', kind: 'workspaces' });
 }
 
-const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Whether the parts admission reads and writes have their schema's types. */
 function wellTyped(obj: KubeObject): boolean {
   const m = obj.metadata as unknown as Record<string, unknown>;
-  if (m.annotations !== undefined && !isMap(m.annotations)) return false;
-  if (m.labels !== undefined && !isMap(m.labels)) return false;
+  if (m.annotations !== undefined && !isObj(m.annotations)) return false;
+  if (m.labels !== undefined && !isObj(m.labels)) return false;
   if (obj.spec === undefined) return true;
-  if (!isMap(obj.spec)) return false;
+  if (!isObj(obj.spec)) return false;
   const t = obj.spec.type;
-  return t === undefined || (isMap(t) && (t.name === undefined || typeof t.name === 'string') && (t.path === undefined || typeof t.path === 'string'));
+  return t === undefined || (isObj(t) && (t.name === undefined || typeof t.name === 'string') && (t.path === undefined || typeof t.path === 'string'));
 }
 
 interface WorkspaceSpec { cluster?: string; URL?: string; type?: WorkspaceTypeRef; mount?: unknown }

@@ -32,6 +32,7 @@ import type { VirtualView } from '../apiexports/virtualworkspace.js';
 import { Store, jsonEqual, type StoreBackend, type UserInfo } from '../registry/store.js';
 import type { CacheEntry, WatchCache } from '../storage/watchcache.js';
 import { LOGICAL_CLUSTERS_GR } from './index.js';
+import { LRUCache } from 'lru-cache';
 
 /** What distinguishes the initializing from the terminating virtual workspace. */
 export interface LifecycleKind {
@@ -101,7 +102,8 @@ const MAX_STATES = 512;
  * module comment): `view(<initializer>)` is what app.ts serves under `/services/<service>/<initializer>`.
  */
 export class WorkspaceLifecycleVirtualWorkspace {
-  private readonly states = new Map<string, NameState>();
+  /** States by initializer or terminator name: an LRU cache of {@link MAX_STATES}. */
+  private readonly states = new LRUCache<string, NameState>({ max: MAX_STATES });
   private readonly baseDesc: ResourceDescriptor;
 
   constructor(readonly kind: LifecycleKind, private readonly deps: LifecycleVirtualWorkspaceDeps) {
@@ -152,7 +154,7 @@ export class WorkspaceLifecycleVirtualWorkspace {
 
   private state(name: string): NameState {
     let s = this.states.get(name);
-    if (s) { this.states.delete(name); this.states.set(name, s); return s; } // most recently used last
+    if (s) return s;
     const base = this.baseDesc;
     // Wildcard: list and watch only. One logical cluster: get, and the `/status` writes checked
     // here before the shard's admission chain.
@@ -181,7 +183,6 @@ export class WorkspaceLifecycleVirtualWorkspace {
       lcKey, lcDesc, lcStore: new Store(lcDesc, lcBackend), perCluster: new WeakMap(),
     };
     this.states.set(name, s);
-    if (this.states.size > MAX_STATES) this.states.delete(this.states.keys().next().value!);
     return s;
   }
 

@@ -11,6 +11,7 @@ import type { KubeObject } from '../apimachinery/meta.js';
 import type { WatchCache } from '../storage/watchcache.js';
 import type { LogicalClusterIndex } from './index.js';
 import { ROOT, joinPath, parentPath } from './paths.js';
+import { LRUCache } from 'lru-cache';
 
 /** Group/resource of WorkspaceTypes in the watch cache. */
 export const WORKSPACE_TYPES_GR = 'tenancy.kcp.io/workspacetypes';
@@ -56,8 +57,11 @@ export interface RemoteWorkspaceTypes {
  * through the types replicated from the instance's other shards (`remote`).
  */
 export class WorkspaceTypeResolver {
-  /** Parsed specs by `<cluster>/<name>`, reused while the resourceVersion is unchanged. */
-  private readonly parsed = new Map<string, { rv: number | string; spec: WorkspaceTypeSpec }>();
+  /**
+   * Parsed specs by `<cluster>/<name>`, reused while the resourceVersion is unchanged: an LRU
+   * cache of 10,000 types (a miss parses the stored JSON again).
+   */
+  private readonly parsed = new LRUCache<string, { rv: number | string; spec: WorkspaceTypeSpec }>({ max: 10_000 });
 
   constructor(private readonly cache: WatchCache, private readonly index: LogicalClusterIndex, private readonly remote?: RemoteWorkspaceTypes) {}
 
@@ -75,7 +79,6 @@ export class WorkspaceTypeResolver {
     const key = `${cluster}/${name}`;
     let p = this.parsed.get(key);
     if (!p || p.rv !== e.rv) {
-      if (this.parsed.size > 10_000) this.parsed.clear();
       p = { rv: e.rv, spec: ((e.obj ?? JSON.parse(e.json!) as KubeObject).spec ?? {}) as WorkspaceTypeSpec };
       this.parsed.set(key, p);
     }

@@ -7,7 +7,7 @@
  * every write exactly once and in order, or get 410 Expired — never a gap.
  *
  * The rules checked are etcd's and kube-apiserver's guarantees, which the storage design promises
- * to keep (DESIGN.md, "Storage on Redis"): an acknowledged write is durable; a write is atomic; a
+ * to keep (docs/architecture.md, "Storage (Redis)"): an acknowledged write is durable; a write is atomic; a
  * watch from resourceVersion n delivers every event after n in resourceVersion order.
  *
  * Used by test/e2e/crash-consistency.test.ts (a short run) and `npm run crash` (a long one).

@@ -1,7 +1,8 @@
 /**
  * An instance of two shards behind the front-proxy (startInstance, as `kcp-ts start --shards 2`):
  * shard registration, routing by workspace path and logical cluster name, kube's request-header
- * identity between front-proxy and shards, and a shard going away and coming back.
+ * identity between front-proxy and shards, large answers streamed through, and a shard going away
+ * and coming back.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,6 +14,7 @@ import { delimiter, join } from 'node:path';
 import { request } from 'node:https';
 import { adminCreds, call, eventually, kubectl, watch, type Creds } from '../helpers.js';
 import { startInstance, type RunningInstance } from '../../src/server/instance.js';
+import { PROXY_BUFFER_BYTES } from '../../src/proxy/frontproxy.js';
 import { startServer } from '../../src/server/shard.js';
 import { ensurePki } from '../../src/pki/store.js';
 import { issueClientCert } from '../../src/pki/certs.js';
@@ -68,6 +70,19 @@ test('watches through the front-proxy stream each event as it happens', async ()
     assert.ok(Date.now() - t0 < 1000, `event after ${Date.now() - t0} ms`);
   }
   w.close();
+});
+
+test('an answer larger than the proxy buffers (1 MiB) is streamed through whole', async () => {
+  const ns = '/clusters/root:routed/api/v1/namespaces/on-shard-1/configmaps';
+  for (const name of ['big1', 'big2', 'big3']) {
+    const r = await call(inst, admin, 'POST', ns, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { v: name.repeat(100_000) } });
+    assert.equal(r.status, 201, r.body);
+  }
+  const proxied = await call(inst, admin, 'GET', `${ns}?labelSelector=`);
+  assert.equal(proxied.status, 200);
+  assert.ok(Buffer.byteLength(proxied.body) > PROXY_BUFFER_BYTES, `a ${Buffer.byteLength(proxied.body)}-byte list`);
+  assert.deepEqual(proxied.json.items.filter((c: any) => c.metadata.name.startsWith('big')).map((c: any) => c.data.v.length), [400_000, 400_000, 400_000]);
+  for (const name of ['big1', 'big2', 'big3']) assert.equal((await call(inst, admin, 'DELETE', `${ns}/${name}`)).status, 200);
 });
 
 test('unknown paths get the answer one shard gives; /clusters/* is not proxied; no credentials → 401', async () => {

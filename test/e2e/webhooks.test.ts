@@ -1,9 +1,10 @@
 /**
  * Admission webhooks with a real webhook server (node:https with its own CA) registered with
  * kubectl: a validating webhook denies, a mutating one patches (and a reinvoked one sees the
- * patch), a failing one is skipped with failurePolicy Ignore and refuses with Fail, timeouts are
- * honoured, selectors and dry run behave as kube's, a webhook of workspace A never sees B's
- * requests, and a provider's webhook applies to its exported resources in every consumer.
+ * patch), a failing one (unreachable, a wrong uid, an answer past the size cap) is skipped with
+ * failurePolicy Ignore and refuses with Fail, timeouts are honoured, selectors and dry run behave
+ * as kube's, a webhook of workspace A never sees B's requests, and a provider's webhook applies
+ * to its exported resources in every consumer.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -79,7 +80,9 @@ before(async () => {
       const r = review.request;
       seen.push({ path, operation: r.operation, name: r.name, namespace: r.namespace, dryRun: r.dryRun, kind: r.kind.kind, labels: r.object?.metadata?.labels, version: r.kind.version, requestVersion: r.requestKind.version, object: r.object });
       const reply = () => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify(respond(path, review))); };
-      if (path === '/slow') setTimeout(reply, 3000); else reply();
+      if (path === '/slow') setTimeout(reply, 3000);
+      else if (path === '/huge') { res.writeHead(200, { 'content-type': 'application/json' }); res.end(`{"pad":"${'a'.repeat(12 * 1024 * 1024)}"}`); }
+      else reply();
     });
   });
   await new Promise<void>((r) => hook.listen(0, '127.0.0.1', () => r()));
@@ -140,6 +143,12 @@ describe('admission webhooks', () => {
     assert.equal(lied.status, 500);
     assert.match(lied.json.message, /expected response.uid/);
     await kc('team-a', ['delete', 'validatingwebhookconfiguration', 'liar']);
+    // An answer past the response cap (twice the request plus 7 MiB) is a failure too.
+    await kc('team-a', ['apply', '-f', '-'], { input: configYaml('Validating', 'huge', [webhook('huge.example.com', '/huge')]) });
+    const huge = await admin('POST', '/clusters/root:team-a/api/v1/namespaces/default/configmaps', cm('huge'));
+    assert.equal(huge.status, 500, huge.body);
+    assert.match(huge.json.message, /^Internal error occurred: failed calling webhook "huge.example.com": failed to call webhook: Post "https:\/\/127.0.0.1:\d+\/huge\?timeout=10s": response body larger than \d+ bytes$/);
+    await kc('team-a', ['delete', 'validatingwebhookconfiguration', 'huge']);
   });
 
   test('timeoutSeconds is honoured', async () => {

@@ -422,9 +422,10 @@ describe('access reviews and RBAC', () => {
     const RB = '/clusters/root/apis/rbac.authorization.k8s.io/v1/namespaces/default';
     assert.equal((await api('POST', `${RB}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'cm-reader' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }] })).status, 201);
     assert.equal((await api('POST', `${RB}/rolebindings`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'alice-reads' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'cm-reader' }, subjects: [{ kind: 'User', name: 'alice' }] })).status, 201);
-    await sleep(50);
-    const sar2 = await api('POST', '/clusters/root/apis/authorization.k8s.io/v1/subjectaccessreviews', { spec: { user: 'alice', groups: ['system:authenticated'], resourceAttributes: { verb: 'get', resource: 'configmaps', namespace: 'default' } } });
-    assert.equal(sar2.json.status.allowed, true);
+    await eventually('the binding allows alice', async () => {
+      const sar2 = await api('POST', '/clusters/root/apis/authorization.k8s.io/v1/subjectaccessreviews', { spec: { user: 'alice', groups: ['system:authenticated'], resourceAttributes: { verb: 'get', resource: 'configmaps', namespace: 'default' } } });
+      return sar2.json.status.allowed === true;
+    });
     // Without system:authenticated alice lacks kcp's workspace access (verb access on /) in root.
     const noAccess = await api('POST', '/clusters/root/apis/authorization.k8s.io/v1/subjectaccessreviews', { spec: { user: 'alice', resourceAttributes: { verb: 'get', resource: 'configmaps', namespace: 'default' } } });
     assert.equal(noAccess.json.status.allowed, false);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CM, call, kubectl, sleep, type TestServer, createLogicalCluster, useTestServer } from '../helpers.js';
+import { CM, call, eventually, kubectl, sleep, type TestServer, createLogicalCluster, useTestServer } from '../helpers.js';
 
 let srv: TestServer;
 const tokenFile = join(mkdtempSync(join(tmpdir(), 'kcp-tokens-')), 'tokens.csv');
@@ -41,8 +41,7 @@ test('RBAC of the logical cluster: 403 until a RoleBinding grants, by user or gr
     metadata: { name: 'qa-view' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'qa' }],
   })).status, 201);
-  await sleep(50);
-  assert.equal((await call(srv, caOnly(), 'GET', `${NS}/configmaps`, undefined, bearer('alice-token'))).status, 200);
+  await eventually('the binding grants alice view', async () => (await call(srv, caOnly(), 'GET', `${NS}/configmaps`, undefined, bearer('alice-token'))).status === 200);
   assert.equal((await call(srv, caOnly(), 'POST', `${NS}/configmaps`, CM('nope'), bearer('alice-token'))).status, 403, 'view does not create');
   assert.equal((await call(srv, caOnly(), 'GET', `${NS}/configmaps`, undefined, bearer('bob-token'))).status, 403, 'bob is not in qa');
   // A user of root reaches nothing of another logical cluster without RBAC there.

@@ -1,14 +1,16 @@
 /**
  * The BullMQ controller runtime on a real Redis: per-key mutual exclusion across processes
  * (two controllers on one queue stand for two server processes), level-triggered follow-ups,
- * exponential backoff; and two servers on one Redis scheduling workspaces together.
+ * retries under client-go's rate limiter (never dropped, capped delays, forgotten on success);
+ * and two servers on one Redis scheduling workspaces together.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Controller, QueueThread } from '../../src/controllers/runtime.js';
-import { call, sleep, startRedis, startTestServer, type TestRedis } from '../helpers.js';
+import { Redis } from 'ioredis';
+import { call, eventually, sleep, startRedis, startTestServer, type TestRedis } from '../helpers.js';
 
 let redis: TestRedis;
 const threads: QueueThread[] = [];
@@ -107,23 +109,65 @@ test('an event during a reconcile that asks for a late requeue is acted on at on
   } finally { await c.close(); }
 });
 
-test('failures are retried with exponential backoff', async () => {
+test('a failing key is retried past 25 attempts with capped delays, then its success forgets the failures', async () => {
   const times: number[] = [];
+  let failUntil = 27;
+  // client-go's limiter at a test scale: 25 ms doubled per failure, capped at 200 ms; the bucket
+  // (1,000 per second, burst 1,000) never binds here. Delayed jobs wake up to ~100 ms late (the
+  // queue Redis checks blocking timeouts about ten times a second), hence the upper margins.
+  const rateLimiter = { baseDelayMs: 25, maxDelayMs: 200, qps: 1000, burst: 1000 };
   const c = new Controller({
-    name: 'backoff', prefix: '{t}:ctrl', thread: thread(), backoffMs: 200,
-    reconcile: async () => { times.push(Date.now()); if (times.length < 4) throw new Error('not yet'); },
+    name: 'retries', prefix: '{t}:ctrl', thread: thread(), batchPeriodMs: 0, rateLimiter,
+    reconcile: async () => { times.push(performance.now()); if (times.length <= failUntil) throw new Error('not yet'); },
   });
+  const failures = new Redis(redis.url);
   try {
     await c.enqueue('x');
-    const deadline = Date.now() + 8000;
-    while (times.length < 4 && Date.now() < deadline) await sleep(10);
-    assert.equal(times.length, 4);
+    await eventually('28 reconciles', async () => times.length >= 28, 30_000);
     const gaps = times.slice(1).map((t, i) => t - times[i]!);
-    // Delays 200, 400, 800 ms (plus the queue's own latency of up to ~100 ms each).
-    assert.ok(gaps[0]! >= 180, `first retry after ~200 ms: ${gaps}`);
-    assert.ok(gaps[1]! > gaps[0]! && gaps[2]! > gaps[1]!, `delays grow: ${gaps}`);
-    assert.ok(gaps[2]! - gaps[0]! >= 450, `exponentially: ${gaps}`);
-  } finally { await c.close(); }
+    const shown = gaps.map(Math.round).join(',');
+    // Gap i follows failure i+1: min(25 · 2^i, 200) ms = 25, 50, 100, 200, 200, …
+    gaps.forEach((g, i) => {
+      const want = Math.min(25 * 2 ** i, 200);
+      assert.ok(g >= want - 2, `retry ${i + 1} after ${g.toFixed(1)} ms, the limiter says ${want} ms (gaps ${shown})`);
+    });
+    assert.ok(gaps[0]! < 25 + 150, `the first retry comes after about the base delay: ${shown}`);
+    assert.ok(Math.max(...gaps.slice(3)) < 200 + 150, `delays stay at the cap: ${shown}`);
+    // Forget: the success removed the key's failure count, so the next failure is its first.
+    await eventually('failure count forgotten', async () => (await failures.hexists('{t}:ctrl:retries:failures', 'x')) === 0);
+    failUntil = times.length + 1;
+    const n = times.length;
+    await c.enqueue('x');
+    await eventually('two more reconciles', async () => times.length >= n + 2);
+    assert.equal(await failures.hget('{t}:ctrl:retries:failures', 'x'), null, 'forgotten again after the next success');
+    failUntil = Infinity;
+    await c.enqueue('x');
+    await eventually('counted from 1 again', async () => (await failures.hget('{t}:ctrl:retries:failures', 'x')) === '1');
+  } finally { failures.disconnect(); await c.close(); }
+});
+
+test('an event during a failing reconcile makes its retry immediate; the failure still counts', async () => {
+  const runs: number[] = [];
+  let c!: Controller;
+  c = new Controller({
+    name: 'failwhileactive', prefix: '{t}:ctrl', thread: thread(), batchPeriodMs: 0,
+    rateLimiter: { baseDelayMs: 3_600_000, maxDelayMs: 3_600_000 },
+    reconcile: async () => {
+      runs.push(Date.now());
+      if (runs.length === 1) { await c.enqueue('k'); await sleep(50); }
+      throw new Error('still failing');
+    },
+  });
+  const failures = new Redis(redis.url);
+  try {
+    await c.ready();
+    await c.enqueue('k');
+    await eventually('a second reconcile for the event', async () => runs.length >= 2);
+    await eventually('two failures counted', async () => (await failures.hget('{t}:ctrl:failwhileactive:failures', 'k')) === '2');
+    // Negative check: the second failure saw no event, so its hour-long delay holds.
+    await sleep(300);
+    assert.equal(runs.length, 2);
+  } finally { failures.disconnect(); await c.close(); }
 });
 
 test('two servers on one Redis schedule workspaces together, once each', async () => {

@@ -92,6 +92,7 @@ describe('background (the default)', () => {
     await create(`${NS('gc-ns-deps')}/configmaps`, owned('of-namespace', [ref(owner)]));
     const role = await create('/clusters/root/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name: 'gc-owned-role', ownerReferences: [ref(owner)] }, rules: [] });
     assert.equal(role.metadata.ownerReferences.length, 1);
+    // Negative check: a fixed wait, as nothing observable marks that something did not happen.
     await sleep(300);
     assert.equal((await api('GET', `${NS('gc-ns-deps')}/configmaps/of-namespace`)).status, 200);
     assert.equal((await api('DELETE', '/clusters/root/api/v1/namespaces/gc-ns-owner')).status, 200);
@@ -126,6 +127,7 @@ describe('background (the default)', () => {
     await create('/clusters/root/apis/rbac.authorization.k8s.io/v1/clusterroles', {
       metadata: { name: 'gc-invalid-owner', ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'nobody', uid: '00000000-0000-0000-0000-000000000003' }] }, rules: [],
     });
+    // Negative check: a fixed wait, as nothing observable marks that something did not happen.
     await sleep(800);
     assert.equal((await api('GET', '/clusters/root/apis/rbac.authorization.k8s.io/v1/clusterroles/gc-invalid-owner')).status, 200);
   });
@@ -154,6 +156,7 @@ describe('custom resources and logical clusters', () => {
     await ns('gc-iso');
     const rootOwner = await create(`${NS('gc-iso')}/configmaps`, CM('iso-owner'));
     await create(`${NS('gc-iso')}/configmaps`, owned('iso-dep', [ref(rootOwner)]));
+    // Negative check: a fixed wait, as nothing observable marks that something did not happen.
     await sleep(200);
     assert.equal((await api('GET', `${NS('default', C)}/configmaps/of-widget`)).status, 200);
     const del = await api('DELETE', `/clusters/${C}/apis/example.com/v1/namespaces/default/widgets/w1`);
@@ -190,6 +193,7 @@ describe('foreground', () => {
       const r = await api('GET', `${NS('gc-fg')}/configmaps/blocker`);
       return r.json.metadata.deletionTimestamp ? r.json : undefined;
     });
+    // Negative check: a fixed wait, as nothing observable marks that something did not happen.
     await sleep(300);
     const still = await api('GET', `${NS('gc-fg')}/configmaps/owner`);
     assert.equal(still.status, 200, 'a blocking dependent held by its finalizer keeps the owner');
@@ -272,6 +276,7 @@ describe('orphan', () => {
     assert.equal(o1.json.metadata.ownerReferences, undefined);
     const o2 = await api('GET', `${NS('gc-or')}/configmaps/o2`);
     assert.deepEqual(o2.json.metadata.ownerReferences, [ref(other)]);
+    // Negative check: a fixed wait, as nothing observable marks that something did not happen.
     await sleep(300);
     assert.equal((await api('GET', `${NS('gc-or')}/configmaps/o1`)).status, 200, 'orphans are not collected later');
   });

@@ -5,7 +5,7 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, startRedis, startTestServer, sleep, useTestServer, type Kubectl, type TestServer } from '../helpers.js';
+import { call, eventually, startRedis, startTestServer, sleep, useTestServer, type Kubectl, type TestServer } from '../helpers.js';
 
 let srv: TestServer;
 let kubectl: Kubectl;
@@ -66,9 +66,7 @@ test('a failing check: /readyz and /healthz answer 500 listing it (reason withhe
   const s = await startTestServer(redis);
   try {
     redis.kill9();
-    await sleep(300);
-    const ready = await call(s, s.creds, 'GET', '/readyz');
-    assert.equal(ready.status, 500);
+    const ready = await eventually('/readyz fails', async () => { const r = await call(s, s.creds, 'GET', '/readyz'); return r.status === 500 && r; });
     assert.equal(ready.body, '[+]ping ok\n[-]redis failed: reason withheld\n[+]watch-cache ok\n[+]poststarthook/bootstrap-shard ok\n[+]shutdown ok\nreadyz check failed\n');
     const one = await call(s, { ca: s.creds.ca }, 'GET', '/readyz/redis');
     assert.equal(one.status, 500);

@@ -66,6 +66,7 @@ describe('initializingworkspaces', () => {
       const r = (await as(undefined, 'GET', `${WS('root')}/plain`)).json;
       return r?.status?.phase === 'Ready' ? r : undefined;
     })).spec.cluster;
+    // Negative check: a fixed wait, as nothing observable marks that something did not happen.
     await sleep(200);
     assert.equal(await phaseOf('pending'), 'Initializing', 'the initializer holds it');
     const lc = await call(srv, srv.masters, 'GET', `/clusters/${cluster}${LCS}/cluster`);
@@ -182,6 +183,7 @@ describe('initializingworkspaces', () => {
     const put = await as('init-token', 'PUT', STATUS, { ...cur, status: { ...cur.status, initializers: cur.status.initializers.filter((i: string) => i !== 'root:setup') } });
     assert.equal(put.status, 200, put.body);
     assert.deepEqual(put.json.status.initializers, ['root:setup2']);
+    // Negative check: a fixed wait, as nothing observable marks that something did not happen.
     await sleep(200);
     assert.equal(await phaseOf('pending2'), 'Initializing', 'root:setup2 is still pending');
     assert.equal((await as('init-token', 'GET', `${INIT}/clusters/${c}/api/v1/namespaces`)).status, 403, 'root:setup is done with it');

@@ -77,6 +77,7 @@ test('every namespace gets a default ServiceAccount; it is re-created when delet
   await eventually('default SA in short-lived', async () => (await admin('GET', `/clusters/${A}/api/v1/namespaces/short-lived/serviceaccounts/default`)).status === 200);
   assert.equal((await admin('DELETE', `/clusters/${A}/api/v1/namespaces/short-lived`)).status, 200);
   await eventually('namespace deleted', async () => (await admin('GET', `/clusters/${A}/api/v1/namespaces/short-lived`)).status === 404);
+  // Negative check: a fixed wait, as nothing observable marks that something did not happen.
   await sleep(200);
   assert.equal((await admin('GET', `/clusters/${A}/api/v1/namespaces/short-lived/serviceaccounts/default`)).status, 404);
 });
@@ -166,6 +167,7 @@ test('the same token is refused in another logical cluster, even with a binding 
   // B has a ServiceAccount apps/local too, and binds it: the token of A's is still not B's.
   await createSA(B, 'local');
   await bind(B, 'local-view', { kind: 'ClusterRole', name: 'view' }, [{ kind: 'ServiceAccount', name: 'local', namespace: NS }]);
+  // Negative check: a fixed wait, as nothing observable marks that something did not happen.
   await sleep(100);
   const foreign = await asToken(token, 'GET', `${CORE(B)}/configmaps`);
   assert.equal(foreign.status, 403, foreign.body);
@@ -230,6 +232,7 @@ test('deleting and re-creating the ServiceAccount invalidates its old tokens', a
   assert.equal((await admin('DELETE', `${CORE(A)}/serviceaccounts/phoenix`)).status, 200);
   await eventually('old token refused once the SA is gone', async () => (await asToken(old, 'GET', `${CORE(A)}/configmaps`)).status === 401);
   await createSA(A, 'phoenix');
+  // Negative check: a fixed wait, as nothing observable marks that something did not happen.
   await sleep(100);
   assert.equal((await asToken(old, 'GET', `${CORE(A)}/configmaps`)).status, 401, 'a new uid does not revive old tokens');
   const fresh = await requestToken(A, 'phoenix');
@@ -284,7 +287,7 @@ test('kubectl create token, then kubectl --token: RBAC decides', async () => {
     subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: ns }],
   });
   assert.equal(rb.status, 201, rb.body);
-  await sleep(100);
+  await eventually('the binding grants the token view', async () => (await asToken(token, 'GET', `/clusters/${A}/api/v1/namespaces/${ns}/configmaps`)).status === 200);
   const listed = await kubectl(kubeconfig, ['--token', token, 'get', 'configmaps', '-o', 'name']);
   assert.match(listed.stdout, /configmap\/settings/);
   const cannot = await kubectl(kubeconfig, ['--token', token, 'auth', 'can-i', 'create', 'configmaps'], { allowFail: true });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CM, call, sleep, type Res, type TestServer, useTestServer } from '../helpers.js';
+import { CM, call, eventually, sleep, type Res, type TestServer, useTestServer } from '../helpers.js';
 
 let srv: TestServer;
 const tokenFile = join(mkdtempSync(join(tmpdir(), 'kcp-tokens-')), 'tokens.csv');
@@ -142,11 +142,12 @@ describe('workspace lifecycle', () => {
       metadata: { name: 'alice-ws' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
     })).status, 201);
-    await sleep(50);
+    const aliceOk = await eventually('alice may use the type', async () => {
+      const r = await as('alice-token', 'POST', WS('root:org'), workspace('a1', { name: 'special' }));
+      return r.status === 201 && r;
+    });
     const noUse = await as('bob-token', 'POST', WS('root:org'), workspace('b1', { name: 'special' }));
     assert.equal(noUse.status, 403, 'bob has no access to root:org at all');
-    const aliceOk = await as('alice-token', 'POST', WS('root:org'), workspace('a1', { name: 'special' }));
-    assert.equal(aliceOk.status, 201, aliceOk.body);
     assert.equal(aliceOk.json.metadata.labels.tier, 'gold', 'additionalWorkspaceLabels');
     assert.deepEqual(aliceOk.json.spec.type, { name: 'special', path: 'root:org' });
     const ready = await waitReady('root:org', 'a1', 'alice-token');
@@ -169,8 +170,7 @@ describe('isolation', () => {
       metadata: { name: 'workspace-creators' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'workspace-creator' },
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }, { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'bob' }],
     })).status, 201);
-    await sleep(50);
-    assert.equal((await as('alice-token', 'POST', WS('root'), workspace('a'))).status, 201);
+    await eventually('alice may create workspaces', async () => (await as('alice-token', 'POST', WS('root'), workspace('a'))).status === 201);
     assert.equal((await as('bob-token', 'POST', WS('root'), workspace('b'))).status, 201);
     const b = await waitReady('root', 'b', 'bob-token');
     await waitReady('root', 'a', 'alice-token');
@@ -209,9 +209,8 @@ describe('isolation', () => {
     })).status, 201);
     const tr = await as('alice-token', 'POST', '/clusters/root:a/api/v1/namespaces/default/serviceaccounts/default/token', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {} });
     assert.equal(tr.status, 201, tr.body);
-    await sleep(50);
     const saGet = (path: string) => call(srv, caOnly(), 'GET', path, undefined, { authorization: `Bearer ${tr.json.status.token}` });
-    assert.equal((await saGet('/clusters/root:a/api/v1/namespaces/default/configmaps/alice-cm')).status, 200);
+    await eventually('the binding grants the service account view', async () => (await saGet('/clusters/root:a/api/v1/namespaces/default/configmaps/alice-cm')).status === 200);
     assert.equal((await saGet('/clusters/root:b/api/v1/namespaces/default/configmaps/bob-cm')).status, 403, 'refused in root:b');
     assert.equal((await saGet(`/clusters/${b.spec.cluster}/api/v1/namespaces/default/configmaps`)).status, 403);
     // Impersonating the service account (no cluster extra) in its own workspace counts as local.
@@ -233,11 +232,11 @@ describe('isolation', () => {
         subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
       })).status, 201);
     }
-    await sleep(50);
+    // carol's binding in effect first, so that alice's 403 is the required groups, not a binding not seen yet.
+    await eventually('carol reaches the workspace', async () => (await as('carol-token', 'GET', '/clusters/root:audit/api/v1/namespaces')).status === 200);
     const alice = await as('alice-token', 'GET', '/clusters/root:audit/api/v1/namespaces');
     assert.equal(alice.status, 403);
     assert.match(alice.json.message, /not a member of required groups: auditors/);
-    assert.equal((await as('carol-token', 'GET', '/clusters/root:audit/api/v1/namespaces')).status, 200);
     // Children inherit the annotation.
     assert.equal((await as('carol-token', 'POST', WS('root:audit'), workspace('sub'))).status, 201);
     const sub = await waitReady('root:audit', 'sub', 'carol-token');
@@ -338,6 +337,7 @@ describe('deletion', () => {
       await sleep(20);
     }
     assert.equal(terminating.status.phase, 'Terminating');
+    // Negative check: a fixed wait, as nothing observable marks that something did not happen.
     await sleep(200);
     assert.equal((await call(srv, srv.masters, 'GET', `/clusters/${ws.spec.cluster}/api/v1/namespaces/default`)).status, 200, 'content kept while a terminator remains');
     assert.equal((await as(undefined, 'GET', `${WS('root')}/guarded`)).status, 200);

@@ -14,6 +14,7 @@ import {
   type SchemaResolver, type TypeNode, TypeResolver, TypedError, compare, ensureNamedFieldsAreMembers, merge,
   removeItems, toFieldSet, addedFieldSet,
 } from './typed.js';
+import { isObj } from '../objects.js';
 
 export type { SchemaResolver } from './typed.js';
 
@@ -357,9 +358,6 @@ function allowedConflictsFromLastApplied(live: KubeObject, t: TypeNode): FieldSe
   }
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 /**
  * Server-side apply of `config` (an `application/apply-patch+yaml` body, already parsed) by
@@ -385,10 +383,10 @@ export function applyConfiguration(
   force: boolean,
   schema: SchemaResolver,
 ): KubeObject {
-  if (!isPlainObject(config)) throw badRequest('apply patch must be a JSON/YAML object');
+  if (!isObj(config)) throw badRequest('apply patch must be a JSON/YAML object');
   if (!config.kind) throw badRequest(`Object 'Kind' is missing in '${JSON.stringify(config)}'`);
   if (!config.apiVersion) throw badRequest(`Object 'apiVersion' is missing in '${JSON.stringify(config)}'`);
-  if (config.metadata !== undefined && !isPlainObject(config.metadata)) throw badRequest('metadata must be an object');
+  if (config.metadata !== undefined && !isObj(config.metadata)) throw badRequest('metadata must be an object');
   if (live?.apiVersion && config.apiVersion !== live.apiVersion) {
     throw badRequest(`Incorrect version specified in apply patch. Specified patch version: ${config.apiVersion}, expected: ${live.apiVersion}`);
   }
@@ -487,7 +485,7 @@ export function applyConfiguration(
 /** Canonical form for equality (key order independent). */
 function canon(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canon);
-  if (isPlainObject(v)) {
+  if (isObj(v)) {
     const o: Record<string, unknown> = {};
     for (const k of Object.keys(v).sort()) if (v[k] !== undefined) o[k] = canon(v[k]);
     return o;

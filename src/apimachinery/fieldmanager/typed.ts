@@ -13,6 +13,7 @@
  *   deduced values, lists atomic.
  */
 import { FieldSet, type Path, type PathElement, serializePathElement, valuesEqual, pathString } from './fieldpath.js';
+import { isObj } from '../objects.js';
 
 /** Where schemas come from: the kind's root schema and the `#/components/schemas/` definitions. */
 export interface SchemaResolver {
@@ -123,9 +124,6 @@ export class TypeResolver {
   }
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 /** Concrete type of a value under `t`: deduced types follow the value's shape. */
 const DEDUCED_MAP: TypeNode = { kind: 'map', atomic: false, fields: new Map(), elem: () => DEDUCED };
@@ -133,7 +131,7 @@ const DEDUCED_LIST: TypeNode = { kind: 'list', atomic: true, keys: [], elem: () 
 
 function concrete(t: TypeNode, v: unknown): TypeNode {
   if (t.kind !== 'deduced') return t;
-  if (isObject(v)) return DEDUCED_MAP;
+  if (isObj(v)) return DEDUCED_MAP;
   if (Array.isArray(v)) return DEDUCED_LIST;
   return SCALAR;
 }
@@ -147,7 +145,7 @@ function fieldType(t: Extract<TypeNode, { kind: 'map' }>, key: string): TypeNode
 export function listItemPathElement(t: Extract<TypeNode, { kind: 'list' }>, item: unknown): PathElement {
   if (t.keys.length) {
     if (item === null) throw new TypedError('associative list with keys may not have a null element');
-    if (!isObject(item)) throw new TypedError('associative list with keys may not have non-map elements');
+    if (!isObj(item)) throw new TypedError('associative list with keys may not have non-map elements');
     const key: Array<[string, unknown]> = [];
     for (const k of t.keys) {
       if (Object.hasOwn(item, k) && item[k] !== undefined) key.push([k, item[k]]);
@@ -157,7 +155,7 @@ export function listItemPathElement(t: Extract<TypeNode, { kind: 'list' }>, item
     key.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     return { key };
   }
-  if (isObject(item)) throw new TypedError("associative list without keys has an element that's a map type");
+  if (isObj(item)) throw new TypedError("associative list without keys has an element that's a map type");
   if (Array.isArray(item)) throw new TypedError('not supported: associative list with lists as elements');
   if (item === null) throw new TypedError("associative list without keys has an element that's an explicit null");
   return { value: item };
@@ -255,7 +253,7 @@ function walkFieldSet(
     return;
   }
   // map
-  if (!isObject(v)) {
+  if (!isObj(v)) {
     if (v !== null && v !== undefined && parent) parent.members.set(key, pe!);
     return;
   }
@@ -268,7 +266,7 @@ function walkFieldSet(
     const fpe: PathElement = { field: k };
     const fk = `f:${k}`;
     walkFieldSet(val, fieldType(t, k), undefined, node, fpe, fk, { pe: fpe, up: at }, allowDup, mapNodes);
-    if (val === null || (isObject(val) && isEmptyObject(val)) || !t.fields.has(k)) node.members.set(fk, fpe);
+    if (val === null || (isObj(val) && isEmptyObject(val)) || !t.fields.has(k)) node.members.set(fk, fpe);
   }
   if (mapNodes && members && parent) parent.members.set(key, pe!);
 }
@@ -340,7 +338,7 @@ function mergeWalk(lhs: unknown, rhs: unknown, t0: TypeNode, path: Path, w: Walk
   } else {
     const l = lhs === undefined || lhs === null ? undefined : lhs;
     const r = rhs === undefined || rhs === null ? undefined : rhs;
-    if ((l !== undefined && !isObject(l)) || (r !== undefined && !isObject(r))) leaf = true;
+    if ((l !== undefined && !isObj(l)) || (r !== undefined && !isObj(r))) leaf = true;
     else {
       const lm = l as Record<string, unknown> | undefined;
       const rm = r as Record<string, unknown> | undefined;
@@ -474,7 +472,7 @@ export function removeItems(value: unknown, toRemove: FieldSet, t0: TypeNode): u
     return out.length ? out : undefined;
   }
   if (t.kind === 'map') {
-    if (!isObject(value) || Object.keys(value).length === 0 || t.atomic) return value;
+    if (!isObj(value) || Object.keys(value).length === 0 || t.atomic) return value;
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
       const pe: PathElement = { field: k };

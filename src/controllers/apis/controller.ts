@@ -30,6 +30,7 @@ import { entryObject, type WatchCache } from '../../storage/watchcache.js';
 import { splitKey } from '../namespace/controller.js';
 import { deleteAll, getIfExists, type ReconcileResult } from '../runtime.js';
 import { BINDINGS_GR } from '../../apiexports/schemas.js';
+import { asObj } from '../../apimachinery/objects.js';
 
 /** Annotation of an APIExport that keeps its endpoint slice from being created (kcp's). */
 export const SKIP_ENDPOINT_SLICE_ANNOTATION = 'apiexports.apis.kcp.io/skip-endpointslice';
@@ -47,7 +48,6 @@ function retryAfterMs(obj: KubeObject): number {
 }
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 const conditionsOf = (o: KubeObject): Condition[] => (Array.isArray(asObj(o.status).conditions) ? asObj(o.status).conditions as Condition[] : []);
 
 /** The apiexport virtual workspace URL of an export on a shard whose virtual workspaces are at `vwURL`. */

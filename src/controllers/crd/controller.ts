@@ -16,6 +16,7 @@ import type { RequestScope, Store } from '../../registry/store.js';
 import type { WatchCache } from '../../storage/watchcache.js';
 import { deleteAll, getIfExists, type ReconcileResult } from '../runtime.js';
 import { splitKey } from '../namespace/controller.js';
+import { asObj } from '../../apimachinery/objects.js';
 
 /** Finalizer that holds a CRD until its custom resources are deleted. */
 export const CRD_CLEANUP_FINALIZER = 'customresourcecleanup.apiextensions.k8s.io';
@@ -30,7 +31,6 @@ export interface CRDReconcilerDeps {
 }
 
 type Obj = Record<string, unknown>;
-const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 
 /** Reconciles one CRD. */
 export function crdReconciler(deps: CRDReconcilerDeps) {

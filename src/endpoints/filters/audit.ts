@@ -23,6 +23,7 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parse as parseYaml } from 'yaml';
 import type { UserInfo } from '../../registry/store.js';
+import { isObj } from '../../apimachinery/objects.js';
 
 /** Audit levels, least to most (audit.k8s.io/v1 `Level`). */
 export const AUDIT_LEVELS = ['None', 'Metadata', 'Request', 'RequestResponse'] as const;
@@ -89,7 +90,7 @@ export function parseAuditPolicy(text: string, source = 'audit policy'): AuditPo
   const fail = (field: string, msg: string): never => { throw new AuditPolicyError(`${source}: ${field}: ${msg}`); };
   let doc: unknown;
   try { doc = parseYaml(text); } catch (err) { fail('(file)', `not valid YAML: ${(err as Error).message.split('\n')[0]}`); }
-  if (!isObject(doc)) return fail('(file)', 'not an audit.k8s.io/v1 Policy object');
+  if (!isObj(doc)) return fail('(file)', 'not an audit.k8s.io/v1 Policy object');
   if (doc.apiVersion !== 'audit.k8s.io/v1') fail('apiVersion', `Unsupported value: ${JSON.stringify(doc.apiVersion ?? '')}: supported values: "audit.k8s.io/v1"`);
   if (doc.kind !== 'Policy') fail('kind', `Unsupported value: ${JSON.stringify(doc.kind ?? '')}: supported values: "Policy"`);
   for (const k of Object.keys(doc)) if (!POLICY_FIELDS.has(k)) fail(k, 'unknown field');
@@ -100,7 +101,7 @@ export function parseAuditPolicy(text: string, source = 'audit policy'): AuditPo
   if (rawRules.length === 0) fail('rules', 'the policy has no rules (kube-apiserver refuses a policy with 0 rules)');
   const rules = rawRules.map((r, i): PolicyRule => {
     const f = `rules[${i}]`;
-    if (!isObject(r)) return fail(f, 'must be an object');
+    if (!isObj(r)) return fail(f, 'must be an object');
     for (const k of Object.keys(r)) if (!RULE_FIELDS.has(k)) fail(`${f}.${k}`, 'unknown field');
     if (r.level === undefined || r.level === null || r.level === '') fail(`${f}.level`, 'Required value');
     if (!(AUDIT_LEVELS as readonly unknown[]).includes(r.level)) fail(`${f}.level`, `Unsupported value: ${JSON.stringify(r.level)}: supported values: ${AUDIT_LEVELS.map((x) => `"${x}"`).join(', ')}`);
@@ -109,7 +110,7 @@ export function parseAuditPolicy(text: string, source = 'audit policy'): AuditPo
     if (r.resources !== undefined && r.resources !== null && !Array.isArray(r.resources)) fail(`${f}.resources`, 'must be a list');
     const resources = ((r.resources ?? []) as unknown[]).map((g, j): GroupResources => {
       const gf = `${f}.resources[${j}]`;
-      if (!isObject(g)) return fail(gf, 'must be an object');
+      if (!isObj(g)) return fail(gf, 'must be an object');
       for (const k of Object.keys(g)) if (!GROUP_RESOURCE_FIELDS.has(k)) fail(`${gf}.${k}`, 'unknown field');
       const group = g.group === undefined || g.group === null ? '' : typeof g.group === 'string' ? g.group : fail(`${gf}.group`, 'must be a string');
       if (group && !DNS_SUBDOMAIN.test(group)) fail(`${gf}.group`, `Invalid value: ${JSON.stringify(group)}: a lowercase RFC 1123 subdomain (a group name, without its version)`);
@@ -140,9 +141,6 @@ export function loadAuditPolicy(file: string): AuditPolicy {
   return parseAuditPolicy(text, `--audit-policy-file ${file}`);
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function strings(v: unknown, field: string, fail: (f: string, m: string) => never): string[] {
   if (v === undefined || v === null) return [];
@@ -443,10 +441,10 @@ function auditUser(u: UserInfo | undefined): AuditUser {
 }
 
 function withoutManagedFields(obj: unknown): unknown {
-  if (!isObject(obj)) return obj;
+  if (!isObj(obj)) return obj;
   const meta = obj.metadata;
   let out = obj;
-  if (isObject(meta) && 'managedFields' in meta) {
+  if (isObj(meta) && 'managedFields' in meta) {
     const { managedFields: _drop, ...rest } = meta;
     out = { ...obj, metadata: rest };
   }
@@ -562,7 +560,7 @@ function buildEvent(req: FastifyRequest, reply: FastifyReply | undefined, st: Re
     if (stage !== 'RequestReceived' && ['create', 'update', 'patch', 'delete'].includes(info.verb)) {
       requestObject = requestObjectOf(req);
       // kube's LogRequestObject fills the name and namespace from the request object.
-      if (isObject(requestObject) && isObject(requestObject.metadata)) {
+      if (isObj(requestObject) && isObj(requestObject.metadata)) {
         const meta = requestObject.metadata;
         if (!ref.name && typeof meta.name === 'string' && meta.name) ref.name = meta.name;
         if (!ref.namespace && typeof meta.namespace === 'string' && meta.namespace) ref.namespace = meta.namespace;
@@ -574,7 +572,7 @@ function buildEvent(req: FastifyRequest, reply: FastifyReply | undefined, st: Re
     const code = reply.statusCode;
     ev.responseStatus = { metadata: {}, code };
     const status = st.payload !== undefined && st.payload.startsWith('{"kind":"Status"') ? safeParse(st.payload) : undefined;
-    if (isObject(status)) {
+    if (isObj(status)) {
       if (typeof status.status === 'string') ev.responseStatus.status = status.status;
       if (typeof status.message === 'string' && status.message) ev.responseStatus.message = status.message;
       if (typeof status.reason === 'string' && status.reason) ev.responseStatus.reason = status.reason;

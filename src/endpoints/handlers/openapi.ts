@@ -48,7 +48,8 @@ export const serveOpenAPI: Handler = async (ctx, req, reply) => {
       const [group, version] = seg[0] === 'api' ? ['', 'v1'] : [seg[1]!, seg[2]!];
       const built = buildOpenAPIV3GroupVersion(descs, group, version);
       doc = built ? JSON.stringify(built) : null;
-      cache.gv.set(m[1]!, doc);
+      // Only served group-versions are remembered (at most one document each): any name can be asked for.
+      if (doc) cache.gv.set(m[1]!, doc);
     }
     if (doc) {
       reply.header('Cache-Control', 'public, immutable').type('application/json').send(doc);
