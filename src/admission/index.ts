@@ -68,7 +68,8 @@ export interface AdmissionStep extends WebhookAdmission {
  * once more, each step calling only its policies or webhooks to reinvoke. Admission
  * configurations themselves (webhook configurations, policies, bindings) pass no dynamic step,
  * as in kube, so that a broken webhook cannot lock its own configuration. Built-in validating
- * plugins (ResourceQuota) run last, on every write.
+ * plugins (ResourceQuota) run last, on every write; a create they admitted that the store then
+ * failed to write is handed back to them (`release`).
  */
 export function chainAdmission(plugins: readonly AdmissionPlugin[], ...steps: AdmissionStep[]): WebhookAdmission {
   const builtin = new AdmissionPlugins(plugins);
@@ -88,6 +89,9 @@ export function chainAdmission(plugins: readonly AdmissionPlugin[], ...steps: Ad
     async validate(a) {
       if (!isAdmissionConfiguration(a)) for (const s of steps) await s.validate(a);
       await builtin.validate(a);
+    },
+    release(a) {
+      builtin.release(a);
     },
   };
 }

@@ -50,6 +50,12 @@ export interface AdmissionPlugin {
   admit?(obj: KubeObject, attrs: AdmissionAttributes): void | Promise<void>;
   admitDelete?(obj: KubeObject, attrs: DeleteAdmissionAttributes): void;
   validate?(a: WebhookAttributes): Promise<void>;
+  /**
+   * A create this plugin's `validate` admitted was not written after all (the store failed it
+   * afterwards: AlreadyExists, a missing namespace, a failed transaction): give back what was
+   * charged for it. Synchronous; must not throw.
+   */
+  release?(a: WebhookAttributes): void;
 }
 
 /** The plugins of each resource, in the given order, indexed once. */
@@ -76,6 +82,11 @@ export class AdmissionPlugins {
   /** The validating plugins (`validate`) of the written resource, in order. */
   async validate(a: WebhookAttributes): Promise<void> {
     for (const p of this.pluginsOf(a)) if (p.validate) await p.validate(a);
+  }
+
+  /** Tells the validating plugins of the written resource that an admitted create was not written. */
+  release(a: WebhookAttributes): void {
+    for (const p of this.pluginsOf(a)) p.release?.(a);
   }
 
   /** Runs the plugins of the written resource (create, update: `admit`; delete: `admitDelete`). */

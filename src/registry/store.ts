@@ -237,11 +237,15 @@ export interface WebhookAttributes {
 /**
  * Dynamic admission after the resource's own admission (src/admission/webhooks.ts): `mutate`
  * before schema validation (resolves to the object to continue with), `validate` after it; both
- * reject with the StatusError to answer.
+ * reject with the StatusError to answer. `release` is told of a create that `validate` admitted
+ * and that was then not written (AlreadyExists, a missing namespace, a failed transaction), so
+ * that what admission charged for it (ResourceQuota's in-flight reservation) is given back at
+ * once instead of when a timeout finds it; it must not throw.
  */
 export interface WebhookAdmission {
   mutate(a: WebhookAttributes): Promise<KubeObject | undefined>;
   validate(a: WebhookAttributes): Promise<void>;
+  release?(a: WebhookAttributes): void;
 }
 
 /** Maximum optimistic-concurrency retries of a patch or internal update. */
@@ -531,22 +535,29 @@ export class Store {
       const written = await Store.commit([...initial.content, { store: this, scope: { ...scope, withStatus: true }, create: { ...(body as KubeObject), status: initial.status } }]);
       return written[initial.content.length]!;
     }
-    const { obj, generated } = await this.prepareCreate(scope, body, applied);
+    const { obj, generated, release } = await this.prepareCreate(scope, body, applied);
     const meta = obj.metadata;
     if (scope.dryRun) return JSON.stringify(obj);
-    for (let attempt = 0; ; attempt++) {
-      const res = await this.persist('create', this.objectKey(scope, meta.name!), obj);
-      if (res.ok) return res.json;
-      if (generated && attempt < 5) { meta.name = meta.generateName + generateSuffix(); continue; }
-      throw alreadyExists(this.gr, meta.name!);
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const res = await this.persist('create', this.objectKey(scope, meta.name!), obj);
+        if (res.ok) return res.json;
+        if (generated && attempt < 5) { meta.name = meta.generateName + generateSuffix(); continue; }
+        throw alreadyExists(this.gr, meta.name!);
+      }
+    } catch (err) {
+      release();
+      throw err;
     }
   }
 
   /**
    * Everything a create does before writing: decoding checks, pruning, names, system metadata,
    * strategy, admission, validation, the namespace check (unless `namespaceKnown`), managedFields.
+   * `release` tells admission that the admitted object was not written after all
+   * (WebhookAdmission.release); a failure here after admission has called it already.
    */
-  private async prepareCreate(scope: RequestScope, body: unknown, applied = false, namespaceKnown = false): Promise<{ obj: KubeObject; generated: boolean }> {
+  private async prepareCreate(scope: RequestScope, body: unknown, applied = false, namespaceKnown = false): Promise<{ obj: KubeObject; generated: boolean; release: () => void }> {
     const obj = this.checkBody(body, scope);
     this.prune(obj, scope, (errors) => unknownFieldsError(errors, this.desc.kind, this.desc.version));
     const meta = obj.metadata;
@@ -570,9 +581,20 @@ export class Store {
     const admitted = hooks ? this.keepSystemMeta(obj, await hooks.mutate(attrs(obj))) : obj;
     this.validate(admitted);
     if (hooks) await hooks.validate(attrs(admitted));
-    if (this.desc.namespaced && !namespaceKnown) await this.backend.checkNamespace(scope.cluster, meta.namespace!);
-    if (!applied) this.trackUpdate(undefined, admitted, scope);
-    return { obj: admitted, generated };
+    let released = false;
+    const release = () => {
+      if (released || !hooks?.release) return;
+      released = true;
+      hooks.release(attrs(admitted));
+    };
+    try {
+      if (this.desc.namespaced && !namespaceKnown) await this.backend.checkNamespace(scope.cluster, meta.namespace!);
+      if (!applied) this.trackUpdate(undefined, admitted, scope);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    return { obj: admitted, generated, release };
   }
 
   /**
@@ -618,15 +640,29 @@ export class Store {
     const ops: CommitItem[] = [];
     /** Per item: its index in `ops`, or the stored JSON of an update that changes nothing (not sent). */
     const sent: Array<number | string> = [];
+    /** Per op index of a create: tells admission that its object was not written. */
+    const releases = new Map<number, () => void>();
+    try {
+      return await Store.commitPrepared(items, newNamespaces, ops, sent, releases);
+    } catch (err) {
+      for (const release of releases.values()) release();
+      throw err;
+    }
+  }
+
+  /** `commit` past its set-up: prepares every item, writes them; creates not written are released. */
+  private static async commitPrepared(items: ReadonlyArray<TransactionItem>, newNamespaces: Set<string>, ops: CommitItem[], sent: Array<number | string>, releases: Map<number, () => void>): Promise<Array<string | undefined>> {
     for (const item of items) {
       const { store, scope } = item;
       if (store.desc.storage) throw new Error(`commit: ${store.desc.kind} converts its storage version`);
       if ('create' in item) {
         const body = item.create;
         const ns = store.desc.namespaced ? (scope.namespace ?? (body as KubeObject).metadata?.namespace ?? '') : '';
-        const { obj, generated } = await store.prepareCreate(scope, body, false, newNamespaces.has(`${scope.cluster}/${ns}`));
+        const { obj, generated, release } = await store.prepareCreate(scope, body, false, newNamespaces.has(`${scope.cluster}/${ns}`));
+        const index = ops.push({ op: 'create', objectKey: store.objectKey(scope, obj.metadata.name!), obj, ifAbsent: item.ifAbsent }) - 1;
+        releases.set(index, release);
         if (generated) throw new Error('commit: objects need a name');
-        sent.push(ops.push({ op: 'create', objectKey: store.objectKey(scope, obj.metadata.name!), obj, ifAbsent: item.ifAbsent }) - 1);
+        sent.push(index);
         continue;
       }
       const next = store.checkBody(item.update, scope);
@@ -645,6 +681,8 @@ export class Store {
       const failed = items[sent.indexOf(res.index)]!;
       throw failed.store.writeFailure(res.reason, ops[res.index]!.obj.metadata.name!);
     }
+    // A create skipped because its object exists (`ifAbsent`) was not written either.
+    for (const [index, release] of releases) if (res.written[index] === undefined) release();
     return sent.map((s) => (typeof s === 'string' ? s : res.written[s]));
   }
 

@@ -473,6 +473,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         // kube's ResourceQuota plugin comes last (AllOrderedPlugins), kcp's per logical cluster.
         name: 'ResourceQuota', resources: ['*'],
         validate: (a) => quota.validate(a),
+        release: (a) => quota.release(a),
       },
     ];
     backend.admission = chainAdmission(plugins,

@@ -6,10 +6,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  QuotaReservations, countedResourceNames, formatCount, isClusterScopedQuota, isQuotaIgnored, parseCountedResource, parseQuantity,
+  QuotaReservations, ResourceQuotaAdmission, countedResourceNames, formatCount, isClusterScopedQuota, isQuotaIgnored, parseCountedResource, parseQuantity,
 } from '../../src/admission/plugins/resourcequota.js';
 import type { CacheEvent } from '../../src/storage/watchcache.js';
 import { computeQuotaStatus, needsStatus } from '../../src/controllers/resourcequota/controller.js';
+import { chainAdmission } from '../../src/admission/index.js';
+import type { WebhookAttributes } from '../../src/registry/store.js';
 
 test('quantities: kube\'s suffixes and exponents; counts printed as DecimalSI', () => {
   assert.equal(parseQuantity('3'), 3);
@@ -77,5 +79,36 @@ test('controller status: counts from the cache plus reservations; scopes and oth
   reservations.reserve('c', 'uid-2', { groupResource: 'core/configmaps', namespace: 'ns', name: 'y' }, 'c|ns/q', ['count/configmaps']);
   reservations.release('c', 'uid-2');
   assert.deepEqual(freed, [['c|ns/q']]);
+  reservations.close();
+});
+
+test('a create the store failed after admission: the chain hands it to the plugins, quota drops its reservation and reports the quota', () => {
+  const reservations = new QuotaReservations({ subscribe: () => () => undefined, getEntry: () => undefined }, 60_000);
+  const freed: string[][] = [];
+  reservations.onFreed = (keys) => freed.push(keys);
+  const quota = new ResourceQuotaAdmission({ cache: {} as never, quotas: () => { throw new Error('not used'); }, reservations, scope: () => { throw new Error('not used'); } });
+  const seen: string[] = [];
+  const chain = chainAdmission([
+    { name: 'Other', resources: ['/secrets'], release: () => seen.push('Other') },
+    { name: 'ResourceQuota', resources: ['*'], release: (a) => { seen.push('ResourceQuota'); quota.release(a); } },
+  ]);
+  const a = (uid: string, extra: Partial<WebhookAttributes> = {}) => ({
+    operation: 'CREATE', cluster: 'c', desc: { group: '', plural: 'configmaps' }, subresource: '', namespace: 'ns', name: 'x',
+    user: { username: 'u', groups: [] }, object: { metadata: { name: 'x', namespace: 'ns', uid } }, dryRun: false, ...extra,
+  }) as unknown as WebhookAttributes;
+  const target = { groupResource: 'core/configmaps', namespace: 'ns', name: 'x' };
+  reservations.reserve('c', 'uid-1', target, 'c|ns/q', ['count/configmaps']);
+  reservations.reserve('c', 'uid-1', target, 'c|admin/cluster', ['count/configmaps']);
+  // A dry run or an update charged nothing: nothing is released.
+  chain.release!(a('uid-1', { dryRun: true }));
+  chain.release!(a('uid-1', { operation: 'UPDATE' }));
+  assert.equal(reservations.size, 1);
+  chain.release!(a('uid-1'));
+  assert.deepEqual(seen, ['ResourceQuota', 'ResourceQuota', 'ResourceQuota']);
+  assert.equal(reservations.size, 0);
+  assert.deepEqual(freed, [['c|ns/q', 'c|admin/cluster']]);
+  // Releasing twice (or a create never charged) is a no-op.
+  chain.release!(a('uid-1'));
+  assert.equal(freed.length, 1);
   reservations.close();
 });

@@ -40,9 +40,10 @@
  * written by one batch at a time too), so concurrent creates in one process queue up instead of
  * conflicting, and one status write admits a whole batch. Objects admitted but not yet stored are
  * tracked as {@link QuotaReservations}, which the quota controller adds to what it counts, so a
- * recalculation never frees a slot that an in-flight create holds; a create that fails after
- * admission gives its slot back when the controller recalculates (its reservation expiring
- * enqueues that).
+ * recalculation never frees a slot that an in-flight create holds; a create that the store fails
+ * after admission (AlreadyExists, a missing namespace, a failed transaction) releases its
+ * reservation at once ({@link ResourceQuotaAdmission.release}), which has the controller
+ * recalculate its quotas, so its slot is back within a reconcile.
  *
  * Bounds: a namespace holds at most {@link MAX_QUOTAS_PER_NAMESPACE} ResourceQuotas; the pending requests of a cluster are the requests in flight (each one waits for its
  * batch; at most {@link MAX_BATCH} are evaluated together); reservations live until their object
@@ -269,11 +270,11 @@ interface ClusterReservations {
  * The quota controller adds them to what it counts (`count`), so a recalculation racing with
  * in-flight creates never lowers `status.used` below what was admitted. A reservation ends when
  * its object appears in the watch cache (an ADDED event of its namespace and name whose JSON holds
- * its uid: no parse), when admission releases it (refused or not written), when a sweep finds its
- * namespace and name taken by another object for over {@link RESERVATION_GRACE_MS} (the create
- * failed with AlreadyExists after admission: kube leaks that slot until its next resync), or after
- * {@link RESERVATION_TTL_MS} (the create failed otherwise, or its generated name changed on a
- * retry): all but the first report the quotas (`onFreed`) so that their usage is recalculated.
+ * its uid: no parse), when admission releases it (refused, or not written: the store reports a
+ * create it failed after admission), when a sweep finds its namespace and name taken by another
+ * object for over {@link RESERVATION_GRACE_MS}, or after {@link RESERVATION_TTL_MS} (a failure the
+ * store could not report, or a generated name changed on a retry): the last two are backstops.
+ * All but the first report the quotas (`onFreed`) so that their usage is recalculated.
  * One sweep timer ({@link RESERVATION_SWEEP_MS}) for all clusters runs only while reservations
  * exist; a cluster without reservations costs one map lookup per event.
  */
@@ -447,6 +448,18 @@ export class ResourceQuotaAdmission {
       q.push(w);
       if (!this.draining.has(a.cluster)) void this.drain(a.cluster);
     });
+  }
+
+  /**
+   * A create admitted by {@link validate} was not written (the store failed it afterwards,
+   * WebhookAdmission.release): its reservations are dropped and their quotas recalculated by the
+   * controller at once. kube leaves such a charge in `status.used` until the next full resync;
+   * here the slot is back as soon as the controller has counted again.
+   */
+  release(a: WebhookAttributes): void {
+    const uid = a.object?.metadata.uid;
+    if (a.operation !== 'CREATE' || a.dryRun || !uid) return;
+    this.opts.reservations.release(a.cluster, uid);
   }
 
   /** Whether a quota counts objects of `names` (kube's evaluator `Matches`: on status.hard, no scopes). */
