@@ -26,6 +26,7 @@ import { buildOpenAPIV2, buildOpenAPIV3GroupVersion, buildOpenAPIV3Root } from '
 import { encodeOpenAPIV2Protobuf } from '../apis/openapiv2proto.js';
 import { answerHealth, healthEndpointOf, HEALTH_ENDPOINTS, type HealthCheck, type HealthEndpoint } from './health.js';
 import { addAuditAnnotation, auditAuthorization, auditResponseStarted, installAudit, type Auditor } from './audit.js';
+import type { FlowControlGrant, RequestFilter } from '../flowcontrol/filter.js';
 
 /** Maximum request body: 3 MiB, as kube-apiserver's default `MaxRequestBodyBytes`. */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -86,6 +87,11 @@ export interface AppContext {
   logger?: boolean | object;
   /** Audit policy and log (audit.ts; `--audit-policy-file`, `--audit-log-*`); absent: no auditing. */
   audit?: Auditor;
+  /**
+   * Priority and fairness, or max-in-flight limits (src/flowcontrol/filter.ts), applied after
+   * impersonation and before authorization; absent: no limit.
+   */
+  flowControl?: RequestFilter;
 }
 
 declare module 'fastify' {
@@ -298,6 +304,7 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     req.kcpUser = impersonate(ctx.authz, req.kcpUser!, h, cluster, cluster ? await ctx.clusterExists(cluster) : true);
   }
   const user = req.kcpUser!;
+  const flowGrant = ctx.flowControl && await admitFlow(ctx.flowControl, ctx, req, reply, info, query);
   if (view && !info.isResourceRequest) {
     const denial = await view.authorize({ user, cluster: info.cluster, verb: 'get', apiGroup: '', resource: '', subresource: '' });
     if (denial) throw forbiddenRequest(user, info, denial);
@@ -424,8 +431,11 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
           allowBookmarks: queryBool(query, 'allowWatchBookmarks') === true, timeoutSeconds: timeout === null ? 1800 : Number(timeout),
           encode, bookmark, prepare: desc.storage?.webhook ? (entries) => store.prepare(entries) : undefined,
         }, reply.raw, 'application/json');
+        // A watch holds its seats while it initialises (its initial events are written).
+        flowGrant?.release();
         auditResponseStarted(req, reply);
       } catch (err) {
+        flowGrant?.release();
         const status = toStatusError(err);
         if (!reply.raw.headersSent) {
           reply.raw.writeHead(status.code, { 'Content-Type': 'application/json' });
@@ -500,6 +510,26 @@ async function handle(ctx: AppContext, req: FastifyRequest, reply: FastifyReply)
     default:
       throw methodNotAllowed(`the server does not allow this method on the requested resource`);
   }
+}
+
+/**
+ * Asks the flow-control filter for seats: held until the response is closed (a watch releases
+ * them itself once initialised); a client that goes away while queued stops waiting. Sets the
+ * `X-Kubernetes-PF-*` headers. Throws the filter's 429.
+ */
+async function admitFlow(filter: RequestFilter, ctx: AppContext, req: FastifyRequest, reply: FastifyReply, info: RequestInfo, query: URLSearchParams): Promise<FlowControlGrant> {
+  const gone = new AbortController();
+  let grant: FlowControlGrant | undefined;
+  let closed = false;
+  reply.raw.once('close', () => { closed = true; gone.abort(); grant?.release(); });
+  const store = info.isResourceRequest && info.cluster ? apisOf(ctx, req, info.cluster).store(info.apiGroup, info.apiVersion, info.resource) : undefined;
+  grant = await filter.admit({
+    user: req.kcpUser!, cluster: info.cluster, verb: info.verb, apiGroup: info.apiGroup, resource: info.resource, subresource: info.subresource,
+    namespace: info.namespace, isResourceRequest: info.isResourceRequest, path: info.path, isLongRunning: info.verb === 'watch',
+    groupResource: store?.groupResource, query, signal: gone.signal, setHeader: (name, value) => { reply.raw.setHeader(name, value); },
+  });
+  if (closed) grant.release();
+  return grant;
 }
 
 /** Total length of the warnings of one response, in characters, and of one when they exceed it (kube's warning filter). */
