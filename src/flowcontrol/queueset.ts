@@ -175,7 +175,6 @@ export class QueueSet {
       r.resolve = resolve;
       r.reject = reject;
       r.timer = setTimeout(() => this.cancel(r, 'time-out'), opts.waitLimitMs);
-      r.timer.unref?.();
       if (opts.signal) {
         if (opts.signal.aborted) { this.cancel(r, 'cancelled'); return; }
         r.signal = opts.signal;
