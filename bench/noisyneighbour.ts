@@ -19,8 +19,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { RawConnection, closeClients, makeClients, type Client, type Creds } from './lib/client.js';
-import { runCount, summarize, Samples, type LatencySummary } from './lib/load.js';
+import { runCount, summarize, type LatencySummary } from './lib/load.js';
 import { killAllSync, removeRoot, startServerProc, type ServerProc } from './lib/procs.js';
 import { openWatches } from './lib/watchers.js';
 import type { Report, Row } from './workspaces.js';
@@ -69,30 +70,58 @@ async function populate(s: ServerProc): Promise<void> {
   closeClients(clients);
 }
 
-/** B's open loop: one GET every 20 ms (each on a free connection), latencies from the send. */
-function probeB(s: ServerProc): { stop(): Promise<{ lat: LatencySummary; errors: number; codes: Record<string, number> }> } {
-  const free: Client[] = makeClients(s.url, s.creds, 4);
-  const all = [...free];
-  const lat = new Samples();
-  const codes: Record<string, number> = {};
-  let errors = 0;
-  const inFlight = new Set<Promise<void>>();
-  const timer = setInterval(() => {
-    const c = free.pop() ?? (() => { const n = makeClients(s.url, s.creds, 1)[0]!; all.push(n); return n; })();
-    const t0 = performance.now();
-    const p = c.request('GET', `${B}/probe`).then((r) => {
-      codes[r.status] = (codes[r.status] ?? 0) + 1;
-      if (r.status === 200) lat.push(performance.now() - t0); else errors++;
-    }, () => { errors++; }).finally(() => { free.push(c); inFlight.delete(p); });
-    inFlight.add(p);
-  }, B_INTERVAL_MS);
+/**
+ * B in a worker thread (its own event loop, so the load generator's work for A's 2 MB
+ * responses does not delay B's sends or receipts): one keep-alive connection, one GET every
+ * 20 ms (the next one right away when a GET took longer), latencies from the send.
+ */
+async function probeB(s: ServerProc): Promise<{ stop(): Promise<{ lat: LatencySummary; errors: number; codes: Record<string, number> }> }> {
+  const worker = new Worker(`
+    const { parentPort, workerData: d } = require('node:worker_threads');
+    const https = require('node:https');
+    const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca: d.ca, cert: d.cert, key: d.key, servername: 'localhost' });
+    const u = new URL(d.url);
+    const lat = []; const codes = {}; let errors = 0; let inFlight = 0; let stopping = false;
+    const done = () => { if (stopping && inFlight === 0) { agent.destroy(); parentPort.postMessage({ lat, codes, errors }); } };
+    // One GET every interval; a GET still outstanding at the next tick delays the next one
+    // (B is one client with one connection, as a controller's reflector would be).
+    let next = performance.now();
+    let timer;
+    const send = () => {
+      if (stopping) return;
+      const t0 = performance.now(); inFlight++;
+      const req = https.request({ host: u.hostname, port: Number(u.port), path: d.path, agent, headers: { accept: 'application/json' } }, (res) => {
+        res.on('data', () => {}); res.on('end', () => {
+          codes[res.statusCode] = (codes[res.statusCode] || 0) + 1;
+          if (res.statusCode === 200) lat.push(performance.now() - t0); else errors++;
+          inFlight--; done(); schedule();
+        });
+      });
+      req.on('error', () => { errors++; inFlight--; done(); schedule(); });
+      req.end();
+    };
+    const schedule = () => { next = Math.max(next + d.interval, performance.now()); timer = setTimeout(send, next - performance.now()); };
+    // A first GET opens the connection (TLS handshake) before anything is measured.
+    const warm = https.request({ host: u.hostname, port: Number(u.port), path: d.path, agent }, (res) => {
+      res.on('data', () => {}); res.on('end', () => { parentPort.postMessage('ready'); next = performance.now(); send(); });
+    });
+    warm.on('error', (e) => parentPort.postMessage({ error: String(e) }));
+    warm.end();
+    parentPort.on('message', () => { stopping = true; clearTimeout(timer); done(); });
+  `, { eval: true, workerData: { url: s.url, ca: s.creds.ca, cert: s.creds.cert, key: s.creds.key, path: `${B}/probe`, interval: B_INTERVAL_MS } });
+  await new Promise<void>((resolve, reject) => {
+    worker.once('message', (m: unknown) => (m === 'ready' ? resolve() : reject(new Error(`B's probe: ${JSON.stringify(m)}`))));
+    worker.once('error', reject);
+  });
   return {
-    async stop() {
-      clearInterval(timer);
-      await Promise.all(inFlight);
-      closeClients(all);
-      return { lat: summarize(lat.values()), errors, codes };
-    },
+    stop: () => new Promise((resolve, reject) => {
+      worker.once('message', (m: { lat: number[]; codes: Record<string, number>; errors: number }) => {
+        void worker.terminate();
+        resolve({ lat: summarize(m.lat), errors: m.errors, codes: m.codes });
+      });
+      worker.once('error', reject);
+      worker.postMessage('stop');
+    }),
   };
 }
 
@@ -118,6 +147,15 @@ async function loop(s: ServerProc, n: number, ms: number, next: (c: number, i: n
 
 interface FloodResult { b: LatencySummary; bErrors: number; bCodes: Record<string, number>; aPerSec: number; aAlonePerSec: number; aCodes: Record<string, number>; loop: { p50: number; p99: number; max: number } }
 
+/** Count and sum (seconds) of the server's `apiserver_request_duration_seconds` for GETs of ConfigMaps. */
+async function serverGets(s: ServerProc): Promise<{ count: number; sum: number }> {
+  const c = makeClients(s.url, s.creds, 1)[0]!;
+  const text = (await c.request('GET', '/metrics')).body.toString();
+  c.close();
+  const num = (name: string) => Number(new RegExp(`^apiserver_request_duration_seconds_${name}\\{verb="get",resource="configmaps"\\} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
+  return { count: num('count'), sum: num('sum') };
+}
+
 async function flood(s: ServerProc, kind: string): Promise<FloodResult> {
   const listReq = () => ({ method: 'GET', path: A });
   const writeReq = (c: number, i: number) => ({ method: 'PUT', path: `${A}/cm-${(c * 40 + i) % OBJECTS}`, body: cm(`cm-${(c * 40 + i) % OBJECTS}`, `${payload.slice(0, 990)}${i}`) });
@@ -137,10 +175,13 @@ async function flood(s: ServerProc, kind: string): Promise<FloodResult> {
   const alone = await run();
   await sleep(500);
   await s.loopDelay();
-  const probe = probeB(s);
+  const before = await serverGets(s);
+  const probe = await probeB(s);
   const busy = await run();
   const b = await probe.stop();
   const loopDelay = await s.loopDelay();
+  const after = await serverGets(s);
+  log(`server-side GET mean ${round((after.sum - before.sum) / Math.max(1, after.count - before.count) * 1000, 2)} ms over ${after.count - before.count}`);
   return { b: b.lat, bErrors: b.errors, bCodes: b.codes, aPerSec: busy.perSec, aAlonePerSec: alone.perSec, aCodes: busy.codes, loop: loopDelay };
 }
 
@@ -153,7 +194,7 @@ export async function noisyNeighbour(): Promise<Report> {
     const s = await startServerProc(undefined, { label: `noisy-neighbour-${mode}` });
     try {
       await populate(s);
-      const probe = probeB(s);
+      const probe = await probeB(s);
       await sleep(2000);
       const idle = await probe.stop();
       const perMode: Record<string, unknown> = { idleB: idle.lat };
