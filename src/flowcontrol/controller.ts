@@ -76,6 +76,8 @@ export class Dispatcher {
   private schemas: FlowSchemaState[] = [];
   private readonly levels = new Map<string, PriorityLevelState>();
   private readonly waitLimitMs: number;
+  /** Flow hashes by `<schema> NUL <flow>` (at most FLOW_HASH_CACHE_SIZE; cleared when full): SHA-256 per request costs more than the rest of the dispatch. */
+  private readonly hashes = new Map<string, bigint>();
   /** FlowSchemas whose priority level does not exist (kube's Dangling condition), by name → level name. */
   dangling = new Map<string, string>();
 
@@ -137,6 +139,17 @@ export class Dispatcher {
     this.dangling = dangling;
   }
 
+  private hashOf(flowSchema: string, flow: string): bigint {
+    const key = `${flowSchema}\0${flow}`;
+    let h = this.hashes.get(key);
+    if (h === undefined) {
+      if (this.hashes.size >= FLOW_HASH_CACHE_SIZE) this.hashes.clear();
+      h = hashFlow(flowSchema, flow);
+      this.hashes.set(key, h);
+    }
+    return h;
+  }
+
   /** Nominal seats of each priority level. */
   get nominalLimits(): Record<string, number> {
     return Object.fromEntries([...this.levels].map(([n, l]) => [n, l.nominalCL]));
@@ -186,7 +199,7 @@ export class Dispatcher {
     };
     let started: Ticket | Promise<Ticket>;
     try {
-      started = level.queueSet.start(hashFlow(c.flowSchema, c.flow), work, { waitLimitMs: this.waitLimitMs, signal: opts.signal });
+      started = level.queueSet.start(this.hashOf(c.flowSchema, c.flow), work, { waitLimitMs: this.waitLimitMs, signal: opts.signal });
     } catch (err) {
       return refused(err, 0);
     }
@@ -199,6 +212,9 @@ export class Dispatcher {
     );
   }
 }
+
+/** Flows whose hash the dispatcher remembers. */
+const FLOW_HASH_CACHE_SIZE = 10_000;
 
 function shareOf(spec: PriorityLevelSpec | undefined): number {
   if (!spec) return 0;

@@ -71,6 +71,9 @@ export interface Ticket {
  */
 export const ESTIMATED_SERVICE_SECONDS = 0.003;
 
+/** Flows whose hand a queue set remembers (a deal costs BigInt divisions). */
+const HAND_CACHE_SIZE = 10_000;
+
 class Request {
   state: 'waiting' | 'executing' | 'finished' | 'rejected' = 'waiting';
   arrivalR = 0;
@@ -108,6 +111,8 @@ export class QueueSet {
   private currentR = 0;
   private lastMs: number;
   private enqueues = 0;
+  /** Hands dealt, by flow hash (at most HAND_CACHE_SIZE; cleared when full or reconfigured). */
+  private readonly hands = new Map<bigint, number[]>();
   private seatsInUse = 0;
   private executing = 0;
   private waiting = 0;
@@ -135,6 +140,7 @@ export class QueueSet {
     const dealer = config.queues > 0 ? new Dealer(config.queues, config.handSize) : undefined;
     this.config = config;
     this.dealer = dealer;
+    this.hands.clear();
     this.dispatchAsMuchAsPossible();
   }
 
@@ -146,13 +152,13 @@ export class QueueSet {
    *   rejects with `time-out` after `waitLimitMs` in the queue and `cancelled` when `signal` aborts
    */
   start(flowHash: bigint, work: WorkEstimate, opts: { waitLimitMs: number; signal?: AbortSignal }): Ticket | Promise<Ticket> {
-    this.syncTime();
+    const now = this.syncTime();
     const seats = maxSeats(work);
     const totalWork = work.initialSeats * ESTIMATED_SERVICE_SECONDS + work.finalSeats * work.additionalLatencyMs / 1000;
     if (!this.dealer) {
       // No queues (limitResponse Reject): run now or refuse.
       if (!this.canAccommodate(seats)) throw new RejectedError('concurrency-limit');
-      const r = new Request(work, seats, totalWork, undefined, this.now());
+      const r = new Request(work, seats, totalWork, undefined, now);
       this.begin(r);
       return this.ticketOf(r);
     }
@@ -161,7 +167,7 @@ export class QueueSet {
       if (queue.idle) this.queues.delete(queue.index);
       throw new RejectedError('queue-full');
     }
-    const r = new Request(work, seats, totalWork, queue, this.now());
+    const r = new Request(work, seats, totalWork, queue, now);
     // A queue that becomes active starts at the current virtual time.
     if (queue.waiting.length === 0 && queue.executing === 0) queue.nextDispatchR = this.currentR;
     r.arrivalR = this.currentR;
@@ -191,7 +197,12 @@ export class QueueSet {
 
   /** The least loaded queue (by waiting work) of the flow's hand, visited from a rotating offset (kube's shuffleShardLocked). */
   private shuffleShard(hash: bigint): Queue {
-    const hand = this.dealer!.deal(hash);
+    let hand = this.hands.get(hash);
+    if (!hand) {
+      if (this.hands.size >= HAND_CACHE_SIZE) this.hands.clear();
+      hand = this.dealer!.deal(hash);
+      this.hands.set(hash, hand);
+    }
     const offset = this.enqueues++ % hand.length;
     let best = -1;
     let bestWork = Infinity;
@@ -206,19 +217,19 @@ export class QueueSet {
   }
 
   /** Advances virtual time by the real time elapsed times the rate at which each active queue is served. */
-  private syncTime(): void {
+  private syncTime(): number {
     const now = this.now();
     const elapsed = (now - this.lastMs) / 1000;
     this.lastMs = now;
-    if (elapsed <= 0) return;
+    if (elapsed <= 0) return now;
     let active = 0;
     let seatsRequested = 0;
     for (const q of this.queues.values()) {
       seatsRequested += q.seatsInUse + q.waitingSeats;
       if (q.waiting.length > 0 || q.executing > 0) active++;
     }
-    if (active === 0) return;
-    this.currentR += elapsed * Math.min(seatsRequested, this.config.concurrencyLimit) / active;
+    if (active > 0) this.currentR += elapsed * Math.min(seatsRequested, this.config.concurrencyLimit) / active;
+    return now;
   }
 
   private canAccommodate(seats: number): boolean {
@@ -257,7 +268,7 @@ export class QueueSet {
 
   private begin(r: Request): void {
     r.state = 'executing';
-    r.startMs = this.now();
+    r.startMs = this.lastMs;
     if (r.timer) clearTimeout(r.timer);
     if (r.abort) r.signal?.removeEventListener('abort', r.abort);
     this.executing++;
@@ -274,13 +285,13 @@ export class QueueSet {
   private finish(r: Request): void {
     if (r.state !== 'executing') return;
     r.state = 'finished';
-    this.syncTime();
+    const now = this.syncTime();
     this.executing--;
     const q = r.queue;
     if (q) {
       q.executing--;
       // The actual service time replaces the estimate in the queue's virtual clock.
-      const actual = (this.now() - r.startMs) / 1000;
+      const actual = (now - r.startMs) / 1000;
       q.nextDispatchR -= r.work.initialSeats * (ESTIMATED_SERVICE_SECONDS - actual);
       this.boundNextDispatch(q);
     }

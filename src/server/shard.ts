@@ -60,6 +60,7 @@ import { csrAdmission } from '../certificates/csr.js';
 import { createRequestFilter } from '../flowcontrol/filter.js';
 import { FlowControlMetrics } from '../flowcontrol/metrics.js';
 import { ensureConfiguration } from '../flowcontrol/bootstrap.js';
+import { syncDanglingConditions } from '../flowcontrol/status.js';
 import { FLOWCONTROL_GROUP, FLOW_SCHEMAS_GR, PRIORITY_LEVELS_GR } from '../flowcontrol/types.js';
 import { SYSTEM_ADMIN_CLUSTER } from '../auth/authorizer.js';
 
@@ -526,7 +527,8 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     const unsubscribeFlowControl = cache.subscribe((ev) => {
       if (ev && !((ev.entry.groupResource === FLOW_SCHEMAS_GR || ev.entry.groupResource === PRIORITY_LEVELS_GR) && ev.entry.cluster === SYSTEM_ADMIN_CLUSTER)) return;
       reconfiguring ??= setImmediate(() => { reconfiguring = undefined; flowControl.reconfigure(); });
-      // The mandatory objects come back when deleted or changed (kube's ensurer).
+      // The mandatory objects come back when deleted or changed (kube's ensurer); FlowSchemas get
+      // their Dangling condition.
       if (ensureFlowControl) ensuring ??= setTimeout(() => { ensuring = undefined; ensureFlowControl?.(); }, 200);
     });
     cleanups.push(async () => { unsubscribeFlowControl(); ensureFlowControl = undefined; if (ensuring) clearTimeout(ensuring); if (reconfiguring) clearImmediate(reconfiguring); });
@@ -618,7 +620,11 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       // Serve with the configuration just written, not the mandatory objects alone.
       await cache.waitForRevision(await storage.currentRevision());
       flowControl.reconfigure();
-      ensureFlowControl = () => { ensureConfiguration(target).catch((err: unknown) => warn(`ensuring the flow-control configuration: ${(err as Error).message}`)); };
+      const conditions = () => syncDanglingConditions(target.flowSchemas, target.scope, flowConfig(FLOW_SCHEMAS_GR)(), flowControl.dispatcher?.dangling ?? new Map());
+      await conditions();
+      ensureFlowControl = () => {
+        ensureConfiguration(target).then(conditions).catch((err: unknown) => warn(`ensuring the flow-control configuration: ${(err as Error).message}`));
+      };
       checkpoint();
     }
 

@@ -35,6 +35,19 @@ test('kube\'s mandatory and suggested configuration is in system:admin, listed b
   assert.deepEqual(fs.json.spec, BOOTSTRAP.flowSchemas['service-accounts']);
 });
 
+test('FlowSchemas carry kube\'s Dangling condition (kubectl\'s MissingPL column)', async () => {
+  await eventually('global-default Dangling=False', async () => (await masters('GET', `${FC}/flowschemas/global-default`)).json.status?.conditions?.some((c: any) => c.type === 'Dangling' && c.status === 'False' && c.reason === 'Found'));
+  assert.equal((await masters('POST', `${FC}/flowschemas`, {
+    metadata: { name: 'orphan' }, spec: { priorityLevelConfiguration: { name: 'nowhere' }, rules: [{ subjects: [{ kind: 'User', user: { name: 'x' } }], nonResourceRules: [{ verbs: ['get'], nonResourceURLs: ['/x'] }] }] },
+  })).status, 201);
+  const cond = await eventually('orphan Dangling=True', async () => (await masters('GET', `${FC}/flowschemas/orphan`)).json.status?.conditions?.find((c: any) => c.type === 'Dangling' && c.status === 'True'));
+  assert.equal(cond.message, 'This FlowSchema references the PriorityLevelConfiguration object named "nowhere" but there is no such object');
+  const { stdout } = await kc(['--context', 'system:admin', 'get', 'flowschemas', 'orphan', 'global-default', '--no-headers']);
+  assert.match(stdout, /^orphan\s+nowhere\s+1000\s+<none>\s+\S+\s+True$/m);
+  assert.match(stdout, /^global-default\s+global-default\s+9900\s+ByUser\s+\S+\s+False$/m);
+  assert.equal((await masters('DELETE', `${FC}/flowschemas/orphan`)).status, 200);
+});
+
 test('responses name the FlowSchema and priority level (their UIDs); /metrics has apiserver_flowcontrol_*', async () => {
   const uid = async (kind: string, name: string) => (await masters('GET', `${FC}/${kind}/${name}`)).json.metadata.uid as string;
   const tenant = await admin('GET', '/clusters/root/api/v1/namespaces/default');
