@@ -16,7 +16,7 @@ interface Condition { type: string; status: string; reason?: string; message?: s
  * changed meanwhile) are left to the next run, which that change triggers.
  */
 export async function syncDanglingConditions(store: Store, scope: RequestScope, schemas: readonly KubeObject[], dangling: ReadonlyMap<string, string>): Promise<void> {
-  for (const fs of schemas) {
+  await Promise.all(schemas.map(async (fs) => {
     const name = fs.metadata.name!;
     const level = (fs.spec as FlowSchemaSpec | undefined)?.priorityLevelConfiguration?.name ?? '';
     const missing = dangling.has(name);
@@ -25,12 +25,12 @@ export async function syncDanglingConditions(store: Store, scope: RequestScope, 
       : { type: 'Dangling', status: 'False', reason: 'Found', message: `This FlowSchema references the PriorityLevelConfiguration object named "${level}" and it exists` };
     const conditions = ((fs.status as { conditions?: Condition[] } | undefined)?.conditions ?? []);
     const current = conditions.find((c) => c.type === 'Dangling');
-    if (current && current.status === wanted.status && current.message === wanted.message) continue;
+    if (current && current.status === wanted.status && current.message === wanted.message) return;
     const next = { ...fs, status: { ...(fs.status as object | undefined), conditions: [...conditions.filter((c) => c.type !== 'Dangling'), { ...wanted, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } };
     try {
       await store.update(scope, name, next, 'status');
     } catch (err) {
       if (!isStatus(err, 409, 404)) throw err;
     }
-  }
+  }));
 }
