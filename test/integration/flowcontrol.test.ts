@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent } from 'node:https';
 import { performance } from 'node:perf_hooks';
-import { CM, call, createLogicalCluster, eventually, useTestServer, type Kubectl, type TestServer } from '../helpers.js';
+import { CM, call, createLogicalCluster, eventually, useTestServer, watch, type Kubectl, type TestServer } from '../helpers.js';
 import { BOOTSTRAP } from '../../src/flowcontrol/bootstrap.js';
 
 let srv: TestServer;
@@ -126,6 +126,25 @@ test('a flood of LISTs in workspace A holds up A, not workspace B\'s GETs', asyn
   // 24 LISTs share one seat: each waits for the others; B's GET waits for about one LIST.
   assert.ok(bLatencies.length >= 20, `${bLatencies.length} GETs of B`);
   assert.ok(b * 3 < a, `B's median GET ${b.toFixed(1)} ms is not well below A's median LIST ${a.toFixed(1)} ms`);
+});
+
+test('a watch holds its seats only while it initialises', async () => {
+  // global-default has 1 seat: five open watches of the tenant would otherwise starve it.
+  const watches = Array.from({ length: 5 }, () => watch(srv, srv.creds, '/clusters/root/api/v1/namespaces/default/configmaps?watch=true'));
+  try {
+    assert.deepEqual(await Promise.all(watches.map((w) => w.status)), [200, 200, 200, 200, 200]);
+    await new Promise((r) => setTimeout(r, 200));
+    const t0 = performance.now();
+    const r = await admin('GET', '/clusters/root/api/v1/namespaces/default/configmaps');
+    assert.equal(r.status, 200, r.body);
+    assert.ok(performance.now() - t0 < 5000);
+    const metrics = (await admin('GET', '/metrics')).body;
+    // The watches are open, none holds a seat (/metrics is served outside the filter, as /healthz).
+    assert.match(metrics, /apiserver_flowcontrol_current_executing_requests\{priority_level="global-default",flow_schema="global-default"\} 0\b/);
+    assert.match(metrics, /apiserver_longrunning_requests \d+/);
+  } finally {
+    for (const w of watches) w.close();
+  }
 });
 
 test('a full Reject level answers 429 TooManyRequests with Retry-After at once', async () => {

@@ -286,3 +286,27 @@ test('max-in-flight filter (priority and fairness off): 429 beyond either limit,
   get.release(); create.release();
   (await f.admit(req('list'))).release();
 });
+
+test('kcp-ts start flags: --enable-priority-and-fairness as a pflag boolean, --max-*-inflight non-negative integers', async () => {
+  const { main } = await import('../../src/cli/main.js');
+  const { ShutdownSignals } = await import('../../src/cli/signals.js');
+  const run = async (...args: string[]) => {
+    const out: string[] = [];
+    const [stdout, stderr] = [process.stdout.write, process.stderr.write];
+    process.stdout.write = ((s: string) => { out.push(String(s)); return true; }) as typeof process.stdout.write;
+    process.stderr.write = ((s: string) => { out.push(String(s)); return true; }) as typeof process.stderr.write;
+    const signals = new ShutdownSignals();
+    try { return { code: await main(['start', ...args], signals), out: out.join('') }; } finally {
+      process.stdout.write = stdout; process.stderr.write = stderr; signals.dispose();
+    }
+  };
+  // --help answers once the flags parsed: a bare pflag boolean and =false are accepted.
+  assert.equal((await run('--enable-priority-and-fairness', '--help')).code, 0);
+  assert.equal((await run('--enable-priority-and-fairness=false', '--max-requests-inflight', '10', '--help')).code, 0);
+  const bad = await run('--enable-priority-and-fairness=maybe');
+  assert.equal(bad.code, 2);
+  assert.match(bad.out, /invalid argument "maybe" for "--enable-priority-and-fairness" flag/);
+  const negative = await run('--max-mutating-requests-inflight=-1');
+  assert.equal(negative.code, 2);
+  assert.match(negative.out, /invalid --max-mutating-requests-inflight "-1"/);
+});
