@@ -25,9 +25,6 @@ export class FlowControlMetrics {
   private readonly series = new Map<string, Series>();
   private readonly dispatched: Counter<'priority_level' | 'flow_schema'>;
   private readonly rejected: Counter<'priority_level' | 'flow_schema' | 'reason'>;
-  private readonly inQueue: Gauge<'priority_level' | 'flow_schema'>;
-  private readonly executing: Gauge<'priority_level' | 'flow_schema'>;
-  private readonly executingSeats: Gauge<'priority_level' | 'flow_schema'>;
   private readonly wait: Histogram<'priority_level' | 'flow_schema' | 'execute'>;
   private readonly nominal: Gauge<'priority_level'>;
 
@@ -41,9 +38,9 @@ export class FlowControlMetrics {
       name, help, labelNames: labels, registers,
       collect() { for (const s of series.values()) this.set({ priority_level: s.pl, flow_schema: s.fs }, s[field]); },
     });
-    this.inQueue = gauge('apiserver_flowcontrol_current_inqueue_requests', 'Number of requests currently pending in queues of the API Priority and Fairness subsystem', 'inQueue');
-    this.executing = gauge('apiserver_flowcontrol_current_executing_requests', 'Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem', 'executing');
-    this.executingSeats = gauge('apiserver_flowcontrol_current_executing_seats', 'Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem', 'executingSeats');
+    gauge('apiserver_flowcontrol_current_inqueue_requests', 'Number of requests currently pending in queues of the API Priority and Fairness subsystem', 'inQueue');
+    gauge('apiserver_flowcontrol_current_executing_requests', 'Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem', 'executing');
+    gauge('apiserver_flowcontrol_current_executing_seats', 'Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem', 'executingSeats');
     this.wait = new Histogram({
       name: 'apiserver_flowcontrol_request_wait_duration_seconds', help: 'Length of time a request spent waiting in its queue', labelNames: [...labels, 'execute'],
       buckets: [0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30], registers,
