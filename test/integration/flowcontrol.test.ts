@@ -30,6 +30,10 @@ test('kube\'s mandatory and suggested configuration is in system:admin, listed b
   assert.match(stdout, /flowschema\.flowcontrol\.apiserver\.k8s\.io\/global-default\s+global-default\s+9900\s+ByUser\s/);
   assert.match(stdout, /prioritylevelconfiguration\.flowcontrol\.apiserver\.k8s\.io\/workload-low\s+Limited\s+100\s+128\s+6\s+50\s/);
   assert.match(stdout, /prioritylevelconfiguration\.flowcontrol\.apiserver\.k8s\.io\/exempt\s+Exempt\s+<none>\s+<none>\s+<none>\s+<none>\s/);
+  // /openapi/v3 knows the kinds: kubectl explain describes them.
+  const explained = (await kc(['--context', 'system:admin', 'explain', 'prioritylevelconfigurations.spec.limited'])).stdout;
+  assert.match(explained, /nominalConcurrencyShares\s+<integer>/);
+  assert.match(explained, /limitResponse\s+<LimitResponse>/);
   const fs = await masters('GET', `${FC}/flowschemas/service-accounts`);
   assert.equal(fs.json.metadata.annotations['apf.kubernetes.io/autoupdate-spec'], 'true');
   assert.deepEqual(fs.json.spec, BOOTSTRAP.flowSchemas['service-accounts']);
