@@ -310,3 +310,28 @@ test('kcp-ts start flags: --enable-priority-and-fairness as a pflag boolean, --m
   assert.equal(negative.code, 2);
   assert.match(negative.out, /invalid --max-mutating-requests-inflight "-1"/);
 });
+
+test('reconfiguration: changed shares change the limits at once; a removed level drains what it holds, its schemas become dangling', async () => {
+  const level = (shares: number): KubeObject => ({ apiVersion: 'v1', kind: 'PriorityLevelConfiguration', metadata: { name: 'mine', uid: 'mine' }, spec: { type: 'Limited', limited: { nominalConcurrencyShares: shares, limitResponse: { type: 'Queue', queuing: { queues: 4, handSize: 2, queueLengthLimit: 10 } } } } });
+  const schema: KubeObject = { apiVersion: 'v1', kind: 'FlowSchema', metadata: { name: 'mine', uid: 'mine' }, spec: { priorityLevelConfiguration: { name: 'mine' }, matchingPrecedence: 10, distinguisherMethod: { type: 'ByUser' }, rules: [{ subjects: [{ kind: 'User', user: { name: 'dave' } }], nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }] }] } };
+  let pl: KubeObject[] = [level(1)];
+  const d = new Dispatcher({ ...bootstrapSource({ fs: [schema] }), priorityLevels: () => [...bootstrapSource().priorityLevels(), ...pl] }, { serverConcurrencyLimit: 246 });
+  assert.equal(d.nominalLimits.mine, 1);
+  const dave = digest({ user: authed('dave'), isResourceRequest: false, path: '/version' });
+  const first = await d.admit(dave, one);
+  const second = d.admit(dave, one);
+  assert.ok(second instanceof Promise, 'one seat: the second waits');
+  // More shares: the waiting request is dispatched by the reconfiguration itself.
+  pl = [level(246)];
+  d.reconfigure();
+  assert.equal(d.nominalLimits.mine, Math.ceil(246 * 246 / 491));
+  const s = await second;
+  // Removed while busy: kept until idle; new requests of its schema go elsewhere.
+  pl = [];
+  d.reconfigure();
+  assert.equal(d.dangling.get('mine'), 'mine');
+  assert.equal(d.classify(dave).flowSchema, 'global-default');
+  first.release(); s.release();
+  d.reconfigure();
+  assert.equal(d.nominalLimits.mine, undefined);
+});
