@@ -72,43 +72,39 @@ async function populate(s: ServerProc): Promise<void> {
 
 /**
  * B in a worker thread (its own event loop, so the load generator's work for A's 2 MB
- * responses does not delay B's sends or receipts): one keep-alive connection, one GET every
- * 20 ms (the next one right away when a GET took longer), latencies from the send.
+ * responses does not delay B's sends or receipts): one GET every 20 ms over 16 warm keep-alive
+ * connections, latencies from the send.
  */
 async function probeB(s: ServerProc): Promise<{ stop(): Promise<{ lat: LatencySummary; errors: number; codes: Record<string, number> }> }> {
   const worker = new Worker(`
     const { parentPort, workerData: d } = require('node:worker_threads');
     const https = require('node:https');
-    const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca: d.ca, cert: d.cert, key: d.key, servername: 'localhost' });
+    const agent = new https.Agent({ keepAlive: true, maxSockets: d.sockets, maxFreeSockets: d.sockets, ca: d.ca, cert: d.cert, key: d.key, servername: 'localhost' });
     const u = new URL(d.url);
-    const lat = []; const codes = {}; let errors = 0; let inFlight = 0; let stopping = false;
+    const lat = []; const codes = {}; let errors = 0; let inFlight = 0; let stopping = false; let timer;
     const done = () => { if (stopping && inFlight === 0) { agent.destroy(); parentPort.postMessage({ lat, codes, errors }); } };
-    // One GET every interval; a GET still outstanding at the next tick delays the next one
-    // (B is one client with one connection, as a controller's reflector would be).
-    let next = performance.now();
-    let timer;
-    const send = () => {
-      if (stopping) return;
+    const get = (cb) => {
       const t0 = performance.now(); inFlight++;
       const req = https.request({ host: u.hostname, port: Number(u.port), path: d.path, agent, headers: { accept: 'application/json' } }, (res) => {
-        res.on('data', () => {}); res.on('end', () => {
-          codes[res.statusCode] = (codes[res.statusCode] || 0) + 1;
-          if (res.statusCode === 200) lat.push(performance.now() - t0); else errors++;
-          inFlight--; done(); schedule();
-        });
+        res.on('data', () => {}); res.on('end', () => { inFlight--; cb(res.statusCode, performance.now() - t0); done(); });
       });
-      req.on('error', () => { errors++; inFlight--; done(); schedule(); });
+      req.on('error', () => { inFlight--; cb(0, 0); done(); });
       req.end();
     };
-    const schedule = () => { next = Math.max(next + d.interval, performance.now()); timer = setTimeout(send, next - performance.now()); };
-    // A first GET opens the connection (TLS handshake) before anything is measured.
-    const warm = https.request({ host: u.hostname, port: Number(u.port), path: d.path, agent }, (res) => {
-      res.on('data', () => {}); res.on('end', () => { parentPort.postMessage('ready'); next = performance.now(); send(); });
+    // Open loop: one GET every interval on a pool of warm keep-alive connections (TLS handshakes
+    // before anything is measured); a GET sent while every connection is busy waits for one, and
+    // that wait counts in its latency.
+    let warm = 0;
+    for (let i = 0; i < d.sockets; i++) get(() => {
+      if (++warm < d.sockets) return;
+      parentPort.postMessage('ready');
+      timer = setInterval(() => get((code, ms) => {
+        codes[code] = (codes[code] || 0) + 1;
+        if (code === 200) lat.push(ms); else errors++;
+      }), d.interval);
     });
-    warm.on('error', (e) => parentPort.postMessage({ error: String(e) }));
-    warm.end();
-    parentPort.on('message', () => { stopping = true; clearTimeout(timer); done(); });
-  `, { eval: true, workerData: { url: s.url, ca: s.creds.ca, cert: s.creds.cert, key: s.creds.key, path: `${B}/probe`, interval: B_INTERVAL_MS } });
+    parentPort.on('message', () => { stopping = true; clearInterval(timer); done(); });
+  `, { eval: true, workerData: { url: s.url, ca: s.creds.ca, cert: s.creds.cert, key: s.creds.key, path: `${B}/probe`, interval: B_INTERVAL_MS, sockets: 16 } });
   await new Promise<void>((resolve, reject) => {
     worker.once('message', (m: unknown) => (m === 'ready' ? resolve() : reject(new Error(`B's probe: ${JSON.stringify(m)}`))));
     worker.once('error', reject);

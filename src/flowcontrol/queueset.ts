@@ -262,7 +262,11 @@ export class QueueSet {
     min.nextDispatchR += head.totalWork;
     this.boundNextDispatch(min);
     this.begin(head);
-    if (head.resolve) head.resolve(this.ticketOf(head));
+    // Its seats are taken now; its work starts after the I/O callbacks already due (setImmediate):
+    // a seat freed by a finishing request is not refilled by the next queued request's work before
+    // the requests that just arrived have been read (and, if they fit, admitted).
+    const resolve = head.resolve;
+    if (resolve) { const ticket = this.ticketOf(head); setImmediate(() => resolve(ticket)); }
     return true;
   }
 
