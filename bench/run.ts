@@ -34,6 +34,7 @@ import { killInstancesSync, proxyOverhead, proxyRestart, shardsWs } from './shar
 import { operatorBench } from './operator.js';
 import { apisBind, apisVirtualWorkspace } from './apis.js';
 import { conversionBench, policyBench, webhookBench } from './admission.js';
+import { noisyNeighbour } from './noisyneighbour.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS = join(BENCH_DIR, 'results.json');
@@ -606,6 +607,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'watch-fanout': () => watchScenario('watch-fanout', 1, Number(process.env.BENCH_FANOUT_RATE ?? 20)),
   'list-10k': () => listScenario('list-10k', 10_000),
   'redis-ceiling': redisCeiling,
+  // Workspace A floods, workspace B GETs every 20 ms; priority and fairness on and off (bench/noisyneighbour.ts).
+  'noisy-neighbour': () => instanceScenario('noisy-neighbour', noisyNeighbour),
   'crd-apply': crdApply,
   'cr-create': crCreate,
   'ws-create': () => workspaceScenario('ws-create', wsCreate),

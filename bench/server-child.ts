@@ -7,6 +7,8 @@
  *
  * Commands, one per line on stdin (answers are JSON lines on stdout):
  * - `mem`  → runs `global.gc()` (when exposed) and answers `{"event":"mem","rss":…,"heapUsed":…,…}`
+ * - `loop` → the event-loop delay since the previous `loop` (perf_hooks.monitorEventLoopDelay,
+ *   1 ms resolution): `{"event":"loop","p50":…,"p99":…,"max":…}` in ms, then starts afresh
  * - `stop` → stops the server (ends watches, closes Redis, stops the embedded redis-server) and exits
  *
  * `BENCH_STALL_LOG=<file>` appends one line per garbage collection pause of 5 ms or more
@@ -47,6 +49,9 @@ if (gcLog) {
   }).observe({ entryTypes: ['gc'] });
 }
 
+const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+loopDelay.enable();
+
 let server: RunningServer | undefined;
 let stopping: Promise<void> | undefined;
 
@@ -72,7 +77,11 @@ const gc = (globalThis as { gc?: () => void }).gc;
 createInterface({ input: process.stdin }).on('line', (line) => {
   const cmd = line.trim();
   if (cmd === 'stop') void stop(0);
-  else if (cmd === 'mem') {
+  else if (cmd === 'loop') {
+    const ms = (ns: number) => Math.round(ns / 1e4) / 100;
+    send({ event: 'loop', p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) });
+    loopDelay.reset();
+  } else if (cmd === 'mem') {
     if (gc) { gc(); gc(); }
     const m = process.memoryUsage();
     send({ event: 'mem', gc: Boolean(gc), rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers });
@@ -87,7 +96,13 @@ try {
   // BENCH_AUDIT_POLICY: an audit policy file; the audit log is <root>/audit.log (scenario audit).
   const auditPolicy = process.env.BENCH_AUDIT_POLICY;
   const audit = auditPolicy ? { policy: auditPolicy, path: join(root, 'audit.log') } : undefined;
-  server = await startServer({ rootDirectory: root, securePort: 0, redisUrl, watchHistorySize: history, audit });
+  // BENCH_APF=off: priority and fairness off (kube's max-in-flight limits instead);
+  // BENCH_MAX_INFLIGHT=<read-only>,<mutating>: --max-requests-inflight, --max-mutating-requests-inflight.
+  const inflight = process.env.BENCH_MAX_INFLIGHT?.split(',').map(Number);
+  server = await startServer({
+    rootDirectory: root, securePort: 0, redisUrl, watchHistorySize: history, audit,
+    enablePriorityAndFairness: process.env.BENCH_APF !== 'off', maxRequestsInflight: inflight?.[0], maxMutatingRequestsInflight: inflight?.[1],
+  });
   const startMs = performance.now() - t0;
   send({ event: 'ready', url: server.url, port: server.port, redisUrl: server.redisUrl, startMs, pid: process.pid });
 } catch (err) {

@@ -109,6 +109,8 @@ export interface ServerProc {
   redisPid: number | undefined;
   creds: Creds;
   cpu: CpuSampler;
+  /** The child's event-loop delay (ms) since the previous call. */
+  loopDelay(): Promise<{ p50: number; p99: number; max: number }>;
   /** Asks the child for its memory after a full GC. */
   mem(): Promise<{ rss: number; heapUsed: number; heapTotal: number; external: number; gc: boolean }>;
   stop(): Promise<void>;
@@ -221,6 +223,11 @@ export async function startServerProc(root = freshRoot(), opts: { label?: string
   const proc: ServerProc = {
     root, url: String(ready.url), redisUrl: String(ready.redisUrl), startMs: Number(ready.startMs), spawnToReadyMs,
     pid: child.pid!, redisPid, creds, cpu: new CpuSampler(child.pid!, redisPid, queueRedisPid),
+    async loopDelay() {
+      const p = waitFor('loop', 30_000);
+      child.stdin!.write('loop\n');
+      return (await p) as never;
+    },
     async mem() {
       const p = waitFor('mem', 30_000);
       child.stdin!.write('mem\n');

@@ -10,6 +10,7 @@ import type { ResourceDescriptor, TableColumn } from './types.js';
 import { OFF_BY_DEFAULT_GROUP_VERSIONS } from './runtimeconfig.js';
 import { applyCRDDefaults, validateCRD } from '../apiextensions/crdvalidation.js';
 import { CSR_DESCRIPTOR } from '../certificates/csr.js';
+import { FLOW_SCHEMA_DESCRIPTOR, PRIORITY_LEVEL_DESCRIPTOR } from '../flowcontrol/descriptors.js';
 import { age } from '../apimachinery/duration.js';
 import { defaultWebhookConfiguration, validateWebhookConfiguration } from '../admission/webhooks.js';
 import { defaultPolicy, validatePolicy, validatePolicyBinding } from '../admission/policies.js';
@@ -131,8 +132,9 @@ function resourceList(v: unknown): string {
 /**
  * Built-in resource descriptors, in discovery order. The set is what kcp v0.30 serves in a
  * workspace: the generic control plane's storage providers (k8s.io/kubernetes
- * pkg/controlplane/apiserver/apis.go `GenericStorageProviders`, without flowcontrol as kcp's
- * pkg/server/server.go installs them) at their GA versions (pkg/controlplane/instance.go
+ * pkg/controlplane/apiserver/apis.go `GenericStorageProviders`, flowcontrol included: kcp lists it
+ * among its built-in APIs, docs/content/concepts/apis/built-in.md, and left it out of
+ * pkg/server/server.go only until priority and fairness is wired, which src/flowcontrol is) at their GA versions (pkg/controlplane/instance.go
  * `DefaultAPIResourceConfigSource` turns every beta and alpha off), plus LimitRange, which kcp
  * does not serve (docs/architecture.md, "Built-in APIs"); test/integration/builtin-parity.test.ts
  * holds the list.
@@ -409,6 +411,9 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
   },
   // src/certificates/csr.ts (signer: src/certificates/signer.ts)
   CSR_DESCRIPTOR,
+  // src/flowcontrol: API priority and fairness (configured from the system:admin logical cluster)
+  FLOW_SCHEMA_DESCRIPTOR,
+  PRIORITY_LEVEL_DESCRIPTOR,
 ];
 
 /**

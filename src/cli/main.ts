@@ -76,6 +76,14 @@ Flags:
   --request-timeout DURATION
                             answer 504 to a request that is not long-running (all but watches)
                             after DURATION, Go syntax (default 1m0s, 0: no limit)
+  --max-requests-inflight N
+                            seats of non-mutating requests (default 400; kube's flag); with
+                            priority and fairness, added to the next one as the server's seats
+  --max-mutating-requests-inflight N
+                            seats of mutating requests (default 200)
+  --enable-priority-and-fairness[=true|false]
+                            API priority and fairness (default true); false: kube's max-in-flight
+                            limits (429 beyond either limit, watches not counted)
   -v, --verbose             log every request
   -h, --help                this help
 `;
@@ -97,8 +105,10 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   if (command !== 'start') { process.stderr.write(`kcp-ts: unknown command "${command}"\n\n${USAGE}`); return 2; }
   let values;
   try {
+    // pflag booleans take `--flag`, `--flag=true` and `--flag=false`: a bare one means true.
+    const args = rest.map((a) => (PFLAG_BOOLEANS.includes(a.slice(2)) && a.startsWith('--') ? `${a}=true` : a));
     ({ values } = parseArgs({
-      args: rest, strict: true, allowPositionals: false,
+      args, strict: true, allowPositionals: false,
       options: {
         'root-directory': { type: 'string' }, 'secure-port': { type: 'string' }, 'bind-address': { type: 'string' },
         'external-hostname': { type: 'string' }, 'shard-name': { type: 'string' }, 'redis-url': { type: 'string' },
@@ -114,6 +124,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
         'audit-policy-file': { type: 'string' }, 'audit-log-path': { type: 'string' }, 'audit-log-maxsize': { type: 'string' },
         'audit-log-maxbackup': { type: 'string' }, 'audit-log-maxage': { type: 'string' }, 'runtime-config': { type: 'string' },
         'request-timeout': { type: 'string' },
+        'max-requests-inflight': { type: 'string' }, 'max-mutating-requests-inflight': { type: 'string' }, 'enable-priority-and-fairness': { type: 'string' },
       },
     }));
   } catch (err) {
@@ -133,6 +144,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   let audit: ServerOptions['audit'];
   let runtimeConfig: ServerOptions['runtimeConfig'];
   let requestTimeoutMs: number | undefined;
+  let flowControl: Pick<ServerOptions, 'maxRequestsInflight' | 'maxMutatingRequestsInflight' | 'enablePriorityAndFairness'>;
   const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
   try {
     labels = values['shard-labels'] ? parseLabels(values['shard-labels']) : undefined;
@@ -166,6 +178,11 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
       if (seconds === undefined || seconds < 0) throw new Error(`invalid argument ${JSON.stringify(values['request-timeout'])} for "--request-timeout" flag: time: invalid duration ${JSON.stringify(values['request-timeout'])}`);
       requestTimeoutMs = seconds * 1000;
     }
+    flowControl = {
+      maxRequestsInflight: countFlag('max-requests-inflight', values['max-requests-inflight']),
+      maxMutatingRequestsInflight: countFlag('max-mutating-requests-inflight', values['max-mutating-requests-inflight']),
+      enablePriorityAndFairness: boolFlag('enable-priority-and-fairness', values['enable-priority-and-fairness']),
+    };
   } catch (err) {
     process.stderr.write(`kcp-ts start: ${(err as Error).message}\n`);
     return 2;
@@ -178,6 +195,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     shardVirtualWorkspaceURL: values['shard-virtual-workspace-url'], shardLabels: labels, pkiDirectory: values['pki-directory'],
     shardClientCert, requestHeader, certificates, revokedClientCertificatesFile: values['revoked-client-certificates-file'], audit, runtimeConfig,
     requestTimeoutMs,
+    ...flowControl,
   };
   try {
     const t0 = performance.now();
@@ -231,6 +249,25 @@ function auditOptions(values: Record<string, string | boolean | undefined>): Ser
     return undefined;
   }
   return { policy, path, maxSizeMB, maxBackups, maxAgeDays };
+}
+
+/** Flags of `start` that are pflag booleans. */
+const PFLAG_BOOLEANS = ['enable-priority-and-fairness'];
+
+/** A pflag boolean's value (Go's strconv.ParseBool spellings); undefined when not given. */
+function boolFlag(flag: string, v: string | undefined): boolean | undefined {
+  if (v === undefined) return undefined;
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(v)) return false;
+  throw new Error(`invalid argument "${v}" for "--${flag}" flag: strconv.ParseBool: parsing "${v}": invalid syntax`);
+}
+
+/** A non-negative integer flag; undefined when not given. */
+function countFlag(flag: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(n)) throw new Error(`invalid --${flag} "${v}" (a non-negative integer)`);
+  return n;
 }
 
 /** Throws `--<flag>: not <what> (…)` when `parse` fails on the flag's file. */

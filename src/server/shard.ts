@@ -60,6 +60,12 @@ import { AuditLogWriter, loadAuditPolicy, type AuditPolicy, type Auditor } from 
 import type { HealthCheck } from './health.js';
 import { evaluateTokenReview } from '../auth/tokenreview.js';
 import { csrAdmission } from '../certificates/csr.js';
+import { createRequestFilter } from '../flowcontrol/filter.js';
+import { FlowControlMetrics } from '../flowcontrol/metrics.js';
+import { ensureConfiguration } from '../flowcontrol/bootstrap.js';
+import { syncDanglingConditions } from '../flowcontrol/status.js';
+import { FLOWCONTROL_GROUP, FLOW_SCHEMAS_GR, PRIORITY_LEVELS_GR } from '../flowcontrol/types.js';
+import { SYSTEM_ADMIN_CLUSTER } from '../auth/authorizer.js';
 
 /** Options of `startServer` (flag names of `kcp-ts start`, as kcp's). */
 export interface ServerOptions {
@@ -153,6 +159,16 @@ export interface ServerOptions {
   logger?: boolean | object;
   /** Run the controllers in this process (default true). */
   controllers?: boolean;
+  /**
+   * API priority and fairness (src/flowcontrol; kube's `--enable-priority-and-fairness`, default
+   * true), configured by the FlowSchemas and PriorityLevelConfigurations of `system:admin`; off:
+   * kube's max-in-flight limits.
+   */
+  enablePriorityAndFairness?: boolean;
+  /** kube's `--max-requests-inflight` (default 400): with priority and fairness, part of the server's seats. */
+  maxRequestsInflight?: number;
+  /** kube's `--max-mutating-requests-inflight` (default 200). */
+  maxMutatingRequestsInflight?: number;
   /**
    * Aborts the start-up: `startServer` then undoes what it did (stops what it started, releases
    * the root directory) and rejects with an `AbortError`. Has no effect once it resolved; stop a
@@ -523,6 +539,26 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     }
     cleanups.push(async () => hub.closeAll());
     const metrics = new Metrics(() => hub.size, () => cache.size);
+    // Priority and fairness: the configuration of system:admin, re-read when it changes.
+    const flowConfig = (gr: string) => () => cache.list(gr, SYSTEM_ADMIN_CLUSTER).map((e) => JSON.parse(e.json) as KubeObject);
+    const apf = options.enablePriorityAndFairness ?? true;
+    const flowControl = createRequestFilter({
+      enablePriorityAndFairness: apf, maxRequestsInflight: options.maxRequestsInflight, maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,
+      config: { flowSchemas: flowConfig(FLOW_SCHEMAS_GR), priorityLevels: flowConfig(PRIORITY_LEVELS_GR) },
+      counts: { objects: (gr, cluster, ns) => cache.count(gr, cluster, ns), watches: (gr, cluster) => cache.watchersOf(gr, cluster) },
+      metrics: apf ? new FlowControlMetrics(metrics.registry) : undefined,
+    });
+    let ensureFlowControl: (() => void) | undefined;
+    let reconfiguring: NodeJS.Immediate | undefined;
+    let ensuring: NodeJS.Timeout | undefined;
+    const unsubscribeFlowControl = cache.subscribe((ev) => {
+      if (ev && !((ev.entry.groupResource === FLOW_SCHEMAS_GR || ev.entry.groupResource === PRIORITY_LEVELS_GR) && ev.entry.cluster === SYSTEM_ADMIN_CLUSTER)) return;
+      reconfiguring ??= setImmediate(() => { reconfiguring = undefined; flowControl.reconfigure(); });
+      // The mandatory objects come back when deleted or changed (kube's ensurer); FlowSchemas get
+      // their Dangling condition.
+      if (ensureFlowControl) ensuring ??= setTimeout(() => { ensuring = undefined; ensureFlowControl?.(); }, 200);
+    });
+    cleanups.push(async () => { unsubscribeFlowControl(); ensureFlowControl = undefined; if (ensuring) clearTimeout(ensuring); if (reconfiguring) clearImmediate(reconfiguring); });
     let started = false;
     let stopping: Promise<void> | undefined;
     let externalAddress = '';
@@ -584,7 +620,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         initializingworkspaces: lifecycleVirtualWorkspace(INITIALIZING, { cache, registry, backend, resolvePath, authorizeIn }),
         terminatingworkspaces: lifecycleVirtualWorkspace(TERMINATING, { cache, registry, backend, resolvePath, authorizeIn }),
       },
-      logger: options.logger, audit, requestTimeoutMs: options.requestTimeoutMs,
+      logger: options.logger, audit, requestTimeoutMs: options.requestTimeoutMs, flowControl,
     }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: requestHeader ? [pki.ca.certPem, requestHeader.clientCA] : pki.ca.certPem });
     cleanups.unshift(() => app.close());
     if (options.logger) warn = (m) => app.log.warn(m);
@@ -605,6 +641,19 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     };
     await bootstrapShard(storeOf, masters, shardURLs, { root: isRoot });
     checkpoint();
+    if (apf) {
+      const target = { flowSchemas: storeOf('flowschemas', FLOWCONTROL_GROUP), priorityLevels: storeOf('prioritylevelconfigurations', FLOWCONTROL_GROUP), scope: masters(SYSTEM_ADMIN_CLUSTER) };
+      await ensureConfiguration(target);
+      // Serve with the configuration just written, not the mandatory objects alone.
+      await cache.waitForRevision(await storage.currentRevision());
+      flowControl.reconfigure();
+      const conditions = () => syncDanglingConditions(target.flowSchemas, target.scope, flowConfig(FLOW_SCHEMAS_GR)(), flowControl.dispatcher?.dangling ?? new Map());
+      await conditions();
+      ensureFlowControl = () => {
+        ensureConfiguration(target).then(conditions).catch((err: unknown) => warn(`ensuring the flow-control configuration: ${(err as Error).message}`));
+      };
+      checkpoint();
+    }
 
     if (options.rootShard) {
       const rootClient = new RestClient(options.rootShard, 2);

@@ -163,6 +163,8 @@ export class WatchCache {
   private ready = false;
   /** Number of objects cached. */
   size = 0;
+  /** Objects per resource and logical cluster (`*`: all clusters), kept with every put/remove: O(1) counts for work estimation. */
+  private readonly counts = new Map<string, Map<string, number>>();
 
   constructor(private readonly client: RedisClient, private readonly keys: ShardKeys, opts: WatchCacheOptions = {}) {
     this.historySize = opts.historySize ?? 20_000;
@@ -191,6 +193,7 @@ export class WatchCache {
   private async load(): Promise<void> {
     const rv0 = Number((await this.client.get(this.keys.rv)) ?? '0');
     this.resources.clear();
+    this.counts.clear();
     this.size = 0;
     const prefixLen = this.keys.objectPrefix.length;
     await scanKeys(this.client, `${this.keys.objectPrefix}*`, async (batch) => {
@@ -246,7 +249,7 @@ export class WatchCache {
     let ns = namespaces.get(entry.namespace);
     if (!ns) { ns = new NamespaceIndex(); namespaces.set(entry.namespace, ns); }
     const prev = ns.set(entry);
-    if (!prev) this.size++;
+    if (!prev) { this.size++; this.countBy(entry, 1); }
     return prev;
   }
 
@@ -257,6 +260,7 @@ export class WatchCache {
     const prev = ns?.delete(entry.name);
     if (prev) {
       this.size--;
+      this.countBy(entry, -1);
       // An empty logical cluster costs nothing: drop its empty maps.
       if (ns!.byName.size === 0) {
         namespaces!.delete(entry.namespace);
@@ -376,23 +380,38 @@ export class WatchCache {
     return out;
   }
 
-  /** One cached object, or undefined. */
-  getEntry(groupResource: string, cluster: string, namespace: string, name: string): CacheEntry | undefined {
-    return this.resources.get(groupResource)?.get(cluster)?.get(namespace)?.byName.get(name);
+  private countBy(entry: CacheEntry, delta: number): void {
+    let byCluster = this.counts.get(entry.groupResource);
+    if (!byCluster) { byCluster = new Map(); this.counts.set(entry.groupResource, byCluster); }
+    const add = (c: string) => {
+      const n = (byCluster.get(c) ?? 0) + delta;
+      if (n > 0) byCluster.set(c, n); else byCluster.delete(c);
+    };
+    add(entry.cluster);
+    add('*');
   }
 
   /**
-   * Number of cached objects of a resource in one logical cluster, in one namespace ('' for
-   * cluster-scoped objects) or in all (`namespace` undefined): O(1), or O(namespaces of the
-   * cluster holding the resource). What the quota controller counts.
+   * Number of objects of a resource in a logical cluster (`*`: all), in one namespace when given
+   * ('' for cluster-scoped objects). O(1). What the quota controller and the priority-and-fairness
+   * work estimator count.
    */
   count(groupResource: string, cluster: string, namespace?: string): number {
-    const namespaces = this.resources.get(groupResource)?.get(cluster);
-    if (!namespaces) return 0;
-    if (namespace !== undefined) return namespaces.get(namespace)?.byName.size ?? 0;
-    let n = 0;
-    for (const ns of namespaces.values()) n += ns.byName.size;
-    return n;
+    if (namespace !== undefined && cluster !== '*') return this.resources.get(groupResource)?.get(cluster)?.get(namespace)?.byName.size ?? 0;
+    return this.counts.get(groupResource)?.get(cluster) ?? 0;
+  }
+
+  /** Open watchers of a resource that see events of logical cluster `cluster`: its own and wildcard ones (`*`: all). */
+  watchersOf(groupResource: string, cluster: string): number {
+    const byCluster = this.watchers.get(groupResource);
+    if (!byCluster) return 0;
+    if (cluster === '*') { let n = 0; for (const s of byCluster.values()) n += s.size; return n; }
+    return (byCluster.get(cluster)?.size ?? 0) + (byCluster.get('*')?.size ?? 0);
+  }
+
+  /** One cached object, or undefined. */
+  getEntry(groupResource: string, cluster: string, namespace: string, name: string): CacheEntry | undefined {
+    return this.resources.get(groupResource)?.get(cluster)?.get(namespace)?.byName.get(name);
   }
 
   /** Logical clusters that hold at least one object of the resource. */

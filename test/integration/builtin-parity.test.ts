@@ -17,7 +17,9 @@ const admin = (method: string, path: string, body?: unknown) => call(srv, srv.cr
  * What kcp v0.30 (Kubernetes 1.34, kcp-dev/kubernetes fork 4b3495fdcb9d) serves in a workspace,
  * `group/version/resource[/subresource]` (core group: `v1/…`), kcp's own `*.kcp.io` APIs aside.
  * Sources: kcp pkg/server/server.go installs `GenericStorageProviders` of the fork's
- * pkg/controlplane/apiserver/apis.go minus flowcontrol (and autoscaling), enabled as
+ * pkg/controlplane/apiserver/apis.go minus autoscaling and, until priority and fairness is wired,
+ * flowcontrol — which kcp's list of built-in APIs (docs/content/concepts/apis/built-in.md) counts
+ * as a workspace API and kcp-ts serves with priority and fairness wired (src/flowcontrol) — enabled as
  * pkg/controlplane/instance.go `DefaultAPIResourceConfigSource` (GA versions only: every beta and
  * alpha version of these groups is off); the core resources are pkg/registry/core/rest
  * storage_core_generic.go's; apiextensions.k8s.io comes from apiextensions-apiserver.
@@ -36,6 +38,8 @@ const KCP_BUILTIN = [
   'certificates.k8s.io/v1/certificatesigningrequests/status',
   'coordination.k8s.io/v1/leases',
   'events.k8s.io/v1/events',
+  'flowcontrol.apiserver.k8s.io/v1/flowschemas', 'flowcontrol.apiserver.k8s.io/v1/flowschemas/status',
+  'flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations', 'flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/status',
   'rbac.authorization.k8s.io/v1/clusterrolebindings', 'rbac.authorization.k8s.io/v1/clusterroles',
   'rbac.authorization.k8s.io/v1/rolebindings', 'rbac.authorization.k8s.io/v1/roles',
 ];
@@ -68,9 +72,9 @@ test('discovery: kcp\'s built-in resources (plus LimitRange), in root and in a n
   assert.deepEqual(await builtinDiscovery('parity-a'), expected);
 });
 
-test('beta and alpha versions off by default in kube 1.34 (and flowcontrol, which kcp does not install) are not served', async () => {
+test('beta and alpha versions off by default in kube 1.34 are not served', async () => {
   for (const gv of ['coordination.k8s.io/v1beta1', 'certificates.k8s.io/v1beta1', 'admissionregistration.k8s.io/v1beta1',
-    'authentication.k8s.io/v1beta1', 'flowcontrol.apiserver.k8s.io/v1', 'internal.apiserver.k8s.io/v1alpha1', 'storagemigration.k8s.io/v1alpha1']) {
+    'authentication.k8s.io/v1beta1', 'flowcontrol.apiserver.k8s.io/v1beta3', 'internal.apiserver.k8s.io/v1alpha1', 'storagemigration.k8s.io/v1alpha1']) {
     const res = await admin('GET', `/clusters/root/apis/${gv}`);
     assert.equal(res.status, 404, `${gv}: ${res.body}`);
   }

@@ -15,6 +15,7 @@ import { AUTHORIZATION_SCHEMAS } from './authorization.js';
 import { APIEXTENSIONS_SCHEMAS } from './apiextensions.js';
 import { CERTIFICATES_SCHEMAS } from './certificates.js';
 import { ADMISSION_SCHEMAS } from './admissionregistration.js';
+import { FLOWCONTROL_SCHEMAS } from './flowcontrol.js';
 
 export type { Schema } from './helpers.js';
 export { V3_REF_PREFIX, listSchema } from './helpers.js';
@@ -40,6 +41,7 @@ export const BUILTIN_SCHEMAS: Record<string, object> = sortedMerge(
   APIEXTENSIONS_SCHEMAS,
   ADMISSION_SCHEMAS,
   CERTIFICATES_SCHEMAS,
+  FLOWCONTROL_SCHEMAS,
 );
 
 /** Go package prefix of built-in groups whose definition names do not follow the general rule. */

@@ -1,0 +1,224 @@
+/**
+ * Noisy neighbour (`npm run bench -- noisy-neighbour`, or `node --import tsx bench/noisyneighbour.ts`):
+ * workspace A floods one shard while workspace B sends one GET every 20 ms; B's GET latency
+ * (p50/p99/max), A's throughput against A alone and the server's event-loop delay
+ * (perf_hooks.monitorEventLoopDelay in the server process) per flood, with API priority and
+ * fairness on and off (kube's max-in-flight limits) side by side.
+ *
+ * Floods of A (ws-a, namespace bench, 2,000 ConfigMaps of about 1 KiB):
+ * - `list`: 64 concurrent LIST loops of the 2,000 ConfigMaps;
+ * - `write`: 50 concurrent writers (ConfigMap updates);
+ * - `watch`: 2,000 watches opened at once (from the current resourceVersion).
+ * Both workspaces are used with the same admin identity: flows are `<cluster>/<user>`, so A and
+ * B are distinct flows of the global-default priority level.
+ *
+ * Environment: BENCH_NN_PHASE_MS (measured period of each flood, default 5000), BENCH_NN_MODES
+ * (`on,off`), BENCH_NN_FLOODS (`list,write,watch`).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { RawConnection, closeClients, makeClients, type Client, type Creds } from './lib/client.js';
+import { runCount, summarize, type LatencySummary } from './lib/load.js';
+import { killAllSync, removeRoot, startServerProc, type ServerProc } from './lib/procs.js';
+import { openWatches } from './lib/watchers.js';
+import type { Report, Row } from './workspaces.js';
+
+const PHASE_MS = Number(process.env.BENCH_NN_PHASE_MS ?? 5000);
+const MODES = (process.env.BENCH_NN_MODES ?? 'on,off').split(',').filter(Boolean) as ('on' | 'off')[];
+const FLOODS = (process.env.BENCH_NN_FLOODS ?? 'list,write,watch').split(',').filter(Boolean);
+const OBJECTS = 2000;
+const LISTERS = 64;
+const WRITERS = 50;
+const WATCHES = 2000;
+const B_INTERVAL_MS = 20;
+
+const log = (s: string) => process.stderr.write(`[noisy-neighbour] ${s}\n`);
+const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const A = '/clusters/ws-a/api/v1/namespaces/bench/configmaps';
+const B = '/clusters/ws-b/api/v1/namespaces/bench/configmaps';
+const payload = 'x'.repeat(1000);
+const cm = (name: string, v = payload) => JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { v } });
+
+async function must(c: Client, method: string, path: string, body?: string): Promise<void> {
+  const r = await c.request(method, path, body);
+  if (r.status >= 300 && r.status !== 409) throw new Error(`${method} ${path} → ${r.status}: ${r.body.toString().slice(0, 300)}`);
+}
+
+/** Logical clusters ws-a and ws-b, namespace bench in each, A's 2,000 ConfigMaps and B's probe. */
+async function populate(s: ServerProc): Promise<void> {
+  const masters: Creds = { ...s.creds, cert: readFileSync(join(s.root, 'system-admin.crt'), 'utf8'), key: readFileSync(join(s.root, 'system-admin.key'), 'utf8') };
+  const m = new RawConnection(new URL(s.url).hostname, Number(new URL(s.url).port), masters);
+  for (const ws of ['ws-a', 'ws-b']) {
+    await must(m, 'POST', `/clusters/${ws}/apis/core.kcp.io/v1alpha1/logicalclusters`, JSON.stringify({ metadata: { name: 'cluster' } }));
+    for (let i = 0; ; i++) {
+      const r = await m.request('GET', `/clusters/${ws}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster`);
+      if ((JSON.parse(r.body.toString()) as { status?: { phase?: string } }).status?.phase === 'Ready') break;
+      if (i > 500) throw new Error(`${ws} not Ready`);
+      await sleep(20);
+    }
+    await must(m, 'POST', `/clusters/${ws}/api/v1/namespaces`, JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench' } }));
+  }
+  m.close();
+  const clients = makeClients(s.url, s.creds, 50);
+  const r = await runCount(clients, OBJECTS, (k) => ({ method: 'POST', path: A, body: cm(`cm-${k}`) }), ((st: number) => st === 201 || st === 409) as (s: number) => s is 200 | 201);
+  if (r.errors) throw new Error(`populating: ${r.errorSamples.join('; ')}`);
+  await must(clients[0]!, 'POST', B, cm('probe', 'b'));
+  closeClients(clients);
+}
+
+/**
+ * B in a worker thread (its own event loop, so the load generator's work for A's 2 MB
+ * responses does not delay B's sends or receipts): one GET every 20 ms over 16 warm keep-alive
+ * connections, latencies from the send.
+ */
+async function probeB(s: ServerProc): Promise<{ stop(): Promise<{ lat: LatencySummary; errors: number; codes: Record<string, number> }> }> {
+  const worker = new Worker(`
+    const { parentPort, workerData: d } = require('node:worker_threads');
+    const https = require('node:https');
+    const agent = new https.Agent({ keepAlive: true, maxSockets: d.sockets, maxFreeSockets: d.sockets, ca: d.ca, cert: d.cert, key: d.key, servername: 'localhost' });
+    const u = new URL(d.url);
+    const lat = []; const codes = {}; let errors = 0; let inFlight = 0; let stopping = false; let timer;
+    const done = () => { if (stopping && inFlight === 0) { agent.destroy(); parentPort.postMessage({ lat, codes, errors }); } };
+    const get = (cb) => {
+      const t0 = performance.now(); inFlight++;
+      const req = https.request({ host: u.hostname, port: Number(u.port), path: d.path, agent, headers: { accept: 'application/json' } }, (res) => {
+        res.on('data', () => {}); res.on('end', () => { inFlight--; cb(res.statusCode, performance.now() - t0); done(); });
+      });
+      req.on('error', () => { inFlight--; cb(0, 0); done(); });
+      req.end();
+    };
+    // Open loop: one GET every interval on a pool of warm keep-alive connections (TLS handshakes
+    // before anything is measured); a GET sent while every connection is busy waits for one, and
+    // that wait counts in its latency.
+    let warm = 0;
+    for (let i = 0; i < d.sockets; i++) get(() => {
+      if (++warm < d.sockets) return;
+      parentPort.postMessage('ready');
+      timer = setInterval(() => get((code, ms) => {
+        codes[code] = (codes[code] || 0) + 1;
+        if (code === 200) lat.push(ms); else errors++;
+      }), d.interval);
+    });
+    parentPort.on('message', () => { stopping = true; clearInterval(timer); done(); });
+  `, { eval: true, workerData: { url: s.url, ca: s.creds.ca, cert: s.creds.cert, key: s.creds.key, path: `${B}/probe`, interval: B_INTERVAL_MS, sockets: 16 } });
+  await new Promise<void>((resolve, reject) => {
+    worker.once('message', (m: unknown) => (m === 'ready' ? resolve() : reject(new Error(`B's probe: ${JSON.stringify(m)}`))));
+    worker.once('error', reject);
+  });
+  return {
+    stop: () => new Promise((resolve, reject) => {
+      worker.once('message', (m: { lat: number[]; codes: Record<string, number>; errors: number }) => {
+        void worker.terminate();
+        resolve({ lat: summarize(m.lat), errors: m.errors, codes: m.codes });
+      });
+      worker.once('error', reject);
+      worker.postMessage('stop');
+    }),
+  };
+}
+
+/** Runs A's closed loop of `n` clients for `ms`; returns completed operations/s and status counts. */
+async function loop(s: ServerProc, n: number, ms: number, next: (c: number, i: number) => { method: string; path: string; body?: string }): Promise<{ perSec: number; codes: Record<string, number> }> {
+  const clients = makeClients(s.url, s.creds, n);
+  const end = performance.now() + ms;
+  let ok = 0;
+  const codes: Record<string, number> = {};
+  await Promise.all(clients.map(async (c, ci) => {
+    for (let i = 0; performance.now() < end; i++) {
+      const r = next(ci, i);
+      const res = await c.request(r.method, r.path, r.body).catch(() => ({ status: 0, body: Buffer.alloc(0) }));
+      codes[res.status] = (codes[res.status] ?? 0) + 1;
+      if (res.status === 200 || res.status === 201) ok++;
+      // A refused client waits as told (Retry-After: 1).
+      else if (res.status === 429) await sleep(1000);
+    }
+  }));
+  closeClients(clients);
+  return { perSec: ok / (ms / 1000), codes };
+}
+
+interface FloodResult { b: LatencySummary; bErrors: number; bCodes: Record<string, number>; aPerSec: number; aAlonePerSec: number; aCodes: Record<string, number>; loop: { p50: number; p99: number; max: number } }
+
+/** Count and sum (seconds) of the server's `apiserver_request_duration_seconds` for GETs of ConfigMaps. */
+async function serverGets(s: ServerProc): Promise<{ count: number; sum: number }> {
+  const c = makeClients(s.url, s.creds, 1)[0]!;
+  const text = (await c.request('GET', '/metrics')).body.toString();
+  c.close();
+  const num = (name: string) => Number(new RegExp(`^apiserver_request_duration_seconds_${name}\\{verb="get",resource="configmaps"\\} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
+  return { count: num('count'), sum: num('sum') };
+}
+
+async function flood(s: ServerProc, kind: string): Promise<FloodResult> {
+  const listReq = () => ({ method: 'GET', path: A });
+  const writeReq = (c: number, i: number) => ({ method: 'PUT', path: `${A}/cm-${(c * 40 + i) % OBJECTS}`, body: cm(`cm-${(c * 40 + i) % OBJECTS}`, `${payload.slice(0, 990)}${i}`) });
+  const run = async () => {
+    if (kind === 'list') return loop(s, LISTERS, PHASE_MS, listReq);
+    if (kind === 'write') return loop(s, WRITERS, PHASE_MS, writeReq);
+    // watch: 2,000 watches opened at once from the current resourceVersion; throughput = opened/s.
+    const r = await makeClients(s.url, s.creds, 1)[0]!.request('GET', A);
+    const rv = (JSON.parse(r.body.toString()) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+    const t0 = performance.now();
+    const set = await openWatches(s.url, s.creds, Array.from({ length: WATCHES }, () => `${A}?watch=true&resourceVersion=${rv}`), WATCHES);
+    const opened = performance.now() - t0;
+    await sleep(Math.max(0, PHASE_MS - opened));
+    set.close();
+    return { perSec: WATCHES / (opened / 1000), codes: { errors: set.errors.length } };
+  };
+  const alone = await run();
+  await sleep(500);
+  await s.loopDelay();
+  const before = await serverGets(s);
+  const probe = await probeB(s);
+  const busy = await run();
+  const b = await probe.stop();
+  const loopDelay = await s.loopDelay();
+  const after = await serverGets(s);
+  log(`server-side GET mean ${round((after.sum - before.sum) / Math.max(1, after.count - before.count) * 1000, 2)} ms over ${after.count - before.count}`);
+  return { b: b.lat, bErrors: b.errors, bCodes: b.codes, aPerSec: busy.perSec, aAlonePerSec: alone.perSec, aCodes: busy.codes, loop: loopDelay };
+}
+
+/** Runs every mode and flood; returns the figures and the summary rows. */
+export async function noisyNeighbour(): Promise<Report> {
+  const result: Record<string, unknown> = {};
+  const rows: Row[] = [];
+  for (const mode of MODES) {
+    process.env.BENCH_APF = mode;
+    const s = await startServerProc(undefined, { label: `noisy-neighbour-${mode}` });
+    try {
+      await populate(s);
+      const probe = await probeB(s);
+      await sleep(2000);
+      const idle = await probe.stop();
+      const perMode: Record<string, unknown> = { idleB: idle.lat };
+      log(`APF ${mode}: B alone p50 ${round(idle.lat.p50, 2)} ms p99 ${round(idle.lat.p99, 2)} ms`);
+      for (const kind of FLOODS) {
+        const r = await flood(s, kind);
+        perMode[kind] = r;
+        log(`APF ${mode}, ${kind}: B p50 ${round(r.b.p50)} p99 ${round(r.b.p99)} max ${round(r.b.max)} ms (${r.b.count} ok, ${r.bErrors} failed ${JSON.stringify(r.bCodes)}); ` +
+          `A ${round(r.aPerSec)}/s vs ${round(r.aAlonePerSec)}/s alone ${JSON.stringify(r.aCodes)}; loop p99 ${r.loop.p99} max ${r.loop.max} ms`);
+        rows.push({
+          scenario: `noisy-neighbour/${kind}`, figure: `B GET p99 (APF ${mode}), A ${kind} flood`, value: `${round(r.b.p99)} ms`, target: mode === 'on' ? '< 50 ms' : '(reference)',
+          met: mode === 'on' ? (r.b.p99 < 50 ? 'yes' : 'NO') : '-',
+          detail: `B p50 ${round(r.b.p50)} max ${round(r.b.max)} ms, ${r.bErrors} failed; A ${round(r.aPerSec)}/s vs ${round(r.aAlonePerSec)}/s alone; event-loop delay p99 ${r.loop.p99} max ${r.loop.max} ms`,
+        });
+      }
+      result[`apf-${mode}`] = perMode;
+    } finally {
+      await s.stop();
+      removeRoot(s.root);
+      delete process.env.BENCH_APF;
+    }
+  }
+  return { result, rows };
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  process.on('SIGINT', () => { killAllSync(); process.exit(130); });
+  noisyNeighbour().then((r) => {
+    for (const row of r.rows) process.stdout.write(`${row.scenario}\t${row.figure}\t${row.value}\t${row.detail}\n`);
+  }, (err: unknown) => { killAllSync(); process.stderr.write(`${String((err as Error).stack ?? err)}\n`); process.exit(1); });
+}
