@@ -3,7 +3,7 @@
  * (k8s.io/apiserver/pkg/server/config.go) as one module per concern:
  *
  *   audit (hooks) → authentication (hook) → request info → workspace access → impersonation →
- *   resource → authorization → timeout → handler of the verb
+ *   resource → priority and fairness → authorization → timeout → handler of the verb
  *
  * Audit and authentication are Fastify hooks, since they apply to every route (probes and
  * `/metrics` too); the rest is the chain of `/clusters/*`, `/services/*` and the base API paths.
@@ -19,6 +19,7 @@ import { authorizeNonResource, withAuthorization } from './filters/authorization
 import { withImpersonation } from './filters/impersonation.js';
 import { withRequestInfo } from './filters/requestinfo.js';
 import { withResource } from './filters/resource.js';
+import { withPriorityAndFairness } from './filters/flowcontrol.js';
 import { withTimeout } from './filters/timeout.js';
 import { withWorkspaceAccess } from './filters/workspaceaccess.js';
 import { serveRequest } from './handlers/index.js';
@@ -26,7 +27,7 @@ import { serveHealth } from './handlers/nonresource.js';
 import { HEALTH_ENDPOINTS } from '../server/health.js';
 
 /** The filters of the API paths, outermost first. */
-export const DEFAULT_FILTERS: readonly Filter[] = [withRequestInfo, withWorkspaceAccess, withImpersonation, withResource, withAuthorization, withTimeout];
+export const DEFAULT_FILTERS: readonly Filter[] = [withRequestInfo, withWorkspaceAccess, withImpersonation, withResource, withPriorityAndFairness, withAuthorization, withTimeout];
 
 /** Builds the Fastify app (not listening). `https` holds the TLS options. */
 export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca: string | string[] }): FastifyInstance {

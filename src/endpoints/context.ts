@@ -17,6 +17,7 @@ import type { Metrics } from '../server/metrics.js';
 import type { HealthCheck, HealthEndpoint } from '../server/health.js';
 import type { RequestInfo } from './requestinfo.js';
 import type { Auditor } from './filters/audit.js';
+import type { FlowControlGrant, RequestFilter } from '../flowcontrol/filter.js';
 
 /** Maximum request body: 3 MiB, as kube-apiserver's default `MaxRequestBodyBytes`. */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -82,6 +83,11 @@ export interface AppContext {
   audit?: Auditor;
   /** `--request-timeout` in milliseconds (filters/timeout.ts; default 60,000, 0 = none). */
   requestTimeoutMs?: number;
+  /**
+   * Priority and fairness, or max-in-flight limits (src/flowcontrol/filter.ts; filters/flowcontrol.ts);
+   * absent: no limit.
+   */
+  flowControl?: RequestFilter;
 }
 
 declare module 'fastify' {
@@ -100,6 +106,8 @@ declare module 'fastify' {
     kcpHome?: boolean;
     /** The REST store a resource request addresses (filters/resource.ts). */
     kcpStore?: Store;
+    /** The seats priority and fairness granted (filters/flowcontrol.ts); a watch releases them once initialised. */
+    kcpFlowGrant?: FlowControlGrant;
   }
 }
 

@@ -32,6 +32,12 @@ export interface WatchRequest {
    * ERROR event carrying its Status.
    */
   prepare?: (entries: CacheEntry[]) => Promise<void> | undefined;
+  /**
+   * Called once the watch is initialised: its initial events (and their bookmark) are written, or
+   * at once for a watch that resumes from a resourceVersion (priority and fairness count a watch
+   * while it initialises). Not called when the watch ends first.
+   */
+  onInitialized?: () => void;
 }
 
 /** Bytes buffered for one watch before it is ended as too slow (kube ends slow watchers too). */
@@ -88,10 +94,12 @@ export class WatchHub {
           if (written >= SLICE_BYTES) { written = 0; await w.drained(); }
         }
         if (req.sendInitialEvents) w.write('BOOKMARK', req.bookmark(rv, true));
+        req.onInitialized?.();
       });
     } else {
       w.lastRv = fromRv ?? cache.currentRevision;
       for (const ev of replay) w.onEvent(ev);
+      req.onInitialized?.();
     }
   }
 

@@ -53,6 +53,7 @@ export const watchResource: Handler = async (ctx, req, reply) => {
       resourceVersion: opts.resourceVersion, sendInitialEvents: queryBool(query, 'sendInitialEvents'),
       allowBookmarks: queryBool(query, 'allowWatchBookmarks') === true, timeoutSeconds: timeout === null ? 1800 : Number(timeout),
       encode, bookmark, prepare: desc.storage?.webhook ? (entries) => store.prepare(entries) : undefined,
+      onInitialized: () => req.kcpFlowGrant?.release(),
     }, reply.raw, 'application/json');
     auditResponseStarted(req, reply);
   } catch (err) {

@@ -1,0 +1,35 @@
+/**
+ * Priority and fairness (kube: k8s.io/apiserver/pkg/server/filters/priority-and-fairness.go), or
+ * kube's max-in-flight limits when it is off (maxinflight.go): the request waits for seats of its
+ * priority level in its flow's queue (src/flowcontrol/) and holds them until its response is done;
+ * a watch holds them only while it initialises (its initial events are written). Answers kube's
+ * 429 TooManyRequests with `Retry-After` when the queue is full; sets the
+ * `X-Kubernetes-PF-FlowSchema-UID` and `X-Kubernetes-PF-PriorityLevel-UID` headers. Runs after
+ * impersonation (the flow is the logical cluster and the impersonated user) and resource
+ * resolution (a LIST's seats come from the object count of its resource), before authorization.
+ */
+import type { FlowControlGrant } from '../../flowcontrol/filter.js';
+import { queryOf, type Filter } from '../context.js';
+import { scopeNamespace } from './resource.js';
+
+/** Throws 429 when the request's queue is full; otherwise waits for seats, then runs the rest of the chain. */
+export const withPriorityAndFairness: Filter = async (ctx, req, reply, next) => {
+  const flowControl = ctx.flowControl;
+  if (!flowControl) return next(ctx, req, reply);
+  const info = req.kcpInfo!;
+  const gone = new AbortController();
+  let grant: FlowControlGrant | undefined;
+  let closed = false;
+  // Released when the response is done or the client goes, whichever comes first; a client that
+  // goes while its request waits in a queue stops waiting.
+  reply.raw.once('close', () => { closed = true; gone.abort(); grant?.release(); });
+  grant = await flowControl.admit({
+    user: req.kcpUser!, cluster: info.cluster, verb: info.verb, apiGroup: info.apiGroup, resource: info.resource, subresource: info.subresource,
+    namespace: req.kcpStore ? scopeNamespace(req) : info.namespace, isResourceRequest: info.isResourceRequest, path: info.path,
+    isLongRunning: info.verb === 'watch', groupResource: req.kcpStore?.groupResource, query: queryOf(req), signal: gone.signal,
+    setHeader: (name, value) => { reply.raw.setHeader(name, value); },
+  });
+  if (closed) { grant.release(); return; }
+  req.kcpFlowGrant = grant;
+  return next(ctx, req, reply);
+};
