@@ -958,7 +958,6 @@ const CRD: Case[] = [
   {
     id: 'crd-cel-estimated-cost', area: 'crd',
     source: src(CEL_E2E, 'MUST fail create of a custom resource definition that contains an x-kubernetes-validations rule that exceeds the estimated cost limit'),
-    knownGap: 'no static CEL cost estimation (kube\'s estimator sizes every rule from maxItems/maxLength/maxProperties)',
     async check(ctx) {
       const list = { type: 'array', items: { type: 'string' } };
       const b = crdBody(ctx, { schema: { type: 'object', properties: { spec: { type: 'object', properties: { list: { ...list, 'x-kubernetes-validations': [{ rule: 'self.all(x, self.all(y, x == y))' }] } } } } } });
@@ -969,7 +968,6 @@ const CRD: Case[] = [
   {
     id: 'crd-cel-runtime-cost', area: 'crd',
     source: src(CEL_E2E, 'MUST fail create of a custom resource that exceeds the runtime cost limit for x-kubernetes-validations rule execution'),
-    knownGap: 'no CEL runtime cost accounting (per-call and per-request budgets)',
     async check(ctx) {
       const schema = { type: 'object', properties: { spec: { type: 'object', properties: { list: { type: 'array', maxItems: 1000, items: { type: 'string', maxLength: 10 }, 'x-kubernetes-validations': [{ rule: 'self.all(x, self.exists_one(y, x == y))' }] } } } } };
       const b = crdBody(ctx, { schema });
