@@ -3,7 +3,7 @@
  * `kcp-ts front-proxy [flags]` the front-proxy (frontproxy.ts).
  * Exit codes: 0 after SIGTERM/SIGINT, 1 on start-up failure, 2 on usage errors.
  */
-import { parseGoDuration } from '../apiextensions/schema-formats.js';
+import { parseDuration } from './pflag.js';
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
@@ -174,9 +174,9 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     audit = auditOptions(values);
     runtimeConfig = values['runtime-config'] === undefined ? undefined : parseRuntimeConfig(values['runtime-config']);
     if (values['request-timeout'] !== undefined) {
-      const seconds = parseGoDuration(values['request-timeout']);
-      if (seconds === undefined || seconds < 0) throw new Error(`invalid argument ${JSON.stringify(values['request-timeout'])} for "--request-timeout" flag: time: invalid duration ${JSON.stringify(values['request-timeout'])}`);
-      requestTimeoutMs = seconds * 1000;
+      const ms = parseDuration(values['request-timeout']);
+      if (ms === undefined || ms < 0) throw new Error(`invalid argument ${JSON.stringify(values['request-timeout'])} for "--request-timeout" flag: time: invalid duration ${JSON.stringify(values['request-timeout'])}`);
+      requestTimeoutMs = ms;
     }
     flowControl = {
       maxRequestsInflight: countFlag('max-requests-inflight', values['max-requests-inflight']),

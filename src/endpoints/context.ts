@@ -96,6 +96,8 @@ declare module 'fastify' {
     kcpInfo?: RequestInfo;
     /** The authenticated (then impersonated) user (filters/authentication.ts, filters/impersonation.ts). */
     kcpUser?: UserInfo;
+    /** The `<x>` of `/clusters/<x>` as the client wrote it (a name or a workspace path), before resolution. */
+    kcpClusterSegment?: string;
     /** The virtual workspace the request is for, if any. */
     kcpView?: VirtualView;
     /** The path prefix before `/clusters/<x>` (`/services/apiexport/<c>/<e>`), '' for none. */

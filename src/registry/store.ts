@@ -251,6 +251,22 @@ export interface WebhookAdmission {
 /** Maximum optimistic-concurrency retries of a patch or internal update. */
 const MAX_RETRIES = 10;
 
+/**
+ * Where a resource's objects are stored: the storage location's group and plural (a resource
+ * stored with another, e.g. events.k8s.io Events with core Events), with a bound resource's
+ * export identity (`<plural>:<identity>`).
+ */
+export function storageKeyOf(desc: Pick<ResourceDescriptor, 'group' | 'plural' | 'storage' | 'identity'>): { group: string; resource: string } {
+  const stored = desc.storage ?? { group: desc.group, plural: desc.plural };
+  return { group: stored.group, resource: desc.identity ? `${stored.plural}:${desc.identity}` : stored.plural };
+}
+
+/** The watch cache's group/resource of a resource's objects (`Store.groupResource`): `core` for the core group. */
+export function storageGroupResource(desc: Pick<ResourceDescriptor, 'group' | 'plural' | 'storage' | 'identity'>): string {
+  const key = storageKeyOf(desc);
+  return `${key.group || 'core'}/${key.resource}`;
+}
+
 /** Generic REST store of one resource. */
 export class Store {
   readonly groupResource: string;
@@ -264,10 +280,8 @@ export class Store {
   private readonly patchMeta;
 
   constructor(readonly desc: ResourceDescriptor, private readonly backend: StoreBackend) {
-    const stored = desc.storage ?? { group: desc.group, plural: desc.plural };
-    const resource = desc.identity ? `${stored.plural}:${desc.identity}` : stored.plural;
-    this.groupResource = `${stored.group || 'core'}/${resource}`;
-    this.storageKey = { group: stored.group, resource };
+    this.storageKey = storageKeyOf(desc);
+    this.groupResource = `${this.storageKey.group || 'core'}/${this.storageKey.resource}`;
     this.gr = { group: desc.group, resource: desc.plural };
     this.schema = desc.schema ?? BUILTIN_SCHEMAS[definitionName(desc.group, desc.version, desc.kind)];
     this.fields = desc.virtual ? undefined : resourceSchemaResolver(desc);

@@ -53,7 +53,7 @@
  */
 import type { KubeObject } from '../../apimachinery/meta.js';
 import { StatusError, isStatus } from '../../apimachinery/errors.js';
-import type { RequestScope, Store, WebhookAttributes } from '../../registry/store.js';
+import { storageGroupResource, type RequestScope, type Store, type WebhookAttributes } from '../../registry/store.js';
 import { entryObject, type CacheEntry, type CacheEvent, type WatchCache } from '../../storage/watchcache.js';
 import type { ResourceDescriptor } from '../../apis/types.js';
 
@@ -123,16 +123,6 @@ export function parseCountedResource(name: string): { group: string; plural: str
     return plural ? { group: dot < 0 ? '' : rest.slice(dot + 1), plural } : undefined;
   }
   return LEGACY_OBJECT_COUNT_ALIASES.has(name) ? { group: '', plural: name } : undefined;
-}
-
-/**
- * The watch cache's group/resource of a resource's objects, as the Store derives it (its
- * `groupResource`): the storage location's group (`core` for '') and plural, with a bound
- * resource's export identity.
- */
-export function storageGroupResource(desc: Pick<ResourceDescriptor, 'group' | 'plural' | 'storage' | 'identity'>): string {
-  const stored = desc.storage ?? { group: desc.group, plural: desc.plural };
-  return `${stored.group || 'core'}/${desc.identity ? `${stored.plural}:${desc.identity}` : stored.plural}`;
 }
 
 /** Go's strconv.ParseBool true values. */

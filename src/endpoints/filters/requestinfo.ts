@@ -39,6 +39,7 @@ export const withRequestInfo: Filter = async (ctx, req, reply, next) => {
   req.kcpInfo = info;
   req.kcpHome = !req.kcpView && isHomeWorkspaceRequest(info);
   if (info.cluster && info.cluster !== '*') {
+    req.kcpClusterSegment = info.cluster;
     const resolved = ctx.resolveCluster(info.cluster);
     // An unknown path is refused like a logical cluster one may not access: nothing is revealed.
     if (resolved === undefined) throw workspaceAccessDenied(info.cluster);

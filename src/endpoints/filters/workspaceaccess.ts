@@ -19,18 +19,8 @@ export const withWorkspaceAccess: Filter = async (ctx, req, reply, next) => {
       if (denial) throw forbiddenRequest(req.kcpUser!, info, denial);
     } else {
       const denial = ctx.authz.workspaceGate(req.kcpUser!, info.cluster, await ctx.clusterExists(info.cluster));
-      if (denial) { auditAuthorization(req, false, denial); throw workspaceAccessDenied(pathSegmentOf(req.url), denial); }
+      if (denial) { auditAuthorization(req, false, denial); throw workspaceAccessDenied(req.kcpClusterSegment ?? info.cluster, denial); }
     }
   }
   return next(ctx, req, reply);
 };
-
-/** The `<x>` of `/clusters/<x>` as the client wrote it (the denial names what was asked for). */
-function pathSegmentOf(url: string): string {
-  const m = /\/clusters\/([^/?]+)/.exec(url);
-  return m ? decodeURIComponentSafe(m[1]!) : '';
-}
-
-function decodeURIComponentSafe(s: string): string {
-  try { return decodeURIComponent(s); } catch { return s; }
-}
