@@ -16,6 +16,27 @@ import { defaultWebhookConfiguration, validateWebhookConfiguration } from '../ad
 import { defaultPolicy, validatePolicy, validatePolicyBinding } from '../admission/policies.js';
 import { defaultMutatingPolicy, validateMutatingPolicy, validateMutatingPolicyBinding } from '../admission/mutating.js';
 import { asObj } from '../apimachinery/objects.js';
+import { parseQuantity } from '../admission/plugins/resourcequota.js';
+
+/** kube's resource.Quantity syntax, as its error message states it. */
+const QUANTITY_SYNTAX = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+
+/**
+ * ResourceQuota validation (kube: pkg/apis/core/validation ValidateResourceQuota,
+ * ValidateResourceQuantityValue): every `spec.hard` value is a quantity, finite and not negative;
+ * a quota that names an unparsable limit would otherwise refuse every create of its resource.
+ */
+function validateResourceQuota(o: KubeObject): StatusCause[] {
+  const hard = asObj(asObj(o.spec).hard);
+  const causes: StatusCause[] = [];
+  for (const [name, v] of Object.entries(hard)) {
+    const field = `spec.hard[${name}]`;
+    const n = typeof v === 'string' ? parseQuantity(v) : undefined;
+    if (n === undefined || !Number.isFinite(n)) causes.push({ reason: 'FieldValueInvalid', field, message: `Invalid value: ${JSON.stringify(v)}: ${QUANTITY_SYNTAX}` });
+    else if (n < 0) causes.push({ reason: 'FieldValueInvalid', field, message: `Invalid value: ${JSON.stringify(v)}: must be greater than or equal to 0` });
+  }
+  return causes;
+}
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
@@ -262,6 +283,7 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
       { name: 'Request', type: 'string', priority: 0, cell: (o) => resourceList(asObj(o.spec).hard) },
       { name: 'Limit', type: 'string', priority: 0, cell: (o) => resourceList(asObj(o.status).used) },
     ],
+    strategy: { validate: validateResourceQuota, validateUpdate: (o) => validateResourceQuota(o) },
   },
   {
     group: 'events.k8s.io', version: 'v1', kind: 'Event', listKind: 'EventList', plural: 'events', singular: 'event',

@@ -261,3 +261,16 @@ describe('without the quota controller', () => {
     assert.equal((await b('POST', `${NS('root', 'nq')}/configmaps`, CM('third'))).status, 403);
   });
 });
+
+describe('validation', () => {
+  test('a spec.hard value that is no quantity (or negative) is a 422, so it cannot lock a namespace', async () => {
+    for (const [v, why] of [['abc', /quantities must match the regular expression/], ['1e400', /quantities must match the regular expression/], ['-1', /must be greater than or equal to 0/]] as const) {
+      const r = await api('POST', `${NS('root', 'default')}/resourcequotas`, quota(`bad-${v.replace(/[^a-z0-9]/g, 'x')}`, { 'count/configmaps': v }));
+      assert.equal(r.status, 422, r.body);
+      assert.equal(r.json.reason, 'Invalid');
+      assert.match(r.json.message, why);
+    }
+    const cm = await api('POST', `${NS('root', 'default')}/configmaps`, { metadata: { name: 'after-bad-quota' }, data: {} });
+    assert.equal(cm.status, 201, cm.body);
+  });
+});
