@@ -661,9 +661,9 @@ test('hostile nesting: a JSONSchemaProps nested 100,000 deep is a 400 while deco
 
 test('encoding an object that does not fit its schema is a 500, never a crash or a silent zero', () => {
   const cm = (data: unknown): Record<string, unknown> => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, ...(data as object) });
-  assertStatus(() => encodeKubernetesProtobuf(cm({ data: { a: 1 } })), 500, 'InternalError', /\.data\["a"\]: expected a string/);
+  assertStatus(() => encodeKubernetesProtobuf(cm({ data: { a: 1, 'b.c': 2 } })), 500, 'InternalError', /: \.data\["b\.c"\]: expected a string, got number/);
   assertStatus(() => encodeKubernetesProtobuf(cm({ data: ['a'] })), 500, 'InternalError', /expected an object/);
-  assertStatus(() => encodeKubernetesProtobuf(cm({ metadata: { generation: 1.5 } })), 500, 'InternalError', /expected an integer/);
+  assertStatus(() => encodeKubernetesProtobuf(cm({ metadata: { generation: 1.5 } })), 500, 'InternalError', /: \.metadata\.generation: expected an integer/);
   assertStatus(() => encodeKubernetesProtobuf({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', spec: { leaseDurationSeconds: 2 ** 31 } }), 500, 'InternalError', /overflows int32/);
   assertStatus(() => encodeKubernetesProtobuf(cm({ metadata: { creationTimestamp: 'yesterday' } })), 500, 'InternalError', /not an RFC 3339 time/);
   // Nesting beyond the limit is refused too (the object could not have been stored).
