@@ -1,14 +1,16 @@
 /**
- * Decoding of Kubernetes protobuf request bodies (`Content-Type: application/vnd.kubernetes.protobuf`).
- *
- * kubectl ≥ 1.32 sends the bodies of its typed clients (`kubectl create configmap|secret|namespace|…`,
- * `kubectl auth can-i`) as protobuf. This module turns such a body into the object its JSON encoding
- * would be, so the rest of the server only ever sees JSON-shaped objects.
+ * The Kubernetes protobuf codec (`application/vnd.kubernetes.protobuf`) for the built-in kinds:
+ * decoding request bodies into the objects their JSON encoding would be, so the rest of the server only
+ * ever sees JSON-shaped objects, and encoding JSON-shaped objects into the exact bytes kube-apiserver
+ * writes, so client-go's typed clients (which send and ask for protobuf for built-in kinds) get what
+ * they get from kube.
  *
  * Wire format: k8s.io/apimachinery/pkg/runtime/serializer/protobuf — the 4-byte magic `k8s\x00`
  * followed by a `runtime.Unknown` message (k8s.io/apimachinery/pkg/runtime/generated.proto) whose
  * `raw` field holds the object's own message (k8s.io/api `<group>/<version>/generated.proto`,
- * k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto).
+ * k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto, apiextensions-apiserver apiextensions/v1).
+ * The messages are in src/apimachinery/protobuf/schema.generated.ts, generated from the Go types by
+ * scripts/generate-protobuf-schema.ts.
  *
  * JSON shape: the result is what encoding/json would produce for the Go struct that the generated
  * (gogo-protobuf) unmarshaller fills in. The Go marshaller writes every non-pointer field, even empty
@@ -19,6 +21,15 @@
  *  - pointer field (`*string`, `*int64`, `*bool`, `*metav1.Time`, `*Struct`): written iff present on the wire;
  *  - struct field (nested message, `metav1.Time`, `resource.Quantity`): always written — `omitempty` has
  *    no effect on structs — except with `omitzero` (ObjectMeta.creationTimestamp), which leaves a zero time out.
+ *
+ * Encoding is the reverse, as the gogo-generated `MarshalToSizedBuffer` methods write the Go struct the
+ * JSON decodes into: non-pointer fields always (empty strings, zero numbers, empty nested messages),
+ * pointer fields iff set, nil `[]byte`/`Raw` not at all, repeated fields element by element, maps entry
+ * by entry in sorted key order, fields in ascending number order. Typed list items carry no
+ * apiVersion/kind (TypeMeta has no protobuf field), as in kube.
+ *
+ * Bounds: the wire reader is bounds-checked; nesting deeper than MAX_NESTING_DEPTH messages is a 400
+ * while decoding (JSONSchemaProps nests itself), and refused while encoding.
  */
 import { MAX_NESTING_DEPTH, tooDeep } from './depth.js';
 import { StatusError, badRequest } from './errors.js';
@@ -293,17 +304,38 @@ export const PROTOBUF_KINDS: Readonly<Record<string, string>> = GENERATED_PROTOB
 /** A decoded field value before JSON rendering: bytes stay a Buffer, everything else is already JSON. */
 type Decoded = unknown;
 
-const fieldIndex = new Map<string, ReadonlyMap<number, ProtobufField>>();
+/** What an absent field renders as: nothing, `null`, or the Go zero value of its kind. */
+const enum Absent { Skip, Null, Zero }
 
-function indexOf(name: string): ReadonlyMap<number, ProtobufField> {
-  let idx = fieldIndex.get(name);
-  if (!idx) {
-    const msg = PROTOBUF_SCHEMA[name];
-    if (!msg) throw new Error(`protobuf schema: no message ${name}`);
-    idx = new Map(msg.map((f) => [f.no, f]));
-    fieldIndex.set(name, idx);
+/** A message prepared for decoding: fields by number, and what each renders as when absent. */
+interface DecodePlan {
+  readonly fields: ProtobufMessage;
+  readonly byNo: readonly (ProtobufField | undefined)[];
+  readonly absent: readonly Absent[];
+}
+
+const decodePlans = new Map<string, DecodePlan>();
+
+/** What an absent field renders as, by the emission rules of the module comment. */
+function absentRule(f: ProtobufField): Absent {
+  if (f.card !== 'one') return f.emit === 'always' ? Absent.Null : Absent.Skip; // nil slice / map
+  if (f.emit === 'pointer' || f.emit === 'omitzero') return Absent.Skip; // nil pointer; zero time under omitzero
+  if (f.emit === 'omitempty' && GO_SCALARS.has(f.kind)) return Absent.Skip;
+  if (f.kind === 'bytes') return Absent.Null; // nil []byte without omitempty
+  return Absent.Zero;
+}
+
+function planOf(name: string): DecodePlan {
+  let plan = decodePlans.get(name);
+  if (!plan) {
+    const fields = PROTOBUF_SCHEMA[name];
+    if (!fields) throw new Error(`protobuf schema: no message ${name}`);
+    const byNo: (ProtobufField | undefined)[] = [];
+    for (const f of fields) byNo[f.no] = f;
+    plan = { fields, byNo, absent: fields.map(absentRule) };
+    decodePlans.set(name, plan);
   }
-  return idx;
+  return plan;
 }
 
 /** The wire type a value of `kind` is encoded with. */
@@ -533,29 +565,28 @@ function isEmptyScalar(v: Decoded): boolean {
  */
 function decodeMessage(name: string, buf: Buffer, start: number, end: number, depth: number): Record<string, unknown> {
   checkDepth(depth);
-  const fields = decodeFields(name, buf, start, end, depth);
+  const plan = planOf(name);
+  const values = decodeFields(plan, name, buf, start, end, depth);
   const out: Record<string, unknown> = {};
-  for (const f of PROTOBUF_SCHEMA[name]!) {
-    const v = fields.get(f.no);
-    if (f.card !== 'one') {
-      // Go slice / map: nil when absent on the wire.
-      if (v === undefined) { if (f.emit === 'always') out[f.json] = null; continue; }
-      out[f.json] = f.card === 'list'
-        ? (v as Decoded[]).map(toJson)
-        : Object.fromEntries([...(v as Map<string, Decoded>)].map(([k, x]) => [k, toJson(x)]));
+  const { fields, absent } = plan;
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!;
+    const v = values[f.no];
+    if (v === undefined) {
+      const rule = absent[i];
+      if (rule === Absent.Skip) continue;
+      if (rule === Absent.Null) { out[f.json] = null; continue; }
+      const zero = zeroValue(f.kind, depth);
+      if (f.emit === 'inline') Object.assign(out, zero);
+      else out[f.json] = toJson(zero);
       continue;
     }
-    if (f.emit === 'pointer') {
-      if (v !== undefined) out[f.json] = toJson(v);
-      continue;
-    }
-    const value = v === undefined ? zeroValue(f.kind, depth) : v;
-    if (f.emit === 'inline') { Object.assign(out, value); continue; }
-    if (f.emit === 'omitzero' && value === null) continue;
+    if (f.card !== 'one' || f.emit === 'pointer') { out[f.json] = toJson(v); continue; }
+    if (f.emit === 'inline') { Object.assign(out, v); continue; }
+    if (f.emit === 'omitzero' && v === null) continue;
     // omitempty drops zero Go scalars only: struct-backed kinds (IntOrString, Quantity, RawExtension, …) are always written.
-    if (f.emit === 'omitempty' && GO_SCALARS.has(f.kind) && isEmptyScalar(value)) continue;
-    // A nil []byte without omitempty is `null`; an absent struct is its zero value.
-    out[f.json] = f.kind === 'bytes' && v === undefined ? null : toJson(value);
+    if (f.emit === 'omitempty' && GO_SCALARS.has(f.kind) && isEmptyScalar(v)) continue;
+    out[f.json] = toJson(v);
   }
   return out;
 }
@@ -563,28 +594,34 @@ function decodeMessage(name: string, buf: Buffer, start: number, end: number, de
 /** Value kinds that are Go scalars (string, []byte, bool, numbers): the ones `omitempty` applies to. */
 const GO_SCALARS: ReadonlySet<ProtobufValueKind> = new Set<ProtobufValueKind>(['string', 'bytes', 'bool', 'int32', 'int64', 'double']);
 
-/** Reads the fields of message `name`: field number → value (lists as arrays, maps as Map, last singular value wins). */
-function decodeFields(name: string, buf: Buffer, start: number, end: number, depth: number): Map<number, Decoded> {
-  const idx = indexOf(name);
+/** Sets `obj[key] = value` as an own property even for `__proto__` (as JSON.parse does). */
+function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else obj[key] = value;
+}
+
+/**
+ * Reads the fields of a message: field number → value (lists as arrays, maps as objects — both already
+ * in JSON form — and the last occurrence of a singular field wins).
+ */
+function decodeFields(plan: DecodePlan, name: string, buf: Buffer, start: number, end: number, depth: number): Decoded[] {
   const r = new WireReader(buf, start, end);
-  const values = new Map<number, Decoded>();
+  const values: Decoded[] = [];
   while (!r.done) {
     const { no, wt } = r.tag();
-    const f = idx.get(no);
+    const f = plan.byNo[no];
     if (!f) { r.skip(no, wt); continue; }
     const want = f.card === 'dict' ? WireType.Bytes : wireTypeOf(f.kind);
     if (wt !== want) throw malformed(`wrong wire type ${wt} for field ${name}.${f.json}`);
     if (f.card === 'list') {
-      const arr = (values.get(no) as Decoded[] | undefined) ?? [];
-      arr.push(decodeValue(r, f.kind, buf, depth));
-      values.set(no, arr);
+      const arr = (values[no] as unknown[] | undefined) ?? (values[no] = []) as unknown[];
+      arr.push(toJson(decodeValue(r, f.kind, buf, depth)));
     } else if (f.card === 'dict') {
-      const map = (values.get(no) as Map<string, Decoded> | undefined) ?? new Map<string, Decoded>();
+      const map = (values[no] as Record<string, unknown> | undefined) ?? (values[no] = {}) as Record<string, unknown>;
       const [k, v] = decodeMapEntry(r, f.kind, buf, depth);
-      map.set(k, v);
-      values.set(no, map);
+      setOwn(map, k, toJson(v));
     } else {
-      values.set(no, decodeValue(r, f.kind, buf, depth));
+      values[no] = decodeValue(r, f.kind, buf, depth);
     }
   }
   return values;
@@ -659,9 +696,9 @@ function decodeEnvelope(body: Buffer, depth: number): Record<string, unknown> {
   if (body.length < MAGIC.length || !body.subarray(0, MAGIC.length).equals(MAGIC)) {
     throw badRequest('provided data does not appear to be a protobuf message, expected prefix "k8s\\x00"');
   }
-  const env = decodeFields('runtime.Unknown', body, MAGIC.length, body.length, depth);
-  const typeMeta = (env.get(1) ?? {}) as { apiVersion?: string; kind?: string };
-  const raw = (env.get(2) as Buffer | undefined) ?? Buffer.alloc(0);
+  const env = decodeFields(planOf('runtime.Unknown'), 'runtime.Unknown', body, MAGIC.length, body.length, depth);
+  const typeMeta = (env[1] ?? {}) as { apiVersion?: string; kind?: string };
+  const raw = (env[2] as Buffer | undefined) ?? Buffer.alloc(0);
   const apiVersion = typeMeta.apiVersion ?? '';
   const kind = typeMeta.kind ?? '';
   if (!kind) throw badRequest("Object 'Kind' is missing in protobuf body");
@@ -917,6 +954,16 @@ export function encodeProtobufMessage(messageName: string, value: unknown): Buff
   encodePath.length = 0;
   writeMessage(w, messageName, value, 1);
   return Buffer.from(w.finish());
+}
+
+/**
+ * Decodes the bytes of message `messageName` (no magic, no envelope: what {@link encodeProtobufMessage}
+ * returns, or one item of a list) into its JSON form, by the rules of {@link decodeKubernetesProtobuf}.
+ * Throws a 400 BadRequest StatusError for malformed data.
+ */
+export function decodeProtobufMessage(messageName: string, bytes: Buffer): Record<string, unknown> {
+  if (!PROTOBUF_SCHEMA[messageName]) throw new Error(`protobuf schema: no message ${messageName}`);
+  return decodeMessage(messageName, bytes, 0, bytes.length, 1);
 }
 
 /** runtime.Unknown's trailing `contentEncoding = 3` and `contentType = 4`, both empty (written always). */
