@@ -843,7 +843,7 @@ function writeField(w: ReverseWriter, no: number, kind: ProtobufValueKind, v: un
   }
 }
 
-/** Go's zero `time.Time` and times before it encode as the empty Timestamp (metav1 `Time.Marshal` writes nothing for `IsZero`). */
+/** RFC 3339 as metav1 `Time`/`MicroTime.UnmarshalJSON` accept it (Go `time.RFC3339`, fraction optional, any offset). */
 const TIMESTAMP = /^(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:[Zz]|([+-])(\d\d):(\d\d))$/;
 
 /** Parses an RFC 3339 time (as metav1 `Time`/`MicroTime.UnmarshalJSON` do) into Unix seconds and nanoseconds. */
@@ -865,8 +865,8 @@ function writeMessageValue(w: ReverseWriter, kind: ProtobufValueKind, v: unknown
     case 'time': case 'microTime': {
       if (v === undefined || v === null) return;
       const { seconds, nanos } = parseTimestamp(expectString(v));
-      if (seconds <= GO_ZERO_TIME_SECONDS && nanos === 0) return;
-      // Time keeps whole seconds in JSON; MicroTime microseconds (ProtoMicroTime truncates to them).
+      if (seconds === GO_ZERO_TIME_SECONDS && nanos === 0) return; // IsZero: nothing written
+      // Time.ProtoTime writes no nanos (time_proto.go); MicroTime truncates them to microseconds.
       const ns = kind === 'time' ? 0 : nanos - (nanos % 1000);
       w.varint64(ns); w.tag(2, WireType.Varint);
       w.varint64(seconds); w.tag(1, WireType.Varint);
