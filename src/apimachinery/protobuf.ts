@@ -29,7 +29,8 @@
  * apiVersion/kind (TypeMeta has no protobuf field), as in kube.
  *
  * Bounds: the wire reader is bounds-checked; nesting deeper than MAX_NESTING_DEPTH messages is a 400
- * while decoding (JSONSchemaProps nests itself), and refused while encoding.
+ * while decoding (JSONSchemaProps nests itself), and refused while encoding; a decode produces at most
+ * one JSON value per body byte plus a constant (absent fields expand to zero values), else a 400.
  */
 import { MAX_NESTING_DEPTH, tooDeep } from './depth.js';
 import { StatusError, badRequest } from './errors.js';
@@ -413,6 +414,23 @@ function checkDepth(depth: number): void {
   if (depth > MAX_NESTING_DEPTH) throw tooDeep('protobuf');
 }
 
+/**
+ * JSON values a decode may still produce. Absent fields expand to their zero values (a 2-byte empty
+ * ConfigMapList item is a whole object), so without a bound a 3 MiB body of empty list items would
+ * become millions of objects and seconds of CPU. Bodies from Go's marshaller produce well under one
+ * value per byte (every field it writes costs at least 2 bytes): the budget is one value per body
+ * byte plus {@link DECODE_BUDGET_BASE}, set by each top-level decode.
+ */
+let decodeBudget = 0;
+
+/** The constant part of the decode budget (values), for small bodies of sparse messages. */
+const DECODE_BUDGET_BASE = 65_536;
+
+/** Charges `n` produced values to the budget; a 400 when it runs out. */
+function spend(n: number): void {
+  if ((decodeBudget -= n) < 0) throw malformed('the object expands to more values than its size allows (a body of empty messages?)');
+}
+
 const SCHEMA_PROPS = 'apiextensions.v1.JSONSchemaProps';
 
 /** Decodes one value of `kind` at the reader's position (the field key already consumed); `depth` counts enclosing messages. */
@@ -569,18 +587,21 @@ function decodeMessage(name: string, buf: Buffer, start: number, end: number, de
   const values = decodeFields(plan, name, buf, start, end, depth);
   const out: Record<string, unknown> = {};
   const { fields, absent } = plan;
+  let produced = 1; // the object, then each property set
   for (let i = 0; i < fields.length; i++) {
     const f = fields[i]!;
     const v = values[f.no];
     if (v === undefined) {
       const rule = absent[i];
       if (rule === Absent.Skip) continue;
-      if (rule === Absent.Null) { out[f.json] = null; continue; }
+      if (rule === Absent.Null) { out[f.json] = null; produced++; continue; }
       const zero = zeroValue(f.kind, depth);
       if (f.emit === 'inline') Object.assign(out, zero);
       else out[f.json] = toJson(zero);
+      produced++;
       continue;
     }
+    produced++;
     if (f.card !== 'one' || f.emit === 'pointer') { out[f.json] = toJson(v); continue; }
     if (f.emit === 'inline') { Object.assign(out, v); continue; }
     if (f.emit === 'omitzero' && v === null) continue;
@@ -588,6 +609,7 @@ function decodeMessage(name: string, buf: Buffer, start: number, end: number, de
     if (f.emit === 'omitempty' && GO_SCALARS.has(f.kind) && isEmptyScalar(v)) continue;
     out[f.json] = toJson(v);
   }
+  spend(produced);
   return out;
 }
 
@@ -615,9 +637,11 @@ function decodeFields(plan: DecodePlan, name: string, buf: Buffer, start: number
     if (wt !== want) throw malformed(`wrong wire type ${wt} for field ${name}.${f.json}`);
     if (f.card === 'list') {
       const arr = (values[no] as unknown[] | undefined) ?? (values[no] = []) as unknown[];
+      spend(1);
       arr.push(toJson(decodeValue(r, f.kind, buf, depth)));
     } else if (f.card === 'dict') {
       const map = (values[no] as Record<string, unknown> | undefined) ?? (values[no] = {}) as Record<string, unknown>;
+      spend(1);
       const [k, v] = decodeMapEntry(r, f.kind, buf, depth);
       setOwn(map, k, toJson(v));
     } else {
@@ -688,6 +712,7 @@ export function protobufMessageFor(apiVersion: string, kind: string): string | u
  */
 export function decodeKubernetesProtobuf(body: Buffer): Record<string, unknown> {
   if (body.length === 0) throw malformed('empty body');
+  decodeBudget = body.length + DECODE_BUDGET_BASE;
   return decodeEnvelope(body, 1);
 }
 
@@ -963,6 +988,7 @@ export function encodeProtobufMessage(messageName: string, value: unknown): Buff
  */
 export function decodeProtobufMessage(messageName: string, bytes: Buffer): Record<string, unknown> {
   if (!PROTOBUF_SCHEMA[messageName]) throw new Error(`protobuf schema: no message ${messageName}`);
+  decodeBudget = bytes.length + DECODE_BUDGET_BASE;
   return decodeMessage(messageName, bytes, 0, bytes.length, 1);
 }
 

@@ -710,3 +710,16 @@ test('hand-written value kinds no served kind uses yet: Duration, IntOrString (w
   assert.deepEqual(decodeProtobufMessage(name, Buffer.alloc(0)), { timeout: '0s' });
   delete (PROTOBUF_SCHEMA as Record<string, ProtobufMessage>)[name];
 });
+
+test('hostile expansion: a body of empty list items (each a whole zero object) is a 400, not seconds of CPU', () => {
+  // 1.5 M empty CustomResourceDefinitionList items: 3 MB on the wire, each item a nested zero object.
+  const items = Buffer.alloc(3_000_000);
+  for (let i = 0; i < items.length; i += 2) items[i] = 0x12; // field 2 (items), length 0
+  const t0 = performance.now();
+  assertStatus(() => decodeKubernetesProtobuf(envelope('apiextensions.k8s.io/v1', 'CustomResourceDefinitionList', items)), 400, 'BadRequest',
+    /expands to more values than its size allows/);
+  assert.ok(performance.now() - t0 < 2_000, `refused after ${Math.round(performance.now() - t0)} ms`);
+  // A few empty items are fine (the budget has a constant part).
+  const few = decodeKubernetesProtobuf(envelope('apiextensions.k8s.io/v1', 'CustomResourceDefinitionList', items.subarray(0, 20)));
+  assert.equal((few.items as unknown[]).length, 10);
+});
