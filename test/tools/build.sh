@@ -3,8 +3,11 @@
 # (versions pinned by their go.mod and go.sum) into a cache outside the repository, keyed by
 # version, and prints the directory that holds them. Nothing is rebuilt when the cache has it.
 #
-#   test/tools/build.sh            -> builds when missing, prints the two cache directories
+#   test/tools/build.sh            -> builds when missing, prints the three cache directories
 #   test/tools/build.sh --print    -> prints them only (what the tests use to find the binaries)
+#
+# The third holds protoref (kube/cmd/protoref), the JSON <-> Kubernetes protobuf reference of the
+# codec tests, built from the kube module on its own key so adding it rebuilds nothing else.
 #
 # KCP_TS_TOOLS_CACHE overrides the cache (default ~/.cache/kcp-ts/tools). The tests find the
 # binaries there, or take existing ones from KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, HELM,
@@ -34,6 +37,7 @@ print_only=0
 recipe=r3
 kube_version="$(version_of kube k8s.io/kubernetes)"
 kube="kube-$kube_version-$recipe"
+protoref="protoref-$kube_version-$recipe"
 helm="helm-$(version_of helm helm.sh/helm/v3)-kstatus-$(version_of helm sigs.k8s.io/cli-utils)-$recipe"
 # The version kube-apiserver reports (/version): what helm's kubeVersion and clients check.
 minor="${kube_version#v1.}"; minor="${minor%%.*}"
@@ -43,5 +47,7 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 build kube "$kube" "$kube_ldflags" ./cmd/kube-apiserver ./cmd/kube-controller-manager
 build helm "$helm" "" helm.sh/helm/v3/cmd/helm ./cmd/kstatus
+build kube "$protoref" "" ./cmd/protoref
 echo "$cache/$kube"
 echo "$cache/$helm"
+echo "$cache/$protoref"
