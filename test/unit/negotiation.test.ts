@@ -1,0 +1,108 @@
+/**
+ * Content negotiation as kube-apiserver's handlers/negotiation (src/endpoints/negotiation.ts) and
+ * the protobuf framing of responses (src/endpoints/protobufwire.ts). The expectations were taken
+ * from a kube-apiserver v1.34 answering the same Accept headers.
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { StatusError } from '../../src/apimachinery/errors.js';
+import { encodeKubernetesProtobuf, encodeProtobufWatchEvent } from '../../src/apimachinery/protobuf.js';
+import { decodeBody, negotiateOutput, negotiateStatus, type Endpoint } from '../../src/endpoints/negotiation.js';
+import { fieldHeader, watchFrame } from '../../src/endpoints/protobufwire.js';
+
+const PB = 'application/vnd.kubernetes.protobuf';
+const builtin: Endpoint = { shape: 'object', protobuf: true };
+const builtinList: Endpoint = { shape: 'list', protobuf: true };
+const custom: Endpoint = { shape: 'object', protobuf: false };
+const customList: Endpoint = { shape: 'list', protobuf: false };
+
+function refused(fn: () => unknown, code: number, message: string): void {
+  assert.throws(fn, (err: unknown) => err instanceof StatusError && err.code === code && err.message === message);
+}
+
+describe('negotiateOutput', () => {
+  test('protobuf for built-in kinds; what typed clients send picks it', () => {
+    assert.equal(negotiateOutput(PB, builtin).media, 'protobuf');
+    assert.equal(negotiateOutput(`${PB},application/json`, builtinList).media, 'protobuf');
+    assert.equal(negotiateOutput(`${PB};stream=watch`, builtinList).media, 'protobuf');
+    assert.equal(negotiateOutput(undefined, builtin).media, 'json');
+    assert.equal(negotiateOutput('*/*', builtin).media, 'json');
+    assert.equal(negotiateOutput('application/*', builtin).media, 'json');
+  });
+
+  test('custom resources skip the protobuf range for the next one; protobuf alone is 406 with kube\'s message', () => {
+    assert.equal(negotiateOutput(`${PB},application/json`, custom).media, 'json');
+    assert.equal(negotiateOutput(`${PB},application/yaml`, customList).media, 'yaml');
+    refused(() => negotiateOutput(PB, custom), 406, 'only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf');
+    refused(() => negotiateOutput('text/plain', builtin), 406, 'only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf');
+  });
+
+  test('PartialObjectMetadata in protobuf, custom resources too (the metadata informer\'s Accept)', () => {
+    const listAccept = `${PB};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json`;
+    assert.deepEqual(negotiateOutput(listAccept, customList), { media: 'protobuf', as: 'PartialObjectMetadataList', asVersion: 'v1' });
+    assert.deepEqual(negotiateOutput(`${PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1`, custom), { media: 'protobuf', as: 'PartialObjectMetadata', asVersion: 'v1beta1' });
+    const watchAccept = `${PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json`;
+    assert.deepEqual(negotiateOutput(watchAccept, { shape: 'watch', protobuf: false }), { media: 'protobuf', as: 'PartialObjectMetadata', asVersion: 'v1' });
+    // A list asked for as one object's metadata (or the reverse) tries the next range.
+    assert.deepEqual(negotiateOutput(`${PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json`, builtinList), { media: 'json', asVersion: 'v1' });
+  });
+
+  test('as=Table is JSON or YAML only, as kube', () => {
+    refused(() => negotiateOutput(`${PB};as=Table;v=v1;g=meta.k8s.io`, builtinList), 406, 'only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf');
+    assert.deepEqual(negotiateOutput(`${PB};as=Table;v=v1;g=meta.k8s.io,application/json`, builtinList), { media: 'json', asVersion: 'v1' });
+    assert.deepEqual(negotiateOutput('application/json;as=Table;v=v1;g=meta.k8s.io', builtinList), { media: 'json', as: 'Table', asVersion: 'v1' });
+    assert.deepEqual(negotiateOutput('application/json;as=Table;v=v1;g=meta.k8s.io,application/json', { ...builtin, table: false }), { media: 'json', asVersion: 'v1' });
+  });
+
+  test('ranges in goautoneg order: q first, then concrete before wildcard', () => {
+    assert.equal(negotiateOutput(`application/json;q=0.5,${PB}`, builtin).media, 'protobuf');
+    assert.equal(negotiateOutput(`*/*,${PB}`, builtin).media, 'protobuf');
+    assert.equal(negotiateOutput('application/yaml;q=abc,application/json;q=0.1', builtin).media, 'json');
+  });
+
+  test('a watch has no YAML form', () => {
+    const watch: Endpoint = { shape: 'watch', protobuf: true };
+    assert.equal(negotiateOutput(`${PB}`, watch).media, 'protobuf');
+    refused(() => negotiateOutput('application/yaml,application/json', watch), 406,
+      'only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch');
+    refused(() => negotiateOutput(PB, { shape: 'watch', protobuf: false }), 406,
+      'only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch');
+  });
+});
+
+describe('negotiateStatus', () => {
+  test('an error Status follows Accept without transformations, JSON when nothing qualifies', () => {
+    assert.equal(negotiateStatus(undefined), 'json');
+    assert.equal(negotiateStatus(`${PB},application/json`), 'protobuf');
+    assert.equal(negotiateStatus(PB), 'protobuf');
+    assert.equal(negotiateStatus('application/yaml'), 'yaml');
+    assert.equal(negotiateStatus(`${PB};as=Table;v=v1;g=meta.k8s.io`), 'json');
+    assert.equal(negotiateStatus(`${PB};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json`), 'json');
+    assert.equal(negotiateStatus('text/plain'), 'json');
+  });
+});
+
+describe('decodeBody', () => {
+  test('a protobuf body where the kind has no protobuf form is 415 naming JSON and YAML', () => {
+    const body = encodeKubernetesProtobuf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } });
+    refused(() => decodeBody(PB, body, 'Widget', { protobuf: false }), 415, 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml');
+    assert.equal((decodeBody(PB, body, 'ConfigMap', { protobuf: true }) as { kind: string }).kind, 'ConfigMap');
+    refused(() => decodeBody('text/plain', Buffer.from('x'), 'ConfigMap', { protobuf: true }), 415,
+      'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf');
+  });
+});
+
+describe('protobuf framing', () => {
+  test('fieldHeader writes the key and a varint length', () => {
+    assert.deepEqual([...fieldHeader(2, 5)], [0x12, 5]);
+    assert.deepEqual([...fieldHeader(1, 300)], [0x0a, 0xac, 0x02]);
+    assert.deepEqual([...fieldHeader(2, 2 ** 31 + 1)], [0x12, 0x81, 0x80, 0x80, 0x80, 0x08]);
+  });
+
+  test('watchFrame around an encoded object is the codec\'s watch event, byte for byte', () => {
+    const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'n', resourceVersion: '7' }, data: { a: 'x'.repeat(200) } };
+    for (const type of ['ADDED', 'MODIFIED', 'DELETED']) {
+      assert.deepEqual(watchFrame(type, encodeKubernetesProtobuf(cm)), encodeProtobufWatchEvent(type, cm));
+    }
+  });
+});
