@@ -17,7 +17,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { StatusError } from '../../src/apimachinery/errors.js';
-import { PROTOBUF_KINDS, PROTOBUF_SCHEMA, decodeKubernetesProtobuf, isKubernetesProtobuf } from '../../src/apimachinery/protobuf.js';
+import {
+  PROTOBUF_KINDS, PROTOBUF_SCHEMA, decodeKubernetesProtobuf, encodeKubernetesProtobuf, encodeProtobufMessage, isKubernetesProtobuf, protobufMessageFor,
+} from '../../src/apimachinery/protobuf.js';
+import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
+import { CSR_DESCRIPTOR } from '../../src/certificates/csr.js';
+import { FLOW_SCHEMA_DESCRIPTOR, PRIORITY_LEVEL_DESCRIPTOR } from '../../src/flowcontrol/descriptors.js';
 
 const execFileP = promisify(execFile);
 
@@ -603,7 +608,8 @@ test('schema: references resolve, field numbers and JSON names are unique, omitz
     for (const f of fields) {
       if (f.kind.startsWith('message:')) assert.ok(PROTOBUF_SCHEMA[f.kind.slice(8)], `${name}.${f.json}: ${f.kind}`);
       if (f.emit === 'omitzero') assert.ok(f.kind === 'time' || f.kind === 'microTime', `${name}.${f.json}`);
-      if (f.emit === 'pointer') assert.equal(f.card, 'one', `${name}.${f.json}`);
+      if (f.emit === 'pointer' || f.emit === 'inline') assert.equal(f.card, 'one', `${name}.${f.json}`);
+      if (f.emit === 'inline') assert.ok(f.kind.startsWith('message:'), `${name}.${f.json}`);
     }
   }
   for (const message of Object.values(PROTOBUF_KINDS)) assert.ok(PROTOBUF_SCHEMA[message], message);
@@ -617,4 +623,61 @@ test('isKubernetesProtobuf', () => {
   assert.equal(isKubernetesProtobuf('application/vnd.kubernetes.protobuf+json'), false);
   assert.equal(isKubernetesProtobuf(''), false);
   assert.equal(isKubernetesProtobuf(undefined), false);
+});
+
+test('every served built-in kind, and its list where it is listable, has a protobuf form', () => {
+  for (const d of [...BUILTIN_RESOURCES, CSR_DESCRIPTOR, FLOW_SCHEMA_DESCRIPTOR, PRIORITY_LEVEL_DESCRIPTOR]) {
+    const apiVersion = d.group ? `${d.group}/${d.version}` : d.version;
+    assert.ok(protobufMessageFor(apiVersion, d.kind), `${apiVersion} ${d.kind}`);
+    if (d.verbs.includes('list')) assert.ok(protobufMessageFor(apiVersion, d.listKind), `${apiVersion} ${d.listKind}`);
+    assert.ok(protobufMessageFor(apiVersion, 'DeleteOptions'), `${apiVersion} DeleteOptions`);
+  }
+});
+
+/** A body nesting JSONSchemaProps `depth` levels through `not` inside a CRD, built back to front (linear). */
+function deepSchemaCrd(depth: number): Buffer {
+  const no = (message: string, json: string): number => PROTOBUF_SCHEMA[message]!.find((f) => f.json === json)!.no;
+  const notNo = no('apiextensions.v1.JSONSchemaProps', 'not');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const wrap = (fieldNo: number): void => { const head = Buffer.concat([key(fieldNo, 2), varint(size)]); chunks.push(head); size += head.length; };
+  for (let i = 0; i < depth; i++) wrap(notNo);
+  wrap(no('apiextensions.v1.CustomResourceValidation', 'openAPIV3Schema'));
+  wrap(no('apiextensions.v1.CustomResourceDefinitionVersion', 'schema'));
+  wrap(no('apiextensions.v1.CustomResourceDefinitionSpec', 'versions'));
+  wrap(no('apiextensions.v1.CustomResourceDefinition', 'spec'));
+  return envelope('apiextensions.k8s.io/v1', 'CustomResourceDefinition', Buffer.concat(chunks.reverse()));
+}
+
+test('hostile nesting: a JSONSchemaProps nested 100,000 deep is a 400 while decoding, not a stack overflow', () => {
+  assertStatus(() => decodeKubernetesProtobuf(deepSchemaCrd(100_000)), 400, 'BadRequest', /protobuf: exceeded max depth of 500/);
+  // Within the limit it decodes.
+  const ok = decodeKubernetesProtobuf(deepSchemaCrd(50)) as { spec: { versions: { schema: { openAPIV3Schema: Record<string, unknown> } }[] } };
+  let s: Record<string, unknown> | undefined = ok.spec.versions[0]!.schema.openAPIV3Schema;
+  let levels = 0;
+  while (s && s.not) { s = s.not as Record<string, unknown>; levels++; }
+  assert.equal(levels, 50);
+});
+
+test('encoding an object that does not fit its schema is a 500, never a crash or a silent zero', () => {
+  const cm = (data: unknown): Record<string, unknown> => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, ...(data as object) });
+  assertStatus(() => encodeKubernetesProtobuf(cm({ data: { a: 1 } })), 500, 'InternalError', /\.data\["a"\]: expected a string/);
+  assertStatus(() => encodeKubernetesProtobuf(cm({ data: ['a'] })), 500, 'InternalError', /expected an object/);
+  assertStatus(() => encodeKubernetesProtobuf(cm({ metadata: { generation: 1.5 } })), 500, 'InternalError', /expected an integer/);
+  assertStatus(() => encodeKubernetesProtobuf({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', spec: { leaseDurationSeconds: 2 ** 31 } }), 500, 'InternalError', /overflows int32/);
+  assertStatus(() => encodeKubernetesProtobuf(cm({ metadata: { creationTimestamp: 'yesterday' } })), 500, 'InternalError', /not an RFC 3339 time/);
+  // Nesting beyond the limit is refused too (the object could not have been stored).
+  let deep: Record<string, unknown> = {};
+  for (let i = 0; i < 600; i++) deep = { not: deep };
+  assertStatus(() => encodeProtobufMessage('apiextensions.v1.JSONSchemaProps', deep), 500, 'InternalError', /nested deeper/);
+});
+
+test('encoding: int64 and time edge values round-trip through our decoder', () => {
+  const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'l', generation: -5, creationTimestamp: '1969-12-31T23:59:59Z' },
+    spec: { leaseTransitions: -2147483648, acquireTime: '2024-02-29T12:00:00.000001Z', renewTime: '2024-02-29T14:00:00.5+02:00' } };
+  const back = decodeKubernetesProtobuf(encodeKubernetesProtobuf(lease));
+  assert.deepEqual(back, { ...lease, metadata: { ...lease.metadata, generation: -5 },
+    spec: { ...lease.spec, renewTime: '2024-02-29T12:00:00.500000Z' } });
+  assert.deepEqual(decodeKubernetesProtobuf(encodeKubernetesProtobuf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { deletionGracePeriodSeconds: 2 ** 53 - 1 } })).metadata,
+    { deletionGracePeriodSeconds: 2 ** 53 - 1 });
 });
