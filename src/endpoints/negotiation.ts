@@ -167,7 +167,8 @@ export interface EncodedBody { contentType: string; body: string | Buffer }
  */
 export function encodeBody(media: Media, value: string | object): EncodedBody {
   switch (media) {
-    case 'json': return { contentType: MEDIA_TYPES.json, body: typeof value === 'string' ? value : JSON.stringify(value) };
+    // A Buffer: Fastify would append `; charset=utf-8` to a string's JSON type, which kube does not write.
+    case 'json': return { contentType: MEDIA_TYPES.json, body: Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)) };
     case 'yaml': return { contentType: MEDIA_TYPES.yaml, body: toYaml(typeof value === 'string' ? JSON.parse(value) : value) };
     case 'protobuf': return { contentType: MEDIA_TYPES.protobuf, body: encodeKubernetesProtobuf((typeof value === 'string' ? JSON.parse(value) : value) as Record<string, unknown>) };
   }

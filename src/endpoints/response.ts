@@ -48,7 +48,7 @@ export function send(reply: FastifyReply, code: number, body: string | object, o
 /** Answers one object (its stored JSON) as negotiated: as is, a Table row or PartialObjectMetadata, in JSON, YAML or protobuf. */
 export function sendObject(reply: FastifyReply, code: number, json: string, desc: ResourceDescriptor, out: OutputFormat, query: URLSearchParams): void {
   if (!out.as) {
-    if (out.media === 'json') { reply.code(code).type(MEDIA_TYPES.json).send(json); return; }
+    if (out.media === 'json') { reply.code(code).type(MEDIA_TYPES.json).send(Buffer.from(json)); return; }
     send(reply, code, json, out);
     return;
   }
@@ -97,12 +97,12 @@ export async function sendList(reply: FastifyReply, items: CacheEntry[], listMet
       return wildcard ? withClusterAnnotation(json, items[i]!.cluster) : json;
     };
     if (large) {
-      reply.code(200).type('application/json').send(slicedStream(head, items.length, item, ',', ']}'));
+      reply.code(200).type(MEDIA_TYPES.json).send(slicedStream(head, items.length, item, ',', ']}'));
       return;
     }
     let s = head;
     for (let i = 0; i < items.length; i++) s += (i ? ',' : '') + item(i);
-    reply.code(200).type('application/json').send(`${s}]}`);
+    reply.code(200).type(MEDIA_TYPES.json).send(Buffer.from(`${s}]}`));
     return;
   }
   const decode = (e: CacheEntry): KubeObject => {
@@ -121,7 +121,7 @@ export async function sendList(reply: FastifyReply, items: CacheEntry[], listMet
   if (large && out.media === 'json') {
     // Built-in kinds stored in another form (pruned, converted): encoded an object at a time.
     const head = `{"kind":"${desc.listKind}","apiVersion":"${apiVersionOf(desc)}","metadata":${JSON.stringify(meta)},"items":[`;
-    reply.code(200).type('application/json').send(slicedStream(head, objs.length, (i) => JSON.stringify(objs[i]), ',', ']}'));
+    reply.code(200).type(MEDIA_TYPES.json).send(slicedStream(head, objs.length, (i) => JSON.stringify(objs[i]), ',', ']}'));
     return;
   }
   send(reply, 200, { kind: desc.listKind, apiVersion: apiVersionOf(desc), metadata: meta, items: objs }, out);

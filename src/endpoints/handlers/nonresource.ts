@@ -31,7 +31,8 @@ export const serveNonResource: Handler = async (ctx, req, reply) => {
   const out = negotiateOutput(req.headers.accept, { shape: 'object', protobuf: false, discovery: parts.length === 1 });
   if (parts.length === 1 && out.discovery) {
     const doc = aggregatedDiscovery(descs, parts[0] === 'api', out.discovery);
-    reply.code(200).header('Vary', 'Accept').type(`application/json;g=apidiscovery.k8s.io;v=${out.discovery};as=APIGroupDiscoveryList`).send(JSON.stringify(doc));
+    // A Buffer: the media type as kube writes it, without the charset Fastify adds to a string.
+    reply.code(200).header('Vary', 'Accept').type(`application/json;g=apidiscovery.k8s.io;v=${out.discovery};as=APIGroupDiscoveryList`).send(Buffer.from(JSON.stringify(doc)));
     return;
   }
   let doc: object | undefined;
