@@ -2,18 +2,15 @@
  * Kubernetes protobuf on the wire (`application/vnd.kubernetes.protobuf`), over HTTPS against a
  * real server: every verb's answer, lists (large ones sliced), watch framing, PartialObjectMetadata,
  * errors, and what custom resources refuse — as a kube-apiserver v1.34 answers the same requests.
- * Answers are decoded with the codec (src/apimachinery/protobuf.ts); watch frames are split here.
+ * Answers are decoded with the codec (src/apimachinery/protobuf.ts); watch frames are split by
+ * test/pbwire.ts.
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request, Agent } from 'node:https';
 import { parse as parseYaml } from 'yaml';
-import { decodeKubernetesProtobuf, encodeKubernetesProtobuf } from '../../src/apimachinery/protobuf.js';
-import { CM, call, eventually, sleep, type Creds, type TestServer, useTestServer } from '../helpers.js';
-
-const PB = 'application/vnd.kubernetes.protobuf';
-/** What client-go's typed clients send. */
-const TYPED = `${PB},application/json`;
+import { encodeKubernetesProtobuf } from '../../src/apimachinery/protobuf.js';
+import { CM, call, eventually, type Creds, type TestServer, useTestServer } from '../helpers.js';
+import { PB, TYPED, decodedProtobuf, protobufWatch, rawCall } from '../pbwire.js';
 const NS = '/clusters/root/api/v1/namespaces/default';
 const CRD_GROUP = 'pbtest.example.com';
 const WIDGETS = `/clusters/root/apis/${CRD_GROUP}/v1/namespaces/default/widgets`;
@@ -21,32 +18,11 @@ const WIDGETS = `/clusters/root/apis/${CRD_GROUP}/v1/namespaces/default/widgets`
 let srv: TestServer;
 useTestServer((s) => { srv = s; });
 
-interface RawRes { status: number; type: string | undefined; body: Buffer }
-
-/** One request; the answer's bytes as they came. `body`: a Buffer as is, else JSON. */
-function raw(method: string, path: string, body?: Buffer | object, headers: Record<string, string> = {}, creds: Partial<Creds> & { ca: string } = srv.creds): Promise<RawRes> {
-  const u = new URL(srv.url + path);
-  const data = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body));
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: u.hostname, port: u.port, path: u.pathname + u.search, method, ca: creds.ca, cert: creds.cert, key: creds.key, agent: false,
-      headers: { ...(data ? { 'content-type': Buffer.isBuffer(body) ? PB : 'application/json', 'content-length': String(data.length) } : {}), ...headers },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], body: Buffer.concat(chunks) }));
-    });
-    req.on('error', reject);
-    if (data) req.write(data);
-    req.end();
-  });
-}
-
-/** The decoded protobuf answer, after checking its Content-Type is kube's. */
-function pb(r: RawRes): any {
-  assert.equal(r.type, PB, `${r.status} ${r.type}: ${r.body.toString().slice(0, 300)}`);
-  return decodeKubernetesProtobuf(r.body);
-}
+/** One request to the test server (see test/pbwire.ts). */
+const raw = (method: string, path: string, body?: Buffer | object, headers: Record<string, string> = {}, creds: Partial<Creds> & { ca: string } = srv.creds) =>
+  rawCall(srv, creds, method, path, body, headers);
+const pb = decodedProtobuf;
+const pbWatch = (path: string, accept = PB) => protobufWatch(srv, srv.creds, path, accept);
 
 const json = (method: string, path: string, body?: unknown) => call(srv, srv.creds, method, path, body);
 
@@ -172,61 +148,6 @@ describe('lists in protobuf', () => {
     for (const item of list.items) assert.ok(item.metadata.annotations['kcp.io/cluster'], item.metadata.name);
   });
 });
-
-/** Reads a protobuf watch stream: 4-byte big-endian length, then a meta/v1 WatchEvent {type = 1, object = 2 {raw = 1}}. */
-function pbWatch(path: string, accept = PB): { events: { type: string; object: any }[]; type: Promise<string | undefined>; status: Promise<number>; close(): void; waitFor(n: number): Promise<{ type: string; object: any }[]> } {
-  const u = new URL(srv.url + path);
-  const events: { type: string; object: any }[] = [];
-  let buf = Buffer.alloc(0);
-  let typeResolve!: (t: string | undefined) => void;
-  let statusResolve!: (n: number) => void;
-  const type = new Promise<string | undefined>((r) => { typeResolve = r; });
-  const status = new Promise<number>((r) => { statusResolve = r; });
-  const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'GET', ca: srv.creds.ca, cert: srv.creds.cert, key: srv.creds.key, agent: new Agent({ keepAlive: false }), headers: { accept } }, (res) => {
-    typeResolve(res.headers['content-type']);
-    statusResolve(res.statusCode ?? 0);
-    res.on('data', (c: Buffer) => {
-      buf = Buffer.concat([buf, c]);
-      while (buf.length >= 4 && buf.length >= 4 + buf.readUInt32BE(0)) {
-        const frame = buf.subarray(4, 4 + buf.readUInt32BE(0));
-        buf = buf.subarray(4 + frame.length);
-        events.push(decodeWatchEvent(frame));
-      }
-    });
-    res.on('error', () => undefined);
-  });
-  req.on('error', () => undefined);
-  req.end();
-  return {
-    events, type, status,
-    close() { req.destroy(); },
-    async waitFor(n: number) {
-      const end = Date.now() + 8000;
-      while (events.length < n && Date.now() < end) await sleep(10);
-      return events;
-    },
-  };
-}
-
-/** Splits a WatchEvent message (length-delimited fields only) and decodes its object with the codec. */
-function decodeWatchEvent(frame: Buffer): { type: string; object: any } {
-  const fields = (b: Buffer): Map<number, Buffer> => {
-    const out = new Map<number, Buffer>();
-    let at = 0;
-    const varint = (): number => { let v = 0; let mul = 1; for (;;) { const x = b[at++]!; v += (x & 0x7f) * mul; if (x < 0x80) return v; mul *= 128; } };
-    while (at < b.length) {
-      const key = varint();
-      assert.equal(key & 7, 2, 'length-delimited field');
-      const len = varint();
-      out.set(key >> 3, b.subarray(at, at + len));
-      at += len;
-    }
-    return out;
-  };
-  const event = fields(frame);
-  const raw = fields(event.get(2)!).get(1)!;
-  return { type: event.get(1)!.toString(), object: decodeKubernetesProtobuf(raw) };
-}
 
 describe('watch in protobuf', () => {
   test('initial events, the initial-events-end bookmark, then live events, framed as kube', async () => {

@@ -6,9 +6,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { StatusError } from '../../src/apimachinery/errors.js';
-import { encodeKubernetesProtobuf, encodeProtobufWatchEvent } from '../../src/apimachinery/protobuf.js';
+import { decodeKubernetesProtobuf, encodeKubernetesProtobuf, encodeProtobufWatchEvent } from '../../src/apimachinery/protobuf.js';
 import { decodeBody, negotiateOutput, negotiateStatus, type Endpoint } from '../../src/endpoints/negotiation.js';
-import { fieldHeader, watchFrame } from '../../src/endpoints/protobufwire.js';
+import { fieldHeader, hasProtobuf, protobufList, watchFrame } from '../../src/endpoints/protobufwire.js';
+import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
+import type { Store } from '../../src/registry/store.js';
+import type { CacheEntry } from '../../src/storage/watchcache.js';
 
 const PB = 'application/vnd.kubernetes.protobuf';
 const builtin: Endpoint = { shape: 'object', protobuf: true };
@@ -104,5 +107,40 @@ describe('protobuf framing', () => {
     for (const type of ['ADDED', 'MODIFIED', 'DELETED']) {
       assert.deepEqual(watchFrame(type, encodeKubernetesProtobuf(cm)), encodeProtobufWatchEvent(type, cm));
     }
+  });
+});
+
+describe('protobuf lists', () => {
+  const configmaps = BUILTIN_RESOURCES.find((d) => d.kind === 'ConfigMap')!;
+  const store = { desc: configmaps, decodeEntry: (e: CacheEntry) => JSON.parse(e.json) } as unknown as Store;
+  const entry = (name: string, cluster = 'c1'): CacheEntry => ({ key: name, groupResource: '/configmaps', cluster, namespace: 'n', name, rv: 5, labels: undefined,
+    json: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'n', resourceVersion: '5' }, data: { k: name } }) });
+
+  test('an empty list is byte for byte what kube-apiserver v1.34 answered', async () => {
+    const { parts, length } = await protobufList(store, [], { resourceVersion: '200' }, { media: 'protobuf', asVersion: 'v1' }, false, false);
+    const bytes = Buffer.concat(parts);
+    assert.equal(bytes.length, length);
+    assert.equal(bytes.toString('hex'), '6b3873000a130a02763112' + '0d' + Buffer.from('ConfigMapList').toString('hex') + '120b0a090a001203323030' + '1a00' + '1a002200');
+  });
+
+  test('items in parts of about a slice, decoded back whole; wildcard items annotated; PartialObjectMetadataList', async () => {
+    const entries = Array.from({ length: 3000 }, (_, i) => entry(`cm-${i}-${'x'.repeat(100)}`));
+    const { parts, length } = await protobufList(store, entries, { resourceVersion: '9' }, { media: 'protobuf', asVersion: 'v1' }, true, true);
+    assert.ok(parts.length > 3, `${parts.length} parts`);
+    const list = decodeKubernetesProtobuf(Buffer.concat(parts, length)) as any;
+    assert.equal(list.items.length, 3000);
+    assert.equal(list.items[2999].metadata.annotations['kcp.io/cluster'], 'c1');
+    assert.equal(list.items[10].data.k, entries[10]!.name);
+    const meta = decodeKubernetesProtobuf(Buffer.concat((await protobufList(store, entries.slice(0, 2), {}, { media: 'protobuf', as: 'PartialObjectMetadataList', asVersion: 'v1' }, false, false)).parts)) as any;
+    assert.equal(meta.kind, 'PartialObjectMetadataList');
+    assert.deepEqual(meta.items.map((i: any) => [i.metadata.name === entries[0]!.name || i.metadata.name === entries[1]!.name, i.data]), [[true, undefined], [true, undefined]]);
+  });
+
+  test('only built-in kinds have a protobuf form', () => {
+    assert.equal(hasProtobuf(configmaps), true);
+    assert.equal(hasProtobuf(configmaps, true), true);
+    assert.equal(hasProtobuf({ ...configmaps }), false); // a descriptor not among the built-ins (a CRD reusing the name)
+    const workspaces = BUILTIN_RESOURCES.find((d) => d.group === 'tenancy.kcp.io');
+    if (workspaces) assert.equal(hasProtobuf(workspaces), false);
   });
 });
