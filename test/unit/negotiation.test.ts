@@ -10,6 +10,8 @@ import { decodeKubernetesProtobuf, encodeKubernetesProtobuf, encodeProtobufWatch
 import { decodeBody, negotiateOutput, negotiateStatus, type Endpoint } from '../../src/endpoints/negotiation.js';
 import { fieldHeader, hasProtobuf, protobufList, watchFrame } from '../../src/endpoints/protobufwire.js';
 import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
+import { watchEventEncoder } from '../../src/endpoints/handlers/watch.js';
+import { decodeWatchEvent } from '../pbwire.js';
 import type { Store } from '../../src/registry/store.js';
 import type { CacheEntry } from '../../src/storage/watchcache.js';
 
@@ -142,5 +144,39 @@ describe('protobuf lists', () => {
     assert.equal(hasProtobuf({ ...configmaps }), false); // a descriptor not among the built-ins (a CRD reusing the name)
     const workspaces = BUILTIN_RESOURCES.find((d) => d.group === 'tenancy.kcp.io');
     if (workspaces) assert.equal(hasProtobuf(workspaces), false);
+  });
+});
+
+describe('watch event encoders', () => {
+  const configmaps = BUILTIN_RESOURCES.find((d) => d.kind === 'ConfigMap')!;
+  const store = { desc: configmaps, decodeEntry: (e: CacheEntry) => JSON.parse(e.json), renderEntry: (e: CacheEntry) => e.json } as unknown as Store;
+  const e: CacheEntry = { key: 'k', groupResource: '/configmaps', cluster: 'c1', namespace: 'n', name: 'a', rv: 5, labels: undefined,
+    json: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', namespace: 'n', resourceVersion: '5' }, data: { k: 'v' } }) };
+  const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'conversion webhook failed', reason: 'InternalError', code: 500 };
+  const frame = (b: string | Buffer) => { assert.ok(Buffer.isBuffer(b)); assert.equal(b.readUInt32BE(0), b.length - 4); return decodeWatchEvent(b.subarray(4)); };
+
+  test('protobuf: events, bookmarks (the kind with only resourceVersion and annotations), an ERROR carrying a Status', () => {
+    const pb = watchEventEncoder(store, { media: 'protobuf', asVersion: 'v1' }, 'None', false);
+    assert.equal(pb.contentType, 'application/vnd.kubernetes.protobuf;stream=watch');
+    const added = frame(pb.event('ADDED', e));
+    assert.deepEqual([added.type, added.object.kind, added.object.data], ['ADDED', 'ConfigMap', { k: 'v' }]);
+    assert.ok(pb.event('MODIFIED', e).subarray(4 + 10).equals(pb.event('ADDED', e).subarray(4 + 7)), 'one encoding of the object for every event');
+    const bookmark = frame(pb.bookmark(42, true));
+    assert.equal(bookmark.type, 'BOOKMARK');
+    assert.deepEqual(bookmark.object.metadata, { resourceVersion: '42', annotations: { 'k8s.io/initial-events-end': 'true' } });
+    const error = frame(pb.error(status));
+    assert.deepEqual([error.type, error.object.kind, error.object.message, error.object.code], ['ERROR', 'Status', 'conversion webhook failed', 500]);
+    const meta = watchEventEncoder(store, { media: 'protobuf', as: 'PartialObjectMetadata', asVersion: 'v1' }, 'None', true);
+    const pom = frame(meta.event('DELETED', e)).object;
+    assert.deepEqual([pom.kind, pom.metadata.annotations['kcp.io/cluster'], pom.data], ['PartialObjectMetadata', 'c1', undefined]);
+    assert.equal(frame(meta.bookmark(7, false)).object.kind, 'PartialObjectMetadata');
+  });
+
+  test('JSON: the same events as lines', () => {
+    const json = watchEventEncoder(store, { media: 'json', asVersion: 'v1' }, 'Metadata', false);
+    assert.equal(json.contentType, 'application/json');
+    assert.deepEqual(JSON.parse(json.event('ADDED', e) as string), { type: 'ADDED', object: JSON.parse(e.json) });
+    assert.deepEqual(JSON.parse(json.bookmark(42, false) as string), { type: 'BOOKMARK', object: { kind: 'ConfigMap', apiVersion: 'v1', metadata: { resourceVersion: '42' } } });
+    assert.deepEqual(JSON.parse(json.error(status) as string), { type: 'ERROR', object: status });
   });
 });

@@ -35,7 +35,7 @@ export const watchResource: Handler = async (ctx, req, reply) => {
   const filter = store.compileFilter(opts);
   const include = parseIncludeObject(query.get('includeObject'));
   const wildcard = info.cluster === '*';
-  const encoder = out.media === 'protobuf' ? protobufWatchEncoder(store, out, wildcard) : jsonWatchEncoder(store, out, include, wildcard);
+  const encoder = watchEventEncoder(store, out, include, wildcard);
   const timeout = query.get('timeoutSeconds');
   if (timeout !== null && !/^\d+$/.test(timeout)) throw badRequest(`invalid timeoutSeconds: "${timeout}"`);
   reply.hijack();
@@ -80,6 +80,14 @@ function eventObject(store: Store, e: CacheEntry, out: OutputFormat, include: In
   if (out.as === 'Table') return toTable(store.desc, [obj], { resourceVersion: String(e.rv) }, out.asVersion, include);
   if (out.as) return partialObjectMetadata(obj, out.asVersion);
   return obj;
+}
+
+/**
+ * The wire form of a watch's events for the negotiated output: protobuf frames or JSON lines (see
+ * below), objects annotated with their logical cluster in wildcard watches, transformed as `out` says.
+ */
+export function watchEventEncoder(store: Store, out: OutputFormat, include: IncludeObject, wildcard: boolean): WatchEventEncoder {
+  return out.media === 'protobuf' ? protobufWatchEncoder(store, out, wildcard) : jsonWatchEncoder(store, out, include, wildcard);
 }
 
 /** JSON lines `{"type":…,"object":…}` (kube's json.Framer), Content-Type `application/json`. */
