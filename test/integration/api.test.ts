@@ -342,7 +342,9 @@ describe('bad input gets a Status', () => {
   });
 
   test('unsupported Accept → 406', async () => {
-    assert.equal((await api('GET', `${NS}/configmaps`, undefined, { accept: 'application/vnd.kubernetes.protobuf' })).status, 406);
+    const r = await api('GET', `${NS}/configmaps`, undefined, { accept: 'text/html' });
+    assert.equal(r.status, 406);
+    assert.equal(r.json.message, 'only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf');
   });
 });
 
