@@ -25,6 +25,16 @@ export interface TableColumn {
  * `RESTUpdateStrategy` (k8s.io/apiserver/pkg/registry/rest).
  */
 export interface ResourceStrategy {
+  /**
+   * kube's defaulting of the kind (`SetObjectDefaults_<Kind>` of k8s.io/kubernetes
+   * pkg/apis/<group>/<version>/zz_generated.defaults.go, the `SetDefaults_*` of its defaults.go and
+   * k8s.io/api's `+default` markers): fills unset fields of a written object in place. kube runs it
+   * in the decoder, so the store calls it on every body it writes, whatever the path (create,
+   * update, every patch type, server-side apply's merged result, subresource writes) and again on
+   * what a mutating admission step returns. Must accept any shape: a field of the wrong type is
+   * left for validation to refuse (never throw).
+   */
+  defaults?(obj: KubeObject): void;
   /** Clears fields a create must not set (e.g. `status` when the type has a status subresource). */
   prepareForCreate?(obj: KubeObject): void;
   /** Carries over fields an update of the main resource must not change (e.g. `status`). */

@@ -33,8 +33,8 @@ export const FLOW_SCHEMA_DESCRIPTOR: ResourceDescriptor = {
   ],
   strategy: {
     tracksGeneration: true,
-    prepareForCreate(obj) { clearStatus(obj); defaultFlowSchema(obj); },
-    prepareForUpdate(obj) { defaultFlowSchema(obj); },
+    defaults: defaultFlowSchema,
+    prepareForCreate: clearStatus,
     validate: validateFlowSchema,
   },
 };
@@ -52,8 +52,8 @@ export const PRIORITY_LEVEL_DESCRIPTOR: ResourceDescriptor = {
   ],
   strategy: {
     tracksGeneration: true,
-    prepareForCreate(obj) { clearStatus(obj); defaultPriorityLevel(obj); },
-    prepareForUpdate(obj) { defaultPriorityLevel(obj); },
+    defaults: defaultPriorityLevel,
+    prepareForCreate: clearStatus,
     validate: validatePriorityLevel,
   },
 };

@@ -484,6 +484,17 @@ export class Store {
   }
 
   /**
+   * kube's defaulting of the kind (`ResourceStrategy.defaults`), in place. kube runs it in the
+   * decoder, so it is called here for every object a write is about to store: the body of a create
+   * (also server-side apply's merged result and a create-on-update), the object an update, a patch
+   * of any type or a subresource write computed (before the subresource's reset rules), and what a
+   * mutating admission step returned.
+   */
+  private applyDefaults(obj: KubeObject): void {
+    this.desc.strategy?.defaults?.(obj);
+  }
+
+  /**
    * Records the fields a create/update/patch changed as owned by the request's field manager
    * (`metadata.managedFields`, operation Update), as kube-apiserver's field manager does.
    */
@@ -515,7 +526,7 @@ export class Store {
     const manager = scope.fieldManager!;
     for (let attempt = 0; ; attempt++) {
       const live = await this.readCurrent(key);
-      const merged = applyConfiguration(live ?? undefined, structuredClone(applyCfg), manager, force, this.fields);
+      const merged = applyConfiguration(live ?? undefined, structuredClone(applyCfg), manager, force, this.fields, (o) => this.applyDefaults(o));
       try {
         if (!live) return { json: await this.create(scope, merged, true), created: true };
         return { json: await this.applyUpdate(scope, key, live, merged, undefined, applyCfg.metadata.resourceVersion, true), created: false };
@@ -574,6 +585,7 @@ export class Store {
   private async prepareCreate(scope: RequestScope, body: unknown, applied = false, namespaceKnown = false): Promise<{ obj: KubeObject; generated: boolean; release: () => void }> {
     const obj = this.checkBody(body, scope);
     this.prune(obj, scope, (errors) => unknownFieldsError(errors, this.desc.kind, this.desc.version));
+    this.applyDefaults(obj);
     const meta = obj.metadata;
     if (!meta.name && !meta.generateName) {
       throw invalid(this.desc.kind, this.desc.group, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
@@ -626,7 +638,9 @@ export class Store {
       if (b[k] === undefined) delete m[k]; else (m as Record<string, unknown>)[k] = b[k];
     }
     after.apiVersion = before.apiVersion; after.kind = before.kind;
+    // What admission returns is decoded again, as kube decodes a webhook's patched object: pruned and defaulted.
     this.dropUnknownFields(after);
+    this.applyDefaults(after);
     return after;
   }
 
@@ -886,6 +900,7 @@ export class Store {
    */
   private async prepareUpdate(scope: RequestScope, old: KubeObject, next: KubeObject, subresource: string | undefined, precondition: string | undefined, applied = false): Promise<{ action: 'update' | 'delete' | 'none'; merged: KubeObject; oldRv: string }> {
     const oldRv = old.metadata.resourceVersion!;
+    this.applyDefaults(next);
     if (precondition && precondition !== oldRv) {
       throw conflict(this.gr, old.metadata.name!, 'the object has been modified; please apply your changes to the latest version and try again');
     }

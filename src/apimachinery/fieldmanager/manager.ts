@@ -373,6 +373,7 @@ function allowedConflictsFromLastApplied(live: KubeObject, t: TypeNode): FieldSe
  *    `last-applied-configuration` annotation are allowed (client-side → server-side apply
  *    migration), and an existing annotation is rewritten to the new config.
  *
+ * `defaults` (the kind's defaulting) runs on the merged object before it is compared with the live one.
  * Returns the new object with `metadata.managedFields` set. The Apply entry's time is renewed
  * only when the object changed (managedfieldsupdater.go).
  */
@@ -382,6 +383,7 @@ export function applyConfiguration(
   manager: string,
   force: boolean,
   schema: SchemaResolver,
+  defaults?: (obj: KubeObject) => void,
 ): KubeObject {
   if (!isObj(config)) throw badRequest('apply patch must be a JSON/YAML object');
   if (!config.kind) throw badRequest(`Object 'Kind' is missing in '${JSON.stringify(config)}'`);
@@ -439,6 +441,9 @@ export function applyConfiguration(
     stripFields(m, key);
     const obj = merged as KubeObject;
     if (!obj.metadata) obj.metadata = {};
+    // kube's structuredMergeManager defaults the merged object before the change is judged: a
+    // configuration that only leaves out (or empties) what defaults fill changes nothing.
+    defaults?.(obj);
     const unchanged = live !== undefined && JSON.stringify(canon(obj)) === JSON.stringify(canon(liveV));
     return { obj: unchanged ? undefined : obj, managed: m };
   };
