@@ -6,7 +6,7 @@
  */
 import type { StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
-import type { ResourceDescriptor, TableColumn } from './types.js';
+import type { ResourceDescriptor, TableColumn, UpdateReset } from './types.js';
 import { OFF_BY_DEFAULT_GROUP_VERSIONS } from './runtimeconfig.js';
 import { applyCRDDefaults, validateCRD } from '../apiextensions/crdvalidation.js';
 import { CSR_DESCRIPTOR } from '../certificates/csr.js';
@@ -38,6 +38,12 @@ function validateResourceQuota(o: KubeObject): StatusCause[] {
   }
   return causes;
 }
+
+/**
+ * The status strategy of most built-in kinds (Namespace, ResourceQuota, CRD,
+ * CertificateSigningRequest): `newObj.Spec = oldObj.Spec`, the rest — metadata included — as sent.
+ */
+export const SPEC_KEPT_RESET: UpdateReset = { base: 'request', fromStored: ['spec'], metadata: 'request' };
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
@@ -168,6 +174,8 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     strategy: {
       nameRule: 'dns1123Label',
       defaults: defaultNamespace,
+      // kube's namespaceStatusStrategy and namespaceFinalizeStrategy: metadata changes go through both.
+      updateResets: { status: SPEC_KEPT_RESET, finalize: { base: 'request', fromStored: ['status'], metadata: 'request' } },
       prepareForCreate(obj) {
         // kube's namespace strategy: the `kubernetes` finalizer is added to those asked for.
         const asked = Array.isArray(asObj(obj.spec).finalizers) ? asObj(obj.spec).finalizers as unknown[] : [];
@@ -289,7 +297,7 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
       { name: 'Request', type: 'string', priority: 0, cell: (o) => resourceList(asObj(o.spec).hard) },
       { name: 'Limit', type: 'string', priority: 0, cell: (o) => resourceList(asObj(o.status).used) },
     ],
-    strategy: { validate: validateResourceQuota, validateUpdate: (o) => validateResourceQuota(o) },
+    strategy: { validate: validateResourceQuota, validateUpdate: (o) => validateResourceQuota(o), updateResets: { status: SPEC_KEPT_RESET } },
   },
   {
     group: 'events.k8s.io', version: 'v1', kind: 'Event', listKind: 'EventList', plural: 'events', singular: 'event',
@@ -365,7 +373,11 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     verbs: ALL_VERBS, hasStatus: true,
     columns: [{ name: 'Validations', type: 'integer', priority: 0, cell: (o) => (Array.isArray(asObj(o.spec).validations) ? (asObj(o.spec).validations as unknown[]).length : 0) },
       { name: 'ParamKind', type: 'string', priority: 0, cell: (o) => { const k = asObj(asObj(o.spec).paramKind); return k.kind ? `${k.apiVersion}/${k.kind}` : '<unset>'; } }],
-    strategy: { tracksGeneration: true, defaults: defaultPolicy, validate: validatePolicy },
+    strategy: {
+      tracksGeneration: true, defaults: defaultPolicy, validate: validatePolicy,
+      // kube's validatingAdmissionPolicyStatusStrategy: spec kept, metav1.ResetObjectMetaForStatus.
+      updateResets: { status: { base: 'request', fromStored: ['spec'], metadata: 'resetForStatus' } },
+    },
   },
   {
     group: 'admissionregistration.k8s.io', version: 'v1', kind: 'ValidatingAdmissionPolicyBinding', listKind: 'ValidatingAdmissionPolicyBindingList',
@@ -398,6 +410,9 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     strategy: {
       tracksGeneration: true,
       defaults: (obj) => applyCRDDefaults(obj as Record<string, unknown>),
+      // kube's CRD statusStrategy keeps spec; its ResetObjectMetaForStatus is called with the new
+      // object twice (a no-op), so metadata changes go through, as there.
+      updateResets: { status: SPEC_KEPT_RESET },
       prepareForCreate(obj) {
         // Held until its custom resources are deleted (apiextensions' finalizing controller).
         const f = obj.metadata.finalizers ?? [];

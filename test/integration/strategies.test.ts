@@ -72,3 +72,42 @@ test('a Namespace asked with its own finalizer keeps it beside "kubernetes"', as
   assert.deepEqual(ns.json.spec.finalizers, ['example.com/x', 'kubernetes']);
   assert.equal(ns.json.metadata.labels['kubernetes.io/metadata.name'], 'fin');
 });
+
+test('namespaces/status: a merge patch changes status and metadata, never spec (kube\'s namespaceStatusStrategy)', async () => {
+  const ns = await api('POST', '/clusters/root/api/v1/namespaces', { metadata: { name: 'st' } });
+  assert.equal(ns.status, 201, ns.body);
+  const condition = { type: 'StatusUpdate', status: 'True', reason: 'E2E', message: 'Set from an e2e test' };
+  const p = await api('PATCH', '/clusters/root/api/v1/namespaces/st/status', { metadata: { annotations: { 'e2e-patched-ns-status': 'st' } }, spec: { finalizers: [] }, status: { conditions: [condition] } }, { 'content-type': 'application/merge-patch+json' });
+  assert.equal(p.status, 200, p.body);
+  assert.equal(p.json.metadata.annotations['e2e-patched-ns-status'], 'st');
+  assert.deepEqual(p.json.status.conditions, [condition]);
+  assert.deepEqual(p.json.spec.finalizers, ['kubernetes']);
+  assert.equal(p.json.status.phase, 'Active');
+  // PUT of status with an empty phase: defaulted to Active (SetDefaults_NamespaceStatus runs on the body).
+  const put = await api('PUT', '/clusters/root/api/v1/namespaces/st/status', { ...p.json, status: { conditions: [] } });
+  assert.equal(put.status, 200, put.body);
+  assert.equal(put.json.status.phase, 'Active');
+  assert.equal(put.json.metadata.annotations['e2e-patched-ns-status'], 'st');
+  // The main resource keeps status as stored.
+  const main = await api('PATCH', '/clusters/root/api/v1/namespaces/st', { metadata: { labels: { l: 'v' } }, status: { phase: 'Terminating' } }, { 'content-type': 'application/merge-patch+json' });
+  assert.equal(main.status, 200, main.body);
+  assert.equal(main.json.status.phase, 'Active');
+  assert.equal(main.json.metadata.labels.l, 'v');
+});
+
+test('flowschemas/status keeps metadata as stored; server-side apply never owns a reset field', async () => {
+  const FS = '/clusters/root/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas';
+  const fs = await api('POST', FS, { metadata: { name: 'fs-status', labels: { a: '1' } }, spec: { priorityLevelConfiguration: { name: 'global-default' } } });
+  assert.equal(fs.status, 201, fs.body);
+  const condition = { type: 'Dangling', status: 'False', reason: 'Found', message: 'x', lastTransitionTime: '2026-01-01T00:00:00Z' };
+  const p = await api('PATCH', `${FS}/fs-status/status`, { metadata: { labels: { a: '2' } }, status: { conditions: [condition] } }, { 'content-type': 'application/merge-patch+json' });
+  assert.equal(p.status, 200, p.body);
+  assert.equal(p.json.metadata.labels.a, '1');
+
+  const applied = await api('PATCH', '/clusters/root/api/v1/namespaces/applied-ns?fieldManager=tool', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'applied-ns', labels: { x: 'y' } }, status: { phase: 'Terminating' } }), { 'content-type': 'application/apply-patch+yaml' });
+  assert.equal(applied.status, 201, applied.body);
+  assert.equal(applied.json.status.phase, 'Active');
+  const owned = JSON.stringify(applied.json.metadata.managedFields.find((e: { manager: string }) => e.manager === 'tool').fieldsV1);
+  assert.match(owned, /"f:x"/);
+  assert.doesNotMatch(owned, /f:status/);
+});
