@@ -335,3 +335,16 @@ export async function policyWorkspace(server: TestServer, name: string, crd: { s
   }
 }
 
+
+/** The ConfigMap the root CA publisher keeps in every namespace (src/controllers/rootcacertpublisher). */
+export const ROOT_CA_CONFIGMAP = 'kube-root-ca.crt';
+
+/** List items without the root CA publisher's ConfigMap: what a test wrote itself. */
+export function withoutRootCA<T extends { metadata: { name?: string } }>(items: T[]): T[] {
+  return items.filter((i) => i.metadata.name !== ROOT_CA_CONFIGMAP);
+}
+
+/** Waits until a namespace holds its kube-root-ca.crt, so that lists and quota usage that count it are stable. */
+export async function waitForRootCA(server: { url: string }, creds: Creds, cluster: string, namespace: string, ms = 5000): Promise<void> {
+  await eventually(`kube-root-ca.crt in ${cluster}/${namespace}`, async () => (await call(server, creds, 'GET', `/clusters/${cluster}/api/v1/namespaces/${namespace}/configmaps/${ROOT_CA_CONFIGMAP}`)).status === 200, ms);
+}
