@@ -117,6 +117,23 @@ class WireReader {
     return this.buf.readDoubleLE(this.pos - 8);
   }
 
+  /** Consumes a length-delimited value; returns its start (its end is the new `pos`). Allocation-free. */
+  delimit(): number {
+    const len = this.smallVarint('length');
+    const start = this.pos;
+    if (len > this.end - start) throw malformed('unexpected end of data (length exceeds the remaining bytes)');
+    this.pos = start + len;
+    return start;
+  }
+
+  /** A field key as `number * 8 + wireType`, validated (allocation-free form of {@link tag}). */
+  key(): number {
+    const key = this.smallVarint('field key');
+    const no = Math.floor(key / 8);
+    if (no <= 0 || no > 0x1fffffff) throw malformed(`illegal field number ${no}`);
+    return key;
+  }
+
   /** The contents of a length-delimited value. */
   bytes(): Buffer {
     const { start, end } = this.lengthDelimited();
@@ -310,12 +327,22 @@ const enum Absent { Skip, Null, Zero }
 
 /** A message prepared for decoding: fields by number, and what each renders as when absent. */
 interface DecodePlan {
+  readonly name: string;
   readonly fields: ProtobufMessage;
-  readonly byNo: readonly (ProtobufField | undefined)[];
+  /** Field number → index in `fields`. */
+  readonly indexOfNo: readonly (number | undefined)[];
   readonly absent: readonly Absent[];
 }
 
 const decodePlans = new Map<string, DecodePlan>();
+/** Plans by `message:<name>` kind (the schema's own strings, so the lookup hashes no new string). */
+const decodePlansByKind = new Map<string, DecodePlan>();
+
+function planOfKind(kind: ProtobufValueKind): DecodePlan {
+  let plan = decodePlansByKind.get(kind);
+  if (!plan) { plan = planOf(kind.slice('message:'.length)); decodePlansByKind.set(kind, plan); }
+  return plan;
+}
 
 /** What an absent field renders as, by the emission rules of the module comment. */
 function absentRule(f: ProtobufField): Absent {
@@ -331,9 +358,9 @@ function planOf(name: string): DecodePlan {
   if (!plan) {
     const fields = PROTOBUF_SCHEMA[name];
     if (!fields) throw new Error(`protobuf schema: no message ${name}`);
-    const byNo: (ProtobufField | undefined)[] = [];
-    for (const f of fields) byNo[f.no] = f;
-    plan = { fields, byNo, absent: fields.map(absentRule) };
+    const indexOfNo: (number | undefined)[] = [];
+    fields.forEach((f, i) => { indexOfNo[f.no] = i; });
+    plan = { name, fields, indexOfNo, absent: fields.map(absentRule) };
     decodePlans.set(name, plan);
   }
   return plan;
@@ -419,19 +446,29 @@ function checkDepth(depth: number): void {
  * ConfigMapList item is a whole object), so without a bound a 3 MiB body of empty list items would
  * become millions of objects and seconds of CPU. Bodies from Go's marshaller produce well under one
  * value per byte (every field it writes costs at least 2 bytes): the budget is one value per body
- * byte plus {@link DECODE_BUDGET_BASE}, set by each top-level decode.
+ * byte plus {@link DECODE_BUDGET_BASE}, set by each top-level decode; values of zero-value expansions
+ * count {@link ZERO_VALUE_WEIGHT} times.
  */
 let decodeBudget = 0;
 
 /** The constant part of the decode budget (values), for small bodies of sparse messages. */
 const DECODE_BUDGET_BASE = 65_536;
 
+/**
+ * What a value produced by expanding an absent message field to its zero value costs. Go's marshaller
+ * writes every non-pointer struct field, so its bodies need no such expansion; a body of empty
+ * messages is all expansion, and this weight keeps it to an eighth of a value per byte.
+ */
+const ZERO_VALUE_WEIGHT = 8;
+
+const EMPTY = Buffer.alloc(0);
+
 /** Charges `n` produced values to the budget; a 400 when it runs out. */
 function spend(n: number): void {
   if ((decodeBudget -= n) < 0) throw malformed('the object expands to more values than its size allows (a body of empty messages?)');
 }
 
-const SCHEMA_PROPS = 'apiextensions.v1.JSONSchemaProps';
+const SCHEMA_PROPS_KIND: ProtobufValueKind = 'message:apiextensions.v1.JSONSchemaProps';
 
 /** Decodes one value of `kind` at the reader's position (the field key already consumed); `depth` counts enclosing messages. */
 function decodeValue(r: WireReader, kind: ProtobufValueKind, buf: Buffer, depth: number): Decoded {
@@ -442,7 +479,8 @@ function decodeValue(r: WireReader, kind: ProtobufValueKind, buf: Buffer, depth:
     case 'double': return r.double();
     default: break;
   }
-  const { start, end } = r.lengthDelimited();
+  const start = r.delimit();
+  const end = r.pos;
   switch (kind) {
     case 'string': return utf8(buf, start, end);
     case 'bytes': return buf.subarray(start, end);
@@ -480,7 +518,7 @@ function decodeValue(r: WireReader, kind: ProtobufValueKind, buf: Buffer, depth:
     case 'schemaOrArray': case 'schemaOrBool': case 'schemaOrStringArray':
       return decodeSchemaOr(kind, buf, start, end, depth + 1);
     default:
-      return decodeMessage(kind.slice('message:'.length), buf, start, end, depth + 1);
+      return decodeMessagePlan(planOfKind(kind), buf, start, end, depth + 1, 1);
   }
 }
 
@@ -502,10 +540,10 @@ function decodeSchemaOr(kind: 'schemaOrArray' | 'schemaOrBool' | 'schemaOrString
     const { no, wt } = r.tag();
     if (no === schemaNo) {
       if (wt !== WireType.Bytes) throw malformed(`wrong wire type ${wt} for ${kind} field ${no}`);
-      schema = decodeValue(r, `message:${SCHEMA_PROPS}`, buf, depth);
+      schema = decodeValue(r, SCHEMA_PROPS_KIND, buf, depth);
     } else if (no === 2 && kind !== 'schemaOrBool') {
       if (wt !== WireType.Bytes) throw malformed(`wrong wire type ${wt} for ${kind} field 2`);
-      many.push(decodeValue(r, kind === 'schemaOrArray' ? `message:${SCHEMA_PROPS}` : 'string', buf, depth));
+      many.push(decodeValue(r, kind === 'schemaOrArray' ? SCHEMA_PROPS_KIND : 'string', buf, depth));
     } else if (no === 1 && kind === 'schemaOrBool') {
       if (wt !== WireType.Varint) throw malformed(`wrong wire type ${wt} for ${kind} field 1`);
       allows = decodeValue(r, 'bool', buf, depth) as boolean;
@@ -542,7 +580,7 @@ function zeroValue(kind: ProtobufValueKind, depth: number): Decoded {
     case 'schemaOrBool': return false;
     case 'quantity': return '0';
     case 'extraValue': return [];
-    default: return decodeMessage(kind.slice('message:'.length), Buffer.alloc(0), 0, 0, depth + 1);
+    default: return decodeMessagePlan(planOfKind(kind), EMPTY, 0, 0, depth + 1, ZERO_VALUE_WEIGHT);
   }
 }
 
@@ -582,15 +620,19 @@ function isEmptyScalar(v: Decoded): boolean {
  * top-level object); deeper than {@link MAX_NESTING_DEPTH} is a 400.
  */
 function decodeMessage(name: string, buf: Buffer, start: number, end: number, depth: number): Record<string, unknown> {
+  return decodeMessagePlan(planOf(name), buf, start, end, depth, 1);
+}
+
+/** {@link decodeMessage} with the message's plan; each produced value costs `weight` of the budget. */
+function decodeMessagePlan(plan: DecodePlan, buf: Buffer, start: number, end: number, depth: number, weight: number): Record<string, unknown> {
   checkDepth(depth);
-  const plan = planOf(name);
-  const values = decodeFields(plan, name, buf, start, end, depth);
+  const values = decodeFields(plan, buf, start, end, depth);
   const out: Record<string, unknown> = {};
   const { fields, absent } = plan;
   let produced = 1; // the object, then each property set
   for (let i = 0; i < fields.length; i++) {
     const f = fields[i]!;
-    const v = values[f.no];
+    const v = values[i];
     if (v === undefined) {
       const rule = absent[i];
       if (rule === Absent.Skip) continue;
@@ -609,7 +651,7 @@ function decodeMessage(name: string, buf: Buffer, start: number, end: number, de
     if (f.emit === 'omitempty' && GO_SCALARS.has(f.kind) && isEmptyScalar(v)) continue;
     out[f.json] = toJson(v);
   }
-  spend(produced);
+  spend(produced * weight);
   return out;
 }
 
@@ -626,26 +668,29 @@ function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void
  * Reads the fields of a message: field number → value (lists as arrays, maps as objects — both already
  * in JSON form — and the last occurrence of a singular field wins).
  */
-function decodeFields(plan: DecodePlan, name: string, buf: Buffer, start: number, end: number, depth: number): Decoded[] {
+function decodeFields(plan: DecodePlan, buf: Buffer, start: number, end: number, depth: number): Decoded[] {
   const r = new WireReader(buf, start, end);
-  const values: Decoded[] = [];
+  const values: Decoded[] = new Array<Decoded>(plan.fields.length);
   while (!r.done) {
-    const { no, wt } = r.tag();
-    const f = plan.byNo[no];
-    if (!f) { r.skip(no, wt); continue; }
+    const key = r.key();
+    const no = Math.floor(key / 8);
+    const wt = key % 8;
+    const i = plan.indexOfNo[no];
+    if (i === undefined) { r.skip(no, wt); continue; }
+    const f = plan.fields[i]!;
     const want = f.card === 'dict' ? WireType.Bytes : wireTypeOf(f.kind);
-    if (wt !== want) throw malformed(`wrong wire type ${wt} for field ${name}.${f.json}`);
+    if (wt !== want) throw malformed(`wrong wire type ${wt} for field ${plan.name}.${f.json}`);
     if (f.card === 'list') {
-      const arr = (values[no] as unknown[] | undefined) ?? (values[no] = []) as unknown[];
+      const arr = (values[i] as unknown[] | undefined) ?? (values[i] = []) as unknown[];
       spend(1);
       arr.push(toJson(decodeValue(r, f.kind, buf, depth)));
     } else if (f.card === 'dict') {
-      const map = (values[no] as Record<string, unknown> | undefined) ?? (values[no] = {}) as Record<string, unknown>;
+      const map = (values[i] as Record<string, unknown> | undefined) ?? (values[i] = {}) as Record<string, unknown>;
       spend(1);
       const [k, v] = decodeMapEntry(r, f.kind, buf, depth);
       setOwn(map, k, toJson(v));
     } else {
-      values[no] = decodeValue(r, f.kind, buf, depth);
+      values[i] = decodeValue(r, f.kind, buf, depth);
     }
   }
   return values;
@@ -721,9 +766,10 @@ function decodeEnvelope(body: Buffer, depth: number): Record<string, unknown> {
   if (body.length < MAGIC.length || !body.subarray(0, MAGIC.length).equals(MAGIC)) {
     throw badRequest('provided data does not appear to be a protobuf message, expected prefix "k8s\\x00"');
   }
-  const env = decodeFields(planOf('runtime.Unknown'), 'runtime.Unknown', body, MAGIC.length, body.length, depth);
-  const typeMeta = (env[1] ?? {}) as { apiVersion?: string; kind?: string };
-  const raw = (env[2] as Buffer | undefined) ?? Buffer.alloc(0);
+  // runtime.Unknown's fields in order: typeMeta = 1, raw = 2, contentEncoding = 3, contentType = 4.
+  const env = decodeFields(planOf('runtime.Unknown'), body, MAGIC.length, body.length, depth);
+  const typeMeta = (env[0] ?? {}) as { apiVersion?: string; kind?: string };
+  const raw = (env[1] as Buffer | undefined) ?? Buffer.alloc(0);
   const apiVersion = typeMeta.apiVersion ?? '';
   const kind = typeMeta.kind ?? '';
   if (!kind) throw badRequest("Object 'Kind' is missing in protobuf body");
@@ -755,14 +801,19 @@ const encodePath: (string | number)[] = [];
 
 const fieldsDescending = new Map<string, readonly ProtobufField[]>();
 
-/** The fields of `name` from the highest number down (the order a reverse writer emits them in). */
-function descendingFields(name: string): readonly ProtobufField[] {
-  let fields = fieldsDescending.get(name);
+/**
+ * The fields of a message from the highest number down (the order a reverse writer emits them in), by
+ * its name or its `message:<name>` kind (cached under the string given: the schema's own kind strings
+ * hash once).
+ */
+function descendingFields(nameOrKind: string): readonly ProtobufField[] {
+  let fields = fieldsDescending.get(nameOrKind);
   if (!fields) {
+    const name = nameOrKind.startsWith('message:') ? nameOrKind.slice('message:'.length) : nameOrKind;
     const msg = PROTOBUF_SCHEMA[name];
     if (!msg) throw new Error(`protobuf schema: no message ${name}`);
     fields = [...msg].sort((a, b) => b.no - a.no);
-    fieldsDescending.set(name, fields);
+    fieldsDescending.set(nameOrKind, fields);
   }
   return fields;
 }
@@ -785,11 +836,11 @@ function keysDescending(obj: Record<string, unknown>): string[] {
  * repeated fields element by element, maps entry by entry in sorted key order; fields in ascending
  * number order on the wire.
  */
-function writeMessage(w: ReverseWriter, name: string, obj: unknown, depth: number): void {
+function writeMessage(w: ReverseWriter, nameOrKind: string, obj: unknown, depth: number): void {
   if (depth > MAX_NESTING_DEPTH) throw unencodable(`nested deeper than ${MAX_NESTING_DEPTH} levels`);
   if (obj === undefined || obj === null) obj = {};
   if (!isRecord(obj)) throw unencodable(`expected an object, got ${typeof obj}`);
-  for (const f of descendingFields(name)) {
+  for (const f of descendingFields(nameOrKind)) {
     const v = obj[f.json];
     if (f.card === 'list') {
       if (v === undefined || v === null) continue;
@@ -939,22 +990,22 @@ function writeMessageValue(w: ReverseWriter, kind: ProtobufValueKind, v: unknown
       if (Array.isArray(v)) {
         for (let i = v.length - 1; i >= 0; i--) {
           encodePath.push(i);
-          writeField(w, 2, kind === 'schemaOrArray' ? `message:${SCHEMA_PROPS}` : 'string', v[i], depth + 1);
+          writeField(w, 2, kind === 'schemaOrArray' ? SCHEMA_PROPS_KIND : 'string', v[i], depth + 1);
           encodePath.pop();
         }
-      } else if (isRecord(v)) writeField(w, 1, `message:${SCHEMA_PROPS}`, v, depth + 1);
+      } else if (isRecord(v)) writeField(w, 1, SCHEMA_PROPS_KIND, v, depth + 1);
       else if (v !== undefined && v !== null) throw unencodable('expected a schema or an array');
       return;
     }
     case 'schemaOrBool': {
       // UnmarshalJSON: an object is {allows: true, schema}; a boolean is {allows}.
-      if (isRecord(v)) { writeField(w, 2, `message:${SCHEMA_PROPS}`, v, depth + 1); w.uvarint(1); w.tag(1, WireType.Varint); return; }
+      if (isRecord(v)) { writeField(w, 2, SCHEMA_PROPS_KIND, v, depth + 1); w.uvarint(1); w.tag(1, WireType.Varint); return; }
       if (v !== undefined && v !== null && typeof v !== 'boolean') throw unencodable('expected a schema or a boolean');
       w.uvarint(v ? 1 : 0); w.tag(1, WireType.Varint);
       return;
     }
     default:
-      writeMessage(w, kind.slice('message:'.length), v, depth + 1);
+      writeMessage(w, kind, v, depth + 1);
   }
 }
 
