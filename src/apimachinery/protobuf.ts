@@ -799,23 +799,34 @@ function unencodable(why: string): StatusError {
  */
 const encodePath: (string | number)[] = [];
 
-const fieldsDescending = new Map<string, readonly ProtobufField[]>();
+/** A message prepared for encoding. */
+interface EncodePlan {
+  /** Every field, highest number first (the order a reverse writer emits them in). */
+  readonly desc: readonly ProtobufField[];
+  /** The fields written even when absent from the JSON (non-pointer singular fields), highest first. */
+  readonly always: readonly ProtobufField[];
+  /** The other fields (pointers, lists, maps: written only when present), by JSON name. */
+  readonly optionalByJson: ReadonlyMap<string, ProtobufField>;
+}
+
+const encodePlans = new Map<string, EncodePlan>();
 
 /**
- * The fields of a message from the highest number down (the order a reverse writer emits them in), by
- * its name or its `message:<name>` kind (cached under the string given: the schema's own kind strings
- * hash once).
+ * The encode plan of a message by its name or its `message:<name>` kind (cached under the string
+ * given: the schema's own kind strings hash once).
  */
-function descendingFields(nameOrKind: string): readonly ProtobufField[] {
-  let fields = fieldsDescending.get(nameOrKind);
-  if (!fields) {
+function encodePlanOf(nameOrKind: string): EncodePlan {
+  let plan = encodePlans.get(nameOrKind);
+  if (!plan) {
     const name = nameOrKind.startsWith('message:') ? nameOrKind.slice('message:'.length) : nameOrKind;
     const msg = PROTOBUF_SCHEMA[name];
     if (!msg) throw new Error(`protobuf schema: no message ${name}`);
-    fields = [...msg].sort((a, b) => b.no - a.no);
-    fieldsDescending.set(nameOrKind, fields);
+    const desc = [...msg].sort((a, b) => b.no - a.no);
+    const isAlways = (f: ProtobufField): boolean => f.card === 'one' && f.emit !== 'pointer';
+    plan = { desc, always: desc.filter(isAlways), optionalByJson: new Map(desc.filter((f) => !isAlways(f)).map((f) => [f.json, f])) };
+    encodePlans.set(nameOrKind, plan);
   }
-  return fields;
+  return plan;
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -840,38 +851,58 @@ function writeMessage(w: ReverseWriter, nameOrKind: string, obj: unknown, depth:
   if (depth > MAX_NESTING_DEPTH) throw unencodable(`nested deeper than ${MAX_NESTING_DEPTH} levels`);
   if (obj === undefined || obj === null) obj = {};
   if (!isRecord(obj)) throw unencodable(`expected an object, got ${typeof obj}`);
-  for (const f of descendingFields(nameOrKind)) {
-    const v = obj[f.json];
-    if (f.card === 'list') {
-      if (v === undefined || v === null) continue;
-      encodePath.push(f.json);
-      if (!Array.isArray(v)) throw unencodable('expected an array');
-      for (let i = v.length - 1; i >= 0; i--) { encodePath.push(i); writeField(w, f.no, f.kind, v[i], depth); encodePath.pop(); }
-      encodePath.pop();
-    } else if (f.card === 'dict') {
-      if (v === undefined || v === null) continue;
-      encodePath.push(f.json);
-      if (!isRecord(v)) throw unencodable('expected an object');
-      for (const k of keysDescending(v)) {
-        encodePath.push(k);
-        const start = w.length;
-        writeField(w, 2, f.kind, v[k], depth);
-        w.string(k);
-        w.tag(1, WireType.Bytes);
-        w.uvarint(w.length - start);
-        w.tag(f.no, WireType.Bytes);
-        encodePath.pop();
-      }
-      encodePath.pop();
-    } else if (f.emit === 'inline') {
-      // An inline struct reads its fields from the parent's JSON object.
-      writeField(w, f.no, f.kind, obj, depth);
-    } else {
-      if (f.emit === 'pointer' && (v === undefined || v === null)) continue;
-      encodePath.push(f.json);
-      writeField(w, f.no, f.kind, v, depth);
+  const plan = encodePlanOf(nameOrKind);
+  const keys = Object.keys(obj);
+  if (keys.length * 2 >= plan.desc.length) {
+    for (const f of plan.desc) writeFieldOf(w, f, obj, depth);
+    return;
+  }
+  // A sparse object (a JSONSchemaProps sets a few of its 45 fields): the fields always written, merged
+  // with the optional ones its keys name, highest number first.
+  const present: ProtobufField[] = [];
+  for (const k of keys) { const f = plan.optionalByJson.get(k); if (f) present.push(f); }
+  if (present.length > 1) present.sort((a, b) => b.no - a.no);
+  const { always } = plan;
+  let i = 0;
+  let j = 0;
+  while (i < always.length || j < present.length) {
+    const f = j >= present.length || (i < always.length && always[i]!.no > present[j]!.no) ? always[i++]! : present[j++]!;
+    writeFieldOf(w, f, obj, depth);
+  }
+}
+
+/** Writes field `f` of the JSON object `obj` (see {@link writeMessage}). */
+function writeFieldOf(w: ReverseWriter, f: ProtobufField, obj: Record<string, unknown>, depth: number): void {
+  const v = obj[f.json];
+  if (f.card === 'list') {
+    if (v === undefined || v === null) return;
+    encodePath.push(f.json);
+    if (!Array.isArray(v)) throw unencodable('expected an array');
+    for (let i = v.length - 1; i >= 0; i--) { encodePath.push(i); writeField(w, f.no, f.kind, v[i], depth); encodePath.pop(); }
+    encodePath.pop();
+  } else if (f.card === 'dict') {
+    if (v === undefined || v === null) return;
+    encodePath.push(f.json);
+    if (!isRecord(v)) throw unencodable('expected an object');
+    for (const k of keysDescending(v)) {
+      encodePath.push(k);
+      const start = w.length;
+      writeField(w, 2, f.kind, v[k], depth);
+      w.string(k);
+      w.tag(1, WireType.Bytes);
+      w.uvarint(w.length - start);
+      w.tag(f.no, WireType.Bytes);
       encodePath.pop();
     }
+    encodePath.pop();
+  } else if (f.emit === 'inline') {
+    // An inline struct reads its fields from the parent's JSON object.
+    writeField(w, f.no, f.kind, obj, depth);
+  } else {
+    if (f.emit === 'pointer' && (v === undefined || v === null)) return;
+    encodePath.push(f.json);
+    writeField(w, f.no, f.kind, v, depth);
+    encodePath.pop();
   }
 }
 
@@ -1025,7 +1056,6 @@ function notMarshalable(apiVersion: unknown, kind: unknown): StatusError {
  * belongs, an int32 out of range, …): such an object could not exist in kube.
  */
 export function encodeProtobufMessage(messageName: string, value: unknown): Buffer {
-  if (!PROTOBUF_SCHEMA[messageName]) throw new Error(`protobuf schema: no message ${messageName}`);
   const w = new ReverseWriter(1024);
   encodePath.length = 0;
   writeMessage(w, messageName, value, 1);
