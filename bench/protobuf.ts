@@ -1,101 +1,78 @@
 /**
- * JSON against Kubernetes protobuf (`npm run bench -- protobuf`), on one server child: GET of one
- * ConfigMap and LIST of 1,000, each asked as a JSON client asks (`Accept: application/json`) and
- * as client-go's typed clients ask (`application/vnd.kubernetes.protobuf,application/json`), on the
- * same server and data, in the order JSON, protobuf, protobuf, JSON (each figure is the mean of its
- * two runs, so warm-up and drift weigh on both alike). Reported: throughput, latency, the server's
- * CPU per request and the bytes of an answer. Short runs (`BENCH_PROTOBUF_MS`, default 3,000 ms
- * each after a 1 s warm-up): the reference machine is shared, the figures are for comparison
- * between the two forms, not ceilings.
+ * `npm run bench -- protobuf-codec`: the Kubernetes protobuf codec (src/apimachinery/protobuf.ts)
+ * against JSON, in this process (no server): encode and decode time and body size of a 500-item
+ * ConfigMapList and of the largest prometheus-operator CRD (monitoring.coreos.com_prometheuses,
+ * ≈ 0.8 MB of YAML). JSON is `JSON.stringify`/`JSON.parse` (+ UTF-8 conversion), what the server
+ * does for application/json. Each figure is CPU time per call, the median of 5 time-boxed rounds (~300 ms each).
  */
-import { closeClients, makeClients, type Client } from './lib/client.js';
-import { runCount, runLoad, type LoadResult, type Req } from './lib/load.js';
-import { waitForQuiet, type ServerProc } from './lib/procs.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
+import { decodeKubernetesProtobuf, encodeKubernetesProtobuf } from '../src/apimachinery/protobuf.js';
 import type { Report } from './workspaces.js';
 
-const PB = 'application/vnd.kubernetes.protobuf';
-const TYPED = `${PB},application/json`;
-const JSON_ONLY = 'application/json';
-const NS = 'pbbench';
-const PATH = `/clusters/root/api/v1/namespaces/${NS}/configmaps`;
-const OBJECTS = 1000;
-const DURATION_MS = Number(process.env.BENCH_PROTOBUF_MS ?? 3000);
-const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
-const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US');
-const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
+type Json = Record<string, unknown>;
 
-/** A ConfigMap of about 1 KiB as JSON: labels, an annotation and a few data keys (managedFields added by the server). */
-function configMap(i: number): string {
-  const data: Record<string, string> = {};
-  for (let k = 0; k < 6; k++) data[`key-${k}`] = `value-${i}-${k}-${'v'.repeat(60)}`;
-  return JSON.stringify({
-    apiVersion: 'v1', kind: 'ConfigMap',
-    metadata: { name: `cm-${i}`, labels: { app: 'bench', tier: String(i % 3) }, annotations: { 'example.com/owner': `team-${i % 7}` } },
-    data,
-  });
-}
+const CRD_FILE = join(fileURLToPath(new URL('.', import.meta.url)), '..', 'test', 'fixtures', 'crds', 'prometheus-operator', 'monitoring.coreos.com_prometheuses.yaml');
 
-interface Measured { opsPerSec: number; p50: number; p99: number; serverCpuMsPerOp: number; responseBytes: number; errors: number }
-
-function measured(r: LoadResult, responseBytes: number): Measured {
+/** A ConfigMap as the server stores it: full metadata (a managedFields entry included) and 1 KiB of data. */
+function configMap(i: number): Json {
   return {
-    opsPerSec: round(r.opsPerSec, 1), p50: round(r.latencyMs.p50), p99: round(r.latencyMs.p99),
-    serverCpuMsPerOp: round((r.cpu.server / 100) * r.seconds * 1000 / Math.max(1, r.ops), 3), responseBytes, errors: r.errors,
+    metadata: {
+      name: `cm-${i}`, namespace: 'bench', uid: `0b7e8f1a-5c6d-4e7f-8a9b-${String(i).padStart(12, '0')}`, resourceVersion: String(1000 + i),
+      creationTimestamp: '2025-03-04T05:06:07Z', labels: { app: 'bench', index: String(i) },
+      managedFields: [{ manager: 'kubectl-create', operation: 'Update', apiVersion: 'v1', time: '2025-03-04T05:06:07Z', fieldsType: 'FieldsV1', fieldsV1: { 'f:data': { '.': {}, 'f:a': {}, 'f:b': {} } } }],
+    },
+    data: { a: 'x'.repeat(512), b: 'y'.repeat(512) },
   };
 }
 
-/** The protobuf-against-JSON comparison (see the module comment). */
-export async function protobufBench(s: ServerProc): Promise<Report> {
-  const admin = makeClients(s.url, s.creds, 1)[0]!;
-  await admin.request('POST', '/clusters/root/api/v1/namespaces', JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }));
-  const fillers = makeClients(s.url, s.creds, 20);
-  try {
-    const f = await runCount(fillers, OBJECTS, (k) => ({ method: 'POST', path: PATH, body: configMap(k) }));
-    if (f.errors) throw new Error(`fill: ${f.errors} errors, e.g. ${f.errorSamples.join(' | ')}`);
-  } finally { closeClients(fillers); }
-  const size = async (path: string, accept: string): Promise<number> => {
-    const r = await admin.request('GET', path, undefined, undefined, accept);
-    if (r.status !== 200) throw new Error(`GET ${path} (${accept}) → ${r.status}: ${r.body.toString().slice(0, 200)}`);
-    return r.body.length;
-  };
-  const bytes = {
-    getJson: await size(`${PATH}/cm-1`, JSON_ONLY), getProtobuf: await size(`${PATH}/cm-1`, TYPED),
-    listJson: await size(PATH, JSON_ONLY), listProtobuf: await size(PATH, TYPED),
-  };
-  admin.close();
+/**
+ * Median CPU milliseconds (user + system of this process) per call of `fn` over 5 rounds of ~300 ms:
+ * CPU time rather than wall time, so other load on the machine inflates the figures less.
+ */
+function timeIt(fn: () => unknown): number {
+  const rounds: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    let n = 0;
+    const t0 = performance.now();
+    const c0 = process.cpuUsage();
+    do { fn(); n++; } while (performance.now() - t0 < 300);
+    const c = process.cpuUsage(c0);
+    rounds.push((c.user + c.system) / 1000 / n);
+  }
+  rounds.sort((a, b) => a - b);
+  return rounds[2]!;
+}
 
-  const once = async (clients: Client[], next: () => Req, responseBytes: number): Promise<Measured> => {
-    await waitForQuiet();
-    return measured(await runLoad({ clients, warmupMs: 1000, durationMs: DURATION_MS, cpu: s.cpu, next, ok: (st) => st === 200 }), responseBytes);
-  };
-  const mean = (a: Measured, b: Measured): Measured => ({
-    opsPerSec: round((a.opsPerSec + b.opsPerSec) / 2, 1), p50: round((a.p50 + b.p50) / 2), p99: round((a.p99 + b.p99) / 2),
-    serverCpuMsPerOp: round((a.serverCpuMsPerOp + b.serverCpuMsPerOp) / 2, 3), responseBytes: a.responseBytes, errors: a.errors + b.errors,
-  });
-  /** JSON, protobuf, protobuf, JSON; the mean of each pair. */
-  const pair = async (clients: Client[], next: (accept: string) => Req, jsonBytes: number, protobufBytes: number): Promise<[Measured, Measured]> => {
-    const j1 = await once(clients, () => next(JSON_ONLY), jsonBytes);
-    const p1 = await once(clients, () => next(TYPED), protobufBytes);
-    const p2 = await once(clients, () => next(TYPED), protobufBytes);
-    const j2 = await once(clients, () => next(JSON_ONLY), jsonBytes);
-    return [mean(j1, j2), mean(p1, p2)];
-  };
-  const getClients = makeClients(s.url, s.creds, 50);
-  const listClients = makeClients(s.url, s.creds, 4);
-  const get = (accept: string): Req => ({ method: 'GET', path: `${PATH}/cm-${Math.floor(Math.random() * OBJECTS)}`, accept });
-  try {
-    log('protobuf: GET (JSON, protobuf) and LIST of 1,000 (JSON, protobuf)');
-    const [getJson, getProtobuf] = await pair(getClients, get, bytes.getJson, bytes.getProtobuf);
-    const [listJson, listProtobuf] = await pair(listClients, (accept) => ({ method: 'GET', path: PATH, accept }), bytes.listJson, bytes.listProtobuf);
-    const detail = (m: Measured) => `p50 ${m.p50} ms, p99 ${m.p99} ms; server CPU ${m.serverCpuMsPerOp} ms per request; ${fmtInt(m.responseBytes)} bytes per answer${m.errors ? `; ${m.errors} errors` : ''}`;
-    return {
-      result: { objects: OBJECTS, durationMs: DURATION_MS, getConcurrency: 50, listConcurrency: 4, getJson, getProtobuf, listJson, listProtobuf },
-      rows: [
-        { scenario: 'protobuf', figure: 'GET/s, JSON, 50 clients', value: fmtInt(getJson.opsPerSec), target: '(none)', met: '-', detail: detail(getJson) },
-        { scenario: 'protobuf', figure: 'GET/s, protobuf, 50 clients', value: fmtInt(getProtobuf.opsPerSec), target: '(none)', met: '-', detail: detail(getProtobuf) },
-        { scenario: 'protobuf', figure: 'LIST of 1,000/s, JSON, 4 clients', value: fmtInt(listJson.opsPerSec), target: '(none)', met: '-', detail: detail(listJson) },
-        { scenario: 'protobuf', figure: 'LIST of 1,000/s, protobuf, 4 clients', value: fmtInt(listProtobuf.opsPerSec), target: '(none)', met: '-', detail: detail(listProtobuf) },
-      ],
+const ms = (v: number): string => (v < 1 ? v.toFixed(3) : v.toFixed(1));
+const kib = (n: number): string => `${(n / 1024).toFixed(0)} KiB`;
+
+/** Measures both objects; returns the figures and summary rows. */
+export async function protobufCodecBench(): Promise<Report> {
+  const list: Json = { apiVersion: 'v1', kind: 'ConfigMapList', metadata: { resourceVersion: '2000' }, items: Array.from({ length: 500 }, (_, i) => configMap(i)) };
+  const crd = parseYaml(readFileSync(CRD_FILE, 'utf8')) as Json;
+  const result: Json = {};
+  const rows: Report['rows'] = [];
+  for (const [name, obj] of [['configmaplist-500', list], ['crd-prometheuses', crd]] as const) {
+    const json = Buffer.from(JSON.stringify(obj));
+    const pb = encodeKubernetesProtobuf(obj);
+    const figures = {
+      jsonBytes: json.length,
+      protobufBytes: pb.length,
+      jsonEncodeMs: timeIt(() => Buffer.from(JSON.stringify(obj))),
+      protobufEncodeMs: timeIt(() => encodeKubernetesProtobuf(obj)),
+      jsonDecodeMs: timeIt(() => JSON.parse(json.toString('utf8'))),
+      protobufDecodeMs: timeIt(() => decodeKubernetesProtobuf(pb)),
     };
-  } finally { closeClients(getClients); closeClients(listClients); }
+    result[name] = figures;
+    rows.push({
+      scenario: 'protobuf-codec', figure: `${name}: encode / decode CPU ms, protobuf vs JSON`,
+      value: `${ms(figures.protobufEncodeMs)} / ${ms(figures.protobufDecodeMs)} vs ${ms(figures.jsonEncodeMs)} / ${ms(figures.jsonDecodeMs)}`,
+      target: '(reference)', met: '-', detail: `${name}: size protobuf ${kib(figures.protobufBytes)} vs JSON ${kib(figures.jsonBytes)}`,
+    });
+  }
+  return { result, rows };
 }

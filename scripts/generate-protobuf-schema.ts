@@ -137,12 +137,11 @@ function stripComments(src: string): string {
   for (let i = 0; i < src.length; i++) {
     const c = src[i]!;
     if (c === '`' || c === '"') {
-      const end = src.indexOf(c, i + 1 + (c === '"' ? 0 : 0));
+      // A raw or interpreted string literal: copied as is (a `//` inside is no comment).
       let j = i + 1;
       while (j < src.length && src[j] !== c) { if (c === '"' && src[j] === '\\') j++; j++; }
       out += src.slice(i, j + 1);
       i = j;
-      void end;
       continue;
     }
     if (c === '/' && src[i + 1] === '/') { while (i < src.length && src[i] !== '\n') i++; out += '\n'; continue; }

@@ -11,7 +11,7 @@
 #
 # KCP_TS_TOOLS_CACHE overrides the cache (default ~/.cache/kcp-ts/tools). The tests find the
 # binaries there, or take existing ones from KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, HELM,
-# KSTATUS and ETCD (paths to executables).
+# KSTATUS, ETCD and PROTOREF (paths to executables).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${KCP_TS_TOOLS_CACHE:-$HOME/.cache/kcp-ts/tools}"

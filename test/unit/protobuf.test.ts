@@ -18,7 +18,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { StatusError } from '../../src/apimachinery/errors.js';
 import {
-  PROTOBUF_KINDS, PROTOBUF_SCHEMA, decodeKubernetesProtobuf, encodeKubernetesProtobuf, encodeProtobufMessage, isKubernetesProtobuf, protobufMessageFor,
+  PROTOBUF_KINDS, PROTOBUF_SCHEMA, decodeKubernetesProtobuf, decodeProtobufMessage, encodeKubernetesProtobuf, encodeProtobufMessage, isKubernetesProtobuf,
+  protobufMessageFor, type ProtobufMessage,
 } from '../../src/apimachinery/protobuf.js';
 import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
 import { CSR_DESCRIPTOR } from '../../src/certificates/csr.js';
@@ -661,9 +662,9 @@ test('hostile nesting: a JSONSchemaProps nested 100,000 deep is a 400 while deco
 
 test('encoding an object that does not fit its schema is a 500, never a crash or a silent zero', () => {
   const cm = (data: unknown): Record<string, unknown> => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, ...(data as object) });
-  assertStatus(() => encodeKubernetesProtobuf(cm({ data: { a: 1 } })), 500, 'InternalError', /\.data\["a"\]: expected a string/);
+  assertStatus(() => encodeKubernetesProtobuf(cm({ data: { a: 1, 'b.c': 2 } })), 500, 'InternalError', /: \.data\["b\.c"\]: expected a string, got number/);
   assertStatus(() => encodeKubernetesProtobuf(cm({ data: ['a'] })), 500, 'InternalError', /expected an object/);
-  assertStatus(() => encodeKubernetesProtobuf(cm({ metadata: { generation: 1.5 } })), 500, 'InternalError', /expected an integer/);
+  assertStatus(() => encodeKubernetesProtobuf(cm({ metadata: { generation: 1.5 } })), 500, 'InternalError', /: \.metadata\.generation: expected an integer/);
   assertStatus(() => encodeKubernetesProtobuf({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', spec: { leaseDurationSeconds: 2 ** 31 } }), 500, 'InternalError', /overflows int32/);
   assertStatus(() => encodeKubernetesProtobuf(cm({ metadata: { creationTimestamp: 'yesterday' } })), 500, 'InternalError', /not an RFC 3339 time/);
   // Nesting beyond the limit is refused too (the object could not have been stored).
@@ -680,4 +681,45 @@ test('encoding: int64 and time edge values round-trip through our decoder', () =
     spec: { ...lease.spec, renewTime: '2024-02-29T12:00:00.500000Z' } });
   assert.deepEqual(decodeKubernetesProtobuf(encodeKubernetesProtobuf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { deletionGracePeriodSeconds: 2 ** 53 - 1 } })).metadata,
     { deletionGracePeriodSeconds: 2 ** 53 - 1 });
+});
+
+test('hand-written value kinds no served kind uses yet: Duration, IntOrString (wire format of meta/v1 and util/intstr generated.proto)', () => {
+  // A synthetic message, so that the kinds are exercised before a served type needs them.
+  const name = 'test.v1.Values';
+  (PROTOBUF_SCHEMA as Record<string, ProtobufMessage>)[name] = [
+    { no: 1, json: 'timeout', kind: 'duration', card: 'one', emit: 'always' },
+    { no: 2, json: 'port', kind: 'intOrString', card: 'one', emit: 'pointer' },
+    { no: 3, json: 'ports', kind: 'intOrString', card: 'list', emit: 'omitempty' },
+    { no: 4, json: 'ratio', kind: 'double', card: 'one', emit: 'omitempty' },
+  ];
+  const value = { timeout: '1h2m3.5s', port: 'http', ports: [8080, 'https', -1], ratio: 0.25 };
+  const bytes = encodeProtobufMessage(name, value);
+  const ios = (type: number, intVal: number, strVal: string): Buffer => Buffer.concat([int(1, type), int(2, intVal), str(3, strVal)]);
+  const double = Buffer.alloc(8);
+  double.writeDoubleLE(0.25);
+  assert.equal(bytes.toString('hex'), Buffer.concat([
+    msg(1, int(1, 3723_500_000_000)), msg(2, ios(1, 0, 'http')), msg(3, ios(0, 8080, '')), msg(3, ios(1, 0, 'https')), msg(3, ios(0, -1, '')),
+    key(4, 1), double,
+  ]).toString('hex'));
+  assert.deepEqual(decodeProtobufMessage(name, bytes), value);
+  // Go's time.Duration.String() forms; the zero values.
+  for (const [ns, text] of [[0, '0s'], [1, '1ns'], [1500, '1.5µs'], [1_500_000, '1.5ms'], [1.5e9, '1.5s'], [90e9, '1m30s'], [3600e9, '1h0m0s'], [-2e9, '-2s']] as const) {
+    assert.equal(decodeProtobufMessage(name, msg(1, int(1, ns))).timeout, text, text);
+    assert.equal(decodeProtobufMessage(name, encodeProtobufMessage(name, { timeout: text })).timeout, text, text);
+  }
+  assert.deepEqual(decodeProtobufMessage(name, Buffer.alloc(0)), { timeout: '0s' });
+  delete (PROTOBUF_SCHEMA as Record<string, ProtobufMessage>)[name];
+});
+
+test('hostile expansion: a body of empty list items (each a whole zero object) is a 400, not seconds of CPU', () => {
+  // 1.5 M empty CustomResourceDefinitionList items: 3 MB on the wire, each item a nested zero object.
+  const items = Buffer.alloc(3_000_000);
+  for (let i = 0; i < items.length; i += 2) items[i] = 0x12; // field 2 (items), length 0
+  const t0 = performance.now();
+  assertStatus(() => decodeKubernetesProtobuf(envelope('apiextensions.k8s.io/v1', 'CustomResourceDefinitionList', items)), 400, 'BadRequest',
+    /expands to more values than its size allows/);
+  assert.ok(performance.now() - t0 < 2_000, `refused after ${Math.round(performance.now() - t0)} ms`);
+  // A few empty items are fine (the budget has a constant part).
+  const few = decodeKubernetesProtobuf(envelope('apiextensions.k8s.io/v1', 'CustomResourceDefinitionList', items.subarray(0, 20)));
+  assert.equal((few.items as unknown[]).length, 10);
 });
