@@ -26,6 +26,11 @@ export function apiVersionOf(desc: ResourceDescriptor): string {
 /** Built-in resources: only these have a protobuf form (a CRD may reuse a built-in kind's name). */
 const BUILTIN = new WeakSet<ResourceDescriptor>(BUILTIN_RESOURCES);
 
+/** Whether a resource is one of the built-in resources (not a custom resource, nor a bound one). */
+export function isBuiltin(desc: ResourceDescriptor): boolean {
+  return BUILTIN.has(desc);
+}
+
 /**
  * Whether a resource's objects (`list`: its lists) have a protobuf form: a built-in kind the codec
  * has a message for. Custom resources never do (kube's CRD handler serves them as JSON and YAML

@@ -227,6 +227,9 @@ describe('custom resources and errors', () => {
     const typed = await raw('GET', WIDGETS, undefined, { accept: TYPED });
     assert.equal(typed.status, 200);
     assert.equal(typed.type, 'application/json');
+    const patch = await raw('PATCH', `${WIDGETS}/w1`, encodeKubernetesProtobuf(CM('w1')), { accept: 'application/json' });
+    assert.equal(patch.status, 415);
+    assert.equal(JSON.parse(patch.body.toString()).message, 'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml');
     const body = await raw('POST', WIDGETS, encodeKubernetesProtobuf(CM('w9')), { accept: 'application/json' });
     assert.equal(body.status, 415);
     assert.equal(JSON.parse(body.body.toString()).message, 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml');
