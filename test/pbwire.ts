@@ -40,7 +40,7 @@ export function decodedProtobuf(r: RawRes): any {
 }
 
 /** Splits a WatchEvent message (length-delimited fields only) and decodes its object with the codec. */
-export function decodeWatchEvent(frame: Buffer): { type: string; object: any } {
+export function decodeWatchEvent(frame: Buffer): WatchEventRead {
   const fields = (b: Buffer): Map<number, Buffer> => {
     const out = new Map<number, Buffer>();
     let at = 0;
@@ -56,23 +56,32 @@ export function decodeWatchEvent(frame: Buffer): { type: string; object: any } {
   };
   const event = fields(frame);
   const raw = fields(event.get(2)!).get(1)!;
-  return { type: event.get(1)!.toString(), object: decodeKubernetesProtobuf(raw) };
+  return { type: event.get(1)!.toString(), object: decodeKubernetesProtobuf(raw), frame: Buffer.concat([lengthPrefix(frame.length), frame]) };
+}
+
+/** One event read from a protobuf watch: its type, its object decoded, and the whole frame (length prefix included). */
+export interface WatchEventRead { type: string; object: any; frame: Buffer }
+
+function lengthPrefix(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n, 0);
+  return b;
 }
 
 export interface ProtobufWatch {
-  events: { type: string; object: any }[];
+  events: WatchEventRead[];
   /** The answer's Content-Type. */
   type: Promise<string | undefined>;
   status: Promise<number>;
   close(): void;
   /** Resolves once `n` events arrived, or after 8 s with what arrived. */
-  waitFor(n: number): Promise<{ type: string; object: any }[]>;
+  waitFor(n: number): Promise<WatchEventRead[]>;
 }
 
 /** Reads a protobuf watch stream (see the module comment). */
 export function protobufWatch(server: { url: string }, creds: Creds, path: string, accept = PB): ProtobufWatch {
   const u = new URL(server.url + path);
-  const events: { type: string; object: any }[] = [];
+  const events: WatchEventRead[] = [];
   let buf = Buffer.alloc(0);
   let typeResolve!: (t: string | undefined) => void;
   let statusResolve!: (n: number) => void;

@@ -19,7 +19,8 @@ export interface Res { status: number; body: Buffer }
 
 /** What every client offers. */
 export interface Client {
-  request(method: string, path: string, body?: string | Buffer, contentType?: string): Promise<Res>;
+  /** One request; `accept` is the Accept header (default `application/json`). */
+  request(method: string, path: string, body?: string | Buffer, contentType?: string, accept?: string): Promise<Res>;
   close(): void;
 }
 
@@ -112,12 +113,12 @@ export class RawConnection implements Client {
     p.resolve({ status, body: Buffer.from(body) });
   }
 
-  async request(method: string, path: string, body?: string | Buffer, contentType = 'application/json'): Promise<Res> {
+  async request(method: string, path: string, body?: string | Buffer, contentType = 'application/json', accept = 'application/json'): Promise<Res> {
     const s = await this.connect();
     if (this.pending) throw new Error('RawConnection: one request at a time');
     return new Promise<Res>((resolve, reject) => {
       this.pending = { resolve, reject };
-      let head = `${method} ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\nAccept: application/json\r\n`;
+      let head = `${method} ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\nAccept: ${accept}\r\n`;
       if (body !== undefined) {
         const b = typeof body === 'string' ? Buffer.from(body) : body;
         head += `Content-Type: ${contentType}\r\nContent-Length: ${b.length}\r\n\r\n`;
@@ -139,12 +140,12 @@ export class HttpsClient implements Client {
     this.agent = new Agent({ keepAlive: true, maxSockets, ca: creds.ca, cert: creds.cert, key: creds.key, servername: 'localhost' });
   }
 
-  request(method: string, path: string, body?: string | Buffer, contentType = 'application/json'): Promise<Res> {
+  request(method: string, path: string, body?: string | Buffer, contentType = 'application/json', accept = 'application/json'): Promise<Res> {
     return new Promise<Res>((resolve, reject) => {
       const data = body === undefined ? undefined : typeof body === 'string' ? Buffer.from(body) : body;
       const req = httpsRequest({
         host: this.host, port: this.port, path, method, agent: this.agent,
-        headers: { accept: 'application/json', ...(data ? { 'content-type': contentType, 'content-length': String(data.length) } : {}) },
+        headers: { accept, ...(data ? { 'content-type': contentType, 'content-length': String(data.length) } : {}) },
       }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

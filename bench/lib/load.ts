@@ -8,7 +8,7 @@ import type { Client } from './client.js';
 import { CpuSampler, type CpuReport } from './procs.js';
 
 /** One request of a virtual client. */
-export interface Req { method: string; path: string; body?: string; contentType?: string }
+export interface Req { method: string; path: string; body?: string | Buffer; contentType?: string; accept?: string }
 
 /** Latency summary in milliseconds. */
 export interface LatencySummary { p50: number; p90: number; p99: number; p999: number; max: number; mean: number; count: number }
@@ -82,7 +82,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
       const s = performance.now();
       let status = 0; let body: Buffer | undefined;
       try {
-        const res = await client.request(r.method, r.path, r.body, r.contentType);
+        const res = await client.request(r.method, r.path, r.body, r.contentType, r.accept);
         status = res.status; body = res.body;
       } catch (err) {
         body = Buffer.from(String(err));
@@ -111,7 +111,7 @@ export async function runCount(clients: Client[], total: number, next: (k: numbe
     while (k < total) {
       const r = next(k++);
       let status = 0; let body = '';
-      try { const res = await client.request(r.method, r.path, r.body, r.contentType); status = res.status; body = res.body.toString(); } catch (err) { body = String(err); }
+      try { const res = await client.request(r.method, r.path, r.body, r.contentType, r.accept); status = res.status; body = res.body.toString(); } catch (err) { body = String(err); }
       if (!ok(status)) { errors++; if (errorSamples.length < 5) errorSamples.push(`${status} ${r.method} ${r.path}: ${body.slice(0, 200)}`); }
     }
   }));

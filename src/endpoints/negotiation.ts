@@ -82,6 +82,12 @@ export interface OutputFormat {
   asVersion: string;
   /** Aggregated discovery (`as=APIGroupDiscoveryList`) version, e.g. `v2`, `v2beta1`. */
   discovery?: string;
+  /**
+   * With protobuf: the same output in JSON when the client accepts that too (client-go always
+   * does). An object the codec cannot write (a 500 from the encoder: stored data outside its Go
+   * type) is answered in it rather than failing a typed client's request.
+   */
+  fallback?: OutputFormat;
 }
 
 /** What an endpoint can answer (kube's RequestScope as an `EndpointRestrictions`). */
@@ -112,8 +118,21 @@ export interface Endpoint {
  */
 export function negotiateOutput(accept: string | undefined, endpoint: Endpoint): OutputFormat {
   if (!accept) return { media: 'json', asVersion: 'v1' };
-  for (const r of parseAccept(accept)) {
-    for (const media of MEDIA_ORDER) {
+  const ranges = parseAccept(accept);
+  const out = firstProducible(ranges, endpoint, MEDIA_ORDER);
+  if (!out) throw new StatusError(406, 'NotAcceptable', endpoint.shape === 'watch' ? NOT_ACCEPTABLE_STREAM : NOT_ACCEPTABLE);
+  if (out.media === 'protobuf') {
+    // What the client takes next, should an object not be encodable in protobuf (see `fallback`).
+    const next = firstProducible(ranges, endpoint, ['json']);
+    if (next && next.as === out.as && next.asVersion === out.asVersion) out.fallback = next;
+  }
+  return out;
+}
+
+/** The first range (in goautoneg order) the endpoint can produce in one of `medias`, as `negotiateOutput`; 406 for a watch in YAML. */
+function firstProducible(ranges: readonly MediaRange[], endpoint: Endpoint, medias: readonly Media[]): OutputFormat | undefined {
+  for (const r of ranges) {
+    for (const media of medias) {
       if (!admits(r, media) || !streamAllows(r, media)) continue;
       const out = transformation(r, media, endpoint);
       if (!out) continue;
@@ -121,7 +140,7 @@ export function negotiateOutput(accept: string | undefined, endpoint: Endpoint):
       return out;
     }
   }
-  throw new StatusError(406, 'NotAcceptable', endpoint.shape === 'watch' ? NOT_ACCEPTABLE_STREAM : NOT_ACCEPTABLE);
+  return undefined;
 }
 
 /** The output range `r` asks for in `media`, or undefined when the endpoint cannot produce it. */

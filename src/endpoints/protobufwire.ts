@@ -8,7 +8,7 @@
 import { StatusError } from '../apimachinery/errors.js';
 import { CLUSTER_ANNOTATION } from '../apimachinery/meta.js';
 import {
-  PROTOBUF_SCHEMA, encodeKubernetesProtobuf, encodeProtobufMessage, protobufEnvelope, protobufMessageFor,
+  PROTOBUF_SCHEMA, encodeProtobufMessage, protobufEnvelope, protobufMessageFor,
 } from '../apimachinery/protobuf.js';
 import { BUILTIN_RESOURCES } from '../apis/builtin.js';
 import type { ResourceDescriptor } from '../apis/types.js';
@@ -25,6 +25,11 @@ export function apiVersionOf(desc: ResourceDescriptor): string {
 
 /** Built-in resources: only these have a protobuf form (a CRD may reuse a built-in kind's name). */
 const BUILTIN = new WeakSet<ResourceDescriptor>(BUILTIN_RESOURCES);
+
+/** Whether a resource is one of the built-in resources (not a custom resource, nor a bound one). */
+export function isBuiltin(desc: ResourceDescriptor): boolean {
+  return BUILTIN.has(desc);
+}
 
 /**
  * Whether a resource's objects (`list`: its lists) have a protobuf form: a built-in kind the codec
@@ -101,10 +106,16 @@ export async function protobufList(store: Store, entries: readonly CacheEntry[],
   const chunks: Buffer[] = [];
   let pending: Buffer[] = [];
   let pendingBytes = 0;
+  // Objects served as stored are encoded once (entryMessage); others on every list.
+  const shared = !out.as && !wildcard;
   for (const e of entries) {
-    const obj = store.decodeEntry(e);
-    if (wildcard) obj.metadata.annotations = { ...obj.metadata.annotations, [CLUSTER_ANNOTATION]: e.cluster };
-    const msg = encodeProtobufMessage(layout.itemMessage, out.as ? partialObjectMetadata(obj, out.asVersion) : obj);
+    let msg: Buffer;
+    if (shared) msg = entryMessage(store, e);
+    else {
+      const obj = store.decodeEntry(e);
+      if (wildcard) obj.metadata.annotations = { ...obj.metadata.annotations, [CLUSTER_ANNOTATION]: e.cluster };
+      msg = encodeProtobufMessage(layout.itemMessage, out.as ? partialObjectMetadata(obj, out.asVersion) : obj);
+    }
     pending.push(fieldHeader(layout.itemsNo, msg.length), msg);
     pendingBytes += pending[pending.length - 2]!.length + msg.length;
     if (pendingBytes >= SLICE_BYTES) {
@@ -124,38 +135,53 @@ export async function protobufList(store: Store, entries: readonly CacheEntry[],
 
 /**
  * One frame of a protobuf watch stream around an object already in its full protobuf encoding
- * (`embedded`: magic + runtime.Unknown): the 4-byte big-endian length, then meta/v1 WatchEvent
- * {type = 1, object = 2 RawExtension {raw = 1}} — the same bytes as the codec's
+ * (`embedded`: magic + runtime.Unknown, whole or in parts): the 4-byte big-endian length, then
+ * meta/v1 WatchEvent {type = 1, object = 2 RawExtension {raw = 1}} — the same bytes as the codec's
  * `encodeProtobufWatchEvent(type, obj)`, for objects encoded once and sent to many watchers.
  */
-export function watchFrame(type: string, embedded: Buffer): Buffer {
+export function watchFrame(type: string, embedded: Buffer | readonly Buffer[]): Buffer {
+  const parts = Buffer.isBuffer(embedded) ? [embedded] : embedded;
+  let embeddedLength = 0;
+  for (const p of parts) embeddedLength += p.length;
   const typeBytes = Buffer.from(type);
-  const raw = fieldHeader(1, embedded.length);
-  const objectLength = raw.length + embedded.length;
+  const raw = fieldHeader(1, embeddedLength);
+  const objectLength = raw.length + embeddedLength;
   const typeField = fieldHeader(1, typeBytes.length);
   const objectField = fieldHeader(2, objectLength);
   const eventLength = typeField.length + typeBytes.length + objectField.length + objectLength;
   const frame = Buffer.allocUnsafe(4 + eventLength);
   frame.writeUInt32BE(eventLength, 0);
   let at = 4;
-  for (const b of [typeField, typeBytes, objectField, raw, embedded]) at += b.copy(frame, at);
+  for (const b of [typeField, typeBytes, objectField, raw, ...parts]) at += b.copy(frame, at);
   return frame;
 }
 
 /**
- * The full protobuf encoding of cached objects as a store serves them (no transformation, no
- * cluster annotation), kept per store and entry while the entry lives (an entry is never changed:
- * a new version is a new entry, and the old one goes with its last reader). Watchers of one
- * resource share it: an event is encoded once, not once per watcher, as kube's CacheableObject.
- * Bounded by the watch cache: one buffer per cached entry a protobuf watch has seen.
+ * The protobuf message of cached objects as a store serves them (no transformation, no cluster
+ * annotation), kept per store and entry while the entry lives (an entry is never changed: a new
+ * version is a new entry, and the old one goes with the watch cache's last reference to it).
+ * Lists and watchers of a resource share it: an object is encoded once, not on every LIST and for
+ * every watcher (kube caches the serialization of watch events the same way, CacheableObject).
+ * Bounded by the watch cache: at most one buffer, smaller than the entry's JSON, per cached entry
+ * and served version.
  */
-const embeddedCache = new WeakMap<Store, WeakMap<CacheEntry, Buffer>>();
+const messageCache = new WeakMap<Store, WeakMap<CacheEntry, Buffer>>();
 
-/** The protobuf encoding (magic + runtime.Unknown) of a cached object as `store` serves it; see {@link embeddedCache}. */
-export function embeddedObject(store: Store, e: CacheEntry): Buffer {
-  let perStore = embeddedCache.get(store);
-  if (!perStore) { perStore = new WeakMap(); embeddedCache.set(store, perStore); }
+/** The protobuf message of a cached object as `store` serves it (see {@link messageCache}); throws as the codec's encoder. */
+export function entryMessage(store: Store, e: CacheEntry): Buffer {
+  let perStore = messageCache.get(store);
+  if (!perStore) { perStore = new WeakMap(); messageCache.set(store, perStore); }
   let bytes = perStore.get(e);
-  if (!bytes) { bytes = encodeKubernetesProtobuf(store.decodeEntry(e) as unknown as Record<string, unknown>); perStore.set(e, bytes); }
+  if (!bytes) {
+    const message = protobufMessageFor(apiVersionOf(store.desc), store.desc.kind);
+    if (!message) throw new StatusError(406, 'NotAcceptable', `${store.desc.kind} in ${apiVersionOf(store.desc)} has no protobuf form`);
+    bytes = encodeProtobufMessage(message, store.decodeEntry(e));
+    perStore.set(e, bytes);
+  }
   return bytes;
+}
+
+/** The full protobuf encoding (magic + runtime.Unknown) of a cached object as `store` serves it, in parts (the message shared). */
+export function embeddedObject(store: Store, e: CacheEntry): Buffer[] {
+  return protobufEnvelope(apiVersionOf(store.desc), store.desc.kind, [entryMessage(store, e)]);
 }

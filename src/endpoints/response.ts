@@ -10,8 +10,8 @@ import { CLUSTER_ANNOTATION, withClusterAnnotation, type KubeObject } from '../a
 import type { ResourceDescriptor } from '../apis/types.js';
 import type { Store } from '../registry/store.js';
 import type { CacheEntry } from '../storage/watchcache.js';
-import { MEDIA_TYPES, encodeBody, encodeStatus, type OutputFormat } from './negotiation.js';
-import { apiVersionOf, protobufList } from './protobufwire.js';
+import { MEDIA_TYPES, encodeBody, encodeStatus, type EncodedBody, type OutputFormat } from './negotiation.js';
+import { apiVersionOf, protobufList, type EncodedList } from './protobufwire.js';
 import { parseIncludeObject, partialObjectMetadata, toTable } from './table.js';
 import { MAX_BODY_BYTES } from './context.js';
 import { mapSliced, slicedStream, SLICE_BYTES } from './slicing.js';
@@ -39,10 +39,24 @@ export function sendStatus(reply: FastifyReply, err: StatusError): void {
   reply.code(err.code).type(contentType).send(body);
 }
 
-/** Answers `body` (an object, or its JSON) in the negotiated serialization. */
+/** Answers `body` (an object, or its JSON) in the negotiated serialization (see `OutputFormat.fallback`). */
 export function send(reply: FastifyReply, code: number, body: string | object, out: OutputFormat): void {
-  const enc = encodeBody(out.media, body);
+  let enc: EncodedBody;
+  try { enc = encodeBody(out.media, body); } catch (err) {
+    const fallback = protobufFallback(reply, out, err);
+    enc = encodeBody(fallback.media, body);
+  }
   reply.code(code).type(enc.contentType).send(enc.body);
+}
+
+/**
+ * The output to answer in when protobuf encoding failed with `err`: the negotiated fallback (JSON)
+ * for an object outside its protobuf schema (a 500 from the encoder, logged); rethrows otherwise.
+ */
+function protobufFallback(reply: FastifyReply, out: OutputFormat, err: unknown): OutputFormat {
+  if (out.media !== 'protobuf' || !out.fallback || !(err instanceof StatusError) || err.code !== 500) throw err;
+  reply.log.warn({ err }, 'object not encodable in protobuf: answered in JSON');
+  return out.fallback;
 }
 
 /** Answers one object (its stored JSON) as negotiated: as is, a Table row or PartialObjectMetadata, in JSON, YAML or protobuf. */
@@ -82,7 +96,11 @@ export async function sendList(reply: FastifyReply, items: CacheEntry[], listMet
   for (const [k, v] of Object.entries(listMeta)) if (v !== undefined) meta[k] = v;
   const large = estimatedBytes(items) >= SLICE_BYTES;
   if (out.media === 'protobuf') {
-    const { parts, length } = await protobufList(store, items, meta, out, wildcard, large);
+    let encoded: EncodedList;
+    try { encoded = await protobufList(store, items, meta, out, wildcard, large); } catch (err) {
+      return sendList(reply, items, listMeta, store, protobufFallback(reply, out, err), query, wildcard);
+    }
+    const { parts, length } = encoded;
     // Small lists leave in one write; large ones as the client reads them, a slice per chunk.
     reply.code(200).type(MEDIA_TYPES.protobuf).header('content-length', String(length));
     reply.send(large ? Readable.from(parts, { objectMode: false }) : Buffer.concat(parts, length));

@@ -17,6 +17,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { decodeKubernetesProtobuf } from '../../src/apimachinery/protobuf.js';
 import { issueClientCert } from '../../src/pki/certs.js';
 import { call, eventually, type Creds, type Res, type TestServer, useTestServer } from '../helpers.js';
 
@@ -76,9 +78,16 @@ function raw(creds: Partial<Creds> & { ca: string }, method: string, path: strin
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         clearTimeout(timer);
-        const text = Buffer.concat(chunks).toString();
+        const bytes = Buffer.concat(chunks);
+        // `body` as text (markers are plain bytes in every form); `json` the object whatever the
+        // form the answer took (JSON, YAML or protobuf, as the request's Accept asked).
+        const text = bytes.toString();
+        const type = String(res.headers['content-type'] ?? '');
         let json: unknown;
-        try { json = JSON.parse(text); } catch { json = undefined; }
+        try {
+          json = type.startsWith('application/vnd.kubernetes.protobuf') ? decodeKubernetesProtobuf(bytes)
+            : type.startsWith('application/yaml') ? parseYaml(text) : JSON.parse(text);
+        } catch { json = undefined; }
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json });
       });
       res.on('error', reject);
@@ -157,6 +166,9 @@ function attacks(): Attack[] {
     add({ name: `as Table ${prefix}`, method: 'GET', path: `${prefix}/api/v1/namespaces/${M.ns}/secrets`, headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' } });
     add({ name: `as PartialObjectMetadataList ${prefix}`, method: 'GET', path: `${prefix}/api/v1/configmaps`, headers: { accept: 'application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io' } });
     add({ name: `yaml ${prefix}`, method: 'GET', path: `${prefix}${secretPath}`, headers: { accept: 'application/yaml' } });
+    add({ name: `protobuf ${prefix}`, method: 'GET', path: `${prefix}${secretPath}`, headers: { accept: 'application/vnd.kubernetes.protobuf,application/json' } });
+    add({ name: `protobuf list ${prefix}`, method: 'GET', path: `${prefix}/api/v1/namespaces/${M.ns}/secrets`, headers: { accept: 'application/vnd.kubernetes.protobuf' } });
+    add({ name: `protobuf watch ${prefix}`, method: 'GET', path: `${prefix}/api/v1/namespaces/${M.ns}/configmaps?watch=1&timeoutSeconds=1`, headers: { accept: 'application/vnd.kubernetes.protobuf' } });
     add({ name: `unknown resource ${prefix}`, method: 'GET', path: `${prefix}/api/v1/widgets` });
     add({ name: `unknown group ${prefix}`, method: 'GET', path: `${prefix}/apis/nope.example.com/v1/things` });
     add({ name: `subresource ${prefix}`, method: 'GET', path: `${prefix}/api/v1/namespaces/${M.ns}/status` });

@@ -99,7 +99,7 @@ test('through the front-proxy: a protobuf list larger than its buffer and a prot
   }
   const viaProxy = await rawCall(inst, admin, 'GET', '/clusters/root/api/v1/namespaces/pbbig/configmaps', undefined, { accept: TYPED });
   assert.ok(viaProxy.body.length > PROXY_BUFFER_BYTES, `${viaProxy.body.length} bytes`);
-  assert.equal(decodedProtobuf(viaProxy).items.length, 480);
+  assert.equal(decodedProtobuf(viaProxy).items.filter((i: any) => i.metadata.name !== 'kube-root-ca.crt').length, 480);
   // Byte for byte what the shard answers (same resourceVersion).
   const rv = decodedProtobuf(viaProxy).metadata.resourceVersion;
   const direct = await rawCall(inst.shards[0]!, admin, 'GET', `/clusters/root/api/v1/namespaces/pbbig/configmaps?resourceVersion=${rv}&resourceVersionMatch=Exact`, undefined, { accept: TYPED });

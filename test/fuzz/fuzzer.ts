@@ -591,7 +591,9 @@ function resourcePath(r: Rng, route: Route, opts: { ns: string; name?: string; s
 
 const ACCEPTS = ['application/json', 'application/yaml', '*/*', 'application/json;as=Table;v=v1;g=meta.k8s.io', 'application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json',
   'application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io', 'application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io', 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList',
-  'application/vnd.kubernetes.protobuf', 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf', 'text/html', ';;;', ',', 'application/json;q=abc', 'application/json;as=Table', 'application/json;as=Bogus;g=meta.k8s.io;v=v1',
+  'application/vnd.kubernetes.protobuf', 'application/vnd.kubernetes.protobuf,application/json', 'application/vnd.kubernetes.protobuf;stream=watch',
+  'application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json', 'application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1',
+  'application/com.github.proto-openapi.spec.v2@v1.0+protobuf', 'text/html', ';;;', ',', 'application/json;q=abc', 'application/json;as=Table', 'application/json;as=Bogus;g=meta.k8s.io;v=v1',
   'application/json;as=Table;g=meta.k8s.io;v=v9', 'a/b/c', '*/json', 'application/*;as=Table;g=meta.k8s.io;v=v1', 'x'.repeat(8000), '\t'];
 const CONTENT_TYPES = ['application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf', 'application/json-patch+json', 'application/merge-patch+json', 'application/strategic-merge-patch+json',
   'application/apply-patch+yaml', 'application/apply-patch+cbor', 'application/cbor', 'text/plain', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded', 'application/json; charset=utf-16',

@@ -101,6 +101,11 @@ test('protobuf on the wire (a typed client): the audit log holds the request and
   const [, mc] = await eventsOf(auditIdOf(missing), ['RequestReceived', 'ResponseComplete']);
   assert.equal(mc.responseStatus.reason, 'NotFound');
   assert.equal(mc.responseStatus.message, 'configmaps "nothing" not found');
+  // The same in YAML (a client that accepts only YAML gets its Status in YAML, as from kube).
+  const yaml = await call(srv, srv.creds, 'GET', '/clusters/root/api/v1/namespaces/default/configmaps/nothing', undefined, { accept: 'application/yaml' });
+  assert.equal(yaml.headers['content-type'], 'application/yaml');
+  const [, yc] = await eventsOf(auditIdOf(yaml), ['RequestReceived', 'ResponseComplete']);
+  assert.equal(yc.responseStatus.reason, 'NotFound');
 });
 
 test('Metadata level: no objects; a GET is audited without a request object', async () => {

@@ -3,7 +3,9 @@
  * real server: every verb's answer, lists (large ones sliced), watch framing, PartialObjectMetadata,
  * errors, and what custom resources refuse — as a kube-apiserver v1.34 answers the same requests.
  * Answers are decoded with the codec (src/apimachinery/protobuf.ts); watch frames are split by
- * test/pbwire.ts.
+ * test/pbwire.ts. Client-go's serializer (test/protoref.ts) decodes the answers too, and encoding
+ * what it decoded gives back the server's bytes: objects, lists, Statuses and watch frames are byte
+ * for byte what kube-apiserver writes for the same content.
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,12 +13,18 @@ import { parse as parseYaml } from 'yaml';
 import { encodeKubernetesProtobuf } from '../../src/apimachinery/protobuf.js';
 import { CM, call, eventually, type Creds, type TestServer, useTestServer } from '../helpers.js';
 import { PB, TYPED, decodedProtobuf, protobufWatch, rawCall } from '../pbwire.js';
+import { goDecode, goEncode, goWatchFrame } from '../protoref.js';
 const NS = '/clusters/root/api/v1/namespaces/default';
 const CRD_GROUP = 'pbtest.example.com';
 const WIDGETS = `/clusters/root/apis/${CRD_GROUP}/v1/namespaces/default/widgets`;
 
 let srv: TestServer;
 useTestServer((s) => { srv = s; });
+
+/** Checks that client-go decodes `body` and encodes what it decoded to the same bytes. */
+function sameAsGo(body: Buffer): void {
+  assert.ok(goEncode(goDecode(body)).equals(body), 'client-go re-encodes the answer to the same bytes');
+}
 
 /** One request to the test server (see test/pbwire.ts). */
 const raw = (method: string, path: string, body?: Buffer | object, headers: Record<string, string> = {}, creds: Partial<Creds> & { ca: string } = srv.creds) =>
@@ -37,6 +45,7 @@ describe('objects in protobuf', () => {
     const got = await raw('GET', `${NS}/configmaps/pb1`, undefined, { accept: TYPED });
     assert.equal(got.status, 200);
     assert.deepEqual(pb(got), asJson);
+    sameAsGo(got.body);
 
     const updated = await raw('PUT', `${NS}/configmaps/pb1`, encodeKubernetesProtobuf({ ...asJson, data: { a: '2' } }), { accept: PB });
     assert.equal(updated.status, 200);
@@ -49,6 +58,7 @@ describe('objects in protobuf', () => {
     const deleted = await raw('DELETE', `${NS}/configmaps/pb1`, undefined, { accept: TYPED });
     assert.equal(deleted.status, 200);
     const status = pb(deleted);
+    sameAsGo(deleted.body);
     assert.equal(status.kind, 'Status');
     assert.equal(status.status, 'Success');
     assert.equal(status.details.name, 'pb1');
@@ -109,13 +119,17 @@ describe('lists in protobuf', () => {
     for (let i = 0; i < 5; i++) assert.equal((await json('POST', '/clusters/root/api/v1/namespaces/pblist/configmaps', CM(`c${i}`, { i: String(i) }, { set: 'a' }))).status, 201);
     const path = '/clusters/root/api/v1/namespaces/pblist/configmaps?labelSelector=set%3Da';
     const asJson = (await json('GET', path)).json;
-    const list = pb(await raw('GET', path, undefined, { accept: TYPED }));
+    const listed = await raw('GET', path, undefined, { accept: TYPED });
+    const list = pb(listed);
     assert.equal(list.kind, 'ConfigMapList');
     assert.equal(list.metadata.resourceVersion, asJson.metadata.resourceVersion);
     // Items of a protobuf list carry no apiVersion and kind (the item messages have no TypeMeta, as in kube).
     assert.deepEqual(list.items, asJson.items.map(({ apiVersion: _a, kind: _k, ...item }: any) => item));
+    sameAsGo(listed.body);
 
-    const meta = pb(await raw('GET', path, undefined, { accept: `${PB};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json` }));
+    const metaAnswer = await raw('GET', path, undefined, { accept: `${PB};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json` });
+    sameAsGo(metaAnswer.body);
+    const meta = pb(metaAnswer);
     assert.equal(meta.kind, 'PartialObjectMetadataList');
     assert.deepEqual(meta.items.map((i: any) => i.metadata.name), ['c0', 'c1', 'c2', 'c3', 'c4']);
     assert.equal(meta.items[0].data, undefined);
@@ -136,10 +150,13 @@ describe('lists in protobuf', () => {
     const [first] = await Promise.all(lists);
     assert.equal((await probe).status, 200);
     const list = pb(first!);
-    assert.equal(list.items.length, 400);
+    sameAsGo(first!.body);
+    // Every namespace also holds the kube-root-ca.crt ConfigMap (root CA publisher).
+    const names = list.items.map((i: any) => i.metadata.name).filter((n: string) => n.startsWith('big-'));
+    assert.equal(names.length, 400);
     assert.ok(first!.body.length > 800_000, `${first!.body.length} bytes`);
-    assert.deepEqual(list.items.map((i: any) => i.metadata.name).sort(), Array.from({ length: 400 }, (_, i) => `big-${i}`).sort());
-    assert.equal(list.items[7].data.pad, pad);
+    assert.deepEqual(names.sort(), Array.from({ length: 400 }, (_, i) => `big-${i}`).sort());
+    assert.equal(list.items.find((i: any) => i.metadata.name === 'big-7').data.pad, pad);
   });
 
   test('a wildcard list carries kcp.io/cluster on every item', async () => {
@@ -169,6 +186,8 @@ describe('watch in protobuf', () => {
       assert.equal((await json('DELETE', '/clusters/root/api/v1/namespaces/pbwatch/configmaps/w0')).status, 200);
       const all = await w.waitFor(4);
       assert.deepEqual(all.map((e) => e.type), ['ADDED', 'BOOKMARK', 'MODIFIED', 'DELETED']);
+      // Each frame as kube-apiserver writes it for the same event.
+      for (const e of all) assert.ok(goWatchFrame(e.type, e.object).equals(e.frame), `${e.type} frame`);
       assert.deepEqual(all[2]!.object.data, { a: '2' });
     } finally { w.close(); }
   });
@@ -225,6 +244,9 @@ describe('custom resources and errors', () => {
     const typed = await raw('GET', WIDGETS, undefined, { accept: TYPED });
     assert.equal(typed.status, 200);
     assert.equal(typed.type, 'application/json');
+    const patch = await raw('PATCH', `${WIDGETS}/w1`, encodeKubernetesProtobuf(CM('w1')), { accept: 'application/json' });
+    assert.equal(patch.status, 415);
+    assert.equal(JSON.parse(patch.body.toString()).message, 'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml');
     const body = await raw('POST', WIDGETS, encodeKubernetesProtobuf(CM('w9')), { accept: 'application/json' });
     assert.equal(body.status, 415);
     assert.equal(JSON.parse(body.body.toString()).message, 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml');
@@ -240,6 +262,7 @@ describe('custom resources and errors', () => {
   test('error Statuses follow Accept: protobuf when accepted without a transformation, else JSON', async () => {
     const missing = await raw('GET', `${NS}/configmaps/nope`, undefined, { accept: TYPED });
     assert.equal(missing.status, 404);
+    sameAsGo(missing.body);
     const status = pb(missing);
     assert.deepEqual([status.kind, status.apiVersion, status.reason, status.code, status.details.name], ['Status', 'v1', 'NotFound', 404, 'nope']);
     const table = await raw('GET', `${NS}/configmaps/nope`, undefined, { accept: `${PB};as=Table;v=v1;g=meta.k8s.io` });

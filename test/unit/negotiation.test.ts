@@ -5,7 +5,9 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { FastifyReply } from 'fastify';
 import { StatusError } from '../../src/apimachinery/errors.js';
+import { send } from '../../src/endpoints/response.js';
 import { decodeKubernetesProtobuf, encodeKubernetesProtobuf, encodeProtobufWatchEvent } from '../../src/apimachinery/protobuf.js';
 import { decodeBody, negotiateOutput, negotiateStatus, type Endpoint } from '../../src/endpoints/negotiation.js';
 import { fieldHeader, hasProtobuf, protobufList, watchFrame } from '../../src/endpoints/protobufwire.js';
@@ -16,6 +18,7 @@ import type { Store } from '../../src/registry/store.js';
 import type { CacheEntry } from '../../src/storage/watchcache.js';
 
 const PB = 'application/vnd.kubernetes.protobuf';
+const TYPED_ACCEPT = `${PB},application/json`;
 const builtin: Endpoint = { shape: 'object', protobuf: true };
 const builtinList: Endpoint = { shape: 'list', protobuf: true };
 const custom: Endpoint = { shape: 'object', protobuf: false };
@@ -44,10 +47,12 @@ describe('negotiateOutput', () => {
 
   test('PartialObjectMetadata in protobuf, custom resources too (the metadata informer\'s Accept)', () => {
     const listAccept = `${PB};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json`;
-    assert.deepEqual(negotiateOutput(listAccept, customList), { media: 'protobuf', as: 'PartialObjectMetadataList', asVersion: 'v1' });
+    const listMeta = { media: 'json', as: 'PartialObjectMetadataList', asVersion: 'v1' } as const;
+    assert.deepEqual(negotiateOutput(listAccept, customList), { ...listMeta, media: 'protobuf', fallback: listMeta });
     assert.deepEqual(negotiateOutput(`${PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1`, custom), { media: 'protobuf', as: 'PartialObjectMetadata', asVersion: 'v1beta1' });
     const watchAccept = `${PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json`;
-    assert.deepEqual(negotiateOutput(watchAccept, { shape: 'watch', protobuf: false }), { media: 'protobuf', as: 'PartialObjectMetadata', asVersion: 'v1' });
+    const meta = { media: 'json', as: 'PartialObjectMetadata', asVersion: 'v1' } as const;
+    assert.deepEqual(negotiateOutput(watchAccept, { shape: 'watch', protobuf: false }), { ...meta, media: 'protobuf', fallback: meta });
     // A list asked for as one object's metadata (or the reverse) tries the next range.
     assert.deepEqual(negotiateOutput(`${PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json`, builtinList), { media: 'json', asVersion: 'v1' });
   });
@@ -72,6 +77,24 @@ describe('negotiateOutput', () => {
       'only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch');
     refused(() => negotiateOutput(PB, { shape: 'watch', protobuf: false }), 406,
       'only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch');
+  });
+});
+
+describe('fallback', () => {
+  test('protobuf keeps the client\'s JSON alternative; an object the codec cannot write is answered in it', () => {
+    assert.deepEqual(negotiateOutput(TYPED_ACCEPT, builtin).fallback, { media: 'json', asVersion: 'v1' });
+    assert.equal(negotiateOutput(PB, builtin).fallback, undefined);
+    // PartialObjectMetadata in protobuf, then the object itself in JSON: not the same answer, no fallback.
+    assert.equal(negotiateOutput(`${PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json`, builtin).fallback, undefined);
+    const sent: { code?: number; type?: string; body?: unknown; warned?: boolean } = {};
+    const reply = {
+      code(c: number) { sent.code = c; return this; }, type(t: string) { sent.type = t; return this; }, send(b: unknown) { sent.body = b; return this; },
+      log: { warn() { sent.warned = true; } },
+    } as unknown as FastifyReply;
+    const misfit = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: 5 } };
+    send(reply, 200, misfit, negotiateOutput(TYPED_ACCEPT, builtin));
+    assert.deepEqual([sent.code, sent.type, JSON.parse(String(sent.body)), sent.warned], [200, 'application/json', misfit, true]);
+    assert.throws(() => send(reply, 200, misfit, negotiateOutput(PB, builtin)), (err: unknown) => err instanceof StatusError && err.code === 500);
   });
 });
 

@@ -613,16 +613,26 @@ function decodePayload(body: string | Buffer, contentType: string | undefined): 
   if (Buffer.isBuffer(body) && isKubernetesProtobuf(contentType)) {
     try { return decodeKubernetesProtobuf(body); } catch { return undefined; }
   }
-  return safeParse(typeof body === 'string' ? body : body.toString('utf8'));
+  const text = typeof body === 'string' ? body : body.toString('utf8');
+  if (isYaml(contentType)) {
+    try { return parseYaml(text) as unknown; } catch { return undefined; }
+  }
+  return safeParse(text);
+}
+
+function isYaml(contentType: string | undefined): boolean {
+  return (contentType ?? '').split(';')[0]!.trim().toLowerCase() === 'application/yaml';
 }
 
 const JSON_STATUS_PREFIX = '{"kind":"Status"';
 
 /**
- * Whether a response body is a meta/v1 Status: JSON starting with its kind (as this server writes
- * it), or a protobuf envelope whose TypeMeta (field 1: apiVersion = 1, kind = 2) names `Status`.
+ * Whether a response body is a meta/v1 Status: JSON or YAML starting with its kind (as this server
+ * writes it), or a protobuf envelope whose TypeMeta (field 1: apiVersion = 1, kind = 2) names `Status`.
  */
 function isStatusBody(body: string | Buffer, contentType: string | undefined): boolean {
+  // A YAML answer (Accept: application/yaml) is a Status when its first key says so.
+  if (isYaml(contentType)) return (typeof body === 'string' ? body.slice(0, 13) : body.subarray(0, 13).toString('latin1')) === 'kind: Status\n';
   if (typeof body === 'string') return body.startsWith(JSON_STATUS_PREFIX);
   if (!isKubernetesProtobuf(contentType)) return body.subarray(0, JSON_STATUS_PREFIX.length).toString('latin1') === JSON_STATUS_PREFIX;
   // magic(4) 0x0a <typeMeta length> 0x0a <apiVersion length> <apiVersion> 0x12 <kind length> <kind>

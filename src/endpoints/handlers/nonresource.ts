@@ -8,6 +8,7 @@ import { methodNotAllowed, notFound } from '../../apimachinery/errors.js';
 import { answerHealth, healthEndpointOf, type HealthEndpoint } from '../../server/health.js';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions } from '../discovery.js';
 import { apisOf, queryOf, VERSION_INFO, type AppContext, type Handler } from '../context.js';
+import { protobufMessageFor } from '../../apimachinery/protobuf.js';
 import { negotiateOutput } from '../negotiation.js';
 import { send } from '../response.js';
 
@@ -15,6 +16,16 @@ import { send } from '../response.js';
 export function serveHealth(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, endpoint: HealthEndpoint, subPath: string): void {
   const res = answerHealth(endpoint, ctx.healthChecks[endpoint], subPath, queryOf(req), (name, reason) => req.log.warn(`${endpoint} check ${name} failed: ${reason}`));
   reply.code(res.code).header('x-content-type-options', 'nosniff').type('text/plain; charset=utf-8').send(res.body);
+}
+
+/**
+ * The apiVersion and kind of the discovery document of a path's segments (`/api`: APIVersions,
+ * unversioned; `/apis`: APIGroupList; `/apis/<g>`: APIGroup; a group version: APIResourceList):
+ * kube serves them in protobuf too, where the codec has their messages.
+ */
+function discoveryKind(parts: readonly string[]): [string, string] {
+  if (parts[0] === 'api') return parts.length === 1 ? ['', 'APIVersions'] : ['v1', 'APIResourceList'];
+  return parts.length === 1 ? ['v1', 'APIGroupList'] : parts.length === 2 ? ['v1', 'APIGroup'] : ['v1', 'APIResourceList'];
 }
 
 /** `/version`, health, else discovery; 404 for any other path, 405 for a write to a discovery path. */
@@ -28,7 +39,8 @@ export const serveNonResource: Handler = async (ctx, req, reply) => {
   if (parts[0] !== 'api' && parts[0] !== 'apis') throw notFound({ group: '', resource: '' }, info.path);
   if (info.verb !== 'get') throw methodNotAllowed('the server does not allow this method on the requested resource');
   const descs = apisOf(ctx, req, info.cluster).descriptors;
-  const out = negotiateOutput(req.headers.accept, { shape: 'object', protobuf: false, discovery: parts.length === 1 });
+  const [docVersion, docKind] = discoveryKind(parts);
+  const out = negotiateOutput(req.headers.accept, { shape: 'object', protobuf: protobufMessageFor(docVersion, docKind) !== undefined, discovery: parts.length === 1 });
   if (parts.length === 1 && out.discovery) {
     const doc = aggregatedDiscovery(descs, parts[0] === 'api', out.discovery);
     // A Buffer: the media type as kube writes it, without the charset Fastify adds to a string.

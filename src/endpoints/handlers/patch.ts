@@ -9,7 +9,7 @@ import { queryOf, type Handler } from '../context.js';
 import { decodeApplyPatch, negotiateOutput } from '../negotiation.js';
 import { queryBool } from '../requestinfo.js';
 import { send, sendObject } from '../response.js';
-import { hasProtobuf } from '../protobufwire.js';
+import { hasProtobuf, isBuiltin } from '../protobufwire.js';
 import { addWarnings, requestScope } from './scope.js';
 
 /** Answers the patched object; 415 for an unknown patch type, 400 for an empty patch, 409 for apply conflicts. */
@@ -22,7 +22,9 @@ export const patchResource: Handler = async (_ctx, req, reply) => {
   const out = negotiateOutput(req.headers.accept, { shape: 'object', protobuf: hasProtobuf(store.desc) });
   const ct = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (!Object.values(PATCH_TYPES).includes(ct as never)) {
-    throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${Object.values(PATCH_TYPES).join(', ')}`);
+    // kube's CRD handler names the patch types it takes (no strategic merge patch); protobuf is never one.
+    const accepted = isBuiltin(store.desc) ? Object.values(PATCH_TYPES) : [PATCH_TYPES.json, PATCH_TYPES.merge, PATCH_TYPES.apply];
+    throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${accepted.join(', ')}`);
   }
   if (!body?.length) throw badRequest('the patch body is empty');
   if (ct === PATCH_TYPES.apply) {
