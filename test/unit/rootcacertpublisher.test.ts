@@ -2,7 +2,8 @@
  * The root CA publisher's reconcile decisions (kube's syncNamespace), on a watch cache made of
  * plain entries and a store that records writes: create when missing, rewrite data and annotation
  * when they differ (other keys dropped, other annotations kept), nothing when up to date, nothing
- * in a terminating or missing namespace, an immutable ConfigMap's 422 not retried.
+ * in a terminating or missing namespace, an immutable ConfigMap's 422 not retried, a quota's 403
+ * retried.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -60,10 +61,14 @@ test('terminating or missing namespace: nothing; refusals that a retry cannot fi
     await reconcile('c|a');
     assert.deepEqual(writes, []);
   }
-  for (const code of [403, 404, 422]) {
-    const { reconcile } = setup({ ...ns('a') }, new StatusError(code, 'X', 'refused'));
+  const terminating = new StatusError(403, 'Forbidden', 'terminated', { name: 'a', kind: 'namespaces', causes: [{ reason: 'NamespaceTerminating', message: 'm', field: 'metadata.namespace' }] });
+  for (const err of [terminating, new StatusError(404, 'NotFound', 'gone'), new StatusError(422, 'Invalid', 'immutable')]) {
+    const { reconcile } = setup({ ...ns('a') }, err);
     await assert.doesNotReject(reconcile('c|a'));
   }
-  const { reconcile } = setup({ ...ns('a') }, new StatusError(409, 'Conflict', 'stale'));
-  await assert.rejects(reconcile('c|a'), /stale/);
+  // Retried with backoff: a conflict, and a quota's (or a policy's) 403.
+  for (const err of [new StatusError(409, 'Conflict', 'stale'), new StatusError(403, 'Forbidden', 'exceeded quota')]) {
+    const { reconcile } = setup({ ...ns('a') }, err);
+    await assert.rejects(reconcile('c|a'), new RegExp(err.message));
+  }
 });
