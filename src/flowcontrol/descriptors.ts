@@ -5,7 +5,6 @@
  * pkg/registry/flowcontrol), kube's table columns (pkg/printers/internalversion). Only the
  * objects of the `system:admin` logical cluster configure the shard's dispatcher.
  */
-import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor, UpdateReset } from '../apis/types.js';
 import { FLOWCONTROL_GROUP, FLOWCONTROL_VERSION, defaultFlowSchema, defaultPriorityLevel } from './types.js';
 import { validateFlowSchema, validatePriorityLevel } from './validation.js';
@@ -15,8 +14,6 @@ type Obj = Record<string, unknown>;
 const asObj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {});
 const none = (v: unknown) => (v === undefined || v === null ? '<none>' : v);
 
-/** A create starts without status (kube's strategies); the store keeps it on updates of the main resource. */
-const clearStatus = (obj: KubeObject) => { delete obj.status; };
 
 /**
  * kube's flowSchemaStatusStrategy / priorityLevelConfigurationStatusStrategy: spec and the whole
@@ -40,7 +37,6 @@ export const FLOW_SCHEMA_DESCRIPTOR: ResourceDescriptor = {
   strategy: {
     tracksGeneration: true,
     defaults: defaultFlowSchema,
-    prepareForCreate: clearStatus,
     updateResets: { status: STATUS_RESET },
     validate: validateFlowSchema,
   },
@@ -60,7 +56,6 @@ export const PRIORITY_LEVEL_DESCRIPTOR: ResourceDescriptor = {
   strategy: {
     tracksGeneration: true,
     defaults: defaultPriorityLevel,
-    prepareForCreate: clearStatus,
     updateResets: { status: STATUS_RESET },
     validate: validatePriorityLevel,
   },

@@ -602,7 +602,13 @@ export class Store {
       const status = obj.status;
       this.desc.strategy?.prepareForCreate?.(obj);
       obj.status = status;
-    } else this.desc.strategy?.prepareForCreate?.(obj);
+    } else {
+      // A client's create never sets status where /status is served: every kube strategy of such
+      // a kind (and custom resources') resets it in PrepareForCreate; the kind's own
+      // prepareForCreate may then give it an initial status (a Namespace's phase Active).
+      if (this.desc.hasStatus) delete obj.status;
+      this.desc.strategy?.prepareForCreate?.(obj);
+    }
     const hooks = this.backend.admission;
     const attrs = (object: KubeObject): WebhookAttributes => ({
       operation: 'CREATE', cluster: scope.cluster, desc: this.desc, subresource: '', namespace: meta.namespace ?? '', name: meta.name!,

@@ -11,7 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { call, watch, startRedis, startTestServer, type Creds, type Res } from '../helpers.js';
 import { CASES, NOT_APPLICABLE } from './cases.js';
 import type { Case, CaseContext, CaseResult } from './types.js';
-import { stopWebhookServer } from './util.js';
+import { stopWebhookServer, until } from './util.js';
 
 /** Server options the suite needs: a short watch history, so that expired continue tokens and resourceVersions can be produced quickly. */
 export const CONFORMANCE_SERVER_OPTIONS = { watchHistorySize: 200, bookmarkIntervalMs: 300 };
@@ -51,6 +51,9 @@ export async function runCase(target: Target, c: Case, timeoutMs = 30_000): Prom
   try {
     const created = await ctx.api('POST', `${cluster}/api/v1/namespaces`, { metadata: { name: ns } });
     if (created.status !== 201) throw new Error(`creating namespace ${ns}: ${created.status} ${created.body}`);
+    // As kube's e2e framework (framework.go, WaitForKubeRootCAInNamespace): the namespace's
+    // kube-root-ca.crt is there before a case lists or watches its ConfigMaps.
+    await until(`kube-root-ca.crt in ${ns}`, async () => (await ctx.api('GET', `${ctx.core}/configmaps/kube-root-ca.crt`)).status === 200, 5_000);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, rej) => { timer = setTimeout(() => rej(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs); });
     try { await Promise.race([c.check(ctx), timeout]); } finally { clearTimeout(timer); }

@@ -29,9 +29,11 @@ test('informer sees add/update/delete in order and survives a server restart', a
   const seen: string[] = [];
   const state = new Map<string, string>();
   const informer = k8s.makeInformer(kc, '/api/v1/namespaces/inf/configmaps', () => core.listNamespacedConfigMap({ namespace: 'inf' }));
-  informer.on('add', (o) => { seen.push(`add ${o.metadata!.name}`); state.set(o.metadata!.name!, o.data?.v ?? ''); });
-  informer.on('update', (o) => { seen.push(`update ${o.metadata!.name} ${o.data?.v}`); state.set(o.metadata!.name!, o.data?.v ?? ''); });
-  informer.on('delete', (o) => { seen.push(`delete ${o.metadata!.name}`); state.delete(o.metadata!.name!); });
+  // The namespace's kube-root-ca.crt (root CA publisher) is not what this test writes.
+  const mine = (o: { metadata?: { name?: string } }) => o.metadata?.name !== 'kube-root-ca.crt';
+  informer.on('add', (o) => { if (!mine(o)) return; seen.push(`add ${o.metadata!.name}`); state.set(o.metadata!.name!, o.data?.v ?? ''); });
+  informer.on('update', (o) => { if (!mine(o)) return; seen.push(`update ${o.metadata!.name} ${o.data?.v}`); state.set(o.metadata!.name!, o.data?.v ?? ''); });
+  informer.on('delete', (o) => { if (!mine(o)) return; seen.push(`delete ${o.metadata!.name}`); state.delete(o.metadata!.name!); });
   let stopped = false;
   // client-node's documented pattern: on error, start again (it relists when the watch cannot resume).
   informer.on('error', () => { if (!stopped) setTimeout(() => { if (!stopped) informer.start().catch(() => undefined); }, 200); });

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { decodeKubernetesProtobuf } from '../../src/apimachinery/protobuf.js';
 import { issueClientCert } from '../../src/pki/certs.js';
-import { call, eventually, type Creds, type Res, type TestServer, useTestServer } from '../helpers.js';
+import { call, eventually, waitForRootCA, type Creds, type Res, type TestServer, useTestServer } from '../helpers.js';
 
 let srv: TestServer;
 const tokenFile = join(mkdtempSync(join(tmpdir(), 'kcp-tokens-')), 'tokens.csv');
@@ -380,6 +380,8 @@ async function setUp(): Promise<void> {
   // root:b's loot.
   const B = '/clusters/root:b';
   expectCreated(await admin('POST', `${B}/api/v1/namespaces`, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: M.ns, labels: { victim: M.label } } }), 'namespace');
+  // Its kube-root-ca.crt (root CA publisher) is written before any snapshot of root:b.
+  await waitForRootCA(srv, srv.creds, 'root:b', M.ns);
   expectCreated(await admin('POST', `${B}/api/v1/namespaces/${M.ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: M.cm, labels: { victim: M.label }, annotations: { note: M.annotation } }, data: { value: M.cmValue } }), 'configmap');
   expectCreated(await admin('POST', `${B}/api/v1/namespaces/default/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: M.defaultCm }, data: { value: M.cmValue } }), 'default configmap');
   expectCreated(await admin('POST', `${B}/api/v1/namespaces/${M.ns}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: M.secret, labels: { victim: M.label } }, stringData: { password: M.secretValue } }), 'secret');

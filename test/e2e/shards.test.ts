@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { request } from 'node:https';
-import { adminCreds, call, eventually, kubectl, watch, type Creds } from '../helpers.js';
+import { adminCreds, call, eventually, kubectl, waitForRootCA, watch, type Creds } from '../helpers.js';
 import { startInstance, type RunningInstance } from '../../src/server/instance.js';
 import { PROXY_BUFFER_BYTES } from '../../src/proxy/frontproxy.js';
 import { startServer } from '../../src/server/shard.js';
@@ -60,6 +60,8 @@ test('a logical cluster on shard-1 is routed by path and by name as soon as its 
 });
 
 test('watches through the front-proxy stream each event as it happens', async () => {
+  // The namespace's kube-root-ca.crt (root CA publisher on shard-1) is written before the watch starts.
+  await waitForRootCA(inst, admin, 'root:routed', 'on-shard-1');
   const w = watch(inst, admin, '/clusters/root:routed/api/v1/namespaces/on-shard-1/configmaps?watch=true');
   await new Promise((r) => setTimeout(r, 200));
   for (const name of ['w1', 'w2']) {

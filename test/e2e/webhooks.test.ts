@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { createCA, issueServingCert } from '../../src/pki/certs.js';
-import { call, createWorkspace, eventually, kubectl, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
+import { call, createWorkspace, eventually, kubectl, startRedis, waitForRootCA, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
 
 let redis: TestRedis;
 let srv: TestServer;
@@ -164,6 +164,8 @@ describe('admission webhooks', () => {
 
   test('selectors and dry run', async () => {
     await admin('POST', '/clusters/root:team-a/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'watched', labels: { watch: 'yes' } } });
+    // The namespace's kube-root-ca.crt is written before the webhook exists (it would be a call).
+    await waitForRootCA(srv, srv.creds, 'root:team-a', 'watched');
     await kc('team-a', ['apply', '-f', '-'], { input: configYaml('Validating', 'selective', [webhook('selective.example.com', '/record', {
       namespaceSelector: { matchLabels: { watch: 'yes' } }, objectSelector: { matchExpressions: [{ key: 'skip', operator: 'DoesNotExist' }] }, sideEffects: 'NoneOnDryRun',
     })]) });

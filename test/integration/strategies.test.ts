@@ -111,3 +111,12 @@ test('flowschemas/status keeps metadata as stored; server-side apply never owns 
   assert.match(owned, /"f:x"/);
   assert.doesNotMatch(owned, /f:status/);
 });
+
+test('a create never sets status where /status is served (kube\'s PrepareForCreate)', async () => {
+  const q = await api('POST', '/clusters/root/api/v1/namespaces/default/resourcequotas', { metadata: { name: 'q-status' }, spec: { hard: { pods: '1' } }, status: { hard: { pods: '9' }, used: { pods: '9' } } });
+  assert.equal(q.status, 201, q.body);
+  assert.notDeepEqual(q.json.status?.used, { pods: '9' });
+  const ns = await api('POST', '/clusters/root/api/v1/namespaces', { metadata: { name: 'created-terminating' }, status: { phase: 'Terminating' } });
+  assert.equal(ns.status, 201, ns.body);
+  assert.equal(ns.json.status.phase, 'Active');
+});

@@ -15,7 +15,7 @@
  * JSON, no parse), so a workspace whose `default` namespace was born with its ConfigMap (the
  * `root:universal` initializer writes it in the same transaction) costs no queue job.
  */
-import { isStatus } from '../../apimachinery/errors.js';
+import { StatusError, isStatus } from '../../apimachinery/errors.js';
 import type { KubeObject } from '../../apimachinery/meta.js';
 import { isObj } from '../../apimachinery/objects.js';
 import type { RequestScope, Store } from '../../registry/store.js';
@@ -89,8 +89,9 @@ export interface RootCAPublisherDeps {
  * Reconciles one namespace (kube's `syncNamespace`): creates the ConfigMap when missing, or
  * rewrites its `data` to `{ca.crt}` and sets the annotation when either differs. A namespace that
  * is gone or terminating is left alone; a ConfigMap a tenant made `immutable` (the update's 422)
- * is left as it is until it is deleted (a retry could never succeed). A 409 (the cache trailed)
- * throws, so the key is reconciled again.
+ * is left as it is until it is deleted (a retry could never succeed). Other refusals — a 409 (the
+ * cache trailed), a quota or admission policy's 403 — throw, so the key is retried with the
+ * runtime's backoff (at most every 1,000 s per key).
  */
 export function rootCAPublisherReconciler(deps: RootCAPublisherDeps) {
   return async (key: string): Promise<ReconcileResult | void> => {
@@ -112,8 +113,11 @@ export function rootCAPublisherReconciler(deps: RootCAPublisherDeps) {
       cm.metadata.annotations = { ...cm.metadata.annotations, [DESCRIPTION_ANNOTATION]: ROOT_CA_DESCRIPTION };
       await deps.configMaps.update(scope, ROOT_CA_CONFIGMAP, cm);
     } catch (err) {
-      // 404/403: the namespace is gone or terminating; 422: made immutable by its tenant.
-      if (isStatus(err, 404, 403, 422)) return;
+      // 404: the namespace is gone; 403 with the NamespaceTerminating cause: it is terminating
+      // (kube's HasStatusCause); 422: made immutable by its tenant. Anything else (a quota or an
+      // admission policy refusing the create, a conflict) is retried with backoff, as kube does.
+      if (isStatus(err, 404, 422)) return;
+      if (err instanceof StatusError && err.code === 403 && err.details?.causes?.some((c) => c.reason === 'NamespaceTerminating')) return;
       throw err;
     }
   };
