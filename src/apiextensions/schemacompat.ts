@@ -359,10 +359,10 @@ class Negotiation {
     const toSet = (values: unknown): Set<string> | undefined => {
       if (!Array.isArray(values) || values.length === 0) return undefined;
       const set = new Set<string>();
-      for (const v of values) {
-        if (typeof v === 'string') set.add(v);
-        else this.add(invalid(enumPath, values, "enum value should be a 'string' for Json type 'string'"));
-      }
+      for (const v of values) if (typeof v === 'string') set.add(v);
+      // kcp reports the whole enum once per value that is not a string; once per enum here (an
+      // enum of n numbers would print n² values).
+      if (set.size < values.length) this.add(invalid(enumPath, values, "enum value should be a 'string' for Json type 'string'"));
       return set;
     };
     const was = toSet(existing.enum), now = toSet(next.enum);
@@ -485,7 +485,8 @@ class Negotiation {
     if (!added.length) return;
     if (!this.narrow) { this.add(invalid(propsPath, added, 'properties value has been changed in an incompatible way')); return; }
     const lcdProps = (isObj(lcd.properties) ? lcd.properties : (lcd.properties = {})) as Record<string, Raw>;
-    for (const k of added) lcdProps[k] = structuredClone(newProps[k]!);
+    // Defined, not assigned: a property named `__proto__` must stay a property.
+    for (const k of added) Object.defineProperty(lcdProps, k, { value: structuredClone(newProps[k]!), enumerable: true, writable: true, configurable: true });
   }
 
   /**
@@ -505,7 +506,8 @@ class Negotiation {
     if (!added.length) return;
     const lcdProps = isObj(lcd.properties) ? lcd.properties : {};
     const narrowable = this.narrow ? added.filter((k) => Object.hasOwn(lcdProps, k)) : [];
-    const refused = added.filter((k) => !narrowable.includes(k));
+    const narrowed = new Set(narrowable);
+    const refused = added.filter((k) => !narrowed.has(k));
     if (narrowable.length) lcd.required = [...(stringList(lcd.required) ?? []), ...narrowable];
     if (refused.length) this.add(invalid(reqPath, refused, 'required value has been changed in an incompatible way'));
   }

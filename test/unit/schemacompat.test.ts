@@ -340,3 +340,28 @@ test('the LCD is a copy: later changes to it do not reach the inputs', () => {
   (r.schema!.properties as Record<string, S>).a!.type = 'integer';
   assert.deepEqual(existing, obj({ a: str, b: int }));
 });
+
+test('hostile input: __proto__ stays a property; enums and required lists cost linear time and bounded messages', () => {
+  const e = JSON.parse('{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{"__proto__":{"type":"string"}}}') as S;
+  const n = JSON.parse('{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{"__proto__":{"type":"string"},"constructor":{"type":"integer"}}}') as S;
+  const r = ensureStructuralSchemaCompatibility('', e, n, true);
+  assert.deepEqual(r.errors, []);
+  const props = r.schema!.properties as Record<string, S>;
+  assert.equal(Object.getPrototypeOf(props), Object.prototype);
+  assert.deepEqual(Object.keys(props), ['__proto__', 'constructor']);
+
+  // 50,000 numbers in a string enum: one error, not one per value.
+  const numbers = Array.from({ length: 50_000 }, (_, i) => i);
+  const en = check({ ...str, enum: numbers }, { ...str, enum: numbers });
+  assert.equal(en.errors.length, 1);
+  // 50,000 required names and 20,000 properties against one additionalProperties schema.
+  const many = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`p${i}`, str]));
+  const required = Array.from({ length: 50_000 }, (_, i) => `p${i}`);
+  const t0 = performance.now();
+  const big = ensureStructuralSchemaCompatibility('', obj(many), { type: 'object', additionalProperties: str, required }, true);
+  const lines = formatFieldErrors(big.errors);
+  assert.equal(lines.length, 1);
+  assert.ok(lines[0]!.startsWith('required: Invalid value: ["p20000","p20001",'), lines[0]!.slice(0, 80));
+  assert.ok(lines[0]!.endsWith('"p49999"]: required value has been changed in an incompatible way'));
+  assert.ok(performance.now() - t0 < 5000);
+});
