@@ -1,6 +1,7 @@
 /**
  * `kcp-ts` command line. `kcp-ts start [flags]` runs a shard (flag names as kcp's);
- * `kcp-ts front-proxy [flags]` the front-proxy (frontproxy.ts).
+ * `kcp-ts front-proxy [flags]` the front-proxy (frontproxy.ts); `kcp-ts crd compat` checks two CRDs'
+ * schemas for compatibility (crdcompat.ts, its own exit codes).
  * Exit codes: 0 after SIGTERM/SIGINT, 1 on start-up failure, 2 on usage errors.
  */
 import { parseDuration } from './pflag.js';
@@ -20,6 +21,8 @@ import { parseRuntimeConfig } from '../apis/runtimeconfig.js';
 const USAGE = `Usage: kcp-ts start [flags]
        kcp-ts front-proxy [flags]   (kcp-ts front-proxy --help)
        kcp-ts operator [flags]      (kcp-ts operator --help)
+       kcp-ts crd compat [flags] OLD.yaml NEW.yaml
+                                    (kcp-ts crd compat --help)
 
 Runs a kcp-ts shard: a multi-tenant, Kubernetes-compatible API server. With --shards N, runs a
 whole instance in this process: the root shard, N-1 more shards and a front-proxy on
@@ -101,6 +104,10 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     // Loaded only here: a shard needs none of the operator's modules (nor client-node).
     const { operatorMain } = await import('../../operator/main.js');
     return operatorMain(rest, shutdown);
+  }
+  if (command === 'crd') {
+    const { crdMain } = await import('./crdcompat.js');
+    return crdMain(rest);
   }
   if (command !== 'start') { process.stderr.write(`kcp-ts: unknown command "${command}"\n\n${USAGE}`); return 2; }
   let values;
