@@ -74,8 +74,8 @@ export interface ProtobufWatch {
   type: Promise<string | undefined>;
   status: Promise<number>;
   close(): void;
-  /** Resolves once `n` events arrived, or after 8 s with what arrived. */
-  waitFor(n: number): Promise<WatchEventRead[]>;
+  /** The events (those `keep` selects) once there are `n` of them, or after 8 s. */
+  waitFor(n: number, keep?: (e: WatchEventRead) => boolean): Promise<WatchEventRead[]>;
 }
 
 /** Reads a protobuf watch stream (see the module comment). */
@@ -105,10 +105,10 @@ export function protobufWatch(server: { url: string }, creds: Creds, path: strin
   return {
     events, type, status,
     close() { req.destroy(); },
-    async waitFor(n: number) {
+    async waitFor(n: number, keep: (e: WatchEventRead) => boolean = () => true) {
       const end = Date.now() + 8000;
-      while (events.length < n && Date.now() < end) await sleep(10);
-      return events;
+      while (events.filter(keep).length < n && Date.now() < end) await sleep(10);
+      return events.filter(keep);
     },
   };
 }

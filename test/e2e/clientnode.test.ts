@@ -38,27 +38,30 @@ test('informer sees add/update/delete in order and survives a server restart', a
   // client-node's documented pattern: on error, start again (it relists when the watch cannot resume).
   informer.on('error', () => { if (!stopped) setTimeout(() => { if (!stopped) informer.start().catch(() => undefined); }, 200); });
   await informer.start();
+  // Stopped whatever happens: a running informer reconnects forever and keeps the test process alive.
+  try {
+    await core.createNamespacedConfigMap({ namespace: 'inf', body: { metadata: { name: 'a' }, data: { v: '1' } } });
+    await core.replaceNamespacedConfigMap({ name: 'a', namespace: 'inf', body: { metadata: { name: 'a' }, data: { v: '2' } } });
+    await core.createNamespacedConfigMap({ namespace: 'inf', body: { metadata: { name: 'b' }, data: { v: '1' } } });
+    await core.deleteNamespacedConfigMap({ name: 'b', namespace: 'inf' });
+    const t0 = Date.now();
+    while (seen.length < 4 && Date.now() - t0 < 5000) await sleep(20);
+    assert.deepEqual(seen, ['add a', 'update a 2', 'add b', 'delete b']);
 
-  await core.createNamespacedConfigMap({ namespace: 'inf', body: { metadata: { name: 'a' }, data: { v: '1' } } });
-  await core.replaceNamespacedConfigMap({ name: 'a', namespace: 'inf', body: { metadata: { name: 'a' }, data: { v: '2' } } });
-  await core.createNamespacedConfigMap({ namespace: 'inf', body: { metadata: { name: 'b' }, data: { v: '1' } } });
-  await core.deleteNamespacedConfigMap({ name: 'b', namespace: 'inf' });
-  const t0 = Date.now();
-  while (seen.length < 4 && Date.now() - t0 < 5000) await sleep(20);
-  assert.deepEqual(seen, ['add a', 'update a 2', 'add b', 'delete b']);
-
-  // Restart the server on the same port and Redis; changes made meanwhile must arrive.
-  const port = srv.port;
-  await srv.stop();
-  srv = await startTestServer(redis, { securePort: port }, srv.root);
-  ({ core } = client(srv.kubeconfigPath));
-  await core.replaceNamespacedConfigMap({ name: 'a', namespace: 'inf', body: { metadata: { name: 'a' }, data: { v: '3' } } });
-  await core.createNamespacedConfigMap({ namespace: 'inf', body: { metadata: { name: 'c' }, data: { v: 'x' } } });
-  const t1 = Date.now();
-  while (!(state.get('a') === '3' && state.has('c')) && Date.now() - t1 < 20_000) await sleep(50);
-  stopped = true;
-  await informer.stop();
-  assert.equal(state.get('a'), '3');
-  assert.equal(state.get('c'), 'x');
-  assert.ok(!state.has('b'));
+    // Restart the server on the same port and Redis; changes made meanwhile must arrive.
+    const port = srv.port;
+    await srv.stop();
+    srv = await startTestServer(redis, { securePort: port }, srv.root);
+    ({ core } = client(srv.kubeconfigPath));
+    await core.replaceNamespacedConfigMap({ name: 'a', namespace: 'inf', body: { metadata: { name: 'a' }, data: { v: '3' } } });
+    await core.createNamespacedConfigMap({ namespace: 'inf', body: { metadata: { name: 'c' }, data: { v: 'x' } } });
+    const t1 = Date.now();
+    while (!(state.get('a') === '3' && state.has('c')) && Date.now() - t1 < 20_000) await sleep(50);
+    assert.equal(state.get('a'), '3');
+    assert.equal(state.get('c'), 'x');
+    assert.ok(!state.has('b'));
+  } finally {
+    stopped = true;
+    await informer.stop();
+  }
 });
