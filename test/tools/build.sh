@@ -39,7 +39,7 @@ build_e2e() { # key ldflags ; Kubernetes' e2e.test (a test binary: go test -c) a
   mkdir -p "$out"
   echo "building $key into $out (e2e.test: the longest of the tools, once)" >&2
   (cd "$here/e2e" &&
-    CGO_ENABLED=0 go test -c -trimpath -ldflags="-s -w $ldflags" -o "$out/e2e.test" k8s.io/kubernetes/test/e2e &&
+    CGO_ENABLED=0 go test -c -vet=off -trimpath -ldflags="-s -w $ldflags" -o "$out/e2e.test" k8s.io/kubernetes/test/e2e &&
     CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$out/" ./cmd/typedclients)
   touch "$out/.complete"
 }
