@@ -4,10 +4,11 @@
 # that hold them. Nothing is rebuilt when the cache has it.
 #   kube/  kube-apiserver, kube-controller-manager (the operator tests' host cluster)
 #   helm/  helm, kstatus
-#   e2e/   Kubernetes' e2e.test (test/e2e, for `npm run conformance:upstream`) and typedclients
-#          (client-go's typed clients against a workspace, test/e2e/typedclients.test.ts)
+#   e2e/   Kubernetes' e2e.test (test/e2e, for `npm run conformance:upstream`), and typedclients
+#          (client-go's typed clients against a workspace, test/e2e/typedclients.test.ts) in a
+#          directory of its own keyed by the hash of its sources
 #
-#   test/tools/build.sh            -> builds when missing, prints the three cache directories
+#   test/tools/build.sh            -> builds when missing, prints the four cache directories
 #   test/tools/build.sh --print    -> prints them only (what the tests use to find the binaries)
 #
 # KCP_TS_TOOLS_CACHE overrides the cache (default ~/.cache/kcp-ts/tools). The tests find the
@@ -33,15 +34,17 @@ build() { # module-dir key ldflags package... ; builds each package's command in
   touch "$out/.complete"
 }
 
-build_e2e() { # key ldflags ; Kubernetes' e2e.test (a test binary: go test -c) and typedclients
+build_e2e() { # key ldflags ; Kubernetes' e2e.test (a test binary: go test -c)
   local key="$1" ldflags="$2" out="$cache/$1"
   if [ -f "$out/.complete" ] || [ "$print_only" = 1 ]; then return; fi
   mkdir -p "$out"
   echo "building $key into $out (e2e.test: the longest of the tools, once)" >&2
-  (cd "$here/e2e" &&
-    CGO_ENABLED=0 go test -c -vet=off -trimpath -ldflags="-s -w $ldflags" -o "$out/e2e.test" k8s.io/kubernetes/test/e2e &&
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$out/" ./cmd/typedclients)
+  (cd "$here/e2e" && CGO_ENABLED=0 go test -c -vet=off -trimpath -ldflags="-s -w $ldflags" -o "$out/e2e.test" k8s.io/kubernetes/test/e2e)
   touch "$out/.complete"
+}
+
+source_hash() { # module-dir path... ; a short hash of the sources of a command of this repository
+  (cd "$here/$1" && shift && find "$@" -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
 }
 
 print_only=0
@@ -54,6 +57,8 @@ helm="helm-$(version_of helm helm.sh/helm/v3)-kstatus-$(version_of helm sigs.k8s
 # Its own recipe number: changing how e2e.test is built must not rebuild kube-apiserver.
 e2e_recipe=r1
 e2e="e2e-$(version_of e2e k8s.io/kubernetes)-$e2e_recipe"
+# typedclients is this repository's own code: keyed by the hash of its sources and modules.
+typedclients="typedclients-$(source_hash e2e go.mod go.sum cmd/typedclients)"
 # The version kube-apiserver reports (/version): what helm's kubeVersion and clients check.
 minor="${kube_version#v1.}"; minor="${minor%%.*}"
 kube_ldflags=""
@@ -64,6 +69,8 @@ build kube "$kube" "$kube_ldflags" ./cmd/kube-apiserver ./cmd/kube-controller-ma
 build helm "$helm" "" helm.sh/helm/v3/cmd/helm ./cmd/kstatus
 # e2e.test reports the same version as the kube-apiserver it comes with.
 build_e2e "$e2e" "$kube_ldflags"
+build e2e "$typedclients" "" ./cmd/typedclients
 echo "$cache/$kube"
 echo "$cache/$helm"
 echo "$cache/$e2e"
+echo "$cache/$typedclients"

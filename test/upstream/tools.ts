@@ -1,8 +1,9 @@
 /**
  * Where the Go programs of the upstream checks are: Kubernetes' `e2e.test` and `typedclients`,
- * built by test/tools/build.sh from test/tools/e2e into a cache outside the repository keyed by
- * version (the third directory `build.sh --print` names). `E2E_TEST` and `TYPEDCLIENTS` (paths to
- * executables) override it.
+ * built by test/tools/build.sh from test/tools/e2e into a cache outside the repository (the third
+ * and fourth directories `build.sh --print` names: e2e.test keyed by Kubernetes' version,
+ * typedclients by the hash of its sources). `E2E_TEST` and `TYPEDCLIENTS` (paths to executables)
+ * override them.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -16,11 +17,11 @@ export interface E2eTools { e2eTest: string; typedClients: string }
 /** The paths build.sh's cache (or the environment) names; does not build. */
 export function e2eToolPaths(): E2eTools {
   const dirs = execFileSync(BUILD_SH, ['--print'], { encoding: 'utf8' }).trim().split('\n');
-  const dir = dirs[2];
-  if (!dir) throw new Error(`${BUILD_SH} --print named no e2e tools directory: ${dirs.join(', ')}`);
+  const [e2eDir, typedDir] = [dirs[2], dirs[3]];
+  if (!e2eDir || !typedDir) throw new Error(`${BUILD_SH} --print did not name the e2e tools directories: ${dirs.join(', ')}`);
   return {
-    e2eTest: process.env.E2E_TEST ?? join(dir, 'e2e.test'),
-    typedClients: process.env.TYPEDCLIENTS ?? join(dir, 'typedclients'),
+    e2eTest: process.env.E2E_TEST ?? join(e2eDir, 'e2e.test'),
+    typedClients: process.env.TYPEDCLIENTS ?? join(typedDir, 'typedclients'),
   };
 }
 

@@ -12,7 +12,10 @@
 // object. Every response body the server sent for these requests must be protobuf, as
 // kube-apiserver answers them (disable with --require-protobuf=false).
 //
-//	typedclients --kubeconfig FILE [--timeout 60s] [--require-protobuf=true]
+//	typedclients --kubeconfig FILE [--timeout 60s] [--require-protobuf=true] [--content-type application/json]
+//
+// --content-type overrides the clients' default (to tell a protobuf problem from another one);
+// with it, responses are not required to be protobuf.
 //
 // Exits 0 when every check passed; otherwise prints the first mismatch and exits 1 (2 for bad
 // usage).
@@ -106,6 +109,7 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the server (its current context)")
 	timeout := flag.Duration("timeout", 60*time.Second, "limit for all checks together")
 	requireProtobuf := flag.Bool("require-protobuf", true, "fail when a response body is not protobuf")
+	contentType := flag.String("content-type", "", "content type instead of the clients' default (protobuf); for diagnosis")
 	flag.Parse()
 	if *kubeconfig == "" {
 		fmt.Fprintln(os.Stderr, "typedclients: --kubeconfig is required")
@@ -114,6 +118,11 @@ func main() {
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		fail("loading %s: %v", *kubeconfig, err)
+	}
+	if *contentType != "" {
+		cfg.ContentType = *contentType
+		cfg.AcceptContentTypes = *contentType
+		*requireProtobuf = false
 	}
 	recorder := &contentTypes{seen: map[string]string{}}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return recording{into: recorder, next: rt} })
