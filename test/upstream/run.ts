@@ -199,12 +199,13 @@ export function counts(all: ClassifiedSpec[]): { passed: number; failedApplicabl
 }
 
 /** The generated section of docs/conformance.md (between the markers). */
-export function markdown(run: Pick<UpstreamRun, 'specs' | 'suiteSeconds' | 'totalSeconds' | 'shimAnswered'>, when = new Date()): string {
+export function markdown(run: Pick<UpstreamRun, 'specs' | 'suiteSeconds' | 'totalSeconds' | 'shimAnswered'>, extra: string[] = [], when = new Date()): string {
   const c = counts(run.specs);
   const lines = [
     `Last run ${when.toISOString().slice(0, 10)}: **${c.passed} passed of ${c.passed + c.failedApplicable} applicable**, ${c.failedApplicable} failed, ` +
-    `${c.notApplicable} not applicable, of the ${c.total} specs \`${UPSTREAM_FOCUS.replace(/\\/g, '\\\\')}\` selects ` +
+    `${c.notApplicable} not applicable, of the ${c.total} specs \`${UPSTREAM_FOCUS}\` selects ` +
     `(the suite took ${Math.round(run.suiteSeconds)} s, the whole run ${Math.round(run.totalSeconds)} s, on 2 cores; the shim answered ${run.shimAnswered} request(s)).`,
+    ...(extra.length ? ['', `e2e.test ran with these arguments added: \`${extra.join(' ')}\`.`] : []),
     '',
     '| spec | result |', '|---|---|',
   ];
@@ -249,8 +250,8 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
       process.stderr.write(`${tag} ${s.name}${s.state !== 'passed' && !s.notApplicable ? `\n       ${s.knownCause ? `cause: ${s.knownCause}\n       ` : ''}${s.reason}` : ''}\n`);
     }
     process.stderr.write(`\n${c.passed} passed of ${c.passed + c.failedApplicable} applicable, ${c.notApplicable} not applicable; suite ${run.suiteSeconds.toFixed(0)} s, total ${run.totalSeconds.toFixed(0)} s; report in ${run.reportDir}\n`);
-    if (own.includes('--write-docs') && !focus && extra.length === 0) writeDocs(markdown(run));
-    else if (own.includes('--write-docs')) process.stderr.write('docs not written: --focus or extra e2e.test arguments make a partial run\n');
+    if (own.includes('--write-docs') && !focus) writeDocs(markdown(run, extra));
+    else if (own.includes('--write-docs')) process.stderr.write('docs not written: --focus makes a partial run\n');
     if (!keep) rmSync(join(run.reportDir, '..'), { recursive: true, force: true });
     const problems = verdict(run.specs, !focus);
     for (const p of problems) process.stderr.write(`problem: ${p}\n`);
