@@ -35,6 +35,7 @@ import { operatorBench } from './operator.js';
 import { apisBind, apisVirtualWorkspace } from './apis.js';
 import { conversionBench, policyBench, webhookBench } from './admission.js';
 import { noisyNeighbour } from './noisyneighbour.js';
+import { protobufCodecBench } from './protobuf.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS = join(BENCH_DIR, 'results.json');
@@ -634,6 +635,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   vap: () => workspaceScenario('vap', policyBench),
   // CRD conversion webhook: list and create in a converted version (bench/admission.ts).
   conversion: () => workspaceScenario('conversion', conversionBench),
+  // The Kubernetes protobuf codec against JSON, in process: a 500-item ConfigMapList and a large CRD (bench/protobuf.ts).
+  'protobuf-codec': () => instanceScenario('protobuf-codec', protobufCodecBench),
   // kcp-ts operator against a real kube-apiserver (bench/operator.ts; needs npm run build and test/tools/build.sh).
   operator: () => instanceScenario('operator', operatorBench),
 };

@@ -67,6 +67,17 @@ export function prng(seed: number): () => number {
   };
 }
 
+/**
+ * Waits for every promise to settle, then throws the first rejection (an AggregateError when
+ * several reject). Unlike `Promise.all`, nothing is still starting when it throws: an `after`
+ * hook can stop everything that did start.
+ */
+export async function settleAll(promises: readonly Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(promises)).filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed.length === 1) throw failed[0]!.reason;
+  if (failed.length > 1) throw new AggregateError(failed.map((r) => r.reason as unknown), failed.map((r) => String((r.reason as Error)?.message ?? r.reason)).join('; '));
+}
+
 /** Polls `fn` every 25 ms until it returns a truthy value, which it returns; fails (naming `what` and the last value) after `ms`. */
 export async function eventually<T>(what: string, fn: () => Promise<T>, ms = 8000): Promise<Exclude<T, false | 0 | '' | null | undefined>> {
   const deadline = Date.now() + ms;
@@ -324,3 +335,16 @@ export async function policyWorkspace(server: TestServer, name: string, crd: { s
   }
 }
 
+
+/** The ConfigMap the root CA publisher keeps in every namespace (src/controllers/rootcacertpublisher). */
+export const ROOT_CA_CONFIGMAP = 'kube-root-ca.crt';
+
+/** List items without the root CA publisher's ConfigMap: what a test wrote itself. */
+export function withoutRootCA<T extends { metadata: { name?: string } }>(items: T[]): T[] {
+  return items.filter((i) => i.metadata.name !== ROOT_CA_CONFIGMAP);
+}
+
+/** Waits until a namespace holds its kube-root-ca.crt, so that lists and quota usage that count it are stable. */
+export async function waitForRootCA(server: { url: string }, creds: Creds, cluster: string, namespace: string, ms = 5000): Promise<void> {
+  await eventually(`kube-root-ca.crt in ${cluster}/${namespace}`, async () => (await call(server, creds, 'GET', `/clusters/${cluster}/api/v1/namespaces/${namespace}/configmaps/${ROOT_CA_CONFIGMAP}`)).status === 200, ms);
+}

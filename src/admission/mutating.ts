@@ -70,18 +70,18 @@ export function validateMutatingPolicy(obj: KubeObject): StatusCause[] {
         } else if (field && m[f] !== undefined && m[f] !== null) bad(`${at}.${f}`, `Forbidden: must not be set when patchType is ${String(m.patchType)}`, 'FieldValueForbidden');
       }
     });
-    if (!['Never', 'IfNeeded'].includes(String(spec.reinvocationPolicy))) bad('spec.reinvocationPolicy', `Unsupported value: ${JSON.stringify(spec.reinvocationPolicy ?? '')}: supported values: "IfNeeded", "Never"`, 'FieldValueNotSupported');
+    if (spec.reinvocationPolicy === undefined || spec.reinvocationPolicy === null || spec.reinvocationPolicy === '') bad('spec.reinvocationPolicy', 'Required value', 'FieldValueRequired');
+    else if (!['Never', 'IfNeeded'].includes(String(spec.reinvocationPolicy))) bad('spec.reinvocationPolicy', `Unsupported value: ${JSON.stringify(spec.reinvocationPolicy ?? '')}: supported values: "IfNeeded", "Never"`, 'FieldValueNotSupported');
   });
 }
 
 /**
- * Defaults of a MutatingAdmissionPolicy: the validating policy's (failurePolicy Fail,
- * matchConstraints' matchPolicy, selectors and scope) and `reinvocationPolicy: Never`, the
- * behaviour kube gives a policy that does not ask for reinvocation.
+ * Defaults of a MutatingAdmissionPolicy (kube's `SetObjectDefaults_MutatingAdmissionPolicy`,
+ * pkg/apis/admissionregistration/v1beta1): the validating policy's (`defaultPolicy`). kube leaves
+ * `reinvocationPolicy` to the client: validation requires it.
  */
 export function defaultMutatingPolicy(obj: KubeObject): void {
   defaultPolicy(obj);
-  if (obj.spec && typeof obj.spec === 'object' && !Array.isArray(obj.spec)) (obj.spec as Obj).reinvocationPolicy ??= 'Never';
 }
 
 /** Validation of a MutatingAdmissionPolicyBinding (kube's validateMutatingAdmissionPolicyBindingSpec: policyName, paramRef). */

@@ -69,7 +69,9 @@ export function validatePolicySpec(obj: KubeObject, mutation: boolean, more: (sp
   more(spec, bad, expr);
   asList(spec.variables).forEach((v, i) => { if (!asObj(v).name) bad(`spec.variables[${i}].name`, 'Required value', 'FieldValueRequired'); expr(`spec.variables[${i}].expression`, asObj(v).expression); });
   asList(spec.matchConditions).forEach((c, i) => expr(`spec.matchConditions[${i}].expression`, asObj(c).expression));
-  if (!asList(asObj(spec.matchConstraints).resourceRules).length) bad('spec.matchConstraints.resourceRules', 'Required value', 'FieldValueRequired');
+  // kube: matchConstraints is required, and needs at least one resource rule to type the object.
+  if (spec.matchConstraints === undefined || spec.matchConstraints === null) bad('spec.matchConstraints', 'Required value', 'FieldValueRequired');
+  else if (!asList(asObj(spec.matchConstraints).resourceRules).length) bad('spec.matchConstraints.resourceRules', 'Required value', 'FieldValueRequired');
   for (const list of ['resourceRules', 'excludeResourceRules'] as const) {
     asList(asObj(spec.matchConstraints)[list]).forEach((r, i) => {
       if (!r || typeof r !== 'object' || Array.isArray(r)) bad(`spec.matchConstraints.${list}[${i}]`, `Invalid value: ${JSON.stringify(r)}: must be an object`);
@@ -112,15 +114,35 @@ export function validateBindingSpec(spec: Obj): StatusCause[] {
   return causes;
 }
 
-/** Defaults of a policy, validating or mutating (kube's SetDefaults_*AdmissionPolicySpec and SetDefaults_MatchResources: failurePolicy Fail, matchPolicy Equivalent, selectors, scope). */
+/**
+ * Defaults of a policy, validating or mutating (kube's `SetObjectDefaults_ValidatingAdmissionPolicy`
+ * and `…_MutatingAdmissionPolicy`, pkg/apis/admissionregistration/v1 and v1beta1): `failurePolicy`
+ * Fail; a `matchConstraints` that is set gets `SetDefaults_MatchResources` (matchPolicy
+ * Equivalent, empty namespace and object selectors) and `scope: "*"` on every rule; an absent one
+ * stays absent (validation requires it).
+ */
 export function defaultPolicy(obj: KubeObject): void {
   if (obj.spec !== undefined && (typeof obj.spec !== 'object' || obj.spec === null || Array.isArray(obj.spec))) return; // validation refuses it
   const spec = (obj.spec ??= {}) as Obj;
   spec.failurePolicy ??= 'Fail';
-  const mc = (spec.matchConstraints ??= {}) as Obj;
+  defaultMatchResources(spec.matchConstraints);
+}
+
+/**
+ * Defaults of a policy binding, validating or mutating (kube's
+ * `SetObjectDefaults_ValidatingAdmissionPolicyBinding` / `…_MutatingAdmissionPolicyBinding`): a
+ * `matchResources` that is set gets `SetDefaults_MatchResources` and rule scopes; nothing else.
+ */
+export function defaultPolicyBinding(obj: KubeObject): void {
+  if (obj.spec !== null && typeof obj.spec === 'object' && !Array.isArray(obj.spec)) defaultMatchResources((obj.spec as Obj).matchResources);
+}
+
+/** kube's `SetDefaults_MatchResources` and `SetDefaults_Rule` of its (exclude) resource rules; anything but an object is left alone. */
+function defaultMatchResources(mc: unknown): void {
   if (typeof mc !== 'object' || mc === null || Array.isArray(mc)) return;
-  mc.matchPolicy ??= 'Equivalent'; mc.namespaceSelector ??= {}; mc.objectSelector ??= {};
-  for (const r of [...asList(mc.resourceRules), ...asList(mc.excludeResourceRules)]) if (r && typeof r === 'object' && !Array.isArray(r)) r.scope ??= '*';
+  const m = mc as Obj;
+  m.matchPolicy ??= 'Equivalent'; m.namespaceSelector ??= {}; m.objectSelector ??= {};
+  for (const r of [...asList(m.resourceRules), ...asList(m.excludeResourceRules)]) if (r && typeof r === 'object' && !Array.isArray(r)) r.scope ??= '*';
 }
 
 /** A policy's `matchConstraints` or a binding's `matchResources`, compiled. */

@@ -85,8 +85,8 @@ export function defaultWebhookConfiguration(obj: KubeObject, mutating: boolean):
     w.timeoutSeconds ??= 10;
     if (mutating) w.reinvocationPolicy ??= 'Never';
     for (const r of asList(w.rules)) if (r && typeof r === 'object' && !Array.isArray(r)) r.scope ??= '*';
-    const service = asObj(asObj(w.clientConfig).service);
-    if (Object.keys(service).length) service.port ??= 443;
+    const service = asObj(w.clientConfig).service;
+    if (service && typeof service === 'object' && !Array.isArray(service)) (service as Record<string, unknown>).port ??= 443;
   }
 }
 

@@ -6,16 +6,17 @@
  */
 import type { StatusCause } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
-import type { ResourceDescriptor, TableColumn } from './types.js';
+import type { ResourceDescriptor, TableColumn, UpdateReset } from './types.js';
 import { OFF_BY_DEFAULT_GROUP_VERSIONS } from './runtimeconfig.js';
 import { applyCRDDefaults, validateCRD } from '../apiextensions/crdvalidation.js';
 import { CSR_DESCRIPTOR } from '../certificates/csr.js';
 import { FLOW_SCHEMA_DESCRIPTOR, PRIORITY_LEVEL_DESCRIPTOR } from '../flowcontrol/descriptors.js';
 import { age } from '../apimachinery/duration.js';
 import { defaultWebhookConfiguration, validateWebhookConfiguration } from '../admission/webhooks.js';
-import { defaultPolicy, validatePolicy, validatePolicyBinding } from '../admission/policies.js';
+import { defaultPolicy, defaultPolicyBinding, validatePolicy, validatePolicyBinding } from '../admission/policies.js';
 import { defaultMutatingPolicy, validateMutatingPolicy, validateMutatingPolicyBinding } from '../admission/mutating.js';
 import { asObj } from '../apimachinery/objects.js';
+import { NAMESPACE_NAME_LABEL, defaultLimitRange, defaultNamespace, defaultRoleBinding, defaultSecret } from './defaults.js';
 import { parseQuantity } from '../admission/plugins/resourcequota.js';
 
 /** kube's resource.Quantity syntax, as its error message states it. */
@@ -37,6 +38,12 @@ function validateResourceQuota(o: KubeObject): StatusCause[] {
   }
   return causes;
 }
+
+/**
+ * The status strategy of most built-in kinds (Namespace, ResourceQuota, CRD,
+ * CertificateSigningRequest): `newObj.Spec = oldObj.Spec`, the rest — metadata included — as sent.
+ */
+export const SPEC_KEPT_RESET: UpdateReset = { base: 'request', fromStored: ['spec'], metadata: 'request' };
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
@@ -144,7 +151,6 @@ const bindingColumns: TableColumn[] = [
 ];
 
 const NAMESPACE_FINALIZER = 'kubernetes';
-const namespaceNameLabel = 'kubernetes.io/metadata.name';
 
 function resourceList(v: unknown): string {
   return Object.entries(asObj(v)).map(([k, q]) => `${k}: ${String(q)}`).join(', ');
@@ -167,15 +173,21 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     columns: [{ name: 'Status', type: 'string', priority: 0, cell: (o) => asObj(o.status).phase }],
     strategy: {
       nameRule: 'dns1123Label',
+      defaults: defaultNamespace,
+      // kube's namespaceStatusStrategy and namespaceFinalizeStrategy: metadata changes go through both.
+      updateResets: { status: SPEC_KEPT_RESET, finalize: { base: 'request', fromStored: ['status'], metadata: 'request' } },
       prepareForCreate(obj) {
-        obj.spec = { ...asObj(obj.spec), finalizers: [NAMESPACE_FINALIZER] };
+        // kube's namespace strategy: the `kubernetes` finalizer is added to those asked for.
+        const asked = Array.isArray(asObj(obj.spec).finalizers) ? asObj(obj.spec).finalizers as unknown[] : [];
+        obj.spec = { ...asObj(obj.spec), finalizers: asked.includes(NAMESPACE_FINALIZER) ? asked : [...asked, NAMESPACE_FINALIZER] };
         obj.status = { phase: 'Active' };
-        obj.metadata.labels = { ...obj.metadata.labels, [namespaceNameLabel]: obj.metadata.name! };
+        // Canonicalize: the name label, also for a name generated after defaulting.
+        obj.metadata.labels = { ...obj.metadata.labels, [NAMESPACE_NAME_LABEL]: obj.metadata.name! };
       },
       prepareForUpdate(obj, old) {
         // spec.finalizers change only through /finalize (kube's namespace strategy).
         obj.spec = { ...asObj(obj.spec), finalizers: asObj(old.spec).finalizers };
-        obj.metadata.labels = { ...obj.metadata.labels, [namespaceNameLabel]: old.metadata.name! };
+        obj.metadata.labels = { ...obj.metadata.labels, [NAMESPACE_NAME_LABEL]: old.metadata.name! };
       },
       deletionPending: (obj) => Array.isArray(asObj(obj.spec).finalizers) && (asObj(obj.spec).finalizers as unknown[]).length > 0,
       prepareForDeletion(obj) { obj.status = { ...asObj(obj.status), phase: 'Terminating' }; },
@@ -208,6 +220,7 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
       { name: 'Data', type: 'integer', priority: 0, cell: (o) => count(o, 'data') },
     ],
     strategy: {
+      defaults: defaultSecret,
       prepareForCreate(obj) { normalizeSecret(obj); },
       prepareForUpdate(obj) { normalizeSecret(obj); },
       validate(obj) {
@@ -264,6 +277,7 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     group: '', version: 'v1', kind: 'LimitRange', listKind: 'LimitRangeList', plural: 'limitranges', singular: 'limitrange',
     namespaced: true, shortNames: ['limits'], verbs: ALL_VERBS, columns: [createdAt],
     strategy: {
+      defaults: defaultLimitRange,
       validate(obj) {
         const limits = asObj(obj.spec).limits;
         if (limits !== undefined && !Array.isArray(limits)) return [field('spec.limits', 'Invalid value: must be a list')];
@@ -283,7 +297,7 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
       { name: 'Request', type: 'string', priority: 0, cell: (o) => resourceList(asObj(o.spec).hard) },
       { name: 'Limit', type: 'string', priority: 0, cell: (o) => resourceList(asObj(o.status).used) },
     ],
-    strategy: { validate: validateResourceQuota, validateUpdate: (o) => validateResourceQuota(o) },
+    strategy: { validate: validateResourceQuota, validateUpdate: (o) => validateResourceQuota(o), updateResets: { status: SPEC_KEPT_RESET } },
   },
   {
     group: 'events.k8s.io', version: 'v1', kind: 'Event', listKind: 'EventList', plural: 'events', singular: 'event',
@@ -329,7 +343,7 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
   {
     group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'RoleBinding', listKind: 'RoleBindingList', plural: 'rolebindings', singular: 'rolebinding',
     namespaced: true, verbs: ALL_VERBS, columns: bindingColumns,
-    strategy: { nameRule: 'pathSegment', allowCreateOnUpdate: true, validate: (o) => validateBinding(o, false), validateUpdate: (o, old) => [...validateBinding(o, false), ...roleRefImmutable(o, old)] },
+    strategy: { nameRule: 'pathSegment', allowCreateOnUpdate: true, defaults: defaultRoleBinding, validate: (o) => validateBinding(o, false), validateUpdate: (o, old) => [...validateBinding(o, false), ...roleRefImmutable(o, old)] },
   },
   {
     group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRole', listKind: 'ClusterRoleList', plural: 'clusterroles', singular: 'clusterrole',
@@ -339,7 +353,7 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
   {
     group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRoleBinding', listKind: 'ClusterRoleBindingList', plural: 'clusterrolebindings', singular: 'clusterrolebinding',
     namespaced: false, verbs: ALL_VERBS, columns: bindingColumns,
-    strategy: { nameRule: 'pathSegment', allowCreateOnUpdate: true, validate: (o) => validateBinding(o, true), validateUpdate: (o, old) => [...validateBinding(o, true), ...roleRefImmutable(o, old)] },
+    strategy: { nameRule: 'pathSegment', allowCreateOnUpdate: true, defaults: defaultRoleBinding, validate: (o) => validateBinding(o, true), validateUpdate: (o, old) => [...validateBinding(o, true), ...roleRefImmutable(o, old)] },
   },
   ...(['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration'] as const).map((kind): ResourceDescriptor => {
     const mutating = kind === 'MutatingWebhookConfiguration';
@@ -348,8 +362,7 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
       namespaced: false, categories: ['api-extensions'], verbs: ALL_VERBS,
       columns: [{ name: 'Webhooks', type: 'integer', priority: 0, cell: (o) => (Array.isArray(o.webhooks) ? o.webhooks.length : 0) }],
       strategy: {
-        prepareForCreate: (o) => defaultWebhookConfiguration(o, mutating),
-        prepareForUpdate: (o) => defaultWebhookConfiguration(o, mutating),
+        defaults: (o) => defaultWebhookConfiguration(o, mutating),
         validate: (o) => validateWebhookConfiguration(o, mutating),
       },
     };
@@ -360,7 +373,11 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     verbs: ALL_VERBS, hasStatus: true,
     columns: [{ name: 'Validations', type: 'integer', priority: 0, cell: (o) => (Array.isArray(asObj(o.spec).validations) ? (asObj(o.spec).validations as unknown[]).length : 0) },
       { name: 'ParamKind', type: 'string', priority: 0, cell: (o) => { const k = asObj(asObj(o.spec).paramKind); return k.kind ? `${k.apiVersion}/${k.kind}` : '<unset>'; } }],
-    strategy: { tracksGeneration: true, prepareForCreate: defaultPolicy, prepareForUpdate: defaultPolicy, validate: validatePolicy },
+    strategy: {
+      tracksGeneration: true, defaults: defaultPolicy, validate: validatePolicy,
+      // kube's validatingAdmissionPolicyStatusStrategy: spec kept, metav1.ResetObjectMetaForStatus.
+      updateResets: { status: { base: 'request', fromStored: ['spec'], metadata: 'resetForStatus' } },
+    },
   },
   {
     group: 'admissionregistration.k8s.io', version: 'v1', kind: 'ValidatingAdmissionPolicyBinding', listKind: 'ValidatingAdmissionPolicyBindingList',
@@ -368,7 +385,7 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     verbs: ALL_VERBS,
     columns: [{ name: 'PolicyName', type: 'string', priority: 0, cell: (o) => asObj(o.spec).policyName },
       { name: 'ParamRef', type: 'string', priority: 0, cell: (o) => { const r = asObj(asObj(o.spec).paramRef); return r.name ? `${r.namespace ? `${r.namespace}/` : ''}${r.name}` : '<unset>'; } }],
-    strategy: { validate: validatePolicyBinding },
+    strategy: { defaults: defaultPolicyBinding, validate: validatePolicyBinding },
   },
   {
     group: 'admissionregistration.k8s.io', version: 'v1beta1', kind: 'MutatingAdmissionPolicy', listKind: 'MutatingAdmissionPolicyList',
@@ -376,7 +393,7 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     verbs: ALL_VERBS,
     columns: [{ name: 'Mutations', type: 'integer', priority: 0, cell: (o) => (Array.isArray(asObj(o.spec).mutations) ? (asObj(o.spec).mutations as unknown[]).length : 0) },
       { name: 'ParamKind', type: 'string', priority: 0, cell: (o) => { const k = asObj(asObj(o.spec).paramKind); return k.kind ? `${k.apiVersion}/${k.kind}` : '<unset>'; } }],
-    strategy: { tracksGeneration: true, prepareForCreate: defaultMutatingPolicy, prepareForUpdate: defaultMutatingPolicy, validate: validateMutatingPolicy },
+    strategy: { tracksGeneration: true, defaults: defaultMutatingPolicy, validate: validateMutatingPolicy },
   },
   {
     group: 'admissionregistration.k8s.io', version: 'v1beta1', kind: 'MutatingAdmissionPolicyBinding', listKind: 'MutatingAdmissionPolicyBindingList',
@@ -384,7 +401,7 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     verbs: ALL_VERBS,
     columns: [{ name: 'PolicyName', type: 'string', priority: 0, cell: (o) => asObj(o.spec).policyName },
       { name: 'ParamRef', type: 'string', priority: 0, cell: (o) => { const r = asObj(asObj(o.spec).paramRef); return r.name ? `${r.namespace ? `${r.namespace}/` : ''}${r.name}` : '<unset>'; } }],
-    strategy: { validate: validateMutatingPolicyBinding },
+    strategy: { defaults: defaultPolicyBinding, validate: validateMutatingPolicyBinding },
   },
   {
     group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition', listKind: 'CustomResourceDefinitionList',
@@ -392,14 +409,18 @@ export const BUILTIN_RESOURCES: ResourceDescriptor[] = [
     categories: ['api-extensions'], verbs: ALL_VERBS, hasStatus: true, columns: [createdAt],
     strategy: {
       tracksGeneration: true,
+      defaults: (obj) => applyCRDDefaults(obj as Record<string, unknown>),
+      // kube's CRD statusStrategy keeps spec; its ResetObjectMetaForStatus is called with the new
+      // object twice (a no-op), so metadata changes go through, as there.
+      updateResets: { status: SPEC_KEPT_RESET },
       prepareForCreate(obj) {
         // Held until its custom resources are deleted (apiextensions' finalizing controller).
         const f = obj.metadata.finalizers ?? [];
         if (!f.includes('customresourcecleanup.apiextensions.k8s.io')) obj.metadata.finalizers = [...f, 'customresourcecleanup.apiextensions.k8s.io'];
         obj.status = { conditions: [], acceptedNames: { kind: '', plural: '' }, storedVersions: [] };
-        applyCRDDefaults(obj as Record<string, unknown>);
+        recordStorageVersion(obj);
       },
-      prepareForUpdate(obj) { applyCRDDefaults(obj as Record<string, unknown>); },
+      prepareForUpdate: recordStorageVersion,
       validate: (obj) => validateCRD(obj as Record<string, unknown>),
       validateUpdate: (obj, old) => validateCRD(obj as Record<string, unknown>, old as Record<string, unknown>),
     },
@@ -464,8 +485,22 @@ export function eventsV1ToCore(obj: KubeObject): KubeObject { return renameField
 /** Core v1 Event → events.k8s.io/v1 Event. */
 export function coreToEventsV1(obj: KubeObject): KubeObject { return renameFields(obj, CORE_TO_EVENTS_V1, 'events.k8s.io/v1'); }
 
+/**
+ * A CRD's storage version joins `status.storedVersions` (kube's CRD strategy PrepareForCreate and
+ * PrepareForUpdate), after the status a create starts with or an update keeps.
+ */
+function recordStorageVersion(obj: KubeObject): void {
+  const versions = Array.isArray(asObj(obj.spec).versions) ? asObj(obj.spec).versions as unknown[] : [];
+  const storage = versions.find((v) => asObj(v).storage === true);
+  const name = asObj(storage).name;
+  if (typeof name !== 'string') return;
+  const status = asObj(obj.status);
+  const stored = Array.isArray(status.storedVersions) ? status.storedVersions as unknown[] : [];
+  if (!stored.includes(name)) obj.status = { ...status, storedVersions: [...stored, name] };
+}
+
+/** Secret's `stringData`, written into `data` (kube's v1 → internal conversion: write-only). */
 function normalizeSecret(obj: KubeObject): void {
-  if (obj.type === undefined || obj.type === '') obj.type = 'Opaque';
   if (isStringMap(obj.stringData)) {
     // stringData is write-only: merged into data, base64-encoded (kube's Secret conversion).
     const data = { ...asObj(obj.data) } as Record<string, string>;

@@ -21,14 +21,59 @@ export interface TableColumn {
 }
 
 /**
+ * What an update's request may change of the stored object, for one door (the main resource or
+ * a subresource): kube's `PrepareForUpdate` of that door's strategy (k8s.io/kubernetes
+ * pkg/registry/<group>/<kind>/strategy.go, apiextensions-apiserver pkg/registry). The written
+ * object starts from `base` — the request's body, or the stored object — and the listed field
+ * paths (dot-joined, e.g. `spec`, `status.conditions`) are then taken from the other one (a path
+ * absent there is removed). System metadata (name, namespace, uid, creationTimestamp,
+ * generation, deletion fields) is always the stored one.
+ */
+export type UpdateReset =
+  | { base: 'request'; fromStored: string[]; metadata: MetadataReset }
+  | { base: 'stored'; fromRequest: string[]; metadata: MetadataReset };
+
+/**
+ * What the request may change of `metadata`:
+ * - `request`: labels, annotations, finalizers, ownerReferences… as sent (most of kube's status
+ *   strategies: Namespace, ResourceQuota, CertificateSigningRequest, CRD);
+ * - `resetForStatus`: labels, annotations, finalizers and ownerReferences kept as stored
+ *   (`metav1.ResetObjectMetaForStatus`: ValidatingAdmissionPolicy's status);
+ * - `stored`: all of it as stored but `managedFields` (FlowSchema and PriorityLevelConfiguration
+ *   status, custom resources' status).
+ */
+export type MetadataReset = 'request' | 'resetForStatus' | 'stored';
+
+/**
  * Strategy hooks of a resource, modelled on kube-apiserver's `rest.RESTCreateStrategy` /
  * `RESTUpdateStrategy` (k8s.io/apiserver/pkg/registry/rest).
  */
 export interface ResourceStrategy {
+  /**
+   * kube's defaulting of the kind (`SetObjectDefaults_<Kind>` of k8s.io/kubernetes
+   * pkg/apis/<group>/<version>/zz_generated.defaults.go, the `SetDefaults_*` of its defaults.go and
+   * k8s.io/api's `+default` markers): fills unset fields of a written object in place. kube runs it
+   * in the decoder, so the store calls it on every body it writes, whatever the path (create,
+   * update, every patch type, server-side apply's merged result, subresource writes) and again on
+   * what a mutating admission step returns. Must accept any shape: a field of the wrong type is
+   * left for validation to refuse (never throw).
+   */
+  defaults?(obj: KubeObject): void;
   /** Clears fields a create must not set (e.g. `status` when the type has a status subresource). */
   prepareForCreate?(obj: KubeObject): void;
-  /** Carries over fields an update of the main resource must not change (e.g. `status`). */
+  /**
+   * Carries over what `updateResets` cannot say for an update of the main resource (e.g. a
+   * Namespace's `spec.finalizers`); runs after the main resource's reset.
+   */
   prepareForUpdate?(obj: KubeObject, old: KubeObject): void;
+  /**
+   * The reset of each door an update comes through, by subresource (`''` the main resource,
+   * `status`, `finalize`, `approval`…). Unset doors get the store's rule (`resetFor` in
+   * src/registry/store.ts): the main resource of a kind with `/status` keeps `status` as stored;
+   * `status` changes only `status` (custom resources' status strategy). For server-side apply the
+   * main resource's `fromStored` paths are kube's `GetResetFields`: never owned by an applier.
+   */
+  updateResets?: Record<string, UpdateReset>;
   /** Type-specific validation on create; returns causes (empty = valid). */
   validate?(obj: KubeObject): StatusCause[];
   /** Type-specific validation on update. */

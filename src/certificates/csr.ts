@@ -336,5 +336,12 @@ export const CSR_DESCRIPTOR: ResourceDescriptor = {
     validate: validateCSR,
     validateUpdate: validateCSRUpdate,
     selectableFields: { 'spec.signerName': (o) => String(asObj(o.spec).signerName ?? '') },
+    // kube's csrStrategy, csrStatusStrategy and csrApprovalStrategy (metadata as sent through all
+    // three); which conditions /status may change is csrAdmission's (preserveConditionInstances).
+    updateResets: {
+      '': { base: 'request', fromStored: ['spec', 'status'], metadata: 'request' },
+      status: { base: 'request', fromStored: ['spec'], metadata: 'request' },
+      approval: { base: 'stored', fromRequest: ['status.conditions'], metadata: 'request' },
+    },
   },
 };

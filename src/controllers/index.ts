@@ -18,6 +18,7 @@ import { Controller, QueueThread, informer, type ControllerMetrics } from './run
 import { crdReconciler } from './crd/controller.js';
 import { NAMESPACES_GR, namespaceReconciler } from './namespace/controller.js';
 import { serviceAccountInformer, serviceAccountReconciler } from './serviceaccount/controller.js';
+import { rootCAConfigMap, rootCAPublisherInformer, rootCAPublisherReconciler } from './rootcacertpublisher/controller.js';
 import { startGarbageCollector } from './garbagecollector/controller.js';
 import { logicalClusterReconciler } from './logicalcluster/controller.js';
 import { CLUSTER_ANNOTATION_KEY, workspaceReconciler } from './workspace/controller.js';
@@ -67,6 +68,11 @@ export interface ControllerHost {
    * absent: no resource quota controller.
    */
   quotaReservations?: QuotaReservations;
+  /**
+   * The CA bundle (PEM) the root CA publisher writes into every namespace's `kube-root-ca.crt`:
+   * the CA that issued the shard's serving certificate. Absent: no publisher.
+   */
+  rootCABundle?: string;
 }
 
 /** Running controllers. */
@@ -135,6 +141,22 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   stops.push(() => saController.close());
   const unsubscribeSa = serviceAccountInformer(h.cache, saController);
   stops.push(async () => unsubscribeSa());
+
+  // kube-root-ca.crt in every namespace (kcp's kube-root-ca-configmap-controller).
+  const cmStore = h.storeOf('configmaps', '');
+  const rootCABundle = h.rootCABundle;
+  const rootCAControllers: Controller[] = [];
+  if (rootCABundle !== undefined) {
+    const rootCAController = new Controller({
+      name: 'root-ca-cert-publisher', prefix, thread, metrics: h.metrics,
+      reconcile: rootCAPublisherReconciler({ configMaps: cmStore, cache: h.cache, scope: h.masters, bundle: () => rootCABundle, clusterDeleting: (c) => h.index.get(c)?.deleting ?? false }),
+      onError: (key, err) => h.log.warn({ key, err }, 'root-ca-cert-publisher reconcile failed'),
+    });
+    rootCAControllers.push(rootCAController);
+    stops.push(() => rootCAController.close());
+    const rootCAInformer = rootCAPublisherInformer(h.cache, rootCAController, () => rootCABundle);
+    stops.push(async () => rootCAInformer.unsubscribe());
+  }
 
   // Garbage collection of dependents (ownerReferences), per logical cluster.
   const gc = startGarbageCollector({
@@ -256,6 +278,8 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
         // Its `default` ServiceAccount at once, as the serviceaccount controller would (whose
         // informer then finds it and needs no queue job).
         { store: saStore, namespace: 'default', obj: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: 'default' } } },
+        // And its kube-root-ca.crt, as the root CA publisher would.
+        ...(rootCABundle !== undefined ? [{ store: cmStore, namespace: 'default', obj: rootCAConfigMap('default', rootCABundle) }] : []),
       ],
     },
   });
@@ -323,7 +347,7 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   stops.push(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); unsubscribeRemote?.(); });
   const stop = async () => { for (const s of stops.reverse()) await s().catch(() => undefined); };
   try {
-    await Promise.all([nsController, crdController, saController, gc.controller, lcController, wsCtl, vapStatus, ...quotaControllers, ...apis, ...signers].map((c) => c.ready()));
+    await Promise.all([nsController, crdController, saController, ...rootCAControllers, gc.controller, lcController, wsCtl, vapStatus, ...quotaControllers, ...apis, ...signers].map((c) => c.ready()));
   } catch (err) {
     await stop();
     throw err;

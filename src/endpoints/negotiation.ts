@@ -1,32 +1,81 @@
 /**
  * Content negotiation and body decoding, as kube-apiserver's
- * k8s.io/apiserver/pkg/endpoints/handlers/negotiation: JSON and YAML in and out, `as=Table` and
- * `as=PartialObjectMetadata[List]` transformations (meta.k8s.io v1/v1beta1), 406 for what cannot
- * be produced, 415 for bodies in an unsupported format.
+ * k8s.io/apiserver/pkg/endpoints/handlers/negotiation: JSON, YAML and Kubernetes protobuf
+ * (built-in kinds only) in and out, `as=Table` and `as=PartialObjectMetadata[List]`
+ * transformations (meta.k8s.io v1/v1beta1), 406 for what cannot be produced, 415 for bodies in an
+ * unsupported format.
  */
 import { duplicateFields } from '../apimachinery/duplicatefields.js';
-import { isMap, isScalar, isSeq, isPair, parseAllDocuments, type Node as YamlNode } from 'yaml';
+import { isMap, isScalar, isSeq, isPair, parseAllDocuments, stringify as toYaml, type Node as YamlNode } from 'yaml';
 import { StatusError, badRequest } from '../apimachinery/errors.js';
-import { decodeKubernetesProtobuf, isKubernetesProtobuf } from '../apimachinery/protobuf.js';
+import { KUBERNETES_PROTOBUF_MEDIA_TYPE, decodeKubernetesProtobuf, encodeKubernetesProtobuf, isKubernetesProtobuf } from '../apimachinery/protobuf.js';
 import { jsonSyntaxError, summarizeBody } from '../apimachinery/jsonsyntax.js';
 import { MAX_NESTING_DEPTH, MAX_YAML_TOKENS, jsonDeeperThan, tooDeep, valueDeeperThan, yamlTooComplex } from '../apimachinery/depth.js';
 
-/** One parsed media range of an Accept header. */
-interface MediaRange { type: string; subtype: string; params: Record<string, string> }
+/** The serializations of the API paths, in kube's order (a wildcard range takes the first). */
+export type Media = 'json' | 'yaml' | 'protobuf';
 
-function parseMediaRanges(header: string): MediaRange[] {
-  return header.split(',').map((part) => {
+/** Media type of each serialization (kube's runtime.SerializerInfo `MediaType`). */
+export const MEDIA_TYPES: Readonly<Record<Media, string>> = {
+  json: 'application/json', yaml: 'application/yaml', protobuf: KUBERNETES_PROTOBUF_MEDIA_TYPE,
+};
+
+const MEDIA_ORDER: readonly Media[] = ['json', 'yaml', 'protobuf'];
+const SUBTYPES: Readonly<Record<Media, string>> = { json: 'json', yaml: 'yaml', protobuf: 'vnd.kubernetes.protobuf' };
+
+/** kube's 406 for an Accept header no served form satisfies (negotiation.NewNotAcceptableError over every serializer). */
+const NOT_ACCEPTABLE = `only the following media types are accepted: ${MEDIA_ORDER.map((m) => MEDIA_TYPES[m]).join(', ')}`;
+/** The same for a watch: only serializations with a stream form (YAML has none). */
+const NOT_ACCEPTABLE_STREAM = `only the following media types are accepted: ${MEDIA_TYPES.json};stream=watch, ${MEDIA_TYPES.protobuf};stream=watch`;
+
+/** One parsed media range of an Accept header. */
+interface MediaRange { type: string; subtype: string; params: Record<string, string>; q: number }
+
+/**
+ * The ranges of an Accept header in the order kube tries them (github.com/munnerz/goautoneg
+ * `ParseAccept`): higher `q` first, then concrete types before wildcards, else as written. Ranges
+ * without a `/` (other than `*`) are dropped; an unparsable `q` counts as 0.
+ */
+function parseAccept(header: string): MediaRange[] {
+  const ranges: MediaRange[] = [];
+  for (const part of header.split(',')) {
     const [mt, ...ps] = part.split(';').map((s) => s.trim());
-    const [type = '', subtype = ''] = (mt ?? '').toLowerCase().split('/');
+    const slash = (mt ?? '').toLowerCase().split('/');
+    if (slash.length > 2 || (slash.length === 1 && slash[0] !== '*') || !slash[0]) continue;
+    const [type, subtype = '*'] = slash as [string, string?];
     const params: Record<string, string> = {};
-    for (const p of ps) { const i = p.indexOf('='); if (i > 0) params[p.slice(0, i).trim()] = p.slice(i + 1).trim(); }
-    return { type, subtype, params };
-  }).filter((m) => m.type);
+    let q = 1;
+    for (const p of ps) {
+      const i = p.indexOf('=');
+      if (i <= 0) continue;
+      const k = p.slice(0, i).trim();
+      const v = p.slice(i + 1).trim();
+      if (k === 'q') { q = Number(v); if (!Number.isFinite(q)) q = 0; } else params[k] = v;
+    }
+    ranges.push({ type, subtype, params, q });
+  }
+  const wild = (r: MediaRange) => (r.type === '*' ? 2 : 0) + (r.subtype === '*' ? 1 : 0);
+  return ranges.sort((a, b) => b.q - a.q || wild(a) - wild(b));
+}
+
+/** Whether media range `r` admits serialization `m` (exact, `application/*` or `*\/*`, as kube). */
+function admits(r: MediaRange, m: Media): boolean {
+  if (r.type === '*' && r.subtype === '*') return true;
+  return r.type === 'application' && (r.subtype === SUBTYPES[m] || r.subtype === '*');
+}
+
+/**
+ * Whether range `r`'s `stream` parameter allows `m`: absent, or `watch` on a serialization with a
+ * stream form (negotiate.go `acceptMediaTypeOptions`).
+ */
+function streamAllows(r: MediaRange, m: Media): boolean {
+  const stream = r.params.stream;
+  return !stream || (stream === 'watch' && m !== 'yaml');
 }
 
 /** The chosen output: serialization and optional transformation. */
 export interface OutputFormat {
-  yaml: boolean;
+  media: Media;
   /** `Table`, `PartialObjectMetadata`, `PartialObjectMetadataList`, or undefined for the object itself. */
   as?: 'Table' | 'PartialObjectMetadata' | 'PartialObjectMetadataList';
   /** meta.k8s.io version asked for the transformation (`v1` or `v1beta1`). */
@@ -35,31 +84,107 @@ export interface OutputFormat {
   discovery?: string;
 }
 
+/** What an endpoint can answer (kube's RequestScope as an `EndpointRestrictions`). */
+export interface Endpoint {
+  /** One object, a list, or a watch (a stream of objects: `as=PartialObjectMetadata[List]` both give PartialObjectMetadata events). */
+  shape: 'object' | 'list' | 'watch';
+  /**
+   * Whether the object itself (no transformation) has a protobuf form: built-in kinds do; custom
+   * resources do not (kube's `StandardSerializers` of the CRD handler), so a protobuf range is
+   * skipped for them and the next range is tried.
+   */
+  protobuf: boolean;
+  /** Whether `as=Table` is served (false for REST storages without a TableConvertor: reviews, token requests). */
+  table?: boolean;
+  /** Whether aggregated discovery (`as=APIGroupDiscoveryList`, JSON) may be asked for (`/api`, `/apis`). */
+  discovery?: boolean;
+}
+
 /**
- * Picks the first acceptable media range. `list` says whether the target is a list (which
- * decides PartialObjectMetadata vs PartialObjectMetadataList). `table` is false for endpoints
- * with no Table form (access reviews, token requests: kube's REST storages without a
- * TableConvertor), whose `as=Table` ranges are skipped. Throws 406 NotAcceptable.
+ * Picks the first acceptable media range, as kube's negotiation.NegotiateOutputMediaType with the
+ * endpoint's restrictions (k8s.io/apiserver/pkg/endpoints/handlers/negotiation/negotiate.go,
+ * handlers/rest.go `AllowsMediaTypeTransform`): ranges in goautoneg order; for each, the
+ * serializations it admits in kube's order (JSON, YAML, protobuf). Without a transformation,
+ * protobuf only where the endpoint has it; `as=Table` in JSON or YAML only; `as=PartialObjectMetadata`
+ * (one object or a watch) and `as=PartialObjectMetadataList` (a list) in any serialization; any
+ * other `as`/`g`/`v` skips the range. A watch in YAML is refused (YAML has no stream form).
+ * No Accept header: JSON. Throws 406 NotAcceptable with kube's message.
  */
-export function negotiateOutput(accept: string | undefined, list: boolean, allowDiscovery = false, table = true): OutputFormat {
-  if (!accept) return { yaml: false, asVersion: 'v1' };
-  for (const m of parseMediaRanges(accept)) {
-    const json = m.subtype === 'json' && m.type === 'application';
-    const yaml = m.type === 'application' && m.subtype === 'yaml';
-    const any = (m.type === '*' && m.subtype === '*') || (m.type === 'application' && m.subtype === '*');
-    if (!json && !yaml && !any) continue;
-    const as = m.params.as;
-    if (!as) return { yaml, asVersion: 'v1' };
-    const g = m.params.g; const v = m.params.v;
-    if (as === 'APIGroupDiscoveryList' && g === 'apidiscovery.k8s.io' && allowDiscovery && (v === 'v2' || v === 'v2beta1')) {
-      return { yaml, asVersion: 'v1', discovery: v };
+export function negotiateOutput(accept: string | undefined, endpoint: Endpoint): OutputFormat {
+  if (!accept) return { media: 'json', asVersion: 'v1' };
+  for (const r of parseAccept(accept)) {
+    for (const media of MEDIA_ORDER) {
+      if (!admits(r, media) || !streamAllows(r, media)) continue;
+      const out = transformation(r, media, endpoint);
+      if (!out) continue;
+      if (endpoint.shape === 'watch' && media === 'yaml') throw new StatusError(406, 'NotAcceptable', NOT_ACCEPTABLE_STREAM);
+      return out;
     }
-    if (g !== 'meta.k8s.io' || (v !== 'v1' && v !== 'v1beta1')) continue;
-    if (as === 'Table' && table) return { yaml, as, asVersion: v };
-    if (as === 'PartialObjectMetadata' && !list) return { yaml, as, asVersion: v };
-    if (as === 'PartialObjectMetadataList' && list) return { yaml, as, asVersion: v };
   }
-  throw new StatusError(406, 'NotAcceptable', `only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io`);
+  throw new StatusError(406, 'NotAcceptable', endpoint.shape === 'watch' ? NOT_ACCEPTABLE_STREAM : NOT_ACCEPTABLE);
+}
+
+/** The output range `r` asks for in `media`, or undefined when the endpoint cannot produce it. */
+function transformation(r: MediaRange, media: Media, endpoint: Endpoint): OutputFormat | undefined {
+  const { as, g, v } = r.params;
+  if (as === undefined && g === undefined && v === undefined) {
+    return media !== 'protobuf' || endpoint.protobuf ? { media, asVersion: 'v1' } : undefined;
+  }
+  if (as === 'APIGroupDiscoveryList' && g === 'apidiscovery.k8s.io' && endpoint.discovery && media === 'json' && (v === 'v2' || v === 'v2beta1')) {
+    return { media, asVersion: 'v1', discovery: v };
+  }
+  if (g !== 'meta.k8s.io' || (v !== 'v1' && v !== 'v1beta1')) return undefined;
+  if (as === 'Table') return endpoint.table !== false && media !== 'protobuf' ? { media, as, asVersion: v } : undefined;
+  // kube lets either through and fails on the mismatch; the mismatching range is skipped here.
+  const watch = endpoint.shape === 'watch';
+  if (as === 'PartialObjectMetadata' && (endpoint.shape === 'object' || watch)) return { media, as, asVersion: v };
+  if (as === 'PartialObjectMetadataList' && endpoint.shape === 'list') return { media, as, asVersion: v };
+  if (as === 'PartialObjectMetadataList' && watch) return { media, as: 'PartialObjectMetadata', asVersion: v };
+  return undefined;
+}
+
+/**
+ * The serialization of an error Status (kube's responsewriters.ErrorNegotiated: negotiation with
+ * `DefaultEndpointRestrictions`, which admit no transformation, over JSON, YAML and protobuf — a
+ * Status has a protobuf form on every path, custom resources' included); JSON when no range
+ * qualifies (kube's `WriteRawJSON`).
+ */
+export function negotiateStatus(accept: string | undefined): Media {
+  if (!accept) return 'json';
+  for (const r of parseAccept(accept)) {
+    if (r.params.as !== undefined || r.params.g !== undefined || r.params.v !== undefined) continue;
+    for (const media of MEDIA_ORDER) if (admits(r, media) && streamAllows(r, media)) return media;
+  }
+  return 'json';
+}
+
+/** A response body and its Content-Type. */
+export interface EncodedBody { contentType: string; body: string | Buffer }
+
+/**
+ * `value` (an object, or its JSON) in serialization `media`. Throws a 406 StatusError for protobuf
+ * of a kind without a protobuf form, 500 for an object that does not fit its protobuf schema.
+ */
+export function encodeBody(media: Media, value: string | object): EncodedBody {
+  switch (media) {
+    // A Buffer: Fastify would append `; charset=utf-8` to a string's JSON type, which kube does not write.
+    case 'json': return { contentType: MEDIA_TYPES.json, body: Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)) };
+    case 'yaml': return { contentType: MEDIA_TYPES.yaml, body: toYaml(typeof value === 'string' ? JSON.parse(value) : value) };
+    case 'protobuf': return { contentType: MEDIA_TYPES.protobuf, body: encodeKubernetesProtobuf((typeof value === 'string' ? JSON.parse(value) : value) as Record<string, unknown>) };
+  }
+}
+
+/**
+ * `err` as a kube Status in the serialization the `Accept` header asks for (JSON, YAML or
+ * protobuf; JSON when none qualifies — responsewriters.ErrorNegotiated, see `negotiateStatus`).
+ */
+export function encodeStatus(err: StatusError, accept: string | undefined): EncodedBody {
+  const status = err.toStatus();
+  const media = negotiateStatus(accept);
+  if (media !== 'json') {
+    try { return encodeBody(media, status); } catch { /* a Status the codec cannot write: JSON below */ }
+  }
+  return encodeBody('json', status);
 }
 
 /**
@@ -69,11 +194,18 @@ export function negotiateOutput(accept: string | undefined, list: boolean, allow
  * error: <Go's encoding/json message> (<summary of the body>)`, or `error converting YAML to JSON:
  * yaml: line N: …` for YAML.
  *
+ * A protobuf body is decoded for endpoints whose kind has a protobuf form (`opts.protobuf`: built-in
+ * kinds, DeleteOptions); for the others (custom resources) it is a 415 naming JSON and YAML — kube's
+ * CRD handler lists protobuf among its input types but cannot decode it (it fails with a 400, or
+ * panics when decoding strictly), so the answer here says what works instead.
+ *
  * @param expectedKind the kind the endpoint takes (`ConfigMap`, `DeleteOptions`), named in errors
- * @param duplicates when given, the paths of keys a JSON body repeats are appended to it (strict
+ * @param opts.protobuf whether a protobuf body is accepted
+ * @param opts.duplicates when given, the paths of keys a JSON body repeats are appended to it (strict
  *   decoding; `JSON.parse` itself keeps the last value)
  */
-export function decodeBody(contentType: string | undefined, body: Buffer | undefined, expectedKind: string, duplicates?: string[]): unknown {
+export function decodeBody(contentType: string | undefined, body: Buffer | undefined, expectedKind: string, opts: { protobuf: boolean; duplicates?: string[] }): unknown {
+  const duplicates = opts.duplicates;
   const data = body ?? Buffer.alloc(0);
   const ct = (contentType ?? 'application/json').split(';')[0]!.trim().toLowerCase();
   const unrecognized = (why: string) => badRequest(`the object provided is unrecognized (must be of type ${expectedKind}): ${why} (${summarizeBody(data)})`);
@@ -96,12 +228,14 @@ export function decodeBody(contentType: string | undefined, body: Buffer | undef
   }
   // kubectl >= 1.32 sends typed-client bodies (create configmap, auth can-i, …) as protobuf.
   if (isKubernetesProtobuf(ct)) {
-    if (data.length === 0) throw unrecognized('empty body');
+    if (!opts.protobuf) throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${MEDIA_TYPES.json}, ${MEDIA_TYPES.yaml}`);
+    if (data.length === 0) throw unrecognized('empty data');
     const obj = decodeKubernetesProtobuf(data);
     if (valueDeeperThan(obj)) throw tooDeep('protobuf');
     return obj;
   }
-  throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf`);
+  const accepted = opts.protobuf ? MEDIA_ORDER : MEDIA_ORDER.filter((m) => m !== 'protobuf');
+  throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${accepted.map((m) => MEDIA_TYPES[m]).join(', ')}`);
 }
 
 /** A body that is not one YAML document; the message is kube's (`error converting YAML to JSON: yaml: …`). */

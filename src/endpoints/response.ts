@@ -1,15 +1,17 @@
 /**
- * Writing answers: kube `Status` errors, objects and lists in the negotiated form (JSON, YAML,
- * Table, PartialObjectMetadata), and the `Warning` headers of a response.
+ * Writing answers: kube `Status` errors, objects and lists in the negotiated form (JSON, YAML or
+ * Kubernetes protobuf; the object, a Table or PartialObjectMetadata), and the `Warning` headers of a
+ * response.
  */
+import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
-import { stringify as toYaml } from 'yaml';
 import { StatusError } from '../apimachinery/errors.js';
 import { CLUSTER_ANNOTATION, withClusterAnnotation, type KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
 import type { Store } from '../registry/store.js';
 import type { CacheEntry } from '../storage/watchcache.js';
-import type { OutputFormat } from './negotiation.js';
+import { MEDIA_TYPES, encodeBody, encodeStatus, type OutputFormat } from './negotiation.js';
+import { apiVersionOf, protobufList } from './protobufwire.js';
 import { parseIncludeObject, partialObjectMetadata, toTable } from './table.js';
 import { MAX_BODY_BYTES } from './context.js';
 import { mapSliced, slicedStream, SLICE_BYTES } from './slicing.js';
@@ -26,27 +28,27 @@ export function toStatusError(err: unknown): StatusError {
   return new StatusError(500, 'InternalError', `Internal error occurred: ${e?.message ?? String(err)}`);
 }
 
-/** Answers with `err` as a kube Status (with `Retry-After` for 429/503/504 that name one); nothing once a response started. */
+/**
+ * Answers with `err` as a kube Status in the serialization the request accepts (`encodeStatus`),
+ * with `Retry-After` for 429/503/504 that name one; nothing once a response started.
+ */
 export function sendStatus(reply: FastifyReply, err: StatusError): void {
   if (reply.sent || reply.raw.headersSent) return;
   if (err.details?.retryAfterSeconds && (err.code === 503 || err.code === 429 || err.code === 504)) reply.header('Retry-After', String(err.details.retryAfterSeconds));
-  reply.code(err.code).type('application/json').send(JSON.stringify(err.toStatus()));
+  const { contentType, body } = encodeStatus(err, reply.request?.headers.accept);
+  reply.code(err.code).type(contentType).send(body);
 }
 
-/** Answers `body` (an object, or its JSON) as JSON, or as YAML when that was negotiated. */
+/** Answers `body` (an object, or its JSON) in the negotiated serialization. */
 export function send(reply: FastifyReply, code: number, body: string | object, out: OutputFormat): void {
-  if (out.yaml) {
-    const obj = typeof body === 'string' ? JSON.parse(body) : body;
-    reply.code(code).type('application/yaml').send(toYaml(obj));
-    return;
-  }
-  reply.code(code).type('application/json').send(typeof body === 'string' ? body : JSON.stringify(body));
+  const enc = encodeBody(out.media, body);
+  reply.code(code).type(enc.contentType).send(enc.body);
 }
 
-/** Answers one object (its stored JSON) as negotiated: as is, YAML, a Table row or PartialObjectMetadata. */
+/** Answers one object (its stored JSON) as negotiated: as is, a Table row or PartialObjectMetadata, in JSON, YAML or protobuf. */
 export function sendObject(reply: FastifyReply, code: number, json: string, desc: ResourceDescriptor, out: OutputFormat, query: URLSearchParams): void {
   if (!out.as) {
-    if (!out.yaml) { reply.code(code).type('application/json').send(json); return; }
+    if (out.media === 'json') { reply.code(code).type(MEDIA_TYPES.json).send(Buffer.from(json)); return; }
     send(reply, code, json, out);
     return;
   }
@@ -69,7 +71,8 @@ const SIZE_SAMPLE = 32;
 
 /**
  * Answers a list of cache entries as negotiated. Plain JSON is assembled from the entries' stored
- * (or converted) JSON without decoding them; other forms decode each item. A large list
+ * (or converted) JSON without decoding them; other forms decode each item; protobuf encodes item
+ * by item (./protobufwire.ts). A large list
  * (about {@link SLICE_BYTES} or more) is produced in slices, yielding to the event loop between
  * them (./slicing.ts), so that one tenant's large LIST does not hold up the shard's other requests.
  */
@@ -78,22 +81,28 @@ export async function sendList(reply: FastifyReply, items: CacheEntry[], listMet
   const meta: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(listMeta)) if (v !== undefined) meta[k] = v;
   const large = estimatedBytes(items) >= SLICE_BYTES;
-  if (!out.as && !out.yaml && (!desc.storage || desc.storage.webhook)) {
+  if (out.media === 'protobuf') {
+    const { parts, length } = await protobufList(store, items, meta, out, wildcard, large);
+    // Small lists leave in one write; large ones as the client reads them, a slice per chunk.
+    reply.code(200).type(MEDIA_TYPES.protobuf).header('content-length', String(length));
+    reply.send(large ? Readable.from(parts, { objectMode: false }) : Buffer.concat(parts, length));
+    return;
+  }
+  if (!out.as && out.media === 'json' && (!desc.storage || desc.storage.webhook)) {
     // Fast path: the stored (or converted) JSON of each item is the list item as is (wildcard:
     // with the kcp.io/cluster annotation spliced in).
-    const apiVersion = desc.group ? `${desc.group}/${desc.version}` : desc.version;
-    const head = `{"kind":"${desc.listKind}","apiVersion":"${apiVersion}","metadata":${JSON.stringify(meta)},"items":[`;
+    const head = `{"kind":"${desc.listKind}","apiVersion":"${apiVersionOf(desc)}","metadata":${JSON.stringify(meta)},"items":[`;
     const item = (i: number): string => {
       const json = desc.storage ? store.renderEntry(items[i]!) : items[i]!.json;
       return wildcard ? withClusterAnnotation(json, items[i]!.cluster) : json;
     };
     if (large) {
-      reply.code(200).type('application/json').send(slicedStream(head, items.length, item, ',', ']}'));
+      reply.code(200).type(MEDIA_TYPES.json).send(slicedStream(head, items.length, item, ',', ']}'));
       return;
     }
     let s = head;
     for (let i = 0; i < items.length; i++) s += (i ? ',' : '') + item(i);
-    reply.code(200).type('application/json').send(`${s}]}`);
+    reply.code(200).type(MEDIA_TYPES.json).send(Buffer.from(`${s}]}`));
     return;
   }
   const decode = (e: CacheEntry): KubeObject => {
@@ -109,13 +118,13 @@ export async function sendList(reply: FastifyReply, items: CacheEntry[], listMet
     send(reply, 200, { kind: 'PartialObjectMetadataList', apiVersion: `meta.k8s.io/${out.asVersion}`, metadata: meta, items: objs.map((o) => partialObjectMetadata(o, out.asVersion)) }, out);
     return;
   }
-  if (large && !out.yaml) {
+  if (large && out.media === 'json') {
     // Built-in kinds stored in another form (pruned, converted): encoded an object at a time.
-    const head = `{"kind":"${desc.listKind}","apiVersion":"${desc.group ? `${desc.group}/${desc.version}` : desc.version}","metadata":${JSON.stringify(meta)},"items":[`;
-    reply.code(200).type('application/json').send(slicedStream(head, objs.length, (i) => JSON.stringify(objs[i]), ',', ']}'));
+    const head = `{"kind":"${desc.listKind}","apiVersion":"${apiVersionOf(desc)}","metadata":${JSON.stringify(meta)},"items":[`;
+    reply.code(200).type(MEDIA_TYPES.json).send(slicedStream(head, objs.length, (i) => JSON.stringify(objs[i]), ',', ']}'));
     return;
   }
-  send(reply, 200, { kind: desc.listKind, apiVersion: desc.group ? `${desc.group}/${desc.version}` : desc.version, metadata: meta, items: objs }, out);
+  send(reply, 200, { kind: desc.listKind, apiVersion: apiVersionOf(desc), metadata: meta, items: objs }, out);
 }
 
 /** The list's approximate size in bytes, from its first items' stored JSON. */

@@ -6,7 +6,7 @@
  * objects of the `system:admin` logical cluster configure the shard's dispatcher.
  */
 import type { KubeObject } from '../apimachinery/meta.js';
-import type { ResourceDescriptor } from '../apis/types.js';
+import type { ResourceDescriptor, UpdateReset } from '../apis/types.js';
 import { FLOWCONTROL_GROUP, FLOWCONTROL_VERSION, defaultFlowSchema, defaultPriorityLevel } from './types.js';
 import { validateFlowSchema, validatePriorityLevel } from './validation.js';
 
@@ -17,6 +17,12 @@ const none = (v: unknown) => (v === undefined || v === null ? '<none>' : v);
 
 /** A create starts without status (kube's strategies); the store keeps it on updates of the main resource. */
 const clearStatus = (obj: KubeObject) => { delete obj.status; };
+
+/**
+ * kube's flowSchemaStatusStrategy / priorityLevelConfigurationStatusStrategy: spec and the whole
+ * metadata (but managedFields) as stored.
+ */
+const STATUS_RESET: UpdateReset = { base: 'request', fromStored: ['spec'], metadata: 'stored' };
 
 export const FLOW_SCHEMA_DESCRIPTOR: ResourceDescriptor = {
   group: FLOWCONTROL_GROUP, version: FLOWCONTROL_VERSION, kind: 'FlowSchema', listKind: 'FlowSchemaList', plural: 'flowschemas', singular: 'flowschema',
@@ -33,8 +39,9 @@ export const FLOW_SCHEMA_DESCRIPTOR: ResourceDescriptor = {
   ],
   strategy: {
     tracksGeneration: true,
-    prepareForCreate(obj) { clearStatus(obj); defaultFlowSchema(obj); },
-    prepareForUpdate(obj) { defaultFlowSchema(obj); },
+    defaults: defaultFlowSchema,
+    prepareForCreate: clearStatus,
+    updateResets: { status: STATUS_RESET },
     validate: validateFlowSchema,
   },
 };
@@ -52,8 +59,9 @@ export const PRIORITY_LEVEL_DESCRIPTOR: ResourceDescriptor = {
   ],
   strategy: {
     tracksGeneration: true,
-    prepareForCreate(obj) { clearStatus(obj); defaultPriorityLevel(obj); },
-    prepareForUpdate(obj) { defaultPriorityLevel(obj); },
+    defaults: defaultPriorityLevel,
+    prepareForCreate: clearStatus,
+    updateResets: { status: STATUS_RESET },
     validate: validatePriorityLevel,
   },
 };

@@ -21,6 +21,7 @@ import { Pool, type Dispatcher } from 'undici';
 import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { StatusError, workspaceAccessDenied } from '../apimachinery/errors.js';
+import { encodeStatus } from '../endpoints/negotiation.js';
 import { AUTHENTICATED_GROUP } from '../auth/authn.js';
 import type { UserInfo } from '../registry/store.js';
 import type { Connection } from '../client/rest.js';
@@ -70,14 +71,14 @@ export const PROXY_BUFFER_BYTES = 1024 * 1024;
 /** Request headers never passed on: hop-by-hop ones (RFC 9110 §7.6.1) and identity a client might forge. */
 const DROPPED = /^(connection|keep-alive|proxy-connection|transfer-encoding|te|trailer|upgrade|host|x-remote-.*)$/i;
 
-function statusBody(err: StatusError): string {
-  return JSON.stringify(err.toStatus());
-}
-
+/**
+ * Answers the proxy's own refusal as a kube Status in the form the client accepts (JSON, YAML or
+ * protobuf: kube's responsewriters.ErrorNegotiated). Shard answers pass through as they are.
+ */
 function answer(res: ServerResponse, err: StatusError, retryAfter?: number): void {
   if (res.headersSent) { res.destroy(); return; }
-  const body = statusBody(err);
-  res.writeHead(err.code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(retryAfter ? { 'retry-after': String(retryAfter) } : {}) });
+  const { contentType, body } = encodeStatus(err, res.req?.headers.accept);
+  res.writeHead(err.code, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), ...(retryAfter ? { 'retry-after': String(retryAfter) } : {}) });
   res.end(body);
 }
 

@@ -20,9 +20,9 @@ import { duplicateFields } from '../apimachinery/duplicatefields.js';
 import { decodeJSONPatchBody } from '../apimachinery/jsonsyntax.js';
 import { MAX_NESTING_DEPTH, valueDeeperThan } from '../apimachinery/depth.js';
 import { strategicMergePatch, BUILTIN_PATCH_META, OBJECT_META_PATCH_META } from '../apimachinery/strategicmerge.js';
-import type { ResourceDescriptor } from '../apis/types.js';
+import type { ResourceDescriptor, UpdateReset } from '../apis/types.js';
 import { BUILTIN_SCHEMAS, definitionName } from '../apis/schemas/index.js';
-import { applyConfiguration, resourceSchemaResolver, updateManagedFields, type SchemaResolver } from '../apimachinery/fieldmanager/index.js';
+import { FieldSet, applyConfiguration, resourceSchemaResolver, updateManagedFields, type SchemaResolver } from '../apimachinery/fieldmanager/index.js';
 import { pruneUnknownFields, strictErrors, unknownFieldsError, unknownFieldsPatchError, type FieldValidationMode } from '../apimachinery/pruning.js';
 import { ShardKeys } from '../storage/keys.js';
 import type { UserInfo } from '../auth/user.js';
@@ -278,6 +278,8 @@ export class Store {
   /** Field structure of the kind for managedFields (list types, map types, merge keys). */
   private readonly fields: SchemaResolver | undefined;
   private readonly patchMeta;
+  /** kube's `GetResetFields` of the main resource: what the main resource's reset takes from the stored object. */
+  private readonly resetFields: FieldSet | undefined;
 
   constructor(readonly desc: ResourceDescriptor, private readonly backend: StoreBackend) {
     this.storageKey = storageKeyOf(desc);
@@ -286,6 +288,8 @@ export class Store {
     this.schema = desc.schema ?? BUILTIN_SCHEMAS[definitionName(desc.group, desc.version, desc.kind)];
     this.fields = desc.virtual ? undefined : resourceSchemaResolver(desc);
     this.patchMeta = desc.patchMeta ?? BUILTIN_PATCH_META[`${desc.group}/${desc.kind}`] ?? OBJECT_META_PATCH_META;
+    const main = resetFor(desc, '').reset;
+    this.resetFields = main?.base === 'request' && main.fromStored.length ? FieldSet.of(...main.fromStored.map((p) => p.split('.').map((field) => ({ field })))) : undefined;
   }
 
   /** Storage key of a name in a scope. */
@@ -484,6 +488,17 @@ export class Store {
   }
 
   /**
+   * kube's defaulting of the kind (`ResourceStrategy.defaults`), in place. kube runs it in the
+   * decoder, so it is called here for every object a write is about to store: the body of a create
+   * (also server-side apply's merged result and a create-on-update), the object an update, a patch
+   * of any type or a subresource write computed (before the subresource's reset rules), and what a
+   * mutating admission step returned.
+   */
+  private applyDefaults(obj: KubeObject): void {
+    this.desc.strategy?.defaults?.(obj);
+  }
+
+  /**
    * Records the fields a create/update/patch changed as owned by the request's field manager
    * (`metadata.managedFields`, operation Update), as kube-apiserver's field manager does.
    */
@@ -515,7 +530,7 @@ export class Store {
     const manager = scope.fieldManager!;
     for (let attempt = 0; ; attempt++) {
       const live = await this.readCurrent(key);
-      const merged = applyConfiguration(live ?? undefined, structuredClone(applyCfg), manager, force, this.fields);
+      const merged = applyConfiguration(live ?? undefined, structuredClone(applyCfg), manager, force, this.fields, (o) => this.applyDefaults(o), this.resetFields);
       try {
         if (!live) return { json: await this.create(scope, merged, true), created: true };
         return { json: await this.applyUpdate(scope, key, live, merged, undefined, applyCfg.metadata.resourceVersion, true), created: false };
@@ -574,6 +589,7 @@ export class Store {
   private async prepareCreate(scope: RequestScope, body: unknown, applied = false, namespaceKnown = false): Promise<{ obj: KubeObject; generated: boolean; release: () => void }> {
     const obj = this.checkBody(body, scope);
     this.prune(obj, scope, (errors) => unknownFieldsError(errors, this.desc.kind, this.desc.version));
+    this.applyDefaults(obj);
     const meta = obj.metadata;
     if (!meta.name && !meta.generateName) {
       throw invalid(this.desc.kind, this.desc.group, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
@@ -626,7 +642,9 @@ export class Store {
       if (b[k] === undefined) delete m[k]; else (m as Record<string, unknown>)[k] = b[k];
     }
     after.apiVersion = before.apiVersion; after.kind = before.kind;
+    // What admission returns is decoded again, as kube decodes a webhook's patched object: pruned and defaulted.
     this.dropUnknownFields(after);
+    this.applyDefaults(after);
     return after;
   }
 
@@ -886,23 +904,15 @@ export class Store {
    */
   private async prepareUpdate(scope: RequestScope, old: KubeObject, next: KubeObject, subresource: string | undefined, precondition: string | undefined, applied = false): Promise<{ action: 'update' | 'delete' | 'none'; merged: KubeObject; oldRv: string }> {
     const oldRv = old.metadata.resourceVersion!;
+    this.applyDefaults(next);
     if (precondition && precondition !== oldRv) {
       throw conflict(this.gr, old.metadata.name!, 'the object has been modified; please apply your changes to the latest version and try again');
     }
-    let merged: KubeObject;
-    if (subresource === 'status') {
-      // Shallow: below only metadata fields and status are replaced, nothing is mutated in place.
-      merged = { ...old, metadata: { ...old.metadata }, status: next.status };
-    } else if (subresource === 'finalize') {
-      merged = deepClone(old);
-      merged.spec = { ...(old.spec as object | undefined), finalizers: (next.spec as { finalizers?: string[] } | undefined)?.finalizers ?? [] };
-    } else {
-      merged = next;
-      if (this.desc.hasStatus && !scope.withStatus) {
-        if (old.status === undefined) delete merged.status; else merged.status = old.status;
-      }
-      this.desc.strategy?.prepareForUpdate?.(merged, old);
-    }
+    const door = resetFor(this.desc, subresource ?? '');
+    // A controller of this server writing spec and status in one revision keeps its status.
+    const reset = scope.withStatus && door.reset?.base === 'request' ? { ...door.reset, fromStored: door.reset.fromStored.filter((p) => p !== 'status') } : door.reset;
+    let merged = reset ? applyReset(reset, next, old) : next;
+    if (door.main) this.desc.strategy?.prepareForUpdate?.(merged, old);
     const m = merged.metadata;
     const o = old.metadata;
     m.name = o.name; m.uid = o.uid; m.creationTimestamp = o.creationTimestamp;
@@ -1127,6 +1137,79 @@ export class Store {
     }
     return removed;
   }
+}
+
+/**
+ * The store's rule where a kind declares none (`ResourceStrategy.updateResets`): `status` changes
+ * only `status`, everything else (metadata but managedFields too) stays as stored —
+ * apiextensions-apiserver pkg/registry/customresource/status_strategy.go `PrepareForUpdate`.
+ */
+export const STATUS_ONLY_RESET: UpdateReset = { base: 'stored', fromRequest: ['status'], metadata: 'stored' };
+
+/**
+ * The store's rule for the main resource of a kind with `/status` that declares none: `status`
+ * stays as stored (every kube strategy of such a kind: `newObj.Status = oldObj.Status`).
+ */
+export const STATUS_KEPT_RESET: UpdateReset = { base: 'request', fromStored: ['status'], metadata: 'request' };
+
+/**
+ * The reset of an update through `subresource` ('' the main resource): the kind's declared one,
+ * else the store's rule (`status`: STATUS_ONLY_RESET; the main resource, `scale` and other
+ * undeclared doors: STATUS_KEPT_RESET for a kind with `/status`, none otherwise). `main` tells
+ * whether the main resource's rule applies (the strategy's `prepareForUpdate` runs then).
+ */
+export function resetFor(desc: Pick<ResourceDescriptor, 'hasStatus' | 'strategy'>, subresource: string): { reset?: UpdateReset; main: boolean } {
+  const declared = desc.strategy?.updateResets;
+  if (declared?.[subresource]) return { reset: declared[subresource], main: subresource === '' };
+  if (subresource === 'status') return { reset: STATUS_ONLY_RESET, main: false };
+  return { reset: declared?.[''] ?? (desc.hasStatus ? STATUS_KEPT_RESET : undefined), main: true };
+}
+
+/** Metadata fields `metav1.ResetObjectMetaForStatus` takes from the stored object (besides the system ones). */
+const STATUS_RESET_META = ['labels', 'annotations', 'finalizers', 'ownerReferences'] as const;
+
+/**
+ * The object an update writes under `reset` (UpdateReset), from the request's body and the stored
+ * object; system metadata is fixed by the caller. Shallow: the request's body may be reused and
+ * values of the stored object referenced, but nothing of the stored object is changed.
+ */
+export function applyReset(reset: UpdateReset, request: KubeObject, stored: KubeObject): KubeObject {
+  let out: KubeObject;
+  if (reset.base === 'request') {
+    out = request;
+    for (const p of reset.fromStored) copyPath(stored, out, p);
+  } else {
+    out = { ...stored };
+    for (const p of reset.fromRequest) copyPath(request, out, p);
+  }
+  const meta = reset.metadata === 'stored' ? { ...stored.metadata } : { ...request.metadata };
+  if (reset.metadata === 'resetForStatus') {
+    for (const k of STATUS_RESET_META) {
+      if (stored.metadata[k] === undefined) delete meta[k]; else (meta as Record<string, unknown>)[k] = stored.metadata[k];
+    }
+  }
+  out.metadata = meta;
+  return out;
+}
+
+/**
+ * Sets the dot path `path` of `to` to its value in `from` (removes it when `from` has none),
+ * copying the objects on the way in `to` so that objects shared with another object are not changed.
+ */
+function copyPath(from: KubeObject, to: KubeObject, path: string): void {
+  const parts = path.split('.');
+  let src: unknown = from;
+  for (const p of parts) src = isObj(src) ? src[p] : undefined;
+  let dst = to as Record<string, unknown>;
+  for (const p of parts.slice(0, -1)) {
+    if (!isObj(dst[p])) {
+      if (src === undefined) return;
+      dst[p] = {};
+    } else dst[p] = { ...(dst[p] as Record<string, unknown>) };
+    dst = dst[p] as Record<string, unknown>;
+  }
+  const last = parts[parts.length - 1]!;
+  if (src === undefined) delete dst[last]; else dst[last] = src;
 }
 
 /** Reads a simple `.a.b.c` path (CRD scale paths). */

@@ -666,6 +666,9 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       const controllers = await startControllers({
         shard, url: shardURLs.externalURL, shards: directory, queueRedisUrl, cache, backend, registry, index, types, catalog, metrics: metrics.controllers,
         storeOf, masters, log: app.log, clientCA: managed?.ca, quotaReservations,
+        // The CA of the serving certificate: the PKI's CA, or the given client CA (which also
+        // checks the shards' serving certificates).
+        rootCABundle: pki.ca.certPem,
       });
       cleanups.unshift(controllers.stop);
       prepareLogicalCluster = controllers.prepareLogicalCluster;

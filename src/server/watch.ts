@@ -9,8 +9,21 @@ import type { ServerResponse } from 'node:http';
 import { badRequest } from '../apimachinery/errors.js';
 import type { CacheEntry, CacheEvent, CacheWatcher, WatchCache } from '../storage/watchcache.js';
 
-/** Per-event encoder: turns a cache entry into the JSON of the event object. */
-export type ObjectEncoder = (e: CacheEntry) => string;
+/**
+ * How a watch's events go on the wire: each method returns one whole frame, ready to write (a JSON
+ * line, or a length-prefixed protobuf WatchEvent). The handler picks it by negotiation
+ * (src/endpoints/handlers/watch.ts).
+ */
+export interface WatchEventEncoder {
+  /** The Content-Type of the stream. */
+  readonly contentType: string;
+  /** An ADDED, MODIFIED or DELETED event carrying the cached object. */
+  event(type: 'ADDED' | 'MODIFIED' | 'DELETED', e: CacheEntry): string | Buffer;
+  /** A BOOKMARK at revision `rv` (`initialEventsEnd`: annotated `k8s.io/initial-events-end: "true"`). */
+  bookmark(rv: number, initialEventsEnd: boolean): string | Buffer;
+  /** An ERROR event carrying a meta/v1 Status. */
+  error(status: Record<string, unknown>): string | Buffer;
+}
 
 /** What one watch asks for. */
 export interface WatchRequest {
@@ -22,11 +35,10 @@ export interface WatchRequest {
   sendInitialEvents?: boolean;
   allowBookmarks: boolean;
   timeoutSeconds?: number;
-  encode: ObjectEncoder;
-  /** JSON of a bookmark object for a revision (`{kind, apiVersion, metadata: {resourceVersion}}`). */
-  bookmark: (rv: number, initialEventsEnd: boolean) => string;
+  /** The wire form of the events. */
+  encoder: WatchEventEncoder;
   /**
-   * Asynchronous preparation of entries before `filter` and `encode` see them (a conversion
+   * Asynchronous preparation of entries before `filter` and the encoder see them (a conversion
    * webhook converting them; undefined when nothing is to be awaited). When set, the watch's
    * events and bookmarks are written in order behind it; a rejection ends the watch with an
    * ERROR event carrying its Status.
@@ -63,7 +75,7 @@ export class WatchHub {
    * Starts a watch on an HTTP response the caller has taken over. Validation errors (400, 410)
    * are thrown before anything is written.
    */
-  async start(req: WatchRequest, res: ServerResponse, contentType: string): Promise<void> {
+  async start(req: WatchRequest, res: ServerResponse): Promise<void> {
     const cache = this.cache;
     const rvParam = req.resourceVersion ?? '';
     if (rvParam !== '' && !/^\d+$/.test(rvParam)) throw badRequest(`invalid resourceVersion: "${rvParam}"`);
@@ -76,7 +88,7 @@ export class WatchHub {
     }
     const w = new ActiveWatch(req, res, this);
     const replay = cache.addWatcher(w, initial ? undefined : fromRv);
-    res.writeHead(200, { 'Content-Type': contentType, 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
+    res.writeHead(200, { 'Content-Type': req.encoder.contentType, 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();
     this.open.add(w);
     if (initial) {
@@ -90,10 +102,10 @@ export class WatchHub {
         let written = 0;
         for (const e of entries) {
           if (!req.filter(e)) continue;
-          written += w.write('ADDED', req.encode(e));
+          written += w.emit(() => req.encoder.event('ADDED', e));
           if (written >= SLICE_BYTES) { written = 0; await w.drained(); }
         }
-        if (req.sendInitialEvents) w.write('BOOKMARK', req.bookmark(rv, true));
+        if (req.sendInitialEvents) w.emit(() => req.encoder.bookmark(rv, true));
         req.onInitialized?.();
       });
     } else {
@@ -174,9 +186,9 @@ class ActiveWatch implements CacheWatcher {
   private fail(err: unknown): void {
     if (this.ended) return;
     const e = err as { toStatus?: () => object; message?: string };
-    const status = typeof e.toStatus === 'function' ? e.toStatus()
+    const status = typeof e.toStatus === 'function' ? e.toStatus() as Record<string, unknown>
       : { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: String(e.message ?? err), reason: 'InternalError', code: 500 };
-    this.write('ERROR', JSON.stringify(status));
+    try { this.write(this.req.encoder.error(status)); } catch { /* ended below without it */ }
     this.end();
   }
 
@@ -194,15 +206,16 @@ class ActiveWatch implements CacheWatcher {
   private dispatch(ev: CacheEvent): void {
     const { entry, prev } = ev;
     const now = this.req.filter(entry);
-    if (ev.type === 'ADDED') { if (now) this.write('ADDED', this.req.encode(entry)); return; }
-    if (ev.type === 'DELETED') { if ((prev && this.req.filter(prev)) || now) this.write('DELETED', this.req.encode(entry)); return; }
+    const enc = this.req.encoder;
+    if (ev.type === 'ADDED') { if (now) this.emit(() => enc.event('ADDED', entry)); return; }
+    if (ev.type === 'DELETED') { if ((prev && this.req.filter(prev)) || now) this.emit(() => enc.event('DELETED', entry)); return; }
     // A MODIFIED event replayed from history loaded at start-up may not know the state it
     // replaced: the object existed, so it is MODIFIED when it matches and, when it does not, a
     // DELETED the client ignores if it never held the object (never a missed removal).
     const before = prev ? this.req.filter(prev) : true;
-    if (now && before) this.write('MODIFIED', this.req.encode(entry));
-    else if (now) this.write('ADDED', this.req.encode(entry));
-    else if (before) this.write('DELETED', this.req.encode(entry));
+    if (now && before) this.emit(() => enc.event('MODIFIED', entry));
+    else if (now) this.emit(() => enc.event('ADDED', entry));
+    else if (before) this.emit(() => enc.event('DELETED', entry));
   }
 
   sendBookmark(): void {
@@ -212,17 +225,27 @@ class ActiveWatch implements CacheWatcher {
     // quiet watch does not fall behind the history window. Events still being prepared are
     // written first: the bookmark follows them.
     const rv = Math.max(this.lastRv, this.hub.revision);
-    if (this.queue) this.after([], () => { this.write('BOOKMARK', this.req.bookmark(rv, false)); });
-    else this.write('BOOKMARK', this.req.bookmark(rv, false));
+    if (this.queue) this.after([], () => { this.emit(() => this.req.encoder.bookmark(rv, false)); });
+    else this.emit(() => this.req.encoder.bookmark(rv, false));
   }
 
-  /** Writes one event; returns its length in characters (0 once ended). */
-  write(type: string, objectJson: string): number {
+  /**
+   * Writes the frame `make` encodes; returns its length (characters or bytes; 0 once ended). An
+   * object the encoder cannot write (500) ends this watch with an ERROR event, never the others.
+   */
+  emit(make: () => string | Buffer): number {
     if (this.ended) return 0;
-    const line = `{"type":"${type}","object":${objectJson}}\n`;
-    this.res.write(line);
+    let frame: string | Buffer;
+    try { frame = make(); } catch (err) { this.fail(err); return 0; }
+    return this.write(frame);
+  }
+
+  /** Writes one event frame; returns its length (characters or bytes; 0 once ended). */
+  write(frame: string | Buffer): number {
+    if (this.ended) return 0;
+    this.res.write(frame);
     if (this.res.writableLength > MAX_BUFFERED) this.end();
-    return line.length;
+    return frame.length;
   }
 
   onTerminate(): void { this.end(); }

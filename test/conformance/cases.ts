@@ -201,7 +201,6 @@ const CORE: Case[] = [
   {
     id: 'serviceaccount-root-ca', area: 'core',
     source: src('test/e2e/auth/service_accounts.go', 'should guarantee kube-root-ca.crt exist in any namespace'),
-    knownGap: 'no root-CA publisher (kube-controller-manager\'s root-ca-cert-publisher, which kcp runs): a kube-root-ca.crt ConfigMap in every namespace changes what every namespace lists, tests and docs included',
     async check({ api, core }) {
       const path = `${core}/configmaps/kube-root-ca.crt`;
       await until('kube-root-ca.crt created', async () => (await api('GET', path)).json?.data?.['ca.crt']?.includes('BEGIN CERTIFICATE'), 1500);

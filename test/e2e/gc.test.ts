@@ -33,7 +33,8 @@ data:
 
 async function names(ns: string): Promise<string[]> {
   const out = (await kc(['-n', ns, 'get', 'configmaps', '-o', 'jsonpath={.items[*].metadata.name}'])).stdout.trim();
-  return out ? out.split(/\s+/).sort() : [];
+  // Without the root CA publisher's kube-root-ca.crt, which every namespace has.
+  return out ? out.split(/\s+/).filter((n) => n !== 'kube-root-ca.crt').sort() : [];
 }
 
 async function eventuallyNames(ns: string, want: string[], ms = 10_000): Promise<void> {

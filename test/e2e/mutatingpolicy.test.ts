@@ -144,6 +144,7 @@ spec:
   variables:
   - name: environment
     expression: "params.data.environment"
+  reinvocationPolicy: Never
   mutations:
   - patchType: JSONPatch
     jsonPatch:

@@ -20,7 +20,7 @@ import { startOperator, type RunningOperator } from '../../operator/manager.js';
 import { versionOfImage } from '../../operator/resources.js';
 import { startHostCluster, kstatus, type HostCluster } from '../hostcluster.js';
 import { PodRunner } from '../podrunner.js';
-import { eventually, sleep, startRedis, KCP_TS_BIN, type TestRedis } from '../helpers.js';
+import { eventually, settleAll, sleep, startRedis, KCP_TS_BIN, type TestRedis } from '../helpers.js';
 
 const CHART = join(import.meta.dirname, '..', '..', 'charts', 'kcp-operator');
 const NS = 'kcp-system';
@@ -34,7 +34,9 @@ describe('a KcpInstance with two Shards, run as processes', { timeout: 900_000 }
   const dir = mkdtempSync(join(tmpdir(), 'kcp-pods-'));
 
   before(async () => {
-    [host, redis] = await Promise.all([startHostCluster(), startRedis()]);
+    // Both settle before a failure is thrown, so that `after` stops whichever did start (a Redis
+    // left running keeps the test process alive forever).
+    await settleAll([startHostCluster().then((h) => { host = h; }), startRedis().then((r) => { redis = r; })]);
     await host.helm(['install', 'kcp-operator', CHART, '-n', NS, '--create-namespace', '--set', 'replicaCount=0']);
     const kc = new KubeConfig();
     kc.loadFromFile(host.kubeconfig);

@@ -16,7 +16,7 @@ import { startOperator, type RunningOperator } from '../../operator/manager.js';
 import { LeaderElector } from '../../operator/leaderelection.js';
 import { HostClient } from '../../operator/kube/client.js';
 import { startHostCluster, kstatus, type HostCluster } from '../hostcluster.js';
-import { eventually, sleep, startRedis, type TestRedis } from '../helpers.js';
+import { eventually, settleAll, sleep, startRedis, type TestRedis } from '../helpers.js';
 
 const CHART = join(import.meta.dirname, '..', '..', 'charts', 'kcp-operator');
 const NS = 'kcp-system';
@@ -28,7 +28,9 @@ describe('operator and Helm chart on a real kube-apiserver', { timeout: 600_000 
   const logs: string[] = [];
 
   before(async () => {
-    [host, redis] = await Promise.all([startHostCluster(), startRedis()]);
+    // Both settle before a failure is thrown, so that `after` stops whichever did start (a Redis
+    // left running keeps the test process alive forever).
+    await settleAll([startHostCluster().then((h) => { host = h; }), startRedis().then((r) => { redis = r; })]);
   });
   after(async () => {
     await operator?.stop();

@@ -18,21 +18,23 @@ async function used(ns: string, name: string): Promise<Record<string, string> | 
 }
 
 describe('kubectl and ResourceQuota', () => {
-  test('kubectl create quota q --hard=count/configmaps=3, then five ConfigMaps: 3 created, 2 refused with kube\'s message', async () => {
+  test('kubectl create quota q --hard=count/configmaps=4, then five ConfigMaps: 3 created beside kube-root-ca.crt, 2 refused with kube\'s message', async () => {
     await kc(['create', 'namespace', 'quota-e2e']);
-    await kc(['-n', 'quota-e2e', 'create', 'quota', 'q', '--hard=count/configmaps=3']);
-    await eventually('status.used', async () => (await used('quota-e2e', 'q'))?.['count/configmaps'] === '0');
+    // The namespace's kube-root-ca.crt (root CA publisher) counts, as in kube.
+    await eventually('kube-root-ca.crt', async () => (await kc(['-n', 'quota-e2e', 'get', 'configmap', 'kube-root-ca.crt'], { allowFail: true })).code === 0);
+    await kc(['-n', 'quota-e2e', 'create', 'quota', 'q', '--hard=count/configmaps=4']);
+    await eventually('status.used', async () => (await used('quota-e2e', 'q'))?.['count/configmaps'] === '1');
     const results = [];
     for (let i = 1; i <= 5; i++) results.push(await kc(['-n', 'quota-e2e', 'create', 'configmap', `cm${i}`, '--from-literal=a=1'], { allowFail: true }));
     assert.deepEqual(results.map((r) => r.code), [0, 0, 0, 1, 1]);
-    assert.equal(results[3]!.stderr.trim(), 'error: failed to create configmap: configmaps "cm4" is forbidden: exceeded quota: q, requested: count/configmaps=1, used: count/configmaps=3, limited: count/configmaps=3');
-    assert.match(results[4]!.stderr, /configmaps "cm5" is forbidden: exceeded quota: q, requested: count\/configmaps=1, used: count\/configmaps=3, limited: count\/configmaps=3/);
-    assert.equal((await used('quota-e2e', 'q'))?.['count/configmaps'], '3');
+    assert.equal(results[3]!.stderr.trim(), 'error: failed to create configmap: configmaps "cm4" is forbidden: exceeded quota: q, requested: count/configmaps=1, used: count/configmaps=4, limited: count/configmaps=4');
+    assert.match(results[4]!.stderr, /configmaps "cm5" is forbidden: exceeded quota: q, requested: count\/configmaps=1, used: count\/configmaps=4, limited: count\/configmaps=4/);
+    assert.equal((await used('quota-e2e', 'q'))?.['count/configmaps'], '4');
     const describe = (await kc(['-n', 'quota-e2e', 'describe', 'quota', 'q'])).stdout;
-    assert.match(describe, /count\/configmaps\s+3\s+3/);
+    assert.match(describe, /count\/configmaps\s+4\s+4/);
     // Deleting one frees a slot.
     await kc(['-n', 'quota-e2e', 'delete', 'configmap', 'cm1']);
-    await eventually('used back to 2', async () => (await used('quota-e2e', 'q'))?.['count/configmaps'] === '2');
+    await eventually('used back to 3', async () => (await used('quota-e2e', 'q'))?.['count/configmaps'] === '3');
     await kc(['-n', 'quota-e2e', 'create', 'configmap', 'cm6']);
   });
 
@@ -88,15 +90,16 @@ spec:
     assert.match(r.stderr, /gadgets\.quota\.example\.com "g2" is forbidden: exceeded quota: g, requested: count\/gadgets\.quota\.example\.com=1, used: count\/gadgets\.quota\.example\.com=1, limited: count\/gadgets\.quota\.example\.com=1/);
   });
 
-  test('20 parallel kubectl create against hard=5: exactly 5 created', async () => {
+  test('20 parallel kubectl create against hard=6 (kube-root-ca.crt counts): exactly 5 created', async () => {
     await kc(['create', 'namespace', 'quota-race']);
-    await kc(['-n', 'quota-race', 'create', 'quota', 'q', '--hard=count/configmaps=5']);
-    await eventually('race quota used', async () => (await used('quota-race', 'q'))?.['count/configmaps'] === '0');
+    await eventually('kube-root-ca.crt', async () => (await kc(['-n', 'quota-race', 'get', 'configmap', 'kube-root-ca.crt'], { allowFail: true })).code === 0);
+    await kc(['-n', 'quota-race', 'create', 'quota', 'q', '--hard=count/configmaps=6']);
+    await eventually('race quota used', async () => (await used('quota-race', 'q'))?.['count/configmaps'] === '1');
     const runs = await Promise.all(Array.from({ length: 20 }, (_, i) => kc(['-n', 'quota-race', 'create', 'configmap', `p${i}`], { allowFail: true })));
     assert.equal(runs.filter((r) => r.code === 0).length, 5);
-    for (const r of runs.filter((x) => x.code !== 0)) assert.match(r.stderr, /is forbidden: exceeded quota: q, requested: count\/configmaps=1, used: count\/configmaps=5, limited: count\/configmaps=5/);
+    for (const r of runs.filter((x) => x.code !== 0)) assert.match(r.stderr, /is forbidden: exceeded quota: q, requested: count\/configmaps=1, used: count\/configmaps=6, limited: count\/configmaps=6/);
     const names = (await kc(['-n', 'quota-race', 'get', 'configmaps', '-o', 'name'])).stdout.trim().split('\n');
-    assert.equal(names.length, 5);
-    assert.equal((await used('quota-race', 'q'))?.['count/configmaps'], '5');
+    assert.equal(names.length, 6, 'five and kube-root-ca.crt');
+    assert.equal((await used('quota-race', 'q'))?.['count/configmaps'], '6');
   });
 });

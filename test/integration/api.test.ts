@@ -3,7 +3,7 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CM, call, eventually, watch, sleep, type TestServer, createLogicalCluster, useTestServer } from '../helpers.js';
+import { CM, call, eventually, watch, sleep, type TestServer, createLogicalCluster, useTestServer, waitForRootCA, withoutRootCA } from '../helpers.js';
 
 let srv: TestServer;
 const NS = '/clusters/root/api/v1/namespaces/default';
@@ -41,10 +41,12 @@ describe('create, get, list', () => {
 
   test('list paging with limit/continue is consistent at one resourceVersion', async () => {
     await api('POST', '/clusters/root/api/v1/namespaces', { metadata: { name: 'paging' } });
+    // The namespace's kube-root-ca.crt (root CA publisher) sorts first: listed with the rest.
+    await waitForRootCA(srv, srv.creds, 'root', 'paging');
     for (let i = 0; i < 7; i++) assert.equal((await api('POST', '/clusters/root/api/v1/namespaces/paging/configmaps', CM(`p${i}`))).status, 201);
     const first = await api('GET', '/clusters/root/api/v1/namespaces/paging/configmaps?limit=3');
     assert.equal(first.json.items.length, 3);
-    assert.equal(first.json.metadata.remainingItemCount, 4);
+    assert.equal(first.json.metadata.remainingItemCount, 5);
     const rv = first.json.metadata.resourceVersion;
     // A write between pages must not show up in later pages of the same list.
     await api('POST', '/clusters/root/api/v1/namespaces/paging/configmaps', CM('p3a'));
@@ -58,7 +60,7 @@ describe('create, get, list', () => {
       names.push(...page.json.items.map((i: any) => i.metadata.name));
       cont = page.json.metadata.continue;
     }
-    assert.deepEqual(names, ['p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6']);
+    assert.deepEqual(names, ['kube-root-ca.crt', 'p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6']);
   });
 
   test('label selectors (equality and set-based) and field selectors', async () => {
@@ -171,7 +173,7 @@ describe('update, patch, delete', () => {
     for (const n of ['a', 'b', 'c']) await api('POST', '/clusters/root/api/v1/namespaces/dc/configmaps', CM(n, {}, { del: n === 'c' ? 'no' : 'yes' }));
     const r = await api('DELETE', '/clusters/root/api/v1/namespaces/dc/configmaps?labelSelector=del%3Dyes');
     assert.equal(r.status, 200);
-    const left = (await api('GET', '/clusters/root/api/v1/namespaces/dc/configmaps')).json.items.map((i: any) => i.metadata.name);
+    const left = withoutRootCA((await api('GET', '/clusters/root/api/v1/namespaces/dc/configmaps')).json.items).map((i: any) => i.metadata.name);
     assert.deepEqual(left, ['c']);
   });
 
@@ -342,7 +344,9 @@ describe('bad input gets a Status', () => {
   });
 
   test('unsupported Accept → 406', async () => {
-    assert.equal((await api('GET', `${NS}/configmaps`, undefined, { accept: 'application/vnd.kubernetes.protobuf' })).status, 406);
+    const r = await api('GET', `${NS}/configmaps`, undefined, { accept: 'text/html' });
+    assert.equal(r.status, 406);
+    assert.equal(r.json.message, 'only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf');
   });
 });
 
@@ -361,7 +365,7 @@ describe('logical clusters', () => {
     assert.notEqual(a.json.metadata.uid, b.json.metadata.uid);
     await api('DELETE', '/clusters/team-a/api/v1/namespaces/shared/configmaps/same');
     assert.equal((await api('GET', '/clusters/team-b/api/v1/namespaces/shared/configmaps/same')).status, 200);
-    assert.equal((await api('GET', '/clusters/team-a/api/v1/namespaces/shared/configmaps')).json.items.length, 0);
+    assert.equal(withoutRootCA((await api('GET', '/clusters/team-a/api/v1/namespaces/shared/configmaps')).json.items).length, 0);
 
     // Wildcard: system:masters only, list and watch only, annotated with the cluster.
     const w = await call(srv, srv.masters, 'GET', '/clusters/*/api/v1/configmaps');
@@ -394,13 +398,15 @@ describe('watch', () => {
 
   test('sendInitialEvents ends with an annotated bookmark; a too old resourceVersion is 410', async () => {
     await api('POST', '/clusters/root/api/v1/namespaces', { metadata: { name: 'wi' } });
+    await waitForRootCA(srv, srv.creds, 'root', 'wi');
     await api('POST', '/clusters/root/api/v1/namespaces/wi/configmaps', CM('i1'));
     await api('POST', '/clusters/root/api/v1/namespaces/wi/configmaps', CM('i2'));
     const w = watch(srv, srv.creds, '/clusters/root/api/v1/namespaces/wi/configmaps?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan');
-    const ev = await w.waitFor(3);
+    const ev = await w.waitFor(4);
     w.close();
-    assert.deepEqual(ev.slice(0, 3).map((e) => e.type), ['ADDED', 'ADDED', 'BOOKMARK']);
-    assert.equal(ev[2].object.metadata.annotations['k8s.io/initial-events-end'], 'true');
+    // i1, i2 and the namespace's kube-root-ca.crt, then the bookmark.
+    assert.deepEqual(ev.slice(0, 4).map((e) => e.type), ['ADDED', 'ADDED', 'ADDED', 'BOOKMARK']);
+    assert.equal(ev[3].object.metadata.annotations['k8s.io/initial-events-end'], 'true');
   });
 
   test('watch with timeoutSeconds ends by itself', async () => {

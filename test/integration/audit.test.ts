@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { CM, call, createLogicalCluster, eventually, sleep, useTestServer, watch, type TestServer } from '../helpers.js';
 import { main } from '../../src/cli/main.js';
 import { ShutdownSignals } from '../../src/cli/signals.js';
+import { encodeKubernetesProtobuf } from '../../src/apimachinery/protobuf.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kcp-audit-'));
 const logFile = join(dir, 'audit.log');
@@ -83,6 +84,23 @@ test('a create: RequestReceived and ResponseComplete with the objects at Request
   assert.equal(rc.annotations['authorization.k8s.io/decision'], 'allow');
   assert.equal(typeof rc.annotations['authorization.k8s.io/reason'], 'string');
   assert.ok(rc.stageTimestamp >= rc.requestReceivedTimestamp);
+});
+
+test('protobuf on the wire (a typed client): the audit log holds the request and response objects, and a protobuf Status\'s fields', async () => {
+  const body = encodeKubernetesProtobuf(CM('audited-pb', { p: 'b' }) as Record<string, unknown>);
+  const r = await call(srv, srv.creds, 'POST', '/clusters/root/api/v1/namespaces/default/configmaps', body,
+    { 'content-type': 'application/vnd.kubernetes.protobuf', accept: 'application/vnd.kubernetes.protobuf,application/json' });
+  assert.equal(r.status, 201);
+  assert.equal(r.headers['content-type'], 'application/vnd.kubernetes.protobuf');
+  const [, rc] = await eventsOf(auditIdOf(r), ['RequestReceived', 'ResponseComplete']);
+  assert.deepEqual(rc.requestObject.data, { p: 'b' });
+  assert.deepEqual(rc.responseObject.data, { p: 'b' });
+  assert.equal(rc.objectRef.name, 'audited-pb');
+  const missing = await call(srv, srv.creds, 'GET', '/clusters/root/api/v1/namespaces/default/configmaps/nothing', undefined, { accept: 'application/vnd.kubernetes.protobuf' });
+  assert.equal(missing.status, 404);
+  const [, mc] = await eventsOf(auditIdOf(missing), ['RequestReceived', 'ResponseComplete']);
+  assert.equal(mc.responseStatus.reason, 'NotFound');
+  assert.equal(mc.responseStatus.message, 'configmaps "nothing" not found');
 });
 
 test('Metadata level: no objects; a GET is audited without a request object', async () => {

@@ -7,12 +7,17 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CM, call, createLogicalCluster, eventually, startRedis, startTestServer, useTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
+import { call, createLogicalCluster, eventually, startRedis, startTestServer, useTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
 
 let srv: TestServer;
 useTestServer((s) => { srv = s; });
 
 const api = (method: string, path: string, body?: unknown): Promise<Res> => call(srv, srv.creds, method, path, body);
+/**
+ * Quota is counted on Secrets: every namespace also holds the root CA publisher's ConfigMap
+ * (kube-root-ca.crt), which counts toward a ConfigMap quota (as in kube).
+ */
+const SECRET = (name: string, data: Record<string, string> = {}) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name }, data });
 const NS = (c: string, ns: string) => `/clusters/${c}/api/v1/namespaces/${ns}`;
 const quota = (name: string, hard: Record<string, string>, annotations?: Record<string, string>) => ({
   apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name, ...(annotations ? { annotations } : {}) }, spec: { hard },
@@ -38,39 +43,39 @@ describe('namespace quota', () => {
     await namespace(C, 'apps');
   });
 
-  test('count/configmaps=3: three of five ConfigMaps are created, two refused with kube\'s 403; status filled', async () => {
-    assert.equal((await api('POST', `${NS(C, 'apps')}/resourcequotas`, quota('q', { 'count/configmaps': '3' }))).status, 201);
-    const q = await usedIs(C, 'apps', 'q', { 'count/configmaps': '0' });
-    assert.deepEqual(q.status.hard, { 'count/configmaps': '3' });
+  test('count/secrets=3: three of five Secrets are created, two refused with kube\'s 403; status filled', async () => {
+    assert.equal((await api('POST', `${NS(C, 'apps')}/resourcequotas`, quota('q', { 'count/secrets': '3' }))).status, 201);
+    const q = await usedIs(C, 'apps', 'q', { 'count/secrets': '0' });
+    assert.deepEqual(q.status.hard, { 'count/secrets': '3' });
     const codes: number[] = [];
     let refusal: Res | undefined;
     for (let i = 0; i < 5; i++) {
-      const r = await api('POST', `${NS(C, 'apps')}/configmaps`, CM(`cm-${i}`));
+      const r = await api('POST', `${NS(C, 'apps')}/secrets`, SECRET(`cm-${i}`));
       codes.push(r.status);
       if (r.status === 403) refusal ??= r;
     }
     assert.deepEqual(codes, [201, 201, 201, 403, 403]);
     assert.equal(refusal!.json.reason, 'Forbidden');
-    assert.equal(refusal!.json.message, 'configmaps "cm-3" is forbidden: exceeded quota: q, requested: count/configmaps=1, used: count/configmaps=3, limited: count/configmaps=3');
-    assert.deepEqual(refusal!.json.details, { name: 'cm-3', group: '', kind: 'configmaps' });
-    await usedIs(C, 'apps', 'q', { 'count/configmaps': '3' });
+    assert.equal(refusal!.json.message, 'secrets "cm-3" is forbidden: exceeded quota: q, requested: count/secrets=1, used: count/secrets=3, limited: count/secrets=3');
+    assert.deepEqual(refusal!.json.details, { name: 'cm-3', group: '', kind: 'secrets' });
+    await usedIs(C, 'apps', 'q', { 'count/secrets': '3' });
   });
 
   test('a deleted object gives its slot back (replenishment)', async () => {
-    assert.equal((await api('DELETE', `${NS(C, 'apps')}/configmaps/cm-0`)).status, 200);
-    await usedIs(C, 'apps', 'q', { 'count/configmaps': '2' });
-    assert.equal((await api('POST', `${NS(C, 'apps')}/configmaps`, CM('again'))).status, 201);
-    assert.equal((await api('POST', `${NS(C, 'apps')}/configmaps`, CM('over'))).status, 403);
+    assert.equal((await api('DELETE', `${NS(C, 'apps')}/secrets/cm-0`)).status, 200);
+    await usedIs(C, 'apps', 'q', { 'count/secrets': '2' });
+    assert.equal((await api('POST', `${NS(C, 'apps')}/secrets`, SECRET('again'))).status, 201);
+    assert.equal((await api('POST', `${NS(C, 'apps')}/secrets`, SECRET('over'))).status, 403);
   });
 
   test('a dry run is checked but not charged; other resources and namespaces are not limited', async () => {
-    assert.equal((await api('DELETE', `${NS(C, 'apps')}/configmaps/cm-1`)).status, 200);
-    await usedIs(C, 'apps', 'q', { 'count/configmaps': '2' });
-    assert.equal((await api('POST', `${NS(C, 'apps')}/configmaps?dryRun=All`, CM('dry'))).status, 201);
-    assert.equal((await api('GET', `${NS(C, 'apps')}/resourcequotas/q`)).json.status.used['count/configmaps'], '2');
+    assert.equal((await api('DELETE', `${NS(C, 'apps')}/secrets/cm-1`)).status, 200);
+    await usedIs(C, 'apps', 'q', { 'count/secrets': '2' });
+    assert.equal((await api('POST', `${NS(C, 'apps')}/secrets?dryRun=All`, SECRET('dry'))).status, 201);
+    assert.equal((await api('GET', `${NS(C, 'apps')}/resourcequotas/q`)).json.status.used['count/secrets'], '2');
     assert.equal((await api('POST', `${NS(C, 'apps')}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' } })).status, 201);
     await namespace(C, 'other');
-    for (let i = 0; i < 4; i++) assert.equal((await api('POST', `${NS(C, 'other')}/configmaps`, CM(`free-${i}`))).status, 201);
+    for (let i = 0; i < 4; i++) assert.equal((await api('POST', `${NS(C, 'other')}/secrets`, SECRET(`free-${i}`))).status, 201);
   });
 
   test('legacy names and several quotas: the tightest refuses, each named in its message', async () => {
@@ -88,18 +93,18 @@ describe('namespace quota', () => {
 
   test('a create that fails after admission (AlreadyExists) gives its slot back at once, even when the name is freed', async () => {
     await namespace(C, 'leak');
-    assert.equal((await api('POST', `${NS(C, 'leak')}/resourcequotas`, quota('q', { 'count/configmaps': '2' }))).status, 201);
-    await usedIs(C, 'leak', 'q', { 'count/configmaps': '0' });
-    assert.equal((await api('POST', `${NS(C, 'leak')}/configmaps`, CM('a'))).status, 201);
+    assert.equal((await api('POST', `${NS(C, 'leak')}/resourcequotas`, quota('q', { 'count/secrets': '2' }))).status, 201);
+    await usedIs(C, 'leak', 'q', { 'count/secrets': '0' });
+    assert.equal((await api('POST', `${NS(C, 'leak')}/secrets`, SECRET('a'))).status, 201);
     // Charged by admission, then refused by storage: the store releases the reservation (kube
     // leaks the slot until its next resync), and the controller counts again.
-    assert.equal((await api('POST', `${NS(C, 'leak')}/configmaps`, CM('a'))).status, 409);
+    assert.equal((await api('POST', `${NS(C, 'leak')}/secrets`, SECRET('a'))).status, 409);
     // The name taken by then freed: no other object holds it, so only the release gives the slot back.
-    assert.equal((await api('DELETE', `${NS(C, 'leak')}/configmaps/a`)).status, 200);
-    await usedIs(C, 'leak', 'q', { 'count/configmaps': '0' });
-    assert.equal((await api('POST', `${NS(C, 'leak')}/configmaps`, CM('b'))).status, 201);
-    assert.equal((await api('POST', `${NS(C, 'leak')}/configmaps`, CM('c'))).status, 201);
-    await usedIs(C, 'leak', 'q', { 'count/configmaps': '2' });
+    assert.equal((await api('DELETE', `${NS(C, 'leak')}/secrets/a`)).status, 200);
+    await usedIs(C, 'leak', 'q', { 'count/secrets': '0' });
+    assert.equal((await api('POST', `${NS(C, 'leak')}/secrets`, SECRET('b'))).status, 201);
+    assert.equal((await api('POST', `${NS(C, 'leak')}/secrets`, SECRET('c'))).status, 201);
+    await usedIs(C, 'leak', 'q', { 'count/secrets': '2' });
   });
 
   test('a namespace holds at most 100 ResourceQuotas', async () => {
@@ -121,14 +126,14 @@ describe('namespace quota', () => {
 
   test('20 parallel creates against hard=5: exactly 5 are created, status.used is 5', async () => {
     await namespace(C, 'race');
-    assert.equal((await api('POST', `${NS(C, 'race')}/resourcequotas`, quota('q', { 'count/configmaps': '5' }))).status, 201);
-    await usedIs(C, 'race', 'q', { 'count/configmaps': '0' });
-    const res = await Promise.all(Array.from({ length: 20 }, (_, i) => api('POST', `${NS(C, 'race')}/configmaps`, CM(`p-${i}`))));
+    assert.equal((await api('POST', `${NS(C, 'race')}/resourcequotas`, quota('q', { 'count/secrets': '5' }))).status, 201);
+    await usedIs(C, 'race', 'q', { 'count/secrets': '0' });
+    const res = await Promise.all(Array.from({ length: 20 }, (_, i) => api('POST', `${NS(C, 'race')}/secrets`, SECRET(`p-${i}`))));
     const codes = res.map((r) => r.status);
     assert.equal(codes.filter((s) => s === 201).length, 5, JSON.stringify(codes));
     assert.equal(codes.filter((s) => s === 403).length, 15, JSON.stringify(codes));
-    assert.equal((await api('GET', `${NS(C, 'race')}/configmaps`)).json.items.length, 5);
-    assert.equal((await api('GET', `${NS(C, 'race')}/resourcequotas/q`)).json.status.used['count/configmaps'], '5');
+    assert.equal((await api('GET', `${NS(C, 'race')}/secrets`)).json.items.length, 5);
+    assert.equal((await api('GET', `${NS(C, 'race')}/resourcequotas/q`)).json.status.used['count/secrets'], '5');
   });
 });
 
@@ -140,22 +145,22 @@ describe('creates and deletes racing', () => {
   });
 
   test('never more objects than hard; status.used settles on the real count', async () => {
-    assert.equal((await api('POST', `${NS(C, 'churn')}/resourcequotas`, quota('q', { 'count/configmaps': '5' }))).status, 201);
-    await usedIs(C, 'churn', 'q', { 'count/configmaps': '0' });
+    assert.equal((await api('POST', `${NS(C, 'churn')}/resourcequotas`, quota('q', { 'count/secrets': '5' }))).status, 201);
+    await usedIs(C, 'churn', 'q', { 'count/secrets': '0' });
     let seed = 7;
     const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed % n; };
     for (let round = 0; round < 8; round++) {
       const res = await Promise.all(Array.from({ length: 16 }, () => (rand(10) < 7
-        ? api('POST', `${NS(C, 'churn')}/configmaps`, CM(`c-${rand(12)}`))
-        : api('DELETE', `${NS(C, 'churn')}/configmaps/c-${rand(12)}`))));
+        ? api('POST', `${NS(C, 'churn')}/secrets`, SECRET(`c-${rand(12)}`))
+        : api('DELETE', `${NS(C, 'churn')}/secrets/c-${rand(12)}`))));
       for (const r of res) assert.ok([200, 201, 403, 404, 409].includes(r.status), `${r.status} ${r.body}`);
-      const n = (await api('GET', `${NS(C, 'churn')}/configmaps`)).json.items.length;
-      assert.ok(n <= 5, `${n} ConfigMaps under hard=5`);
-      const used = Number((await api('GET', `${NS(C, 'churn')}/resourcequotas/q`)).json.status.used['count/configmaps']);
+      const n = (await api('GET', `${NS(C, 'churn')}/secrets`)).json.items.length;
+      assert.ok(n <= 5, `${n} Secrets under hard=5`);
+      const used = Number((await api('GET', `${NS(C, 'churn')}/resourcequotas/q`)).json.status.used['count/secrets']);
       assert.ok(used <= 5, `status.used ${used}`);
     }
-    const n = (await api('GET', `${NS(C, 'churn')}/configmaps`)).json.items.length;
-    await usedIs(C, 'churn', 'q', { 'count/configmaps': String(n) });
+    const n = (await api('GET', `${NS(C, 'churn')}/secrets`)).json.items.length;
+    await usedIs(C, 'churn', 'q', { 'count/secrets': String(n) });
   });
 });
 
@@ -168,36 +173,36 @@ describe('kcp cluster-scoped quota', () => {
   });
 
   test('a quota in namespace admin annotated cluster-scoped counts every namespace and cluster-scoped objects', async () => {
-    assert.equal((await api('POST', `${NS(C, 'one')}/configmaps`, CM('before'))).status, 201);
-    const r = await api('POST', `${NS(C, 'admin')}/resourcequotas`, quota('cluster', { 'count/configmaps': '3', 'count/namespaces': '4' }, CLUSTER_SCOPED));
+    assert.equal((await api('POST', `${NS(C, 'one')}/secrets`, SECRET('before'))).status, 201);
+    const r = await api('POST', `${NS(C, 'admin')}/resourcequotas`, quota('cluster', { 'count/secrets': '3', 'count/namespaces': '4' }, CLUSTER_SCOPED));
     assert.equal(r.status, 201, r.body);
-    await usedIs(C, 'admin', 'cluster', { 'count/configmaps': '1', 'count/namespaces': '3' });
-    assert.equal((await api('POST', `${NS(C, 'two')}/configmaps`, CM('a'))).status, 201);
-    assert.equal((await api('POST', `${NS(C, 'one')}/configmaps`, CM('b'))).status, 201);
-    const refused = await api('POST', `${NS(C, 'two')}/configmaps`, CM('c'));
+    await usedIs(C, 'admin', 'cluster', { 'count/secrets': '1', 'count/namespaces': '3' });
+    assert.equal((await api('POST', `${NS(C, 'two')}/secrets`, SECRET('a'))).status, 201);
+    assert.equal((await api('POST', `${NS(C, 'one')}/secrets`, SECRET('b'))).status, 201);
+    const refused = await api('POST', `${NS(C, 'two')}/secrets`, SECRET('c'));
     assert.equal(refused.status, 403);
-    assert.equal(refused.json.message, 'configmaps "c" is forbidden: exceeded quota: cluster, requested: count/configmaps=1, used: count/configmaps=3, limited: count/configmaps=3');
+    assert.equal(refused.json.message, 'secrets "c" is forbidden: exceeded quota: cluster, requested: count/secrets=1, used: count/secrets=3, limited: count/secrets=3');
     // Cluster-scoped objects count too: a fourth namespace, not a fifth.
     await namespace(C, 'three');
     const ns = await api('POST', `/clusters/${C}/api/v1/namespaces`, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'four' } });
     assert.equal(ns.status, 403);
     assert.match(ns.json.message, /^namespaces "four" is forbidden: exceeded quota: cluster, requested: count\/namespaces=1, used: count\/namespaces=4, limited: count\/namespaces=4$/);
-    await usedIs(C, 'admin', 'cluster', { 'count/configmaps': '3', 'count/namespaces': '4' });
+    await usedIs(C, 'admin', 'cluster', { 'count/secrets': '3', 'count/namespaces': '4' });
     // A delete in any namespace gives the slot back.
-    assert.equal((await api('DELETE', `${NS(C, 'one')}/configmaps/b`)).status, 200);
-    await usedIs(C, 'admin', 'cluster', { 'count/configmaps': '2' });
-    assert.equal((await api('POST', `${NS(C, 'three')}/configmaps`, CM('d'))).status, 201);
+    assert.equal((await api('DELETE', `${NS(C, 'one')}/secrets/b`)).status, 200);
+    await usedIs(C, 'admin', 'cluster', { 'count/secrets': '2' });
+    assert.equal((await api('POST', `${NS(C, 'three')}/secrets`, SECRET('d'))).status, 201);
   });
 
   test('the annotation outside namespace admin makes a namespace quota; another logical cluster is not counted', async () => {
     const r = await api('POST', `${NS(C, 'two')}/resourcequotas`, quota('not-cluster', { 'count/secrets': '1' }, CLUSTER_SCOPED));
     assert.equal(r.status, 201);
-    assert.equal((await api('POST', `${NS(C, 'one')}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' } })).status, 201);
-    await usedIs(C, 'two', 'not-cluster', { 'count/secrets': '0' });
+    // Only namespace two's Secret ('a') counts: a cluster-wide count would see three.
+    await usedIs(C, 'two', 'not-cluster', { 'count/secrets': '1' });
     const other = 'quota-cluster-other';
     await createLogicalCluster(srv, other);
     await namespace(other, 'one');
-    for (let i = 0; i < 4; i++) assert.equal((await api('POST', `${NS(other, 'one')}/configmaps`, CM(`x-${i}`))).status, 201);
+    for (let i = 0; i < 4; i++) assert.equal((await api('POST', `${NS(other, 'one')}/secrets`, SECRET(`x-${i}`))).status, 201);
   });
 });
 
@@ -244,33 +249,33 @@ describe('without the quota controller', () => {
   test('no status: nothing enforced; hard without used: kube\'s "status unknown" 403; a hand-written status is enforced', async () => {
     const b = (method: string, path: string, body?: unknown) => call(bare, bare.creds, method, path, body);
     await namespace('root', 'nq', bare);
-    const created = await b('POST', `${NS('root', 'nq')}/resourcequotas`, quota('q', { 'count/configmaps': '1' }));
+    const created = await b('POST', `${NS('root', 'nq')}/resourcequotas`, quota('q', { 'count/secrets': '1' }));
     assert.equal(created.status, 201);
     // kube's evaluator matches a quota on status.hard: none yet, so nothing is refused.
-    assert.equal((await b('POST', `${NS('root', 'nq')}/configmaps`, CM('free'))).status, 201);
+    assert.equal((await b('POST', `${NS('root', 'nq')}/secrets`, SECRET('free'))).status, 201);
     const q = created.json;
-    const withHard = await b('PUT', `${NS('root', 'nq')}/resourcequotas/q/status`, { ...q, status: { hard: { 'count/configmaps': '1' } } });
+    const withHard = await b('PUT', `${NS('root', 'nq')}/resourcequotas/q/status`, { ...q, status: { hard: { 'count/secrets': '1' } } });
     assert.equal(withHard.status, 200, withHard.body);
-    const unknown = await b('POST', `${NS('root', 'nq')}/configmaps`, CM('unknown'));
+    const unknown = await b('POST', `${NS('root', 'nq')}/secrets`, SECRET('unknown'));
     assert.equal(unknown.status, 403);
-    assert.equal(unknown.json.message, 'configmaps "unknown" is forbidden: status unknown for quota: q, resources: count/configmaps');
-    const filled = await b('PUT', `${NS('root', 'nq')}/resourcequotas/q/status`, { ...withHard.json, status: { hard: { 'count/configmaps': '2' }, used: { 'count/configmaps': '1' } } });
+    assert.equal(unknown.json.message, 'secrets "unknown" is forbidden: status unknown for quota: q, resources: count/secrets');
+    const filled = await b('PUT', `${NS('root', 'nq')}/resourcequotas/q/status`, { ...withHard.json, status: { hard: { 'count/secrets': '2' }, used: { 'count/secrets': '1' } } });
     assert.equal(filled.status, 200, filled.body);
-    assert.equal((await b('POST', `${NS('root', 'nq')}/configmaps`, CM('second'))).status, 201);
-    assert.equal((await b('GET', `${NS('root', 'nq')}/resourcequotas/q`)).json.status.used['count/configmaps'], '2');
-    assert.equal((await b('POST', `${NS('root', 'nq')}/configmaps`, CM('third'))).status, 403);
+    assert.equal((await b('POST', `${NS('root', 'nq')}/secrets`, SECRET('second'))).status, 201);
+    assert.equal((await b('GET', `${NS('root', 'nq')}/resourcequotas/q`)).json.status.used['count/secrets'], '2');
+    assert.equal((await b('POST', `${NS('root', 'nq')}/secrets`, SECRET('third'))).status, 403);
   });
 });
 
 describe('validation', () => {
   test('a spec.hard value that is no quantity (or negative) is a 422, so it cannot lock a namespace', async () => {
     for (const [v, why] of [['abc', /quantities must match the regular expression/], ['1e400', /quantities must match the regular expression/], ['-1', /must be greater than or equal to 0/]] as const) {
-      const r = await api('POST', `${NS('root', 'default')}/resourcequotas`, quota(`bad-${v.replace(/[^a-z0-9]/g, 'x')}`, { 'count/configmaps': v }));
+      const r = await api('POST', `${NS('root', 'default')}/resourcequotas`, quota(`bad-${v.replace(/[^a-z0-9]/g, 'x')}`, { 'count/secrets': v }));
       assert.equal(r.status, 422, r.body);
       assert.equal(r.json.reason, 'Invalid');
       assert.match(r.json.message, why);
     }
-    const cm = await api('POST', `${NS('root', 'default')}/configmaps`, { metadata: { name: 'after-bad-quota' }, data: {} });
+    const cm = await api('POST', `${NS('root', 'default')}/secrets`, { metadata: { name: 'after-bad-quota' }, data: {} });
     assert.equal(cm.status, 201, cm.body);
   });
 });

@@ -8,8 +8,12 @@
 #          (client-go's typed clients against a workspace, test/e2e/typedclients.test.ts) in a
 #          directory of its own keyed by the hash of its sources
 #
-#   test/tools/build.sh            -> builds when missing, prints the four cache directories
+#   test/tools/build.sh            -> builds when missing, prints the five cache directories
 #   test/tools/build.sh --print    -> prints them only (what the tests use to find the binaries)
+#
+# The third holds protoref (kube/cmd/protoref), the JSON <-> Kubernetes protobuf reference of the
+# codec tests, built from the kube module on its own key so adding it rebuilds nothing else. The
+# fourth holds e2e.test, the fifth typedclients (each directory's name starts with its key).
 #
 # KCP_TS_TOOLS_CACHE overrides the cache (default ~/.cache/kcp-ts/tools). The tests find the
 # binaries there, or take existing ones from KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, HELM,
@@ -53,6 +57,7 @@ print_only=0
 recipe=r3
 kube_version="$(version_of kube k8s.io/kubernetes)"
 kube="kube-$kube_version-$recipe"
+protoref="protoref-$kube_version-$recipe"
 helm="helm-$(version_of helm helm.sh/helm/v3)-kstatus-$(version_of helm sigs.k8s.io/cli-utils)-$recipe"
 # Its own recipe number: changing how e2e.test is built must not rebuild kube-apiserver.
 e2e_recipe=r1
@@ -67,10 +72,12 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 build kube "$kube" "$kube_ldflags" ./cmd/kube-apiserver ./cmd/kube-controller-manager
 build helm "$helm" "" helm.sh/helm/v3/cmd/helm ./cmd/kstatus
+build kube "$protoref" "" ./cmd/protoref
 # e2e.test reports the same version as the kube-apiserver it comes with.
 build_e2e "$e2e" "$kube_ldflags"
 build e2e "$typedclients" "" ./cmd/typedclients
 echo "$cache/$kube"
 echo "$cache/$helm"
+echo "$cache/$protoref"
 echo "$cache/$e2e"
 echo "$cache/$typedclients"

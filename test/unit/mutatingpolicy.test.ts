@@ -54,12 +54,12 @@ test('ApplyConfiguration merges by the kind\'s schema; atomic fields are refused
 
 test('validation: causes on kube\'s field paths, never a throw on malformed objects', () => {
   const fields = (spec: unknown) => { const o = { apiVersion: 'admissionregistration.k8s.io/v1beta1', kind: 'MutatingAdmissionPolicy', metadata: { name: 'p' }, spec } as KubeObject; assert.doesNotThrow(() => defaultMutatingPolicy(o)); return validateMutatingPolicy(o).map((c) => c.field); };
-  assert.deepEqual(fields({ matchConstraints: { resourceRules: [{}] }, mutations: [applyLabel('a', 'b')] }), []);
-  assert.deepEqual(fields({}), ['spec.mutations', 'spec.matchConstraints.resourceRules']);
+  assert.deepEqual(fields({ matchConstraints: { resourceRules: [{}] }, mutations: [applyLabel('a', 'b')], reinvocationPolicy: 'Never' }), []);
+  assert.deepEqual(fields({}), ['spec.mutations', 'spec.reinvocationPolicy', 'spec.matchConstraints']);
   assert.deepEqual(fields({ matchConstraints: { resourceRules: [{}] }, mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{' } }, { patchType: 'JSONPatch', applyConfiguration: { expression: '[]' } }, { patchType: 'Strategic' }, 'x'], reinvocationPolicy: 'Always', failurePolicy: 'Maybe' }),
     ['spec.failurePolicy', 'spec.mutations[0].applyConfiguration.expression', 'spec.mutations[1].applyConfiguration', 'spec.mutations[1].jsonPatch', 'spec.mutations[2].patchType', 'spec.mutations[3]', 'spec.reinvocationPolicy']);
   assert.deepEqual(fields('x'), ['spec']);
-  assert.deepEqual(fields({ mutations: 'x', variables: 5, matchConstraints: { resourceRules: [{}] } }), ['spec.variables', 'spec.mutations']);
+  assert.deepEqual(fields({ mutations: 'x', variables: 5, matchConstraints: { resourceRules: [{}] } }), ['spec.variables', 'spec.mutations', 'spec.reinvocationPolicy']);
   assert.deepEqual(validateMutatingPolicyBinding({ metadata: { name: 'b' }, spec: { paramRef: { name: 'x' } } } as KubeObject).map((c) => c.field), ['spec.policyName', 'spec.paramRef.parameterNotFoundAction']);
   assert.deepEqual(validateMutatingPolicyBinding({ metadata: { name: 'b' }, spec: [] } as unknown as KubeObject).map((c) => c.field), ['spec']);
 });

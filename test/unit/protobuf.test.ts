@@ -17,7 +17,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { StatusError } from '../../src/apimachinery/errors.js';
-import { PROTOBUF_KINDS, PROTOBUF_SCHEMA, decodeKubernetesProtobuf, isKubernetesProtobuf } from '../../src/apimachinery/protobuf.js';
+import {
+  PROTOBUF_KINDS, PROTOBUF_SCHEMA, decodeKubernetesProtobuf, decodeProtobufMessage, encodeKubernetesProtobuf, encodeProtobufMessage, isKubernetesProtobuf,
+  protobufMessageFor, type ProtobufMessage,
+} from '../../src/apimachinery/protobuf.js';
+import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
+import { CSR_DESCRIPTOR } from '../../src/certificates/csr.js';
+import { FLOW_SCHEMA_DESCRIPTOR, PRIORITY_LEVEL_DESCRIPTOR } from '../../src/flowcontrol/descriptors.js';
 
 const execFileP = promisify(execFile);
 
@@ -603,7 +609,8 @@ test('schema: references resolve, field numbers and JSON names are unique, omitz
     for (const f of fields) {
       if (f.kind.startsWith('message:')) assert.ok(PROTOBUF_SCHEMA[f.kind.slice(8)], `${name}.${f.json}: ${f.kind}`);
       if (f.emit === 'omitzero') assert.ok(f.kind === 'time' || f.kind === 'microTime', `${name}.${f.json}`);
-      if (f.emit === 'pointer') assert.equal(f.card, 'one', `${name}.${f.json}`);
+      if (f.emit === 'pointer' || f.emit === 'inline') assert.equal(f.card, 'one', `${name}.${f.json}`);
+      if (f.emit === 'inline') assert.ok(f.kind.startsWith('message:'), `${name}.${f.json}`);
     }
   }
   for (const message of Object.values(PROTOBUF_KINDS)) assert.ok(PROTOBUF_SCHEMA[message], message);
@@ -617,4 +624,89 @@ test('isKubernetesProtobuf', () => {
   assert.equal(isKubernetesProtobuf('application/vnd.kubernetes.protobuf+json'), false);
   assert.equal(isKubernetesProtobuf(''), false);
   assert.equal(isKubernetesProtobuf(undefined), false);
+});
+
+test('every served built-in kind, and its list where it is listable, has a protobuf form', () => {
+  for (const d of [...BUILTIN_RESOURCES, CSR_DESCRIPTOR, FLOW_SCHEMA_DESCRIPTOR, PRIORITY_LEVEL_DESCRIPTOR]) {
+    const apiVersion = d.group ? `${d.group}/${d.version}` : d.version;
+    assert.ok(protobufMessageFor(apiVersion, d.kind), `${apiVersion} ${d.kind}`);
+    if (d.verbs.includes('list')) assert.ok(protobufMessageFor(apiVersion, d.listKind), `${apiVersion} ${d.listKind}`);
+    assert.ok(protobufMessageFor(apiVersion, 'DeleteOptions'), `${apiVersion} DeleteOptions`);
+  }
+});
+
+/** A body nesting JSONSchemaProps `depth` levels through `not` inside a CRD, built back to front (linear). */
+function deepSchemaCrd(depth: number): Buffer {
+  const no = (message: string, json: string): number => PROTOBUF_SCHEMA[message]!.find((f) => f.json === json)!.no;
+  const notNo = no('apiextensions.v1.JSONSchemaProps', 'not');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const wrap = (fieldNo: number): void => { const head = Buffer.concat([key(fieldNo, 2), varint(size)]); chunks.push(head); size += head.length; };
+  for (let i = 0; i < depth; i++) wrap(notNo);
+  wrap(no('apiextensions.v1.CustomResourceValidation', 'openAPIV3Schema'));
+  wrap(no('apiextensions.v1.CustomResourceDefinitionVersion', 'schema'));
+  wrap(no('apiextensions.v1.CustomResourceDefinitionSpec', 'versions'));
+  wrap(no('apiextensions.v1.CustomResourceDefinition', 'spec'));
+  return envelope('apiextensions.k8s.io/v1', 'CustomResourceDefinition', Buffer.concat(chunks.reverse()));
+}
+
+test('hostile nesting: a JSONSchemaProps nested 100,000 deep is a 400 while decoding, not a stack overflow', () => {
+  assertStatus(() => decodeKubernetesProtobuf(deepSchemaCrd(100_000)), 400, 'BadRequest', /protobuf: exceeded max depth of 500/);
+  // Within the limit it decodes.
+  const ok = decodeKubernetesProtobuf(deepSchemaCrd(50)) as { spec: { versions: { schema: { openAPIV3Schema: Record<string, unknown> } }[] } };
+  let s: Record<string, unknown> | undefined = ok.spec.versions[0]!.schema.openAPIV3Schema;
+  let levels = 0;
+  while (s && s.not) { s = s.not as Record<string, unknown>; levels++; }
+  assert.equal(levels, 50);
+});
+
+test('encoding an object that does not fit its schema is a 500, never a crash or a silent zero', () => {
+  const cm = (data: unknown): Record<string, unknown> => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, ...(data as object) });
+  assertStatus(() => encodeKubernetesProtobuf(cm({ data: { a: 1, 'b.c': 2 } })), 500, 'InternalError', /: \.data\["b\.c"\]: expected a string, got number/);
+  assertStatus(() => encodeKubernetesProtobuf(cm({ data: ['a'] })), 500, 'InternalError', /expected an object/);
+  assertStatus(() => encodeKubernetesProtobuf(cm({ metadata: { generation: 1.5 } })), 500, 'InternalError', /: \.metadata\.generation: expected an integer/);
+  assertStatus(() => encodeKubernetesProtobuf({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', spec: { leaseDurationSeconds: 2 ** 31 } }), 500, 'InternalError', /overflows int32/);
+  assertStatus(() => encodeKubernetesProtobuf(cm({ metadata: { creationTimestamp: 'yesterday' } })), 500, 'InternalError', /not an RFC 3339 time/);
+  // Nesting beyond the limit is refused too (the object could not have been stored).
+  let deep: Record<string, unknown> = {};
+  for (let i = 0; i < 600; i++) deep = { not: deep };
+  assertStatus(() => encodeProtobufMessage('apiextensions.v1.JSONSchemaProps', deep), 500, 'InternalError', /nested deeper/);
+});
+
+test('encoding: int64 and time edge values round-trip through our decoder', () => {
+  const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'l', generation: -5, creationTimestamp: '1969-12-31T23:59:59Z' },
+    spec: { leaseTransitions: -2147483648, acquireTime: '2024-02-29T12:00:00.000001Z', renewTime: '2024-02-29T14:00:00.5+02:00' } };
+  const back = decodeKubernetesProtobuf(encodeKubernetesProtobuf(lease));
+  assert.deepEqual(back, { ...lease, metadata: { ...lease.metadata, generation: -5 },
+    spec: { ...lease.spec, renewTime: '2024-02-29T12:00:00.500000Z' } });
+  assert.deepEqual(decodeKubernetesProtobuf(encodeKubernetesProtobuf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { deletionGracePeriodSeconds: 2 ** 53 - 1 } })).metadata,
+    { deletionGracePeriodSeconds: 2 ** 53 - 1 });
+});
+
+test('hand-written value kinds no served kind uses yet: Duration, IntOrString (wire format of meta/v1 and util/intstr generated.proto)', () => {
+  // A synthetic message, so that the kinds are exercised before a served type needs them.
+  const name = 'test.v1.Values';
+  (PROTOBUF_SCHEMA as Record<string, ProtobufMessage>)[name] = [
+    { no: 1, json: 'timeout', kind: 'duration', card: 'one', emit: 'always' },
+    { no: 2, json: 'port', kind: 'intOrString', card: 'one', emit: 'pointer' },
+    { no: 3, json: 'ports', kind: 'intOrString', card: 'list', emit: 'omitempty' },
+    { no: 4, json: 'ratio', kind: 'double', card: 'one', emit: 'omitempty' },
+  ];
+  const value = { timeout: '1h2m3.5s', port: 'http', ports: [8080, 'https', -1], ratio: 0.25 };
+  const bytes = encodeProtobufMessage(name, value);
+  const ios = (type: number, intVal: number, strVal: string): Buffer => Buffer.concat([int(1, type), int(2, intVal), str(3, strVal)]);
+  const double = Buffer.alloc(8);
+  double.writeDoubleLE(0.25);
+  assert.equal(bytes.toString('hex'), Buffer.concat([
+    msg(1, int(1, 3723_500_000_000)), msg(2, ios(1, 0, 'http')), msg(3, ios(0, 8080, '')), msg(3, ios(1, 0, 'https')), msg(3, ios(0, -1, '')),
+    key(4, 1), double,
+  ]).toString('hex'));
+  assert.deepEqual(decodeProtobufMessage(name, bytes), value);
+  // Go's time.Duration.String() forms; the zero values.
+  for (const [ns, text] of [[0, '0s'], [1, '1ns'], [1500, '1.5µs'], [1_500_000, '1.5ms'], [1.5e9, '1.5s'], [90e9, '1m30s'], [3600e9, '1h0m0s'], [-2e9, '-2s']] as const) {
+    assert.equal(decodeProtobufMessage(name, msg(1, int(1, ns))).timeout, text, text);
+    assert.equal(decodeProtobufMessage(name, encodeProtobufMessage(name, { timeout: text })).timeout, text, text);
+  }
+  assert.deepEqual(decodeProtobufMessage(name, Buffer.alloc(0)), { timeout: '0s' });
+  delete (PROTOBUF_SCHEMA as Record<string, ProtobufMessage>)[name];
 });

@@ -1,13 +1,12 @@
 /**
  * Where the Go programs of the upstream checks are: Kubernetes' `e2e.test` and `typedclients`,
- * built by test/tools/build.sh from test/tools/e2e into a cache outside the repository (the third
- * and fourth directories `build.sh --print` names: e2e.test keyed by Kubernetes' version,
- * typedclients by the hash of its sources). `E2E_TEST` and `TYPEDCLIENTS` (paths to executables)
- * override them.
+ * built by test/tools/build.sh from test/tools/e2e into a cache outside the repository (the
+ * directories `build.sh --print` names `e2e-<kube version>-r<recipe>` and `typedclients-<hash of
+ * its sources>`). `E2E_TEST` and `TYPEDCLIENTS` (paths to executables) override them.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 
 const BUILD_SH = join(import.meta.dirname, '..', 'tools', 'build.sh');
 
@@ -17,7 +16,8 @@ export interface E2eTools { e2eTest: string; typedClients: string }
 /** The paths build.sh's cache (or the environment) names; does not build. */
 export function e2eToolPaths(): E2eTools {
   const dirs = execFileSync(BUILD_SH, ['--print'], { encoding: 'utf8' }).trim().split('\n');
-  const [e2eDir, typedDir] = [dirs[2], dirs[3]];
+  const named = (prefix: string) => dirs.find((d) => basename(d).startsWith(prefix));
+  const [e2eDir, typedDir] = [named('e2e-'), named('typedclients-')];
   if (!e2eDir || !typedDir) throw new Error(`${BUILD_SH} --print did not name the e2e tools directories: ${dirs.join(', ')}`);
   return {
     e2eTest: process.env.E2E_TEST ?? join(e2eDir, 'e2e.test'),

@@ -287,6 +287,22 @@ export class FieldSet {
     return out;
   }
 
+  /**
+   * SMD `Set.RecursiveDifference` (what its `ExcludeSetFilter` of reset fields applies): the paths
+   * of this set that are neither in `other` nor below a member of `other`.
+   */
+  recursiveDifference(other: FieldSet): FieldSet {
+    const out = new FieldSet();
+    for (const [k, pe] of this.members) if (!other.members.has(k)) out.members.set(k, pe);
+    for (const [k, a] of this.children) {
+      if (other.members.has(k)) continue;
+      const b = other.children.get(k);
+      const set = b ? a.set.recursiveDifference(b.set) : a.set;
+      if (!set.empty()) out.children.set(k, { pe: a.pe, set });
+    }
+    return out;
+  }
+
   /** Paths in both sets. */
   intersection(other: FieldSet): FieldSet {
     const out = new FieldSet();

@@ -11,7 +11,7 @@ import { nowRFC3339, parseApiVersion } from '../meta.js';
 import { StatusError, badRequest, internalError, invalid, type StatusCause } from '../errors.js';
 import { FieldSet, type Path, pathString } from './fieldpath.js';
 import {
-  type SchemaResolver, type TypeNode, TypeResolver, TypedError, compare, ensureNamedFieldsAreMembers, merge,
+  type Comparison, type SchemaResolver, type TypeNode, TypeResolver, TypedError, compare, ensureNamedFieldsAreMembers, merge,
   removeItems, toFieldSet, addedFieldSet,
 } from './typed.js';
 import { isObj } from '../objects.js';
@@ -165,8 +165,8 @@ class ConflictsError extends Error {
  * SMD `Updater.update`: fields changed between `oldV` and `newV` that other managers own are
  * conflicts (thrown unless `force`, else taken away); removed fields leave every other set.
  */
-function smdUpdate(oldV: unknown, newV: unknown, t: TypeNode, managers: Managed, workflow: string, force: boolean) {
-  const cmp = compare(oldV, newV, t);
+function smdUpdate(oldV: unknown, newV: unknown, t: TypeNode, managers: Managed, workflow: string, force: boolean, resetFields?: FieldSet) {
+  const cmp = filterComparison(compare(oldV, newV, t), resetFields);
   const changed = cmp.modified.union(cmp.added);
   const conflicts: Conflicts = new Map();
   for (const [key, r] of managers) {
@@ -188,6 +188,12 @@ function smdUpdate(oldV: unknown, newV: unknown, t: TypeNode, managers: Managed,
   }
   for (const [key, r] of managers) if (r.set.empty()) managers.delete(key);
   return cmp;
+}
+
+/** SMD `Comparison.FilterFields` with an exclude filter: changes at or below a reset field do not count. */
+function filterComparison(cmp: Comparison, resetFields: FieldSet | undefined): Comparison {
+  if (!resetFields || resetFields.empty()) return cmp;
+  return { added: cmp.added.recursiveDifference(resetFields), modified: cmp.modified.recursiveDifference(resetFields), removed: cmp.removed.recursiveDifference(resetFields) };
 }
 
 /** `capUpdateManagers`: merges the oldest Update entries into `ancient-changes` per apiVersion. */
@@ -373,6 +379,9 @@ function allowedConflictsFromLastApplied(live: KubeObject, t: TypeNode): FieldSe
  *    `last-applied-configuration` annotation are allowed (client-side → server-side apply
  *    migration), and an existing annotation is rewritten to the new config.
  *
+ * `defaults` (the kind's defaulting) runs on the merged object before it is compared with the live one.
+ * `resetFields` (the strategy's `GetResetFields`, field paths) are left out of the applier's set
+ * and of conflicts, as SMD's ignore filter does.
  * Returns the new object with `metadata.managedFields` set. The Apply entry's time is renewed
  * only when the object changed (managedfieldsupdater.go).
  */
@@ -382,6 +391,8 @@ export function applyConfiguration(
   manager: string,
   force: boolean,
   schema: SchemaResolver,
+  defaults?: (obj: KubeObject) => void,
+  resetFields?: FieldSet,
 ): KubeObject {
   if (!isObj(config)) throw badRequest('apply patch must be a JSON/YAML object');
   if (!config.kind) throw badRequest(`Object 'Kind' is missing in '${JSON.stringify(config)}'`);
@@ -416,6 +427,9 @@ export function applyConfiguration(
   let cfgSet: FieldSet;
   try {
     cfgSet = toFieldSet(cfg, t, false);
+    // The strategy's reset fields are never owned by an applier, nor conflicts (kube's
+    // GetResetFields through SMD's ignore filter): the strategy resets them anyway.
+    if (resetFields) cfgSet = cfgSet.recursiveDifference(resetFields);
   } catch (e) {
     if (e instanceof TypedError) throw badRequest(`failed to create typed patch object (${gvknn(cfg)}): ${e.message}`);
     throw e;
@@ -431,7 +445,7 @@ export function applyConfiguration(
       const lastSet = m.get(key)?.set;
       m.set(key, { manager, operation: 'Apply', apiVersion: cfg.apiVersion!, time: m.get(key)?.time, set: cfgSet });
       merged = prune(merged, m, lastSet, t);
-      smdUpdate(liveV, merged, t, m, key, forced);
+      smdUpdate(liveV, merged, t, m, key, forced, resetFields);
     } catch (e) {
       if (e instanceof TypedError) throw internalError(`failed to merge config: ${e.message}`);
       throw e;
@@ -439,6 +453,9 @@ export function applyConfiguration(
     stripFields(m, key);
     const obj = merged as KubeObject;
     if (!obj.metadata) obj.metadata = {};
+    // kube's structuredMergeManager defaults the merged object before the change is judged: a
+    // configuration that only leaves out (or empties) what defaults fill changes nothing.
+    defaults?.(obj);
     const unchanged = live !== undefined && JSON.stringify(canon(obj)) === JSON.stringify(canon(liveV));
     return { obj: unchanged ? undefined : obj, managed: m };
   };

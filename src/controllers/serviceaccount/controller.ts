@@ -14,6 +14,7 @@ import type { WatchCache } from '../../storage/watchcache.js';
 import { SERVICE_ACCOUNTS_GR } from '../../auth/serviceaccounts.js';
 import { NAMESPACES_GR, splitKey } from '../namespace/controller.js';
 import type { Controller, ReconcileResult } from '../runtime.js';
+import { SettleQueue } from '../settle.js';
 
 /** Name of the ServiceAccount every namespace gets. */
 export const DEFAULT_SERVICE_ACCOUNT = 'default';
@@ -74,33 +75,14 @@ export function serviceAccountInformer(cache: WatchCache, controller: Pick<Contr
   const enqueue = (cluster: string, namespace: string) => {
     if (needsDefaultServiceAccount(cache, cluster, namespace)) controller.enqueue(`${cluster}|${namespace}`).catch(() => undefined);
   };
-  // New namespaces wait in arrival order (so due times ascend) behind one timer, not one each.
-  const pending: { due: number; cluster: string; namespace: string }[] = [];
-  let timer: NodeJS.Timeout | undefined;
-  const drain = () => {
-    timer = undefined;
-    const now = Date.now();
-    let n = 0;
-    while (n < pending.length && pending[n]!.due <= now) { enqueue(pending[n]!.cluster, pending[n]!.namespace); n++; }
-    pending.splice(0, n);
-    if (pending.length) arm();
-  };
-  const arm = () => {
-    if (timer) return;
-    timer = setTimeout(drain, Math.max(0, pending[0]!.due - Date.now()));
-    timer.unref();
-  };
-  const later = (cluster: string, namespace: string) => {
-    pending.push({ due: Date.now() + settleMs, cluster, namespace });
-    arm();
-  };
+  const later = new SettleQueue<{ cluster: string; namespace: string }>(settleMs, (n) => enqueue(n.cluster, n.namespace));
   const syncAll = () => { for (const e of cache.list(NAMESPACES_GR, '*')) enqueue(e.cluster, e.name); };
   const unsubscribe = cache.subscribe((ev) => {
     if (!ev) { syncAll(); return; }
     const e = ev.entry;
-    if (e.groupResource === NAMESPACES_GR && ev.type === 'ADDED') later(e.cluster, e.name);
+    if (e.groupResource === NAMESPACES_GR && ev.type === 'ADDED') later.add({ cluster: e.cluster, namespace: e.name });
     else if (e.groupResource === SERVICE_ACCOUNTS_GR && ev.type === 'DELETED' && e.name === DEFAULT_SERVICE_ACCOUNT) enqueue(e.cluster, e.namespace);
   });
   syncAll();
-  return () => { unsubscribe(); if (timer) clearTimeout(timer); pending.length = 0; };
+  return () => { unsubscribe(); later.clear(); };
 }

@@ -24,6 +24,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parse as parseYaml } from 'yaml';
 import type { UserInfo } from '../../registry/store.js';
 import { isObj } from '../../apimachinery/objects.js';
+import { decodeKubernetesProtobuf, isKubernetesProtobuf } from '../../apimachinery/protobuf.js';
 
 /** Audit levels, least to most (audit.k8s.io/v1 `Level`). */
 export const AUDIT_LEVELS = ['None', 'Metadata', 'Request', 'RequestResponse'] as const;
@@ -461,8 +462,10 @@ interface RequestState {
   authUser?: UserInfo;
   config?: RequestAuditConfig;
   annotations?: Record<string, string>;
-  /** Serialized response body kept for RequestResponse / Status responses. */
-  payload?: string;
+  /** Serialized response body kept for RequestResponse / Status responses (JSON, YAML or protobuf). */
+  payload?: string | Buffer;
+  /** Its Content-Type. */
+  payloadType?: string;
   receivedWritten?: boolean;
   completed?: boolean;
 }
@@ -571,7 +574,7 @@ function buildEvent(req: FastifyRequest, reply: FastifyReply | undefined, st: Re
   if (reply && stage !== 'RequestReceived') {
     const code = reply.statusCode;
     ev.responseStatus = { metadata: {}, code };
-    const status = st.payload !== undefined && st.payload.startsWith('{"kind":"Status"') ? safeParse(st.payload) : undefined;
+    const status = st.payload !== undefined && isStatusBody(st.payload, st.payloadType) ? decodePayload(st.payload, st.payloadType) : undefined;
     if (isObj(status)) {
       if (typeof status.status === 'string') ev.responseStatus.status = status.status;
       if (typeof status.message === 'string' && status.message) ev.responseStatus.message = status.message;
@@ -583,7 +586,7 @@ function buildEvent(req: FastifyRequest, reply: FastifyReply | undefined, st: Re
     ev.requestObject = cfg.omitManagedFields ? withoutManagedFields(requestObject) : requestObject;
   }
   if (stage === 'ResponseComplete' && cfg.level === 'RequestResponse' && st.payload !== undefined && info?.verb !== 'watch') {
-    const obj = safeParse(st.payload);
+    const obj = decodePayload(st.payload, st.payloadType);
     if (obj !== undefined) ev.responseObject = cfg.omitManagedFields ? withoutManagedFields(obj) : obj;
   }
   ev.requestReceivedTimestamp = microTime(st.received);
@@ -599,7 +602,33 @@ function buildEvent(req: FastifyRequest, reply: FastifyReply | undefined, st: Re
 function requestObjectOf(req: FastifyRequest): unknown {
   const body = req.body;
   if (!Buffer.isBuffer(body) || !body.length) return undefined;
-  return safeParse(body.toString('utf8'));
+  return decodePayload(body, req.headers['content-type']);
+}
+
+/**
+ * A request or response body as the object it carries: protobuf decoded by the codec (the audit
+ * log holds objects in JSON whatever the wire form, as kube's), JSON parsed; undefined otherwise.
+ */
+function decodePayload(body: string | Buffer, contentType: string | undefined): unknown {
+  if (Buffer.isBuffer(body) && isKubernetesProtobuf(contentType)) {
+    try { return decodeKubernetesProtobuf(body); } catch { return undefined; }
+  }
+  return safeParse(typeof body === 'string' ? body : body.toString('utf8'));
+}
+
+const JSON_STATUS_PREFIX = '{"kind":"Status"';
+
+/**
+ * Whether a response body is a meta/v1 Status: JSON starting with its kind (as this server writes
+ * it), or a protobuf envelope whose TypeMeta (field 1: apiVersion = 1, kind = 2) names `Status`.
+ */
+function isStatusBody(body: string | Buffer, contentType: string | undefined): boolean {
+  if (typeof body === 'string') return body.startsWith(JSON_STATUS_PREFIX);
+  if (!isKubernetesProtobuf(contentType)) return body.subarray(0, JSON_STATUS_PREFIX.length).toString('latin1') === JSON_STATUS_PREFIX;
+  // magic(4) 0x0a <typeMeta length> 0x0a <apiVersion length> <apiVersion> 0x12 <kind length> <kind>
+  if (body[4] !== 0x0a || body[6] !== 0x0a) return false;
+  const kindAt = 8 + body[7]!;
+  return body[kindAt] === 0x12 && body[kindAt + 1] === 6 && body.subarray(kindAt + 2, kindAt + 8).toString('latin1') === 'Status';
 }
 
 function safeParse(s: string): unknown {
@@ -641,7 +670,10 @@ export function installAudit(app: FastifyInstance, auditor: Auditor): void {
   });
   app.addHook('onSend', (req, reply, payload, done) => {
     const st = req.kcpAudit;
-    if (st && typeof payload === 'string' && (reply.statusCode >= 400 || payload.startsWith('{"kind":"Status"') || configOf(auditor, req, st).level === 'RequestResponse')) st.payload = payload;
+    if (st && (typeof payload === 'string' || Buffer.isBuffer(payload))) {
+      const type = reply.getHeader('content-type') as string | undefined;
+      if (reply.statusCode >= 400 || isStatusBody(payload, type) || configOf(auditor, req, st).level === 'RequestResponse') { st.payload = payload; st.payloadType = type; }
+    }
     done(null, payload);
   });
   app.addHook('onResponse', (req, reply, done) => { complete(req, reply); done(); });

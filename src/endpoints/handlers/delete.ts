@@ -3,6 +3,7 @@ import type { KubeObject } from '../../apimachinery/meta.js';
 import { queryOf, type Handler } from '../context.js';
 import { negotiateOutput } from '../negotiation.js';
 import { send, sendList, sendObject } from '../response.js';
+import { hasProtobuf } from '../protobufwire.js';
 import { deleteOptions, listOptions, requestScope } from './scope.js';
 
 /**
@@ -16,7 +17,7 @@ export const deleteResource: Handler = async (_ctx, req, reply) => {
   const desc = store.desc;
   const query = queryOf(req);
   const scope = requestScope(req);
-  const out = negotiateOutput(req.headers.accept, false);
+  const out = negotiateOutput(req.headers.accept, { shape: 'object', protobuf: hasProtobuf(desc) });
   const opts = deleteOptions(req, query);
   const res = await store.delete(scope, info.name, opts);
   if (!res.deleted) return sendObject(reply, opts.orphanDependents === false ? 202 : 200, res.json, desc, out, query);
@@ -29,7 +30,7 @@ export const deleteCollection: Handler = async (_ctx, req, reply) => {
   const store = req.kcpStore!;
   const query = queryOf(req);
   const scope = requestScope(req);
-  const out = negotiateOutput(req.headers.accept, true);
+  const out = negotiateOutput(req.headers.accept, { shape: 'list', protobuf: hasProtobuf(store.desc, true) });
   const removed = await store.deleteCollection(scope, listOptions(query), deleteOptions(req, query));
   await store.prepare(removed);
   return sendList(reply, removed, {}, store, out, query, false);

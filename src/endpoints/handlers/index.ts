@@ -24,7 +24,7 @@ export const VERB_HANDLERS: Readonly<Record<string, Handler>> = {
 };
 
 /** `GET …/workspaces/~` in root: the caller's home workspace, created on first use (kcp). */
-const serveHomeWorkspace: Handler = async (ctx, req, reply) => send(reply, 200, await ctx.homeWorkspace(req.kcpUser!), negotiateOutput(req.headers.accept, false));
+const serveHomeWorkspace: Handler = async (ctx, req, reply) => send(reply, 200, await ctx.homeWorkspace(req.kcpUser!), negotiateOutput(req.headers.accept, { shape: 'object', protobuf: false }));
 
 /** Routes to the handler; 405 for a verb no handler serves. */
 export const serveRequest: Handler = async (ctx, req, reply) => {

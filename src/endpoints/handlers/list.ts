@@ -7,6 +7,7 @@ import type { Handler } from '../context.js';
 import { queryOf } from '../context.js';
 import { negotiateOutput } from '../negotiation.js';
 import { sendList } from '../response.js';
+import { hasProtobuf } from '../protobufwire.js';
 import { listOptions, requestScope } from './scope.js';
 
 /** Answers the list as negotiated; 410 for a continue token or resourceVersion that expired. */
@@ -15,7 +16,7 @@ export const listResource: Handler = async (_ctx, req, reply) => {
   const store = req.kcpStore!;
   const query = queryOf(req);
   const scope = requestScope(req);
-  const out = negotiateOutput(req.headers.accept, true);
+  const out = negotiateOutput(req.headers.accept, { shape: 'list', protobuf: hasProtobuf(store.desc, true) });
   const opts = listOptions(query);
   if (req.kcpView && info.cluster === '*') opts.restrict = req.kcpView.restrict(store, 'list');
   const res = await store.list(scope, opts);

@@ -20,7 +20,7 @@ export function serveHealth(ctx: AppContext, req: FastifyRequest, reply: Fastify
 /** `/version`, health, else discovery; 404 for any other path, 405 for a write to a discovery path. */
 export const serveNonResource: Handler = async (ctx, req, reply) => {
   const info = req.kcpInfo!;
-  if (req.method === 'GET' && (info.path === '/version' || info.path === '/version/')) return send(reply, 200, VERSION_INFO, negotiateOutput(req.headers.accept, false));
+  if (req.method === 'GET' && (info.path === '/version' || info.path === '/version/')) return send(reply, 200, VERSION_INFO, negotiateOutput(req.headers.accept, { shape: 'object', protobuf: false }));
   const health = req.method === 'GET' ? healthEndpointOf(info.path) : undefined;
   if (health) return serveHealth(ctx, req, reply, health[0], health[1]);
   const parts = info.path.split('/').filter(Boolean);
@@ -28,10 +28,11 @@ export const serveNonResource: Handler = async (ctx, req, reply) => {
   if (parts[0] !== 'api' && parts[0] !== 'apis') throw notFound({ group: '', resource: '' }, info.path);
   if (info.verb !== 'get') throw methodNotAllowed('the server does not allow this method on the requested resource');
   const descs = apisOf(ctx, req, info.cluster).descriptors;
-  const out = negotiateOutput(req.headers.accept, false, parts.length === 1);
+  const out = negotiateOutput(req.headers.accept, { shape: 'object', protobuf: false, discovery: parts.length === 1 });
   if (parts.length === 1 && out.discovery) {
     const doc = aggregatedDiscovery(descs, parts[0] === 'api', out.discovery);
-    reply.code(200).header('Vary', 'Accept').type(`application/json;g=apidiscovery.k8s.io;v=${out.discovery};as=APIGroupDiscoveryList`).send(JSON.stringify(doc));
+    // A Buffer: the media type as kube writes it, without the charset Fastify adds to a string.
+    reply.code(200).header('Vary', 'Accept').type(`application/json;g=apidiscovery.k8s.io;v=${out.discovery};as=APIGroupDiscoveryList`).send(Buffer.from(JSON.stringify(doc)));
     return;
   }
   let doc: object | undefined;

@@ -9,6 +9,7 @@ import { queryOf, type Handler } from '../context.js';
 import { decodeApplyPatch, negotiateOutput } from '../negotiation.js';
 import { queryBool } from '../requestinfo.js';
 import { send, sendObject } from '../response.js';
+import { hasProtobuf } from '../protobufwire.js';
 import { addWarnings, requestScope } from './scope.js';
 
 /** Answers the patched object; 415 for an unknown patch type, 400 for an empty patch, 409 for apply conflicts. */
@@ -18,7 +19,7 @@ export const patchResource: Handler = async (_ctx, req, reply) => {
   const query = queryOf(req);
   const scope = requestScope(req);
   const body = req.body as Buffer | undefined;
-  const out = negotiateOutput(req.headers.accept, false);
+  const out = negotiateOutput(req.headers.accept, { shape: 'object', protobuf: hasProtobuf(store.desc) });
   const ct = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (!Object.values(PATCH_TYPES).includes(ct as never)) {
     throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${Object.values(PATCH_TYPES).join(', ')}`);

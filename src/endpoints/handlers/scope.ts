@@ -76,7 +76,8 @@ export function deleteOptions(req: FastifyRequest, query: URLSearchParams): Dele
   const body = req.body as Buffer | undefined;
   let opts: DeleteOptions = {};
   if (body && body.length) {
-    const parsed = decodeBody(req.headers['content-type'], body, 'DeleteOptions');
+    // DeleteOptions has a protobuf form on every path (kube decodes it with the meta codecs).
+    const parsed = decodeBody(req.headers['content-type'], body, 'DeleteOptions', { protobuf: true });
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw badRequest('DeleteOptions must be an object');
     const kind = (parsed as { kind?: string }).kind;
     if (kind !== undefined && kind !== 'DeleteOptions') throw badRequest(`the body must be a DeleteOptions object, got kind "${kind}"`);

@@ -1,0 +1,161 @@
+/**
+ * Serving Kubernetes protobuf (`application/vnd.kubernetes.protobuf`): which resources have a
+ * protobuf form, lists encoded item by item in slices, and watch frames. The messages themselves
+ * are the codec's (src/apimachinery/protobuf.ts); this module only frames them as kube-apiserver
+ * does (k8s.io/apimachinery/pkg/runtime/serializer/protobuf, k8s.io/apiserver/pkg/endpoints/
+ * handlers/watch.go and response.go `watchEncoder`).
+ */
+import { StatusError } from '../apimachinery/errors.js';
+import { CLUSTER_ANNOTATION } from '../apimachinery/meta.js';
+import {
+  PROTOBUF_SCHEMA, encodeKubernetesProtobuf, encodeProtobufMessage, protobufEnvelope, protobufMessageFor,
+} from '../apimachinery/protobuf.js';
+import { BUILTIN_RESOURCES } from '../apis/builtin.js';
+import type { ResourceDescriptor } from '../apis/types.js';
+import type { Store } from '../registry/store.js';
+import type { CacheEntry } from '../storage/watchcache.js';
+import type { OutputFormat } from './negotiation.js';
+import { SLICE_BYTES, yieldToLoop } from './slicing.js';
+import { partialObjectMetadata } from './table.js';
+
+/** The `apiVersion` of a resource's objects (`v1`, `rbac.authorization.k8s.io/v1`). */
+export function apiVersionOf(desc: ResourceDescriptor): string {
+  return desc.group ? `${desc.group}/${desc.version}` : desc.version;
+}
+
+/** Built-in resources: only these have a protobuf form (a CRD may reuse a built-in kind's name). */
+const BUILTIN = new WeakSet<ResourceDescriptor>(BUILTIN_RESOURCES);
+
+/**
+ * Whether a resource's objects (`list`: its lists) have a protobuf form: a built-in kind the codec
+ * has a message for. Custom resources never do (kube's CRD handler serves them as JSON and YAML
+ * only); the review kinds and CertificateSigningRequests do.
+ */
+export function hasProtobuf(desc: ResourceDescriptor, list = false): boolean {
+  return BUILTIN.has(desc) && protobufMessageFor(apiVersionOf(desc), list ? desc.listKind : desc.kind) !== undefined;
+}
+
+/** Protobuf wire type of length-delimited fields. */
+const LENGTH_DELIMITED = 2;
+
+function varint(out: number[], v: number): void {
+  while (v >= 0x80) { out.push((v & 0x7f) | 0x80); v = Math.floor(v / 128); }
+  out.push(v);
+}
+
+/** The key and length of a length-delimited field `no` holding `length` bytes. */
+export function fieldHeader(no: number, length: number): Buffer {
+  const out: number[] = [];
+  varint(out, no * 8 + LENGTH_DELIMITED);
+  varint(out, length);
+  return Buffer.from(out);
+}
+
+/** Where a list message keeps its ListMeta and its items (`metadata = 1`, `items = 2` but for meta/v1beta1's PartialObjectMetadataList). */
+interface ListLayout { listKind: string; apiVersion: string; metadataNo: number; metadataMessage: string; itemsNo: number; itemMessage: string }
+
+const layouts = new Map<string, ListLayout>();
+
+/**
+ * The layout of list kind `listKind` of `apiVersion` whose items are `itemKind`, from the codec's
+ * schema. Throws a 406 StatusError when either has no protobuf form (negotiation offers protobuf
+ * only where they do).
+ */
+function listLayout(apiVersion: string, listKind: string, itemKind: string): ListLayout {
+  const key = `${apiVersion}/${listKind}`;
+  let layout = layouts.get(key);
+  if (layout) return layout;
+  const listMessage = protobufMessageFor(apiVersion, listKind);
+  const itemMessage = protobufMessageFor(apiVersion, itemKind);
+  const fields = listMessage ? PROTOBUF_SCHEMA[listMessage] : undefined;
+  const metadata = fields?.find((f) => f.json === 'metadata');
+  const items = fields?.find((f) => f.json === 'items');
+  if (!itemMessage || !metadata || !items || !metadata.kind.startsWith('message:')) {
+    throw new StatusError(406, 'NotAcceptable', `${listKind} in ${apiVersion} has no protobuf form`);
+  }
+  layout = { listKind, apiVersion, metadataNo: metadata.no, metadataMessage: metadata.kind.slice('message:'.length), itemsNo: items.no, itemMessage };
+  layouts.set(key, layout);
+  return layout;
+}
+
+/** An encoded list: its buffers in order (envelope header, parts of about SLICE_BYTES, trailer) and their total length. */
+export interface EncodedList { parts: Buffer[]; length: number }
+
+/**
+ * A list of cache entries in protobuf: kube's list message (`<Kind>List`, or
+ * `PartialObjectMetadataList` with `out.as`) in the protobuf envelope, fields in field-number
+ * order as Go writes them. Items are encoded one at a time and gathered in parts of about
+ * {@link SLICE_BYTES}; with `sliced`, the event loop gets a turn after each part, so a list of
+ * 100,000 objects does not hold up the shard's other requests. The envelope's length prefix needs
+ * the whole length: the encoded list is held until sent (protobuf is about half the size of JSON).
+ * Wildcard lists carry kcp's `kcp.io/cluster` annotation. Throws 406 for a list without a protobuf
+ * form, 500 for an object that does not fit its schema.
+ */
+export async function protobufList(store: Store, entries: readonly CacheEntry[], listMeta: Record<string, unknown>, out: OutputFormat, wildcard: boolean, sliced: boolean): Promise<EncodedList> {
+  const desc = store.desc;
+  const layout = out.as
+    ? listLayout(`meta.k8s.io/${out.asVersion}`, 'PartialObjectMetadataList', 'PartialObjectMetadata')
+    : listLayout(apiVersionOf(desc), desc.listKind, desc.kind);
+  const meta = encodeProtobufMessage(layout.metadataMessage, listMeta);
+  const metaPart = Buffer.concat([fieldHeader(layout.metadataNo, meta.length), meta]);
+  const chunks: Buffer[] = [];
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  for (const e of entries) {
+    const obj = store.decodeEntry(e);
+    if (wildcard) obj.metadata.annotations = { ...obj.metadata.annotations, [CLUSTER_ANNOTATION]: e.cluster };
+    const msg = encodeProtobufMessage(layout.itemMessage, out.as ? partialObjectMetadata(obj, out.asVersion) : obj);
+    pending.push(fieldHeader(layout.itemsNo, msg.length), msg);
+    pendingBytes += pending[pending.length - 2]!.length + msg.length;
+    if (pendingBytes >= SLICE_BYTES) {
+      chunks.push(Buffer.concat(pending, pendingBytes));
+      pending = [];
+      pendingBytes = 0;
+      if (sliced) await yieldToLoop();
+    }
+  }
+  if (pending.length) chunks.push(Buffer.concat(pending, pendingBytes));
+  const body = layout.metadataNo < layout.itemsNo ? [metaPart, ...chunks] : [...chunks, metaPart];
+  const parts = protobufEnvelope(layout.apiVersion, layout.listKind, body);
+  let length = 0;
+  for (const p of parts) length += p.length;
+  return { parts, length };
+}
+
+/**
+ * One frame of a protobuf watch stream around an object already in its full protobuf encoding
+ * (`embedded`: magic + runtime.Unknown): the 4-byte big-endian length, then meta/v1 WatchEvent
+ * {type = 1, object = 2 RawExtension {raw = 1}} — the same bytes as the codec's
+ * `encodeProtobufWatchEvent(type, obj)`, for objects encoded once and sent to many watchers.
+ */
+export function watchFrame(type: string, embedded: Buffer): Buffer {
+  const typeBytes = Buffer.from(type);
+  const raw = fieldHeader(1, embedded.length);
+  const objectLength = raw.length + embedded.length;
+  const typeField = fieldHeader(1, typeBytes.length);
+  const objectField = fieldHeader(2, objectLength);
+  const eventLength = typeField.length + typeBytes.length + objectField.length + objectLength;
+  const frame = Buffer.allocUnsafe(4 + eventLength);
+  frame.writeUInt32BE(eventLength, 0);
+  let at = 4;
+  for (const b of [typeField, typeBytes, objectField, raw, embedded]) at += b.copy(frame, at);
+  return frame;
+}
+
+/**
+ * The full protobuf encoding of cached objects as a store serves them (no transformation, no
+ * cluster annotation), kept per store and entry while the entry lives (an entry is never changed:
+ * a new version is a new entry, and the old one goes with its last reader). Watchers of one
+ * resource share it: an event is encoded once, not once per watcher, as kube's CacheableObject.
+ * Bounded by the watch cache: one buffer per cached entry a protobuf watch has seen.
+ */
+const embeddedCache = new WeakMap<Store, WeakMap<CacheEntry, Buffer>>();
+
+/** The protobuf encoding (magic + runtime.Unknown) of a cached object as `store` serves it; see {@link embeddedCache}. */
+export function embeddedObject(store: Store, e: CacheEntry): Buffer {
+  let perStore = embeddedCache.get(store);
+  if (!perStore) { perStore = new WeakMap(); embeddedCache.set(store, perStore); }
+  let bytes = perStore.get(e);
+  if (!bytes) { bytes = encodeKubernetesProtobuf(store.decodeEntry(e) as unknown as Record<string, unknown>); perStore.set(e, bytes); }
+  return bytes;
+}

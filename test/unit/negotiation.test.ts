@@ -1,0 +1,182 @@
+/**
+ * Content negotiation as kube-apiserver's handlers/negotiation (src/endpoints/negotiation.ts) and
+ * the protobuf framing of responses (src/endpoints/protobufwire.ts). The expectations were taken
+ * from a kube-apiserver v1.34 answering the same Accept headers.
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { StatusError } from '../../src/apimachinery/errors.js';
+import { decodeKubernetesProtobuf, encodeKubernetesProtobuf, encodeProtobufWatchEvent } from '../../src/apimachinery/protobuf.js';
+import { decodeBody, negotiateOutput, negotiateStatus, type Endpoint } from '../../src/endpoints/negotiation.js';
+import { fieldHeader, hasProtobuf, protobufList, watchFrame } from '../../src/endpoints/protobufwire.js';
+import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
+import { watchEventEncoder } from '../../src/endpoints/handlers/watch.js';
+import { decodeWatchEvent } from '../pbwire.js';
+import type { Store } from '../../src/registry/store.js';
+import type { CacheEntry } from '../../src/storage/watchcache.js';
+
+const PB = 'application/vnd.kubernetes.protobuf';
+const builtin: Endpoint = { shape: 'object', protobuf: true };
+const builtinList: Endpoint = { shape: 'list', protobuf: true };
+const custom: Endpoint = { shape: 'object', protobuf: false };
+const customList: Endpoint = { shape: 'list', protobuf: false };
+
+function refused(fn: () => unknown, code: number, message: string): void {
+  assert.throws(fn, (err: unknown) => err instanceof StatusError && err.code === code && err.message === message);
+}
+
+describe('negotiateOutput', () => {
+  test('protobuf for built-in kinds; what typed clients send picks it', () => {
+    assert.equal(negotiateOutput(PB, builtin).media, 'protobuf');
+    assert.equal(negotiateOutput(`${PB},application/json`, builtinList).media, 'protobuf');
+    assert.equal(negotiateOutput(`${PB};stream=watch`, builtinList).media, 'protobuf');
+    assert.equal(negotiateOutput(undefined, builtin).media, 'json');
+    assert.equal(negotiateOutput('*/*', builtin).media, 'json');
+    assert.equal(negotiateOutput('application/*', builtin).media, 'json');
+  });
+
+  test('custom resources skip the protobuf range for the next one; protobuf alone is 406 with kube\'s message', () => {
+    assert.equal(negotiateOutput(`${PB},application/json`, custom).media, 'json');
+    assert.equal(negotiateOutput(`${PB},application/yaml`, customList).media, 'yaml');
+    refused(() => negotiateOutput(PB, custom), 406, 'only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf');
+    refused(() => negotiateOutput('text/plain', builtin), 406, 'only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf');
+  });
+
+  test('PartialObjectMetadata in protobuf, custom resources too (the metadata informer\'s Accept)', () => {
+    const listAccept = `${PB};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json`;
+    assert.deepEqual(negotiateOutput(listAccept, customList), { media: 'protobuf', as: 'PartialObjectMetadataList', asVersion: 'v1' });
+    assert.deepEqual(negotiateOutput(`${PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1`, custom), { media: 'protobuf', as: 'PartialObjectMetadata', asVersion: 'v1beta1' });
+    const watchAccept = `${PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json`;
+    assert.deepEqual(negotiateOutput(watchAccept, { shape: 'watch', protobuf: false }), { media: 'protobuf', as: 'PartialObjectMetadata', asVersion: 'v1' });
+    // A list asked for as one object's metadata (or the reverse) tries the next range.
+    assert.deepEqual(negotiateOutput(`${PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json`, builtinList), { media: 'json', asVersion: 'v1' });
+  });
+
+  test('as=Table is JSON or YAML only, as kube', () => {
+    refused(() => negotiateOutput(`${PB};as=Table;v=v1;g=meta.k8s.io`, builtinList), 406, 'only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf');
+    assert.deepEqual(negotiateOutput(`${PB};as=Table;v=v1;g=meta.k8s.io,application/json`, builtinList), { media: 'json', asVersion: 'v1' });
+    assert.deepEqual(negotiateOutput('application/json;as=Table;v=v1;g=meta.k8s.io', builtinList), { media: 'json', as: 'Table', asVersion: 'v1' });
+    assert.deepEqual(negotiateOutput('application/json;as=Table;v=v1;g=meta.k8s.io,application/json', { ...builtin, table: false }), { media: 'json', asVersion: 'v1' });
+  });
+
+  test('ranges in goautoneg order: q first, then concrete before wildcard', () => {
+    assert.equal(negotiateOutput(`application/json;q=0.5,${PB}`, builtin).media, 'protobuf');
+    assert.equal(negotiateOutput(`*/*,${PB}`, builtin).media, 'protobuf');
+    assert.equal(negotiateOutput('application/yaml;q=abc,application/json;q=0.1', builtin).media, 'json');
+  });
+
+  test('a watch has no YAML form', () => {
+    const watch: Endpoint = { shape: 'watch', protobuf: true };
+    assert.equal(negotiateOutput(`${PB}`, watch).media, 'protobuf');
+    refused(() => negotiateOutput('application/yaml,application/json', watch), 406,
+      'only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch');
+    refused(() => negotiateOutput(PB, { shape: 'watch', protobuf: false }), 406,
+      'only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch');
+  });
+});
+
+describe('negotiateStatus', () => {
+  test('an error Status follows Accept without transformations, JSON when nothing qualifies', () => {
+    assert.equal(negotiateStatus(undefined), 'json');
+    assert.equal(negotiateStatus(`${PB},application/json`), 'protobuf');
+    assert.equal(negotiateStatus(PB), 'protobuf');
+    assert.equal(negotiateStatus('application/yaml'), 'yaml');
+    assert.equal(negotiateStatus(`${PB};as=Table;v=v1;g=meta.k8s.io`), 'json');
+    assert.equal(negotiateStatus(`${PB};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json`), 'json');
+    assert.equal(negotiateStatus('text/plain'), 'json');
+  });
+});
+
+describe('decodeBody', () => {
+  test('a protobuf body where the kind has no protobuf form is 415 naming JSON and YAML', () => {
+    const body = encodeKubernetesProtobuf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } });
+    refused(() => decodeBody(PB, body, 'Widget', { protobuf: false }), 415, 'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml');
+    assert.equal((decodeBody(PB, body, 'ConfigMap', { protobuf: true }) as { kind: string }).kind, 'ConfigMap');
+    refused(() => decodeBody('text/plain', Buffer.from('x'), 'ConfigMap', { protobuf: true }), 415,
+      'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf');
+  });
+});
+
+describe('protobuf framing', () => {
+  test('fieldHeader writes the key and a varint length', () => {
+    assert.deepEqual([...fieldHeader(2, 5)], [0x12, 5]);
+    assert.deepEqual([...fieldHeader(1, 300)], [0x0a, 0xac, 0x02]);
+    assert.deepEqual([...fieldHeader(2, 2 ** 31 + 1)], [0x12, 0x81, 0x80, 0x80, 0x80, 0x08]);
+  });
+
+  test('watchFrame around an encoded object is the codec\'s watch event, byte for byte', () => {
+    const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'n', resourceVersion: '7' }, data: { a: 'x'.repeat(200) } };
+    for (const type of ['ADDED', 'MODIFIED', 'DELETED']) {
+      assert.deepEqual(watchFrame(type, encodeKubernetesProtobuf(cm)), encodeProtobufWatchEvent(type, cm));
+    }
+  });
+});
+
+describe('protobuf lists', () => {
+  const configmaps = BUILTIN_RESOURCES.find((d) => d.kind === 'ConfigMap')!;
+  const store = { desc: configmaps, decodeEntry: (e: CacheEntry) => JSON.parse(e.json) } as unknown as Store;
+  const entry = (name: string, cluster = 'c1'): CacheEntry => ({ key: name, groupResource: '/configmaps', cluster, namespace: 'n', name, rv: 5, labels: undefined,
+    json: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'n', resourceVersion: '5' }, data: { k: name } }) });
+
+  test('an empty list is byte for byte what kube-apiserver v1.34 answered', async () => {
+    const { parts, length } = await protobufList(store, [], { resourceVersion: '200' }, { media: 'protobuf', asVersion: 'v1' }, false, false);
+    const bytes = Buffer.concat(parts);
+    assert.equal(bytes.length, length);
+    assert.equal(bytes.toString('hex'), '6b3873000a130a02763112' + '0d' + Buffer.from('ConfigMapList').toString('hex') + '120b0a090a001203323030' + '1a00' + '1a002200');
+  });
+
+  test('items in parts of about a slice, decoded back whole; wildcard items annotated; PartialObjectMetadataList', async () => {
+    const entries = Array.from({ length: 3000 }, (_, i) => entry(`cm-${i}-${'x'.repeat(100)}`));
+    const { parts, length } = await protobufList(store, entries, { resourceVersion: '9' }, { media: 'protobuf', asVersion: 'v1' }, true, true);
+    assert.ok(parts.length > 3, `${parts.length} parts`);
+    const list = decodeKubernetesProtobuf(Buffer.concat(parts, length)) as any;
+    assert.equal(list.items.length, 3000);
+    assert.equal(list.items[2999].metadata.annotations['kcp.io/cluster'], 'c1');
+    assert.equal(list.items[10].data.k, entries[10]!.name);
+    const meta = decodeKubernetesProtobuf(Buffer.concat((await protobufList(store, entries.slice(0, 2), {}, { media: 'protobuf', as: 'PartialObjectMetadataList', asVersion: 'v1' }, false, false)).parts)) as any;
+    assert.equal(meta.kind, 'PartialObjectMetadataList');
+    assert.deepEqual(meta.items.map((i: any) => [i.metadata.name === entries[0]!.name || i.metadata.name === entries[1]!.name, i.data]), [[true, undefined], [true, undefined]]);
+  });
+
+  test('only built-in kinds have a protobuf form', () => {
+    assert.equal(hasProtobuf(configmaps), true);
+    assert.equal(hasProtobuf(configmaps, true), true);
+    assert.equal(hasProtobuf({ ...configmaps }), false); // a descriptor not among the built-ins (a CRD reusing the name)
+    const workspaces = BUILTIN_RESOURCES.find((d) => d.group === 'tenancy.kcp.io');
+    if (workspaces) assert.equal(hasProtobuf(workspaces), false);
+  });
+});
+
+describe('watch event encoders', () => {
+  const configmaps = BUILTIN_RESOURCES.find((d) => d.kind === 'ConfigMap')!;
+  const store = { desc: configmaps, decodeEntry: (e: CacheEntry) => JSON.parse(e.json), renderEntry: (e: CacheEntry) => e.json } as unknown as Store;
+  const e: CacheEntry = { key: 'k', groupResource: '/configmaps', cluster: 'c1', namespace: 'n', name: 'a', rv: 5, labels: undefined,
+    json: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', namespace: 'n', resourceVersion: '5' }, data: { k: 'v' } }) };
+  const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'conversion webhook failed', reason: 'InternalError', code: 500 };
+  const frame = (b: string | Buffer) => { assert.ok(Buffer.isBuffer(b)); assert.equal(b.readUInt32BE(0), b.length - 4); return decodeWatchEvent(b.subarray(4)); };
+
+  test('protobuf: events, bookmarks (the kind with only resourceVersion and annotations), an ERROR carrying a Status', () => {
+    const pb = watchEventEncoder(store, { media: 'protobuf', asVersion: 'v1' }, 'None', false);
+    assert.equal(pb.contentType, 'application/vnd.kubernetes.protobuf;stream=watch');
+    const added = frame(pb.event('ADDED', e));
+    assert.deepEqual([added.type, added.object.kind, added.object.data], ['ADDED', 'ConfigMap', { k: 'v' }]);
+    assert.ok(pb.event('MODIFIED', e).subarray(4 + 10).equals(pb.event('ADDED', e).subarray(4 + 7)), 'one encoding of the object for every event');
+    const bookmark = frame(pb.bookmark(42, true));
+    assert.equal(bookmark.type, 'BOOKMARK');
+    assert.deepEqual(bookmark.object.metadata, { resourceVersion: '42', annotations: { 'k8s.io/initial-events-end': 'true' } });
+    const error = frame(pb.error(status));
+    assert.deepEqual([error.type, error.object.kind, error.object.message, error.object.code], ['ERROR', 'Status', 'conversion webhook failed', 500]);
+    const meta = watchEventEncoder(store, { media: 'protobuf', as: 'PartialObjectMetadata', asVersion: 'v1' }, 'None', true);
+    const pom = frame(meta.event('DELETED', e)).object;
+    assert.deepEqual([pom.kind, pom.metadata.annotations['kcp.io/cluster'], pom.data], ['PartialObjectMetadata', 'c1', undefined]);
+    assert.equal(frame(meta.bookmark(7, false)).object.kind, 'PartialObjectMetadata');
+  });
+
+  test('JSON: the same events as lines', () => {
+    const json = watchEventEncoder(store, { media: 'json', asVersion: 'v1' }, 'Metadata', false);
+    assert.equal(json.contentType, 'application/json');
+    assert.deepEqual(JSON.parse(json.event('ADDED', e) as string), { type: 'ADDED', object: JSON.parse(e.json) });
+    assert.deepEqual(JSON.parse(json.bookmark(42, false) as string), { type: 'BOOKMARK', object: { kind: 'ConfigMap', apiVersion: 'v1', metadata: { resourceVersion: '42' } } });
+    assert.deepEqual(JSON.parse(json.error(status) as string), { type: 'ERROR', object: status });
+  });
+});
