@@ -15,7 +15,9 @@
  *
  * With `--write-docs` the result replaces the generated section of docs/conformance.md.
  *
- *   node --import tsx test/upstream/run.ts [--write-docs] [--focus REGEX] [--keep DIR] [-- E2E_ARGS…]
+ *   node --import tsx test/upstream/run.ts [--write-docs] [--focus REGEX] [--keep] [-- E2E_ARGS…]
+ *
+ * `--keep` keeps the run's directory (report, e2e.test output, the shard's PKI and kubeconfig).
  *
  * Exit status: 0 when every applicable spec passed or failed with a recorded cause and no recorded
  * cause is stale (its spec passes now); 1 otherwise (each reason printed); 2 when the suite could
@@ -78,7 +80,7 @@ export interface UpstreamRun {
   shimAnswered: number;
   /** e2e.test's exit code (non-zero when any spec failed). */
   exitCode: number;
-  /** Where e2e.test's output and the report are (removed unless --keep). */
+  /** Where e2e.test's output (`e2e.log`) and the JUnit report are; the caller removes its parent directory. */
   reportDir: string;
 }
 
@@ -121,7 +123,8 @@ export function verdict(specs: ClassifiedSpec[], complete = true): string[] {
 
 /**
  * Runs the suite against a fresh shard. `focus` narrows the specs (default {@link UPSTREAM_FOCUS});
- * `extra` are appended e2e.test arguments; `keep` keeps the report directory.
+ * `extra` are appended e2e.test arguments; `keep` keeps the shard's directory (PKI, kubeconfig) beside
+ * the report.
  * @throws Error when the tools are missing, the server or workspace cannot start, or no report was written.
  */
 export async function runUpstream(opts: { focus?: string; extra?: string[]; keep?: boolean; log?: (line: string) => void } = {}): Promise<UpstreamRun> {
