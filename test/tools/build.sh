@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# Builds the host-cluster tools of the operator's tests from the Go modules beside this script
-# (versions pinned by their go.mod and go.sum) into a cache outside the repository, keyed by
-# version, and prints the directory that holds them. Nothing is rebuilt when the cache has it.
+# Builds the test tools from the Go modules beside this script (versions pinned by their go.mod
+# and go.sum) into a cache outside the repository, keyed by version, and prints the directories
+# that hold them. Nothing is rebuilt when the cache has it.
+#   kube/  kube-apiserver, kube-controller-manager (the operator tests' host cluster)
+#   helm/  helm, kstatus
+#   e2e/   Kubernetes' e2e.test (test/e2e, for `npm run conformance:upstream`), and typedclients
+#          (client-go's typed clients against a workspace, test/e2e/typedclients.test.ts) in a
+#          directory of its own keyed by the hash of its sources
 #
-#   test/tools/build.sh            -> builds when missing, prints the three cache directories
+#   test/tools/build.sh            -> builds when missing, prints the five cache directories
 #   test/tools/build.sh --print    -> prints them only (what the tests use to find the binaries)
 #
 # The third holds protoref (kube/cmd/protoref), the JSON <-> Kubernetes protobuf reference of the
-# codec tests, built from the kube module on its own key so adding it rebuilds nothing else.
+# codec tests, built from the kube module on its own key so adding it rebuilds nothing else. The
+# fourth holds e2e.test, the fifth typedclients (each directory's name starts with its key).
 #
 # KCP_TS_TOOLS_CACHE overrides the cache (default ~/.cache/kcp-ts/tools). The tests find the
 # binaries there, or take existing ones from KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, HELM,
-# KSTATUS, ETCD and PROTOREF (paths to executables).
+# KSTATUS, ETCD, PROTOREF, E2E_TEST and TYPEDCLIENTS (paths to executables). Extra go flags (e.g.
+# `-p=1` to build on one core) go in GOFLAGS.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${KCP_TS_TOOLS_CACHE:-$HOME/.cache/kcp-ts/tools}"
-export GOFLAGS=-mod=readonly GOSUMDB=off
+export GOFLAGS="-mod=readonly ${GOFLAGS:-}" GOSUMDB=off
 
 version_of() { # module in go.mod -> its required version
   awk -v m="$2" '$1==m {print $2; exit} $1=="require" && $2==m {print $3; exit}' "$here/$1/go.mod"
@@ -31,6 +38,19 @@ build() { # module-dir key ldflags package... ; builds each package's command in
   touch "$out/.complete"
 }
 
+build_e2e() { # key ldflags ; Kubernetes' e2e.test (a test binary: go test -c)
+  local key="$1" ldflags="$2" out="$cache/$1"
+  if [ -f "$out/.complete" ] || [ "$print_only" = 1 ]; then return; fi
+  mkdir -p "$out"
+  echo "building $key into $out (e2e.test: the longest of the tools, once)" >&2
+  (cd "$here/e2e" && CGO_ENABLED=0 go test -c -vet=off -trimpath -ldflags="-s -w $ldflags" -o "$out/e2e.test" k8s.io/kubernetes/test/e2e)
+  touch "$out/.complete"
+}
+
+source_hash() { # module-dir path... ; a short hash of the sources of a command of this repository
+  (cd "$here/$1" && shift && find "$@" -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
+}
+
 print_only=0
 [ "${1:-}" = "--print" ] && print_only=1
 # Bump when the way the tools are built changes (the cache key changes with it).
@@ -39,6 +59,11 @@ kube_version="$(version_of kube k8s.io/kubernetes)"
 kube="kube-$kube_version-$recipe"
 protoref="protoref-$kube_version-$recipe"
 helm="helm-$(version_of helm helm.sh/helm/v3)-kstatus-$(version_of helm sigs.k8s.io/cli-utils)-$recipe"
+# Its own recipe number: changing how e2e.test is built must not rebuild kube-apiserver.
+e2e_recipe=r1
+e2e="e2e-$(version_of e2e k8s.io/kubernetes)-$e2e_recipe"
+# typedclients is this repository's own code: keyed by the hash of its sources and modules.
+typedclients="typedclients-$(source_hash e2e go.mod go.sum cmd/typedclients)"
 # The version kube-apiserver reports (/version): what helm's kubeVersion and clients check.
 minor="${kube_version#v1.}"; minor="${minor%%.*}"
 kube_ldflags=""
@@ -48,6 +73,11 @@ done
 build kube "$kube" "$kube_ldflags" ./cmd/kube-apiserver ./cmd/kube-controller-manager
 build helm "$helm" "" helm.sh/helm/v3/cmd/helm ./cmd/kstatus
 build kube "$protoref" "" ./cmd/protoref
+# e2e.test reports the same version as the kube-apiserver it comes with.
+build_e2e "$e2e" "$kube_ldflags"
+build e2e "$typedclients" "" ./cmd/typedclients
 echo "$cache/$kube"
 echo "$cache/$helm"
 echo "$cache/$protoref"
+echo "$cache/$e2e"
+echo "$cache/$typedclients"
