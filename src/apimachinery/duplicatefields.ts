@@ -90,10 +90,11 @@ function join(path: string, key: string): string {
  * (sigs.k8s.io/yaml `YAMLToJSONStrict` → go-yaml v2 `UnmarshalStrict`, decode.go setMapIndex):
  * `line 9: key "foo" already set in map`, where the line (1-based) is that of the repeated key's
  * value, and a repeat is reported after whatever its value repeats (go-yaml decodes the value
- * first). One entry per repeated key, so bounded by the text's size; `keyText` renders a key as
- * Go's `%#v` does (a quoted string). The text must be valid JSON (call after `JSON.parse`).
+ * first). At most `limit` reports (go-yaml reports all): each is some ten times the bytes of the
+ * repeat it reports. `keyText` renders a key as Go's `%#v` does (a quoted string). The text must
+ * be valid JSON (call after `JSON.parse`).
  */
-export function duplicateKeyLines(text: string, keyText: (key: string) => string): string[] {
+export function duplicateKeyLines(text: string, keyText: (key: string) => string, limit = 100): string[] {
   const out: string[] = [];
   // One frame per open container: its key set (objects) and the report due when it closes.
   const stack: Array<{ keys?: Set<string>; due?: string }> = [];
@@ -106,7 +107,7 @@ export function duplicateKeyLines(text: string, keyText: (key: string) => string
     pending = undefined;
     return due;
   };
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < n && out.length < limit; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x0a) { line++; continue; }
     if (c === 0x20 || c === 0x09 || c === 0x0d || c === COLON) continue;
@@ -147,5 +148,5 @@ export function duplicateKeyLines(text: string, keyText: (key: string) => string
       while (i + 1 < n && !/[\s,\]}]/.test(text[i + 1]!)) i++;
     }
   }
-  return out;
+  return out.slice(0, limit);
 }

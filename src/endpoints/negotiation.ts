@@ -348,13 +348,14 @@ function duplicateYamlKey(root: unknown): number | undefined {
  * go-yaml v2's strict-decoding reports of the keys a YAML map repeats (decode.go setMapIndex):
  * `line L: key "foo" already set in map` with L the line of the repeated key's value, reported
  * after what that value repeats (go-yaml decodes the value first); keys render as Go's `%#v`.
- * Iterative, linear; one entry per repeated key.
+ * Iterative, linear; at most `limit` reports (go-yaml reports all; each is some ten times the
+ * bytes of the repeat it reports).
  */
-function repeatedYamlKeys(root: unknown, text: string): string[] {
+function repeatedYamlKeys(root: unknown, text: string, limit = 100): string[] {
   const out: string[] = [];
   const lineAt = lineCounter(text);
   const stack: Array<{ node: unknown } | { report: string }> = [{ node: root }];
-  while (stack.length) {
+  while (stack.length && out.length < limit) {
     const top = stack.pop()!;
     if ('report' in top) { out.push(top.report); continue; }
     const node = top.node;
@@ -382,11 +383,14 @@ function repeatedYamlKeys(root: unknown, text: string): string[] {
   return out;
 }
 
-/** The 1-based line of an offset of `text`; offsets asked in any order, one pass over the text. */
+/** The 1-based line of an offset of `text`; offsets asked in any order, one pass over the text on the first ask. */
 function lineCounter(text: string): (offset: number) => number {
-  const starts: number[] = [0];
-  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) starts.push(i + 1);
+  let starts: number[] | undefined;
   return (offset) => {
+    if (!starts) {
+      starts = [0];
+      for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) starts.push(i + 1);
+    }
     let lo = 0;
     let hi = starts.length - 1;
     while (lo < hi) {

@@ -340,6 +340,11 @@ test('undeclaredFields: the keys a struct does not declare, with SMD paths; maps
     '.spec.template.apiversion: field not declared in schema',
   ]);
   assert.deepEqual(undeclaredFields({ apiVersion: 'x/v1', kind: 'K', metadata: { name: 'n' }, spec: { foo: 'x' } }, t), []);
+  // Bounded: a body of many undeclared keys gets the first 100 reports.
+  const many = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`k${i}`, i]));
+  const capped = undeclaredFields({ apiVersion: 'x/v1', kind: 'K', metadata: many, spec: many }, t);
+  assert.equal(capped.length, 100);
+  assert.equal(capped[99], '.metadata.k99: field not declared in schema');
 });
 
 test('undeclaredFieldsError: kube\'s typed patch object failure, one error inline, several as an errors: list', () => {

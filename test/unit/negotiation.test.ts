@@ -226,5 +226,10 @@ test('decodeApplyPatch: repeated keys keep the last value and are reported as go
   ]);
   assert.deepEqual(decodeApplyPatch(Buffer.from('{"a\\"q":1,"a\\"q":true}')).repeatedKeys, ['line 1: key "a\\"q" already set in map']);
   assert.deepEqual(decodeApplyPatch(Buffer.from('kind: K\n')).repeatedKeys, []);
+  // Bounded: the first 100 reports of a body that repeats more.
+  const repeats = decodeApplyPatch(Buffer.from('a: 0\n'.repeat(150)));
+  assert.equal(repeats.repeatedKeys.length, 100);
+  assert.equal(repeats.repeatedKeys[99], 'line 101: key "a" already set in map');
+  assert.equal(decodeApplyPatch(Buffer.from(`{${'"a":0,'.repeat(150)}"b":1}`)).repeatedKeys.length, 100);
   assert.throws(() => decodeApplyPatch(Buffer.from('a: [1\n')), (e: unknown) => e instanceof StatusError && e.code === 400 && /^error decoding YAML: /.test(e.message));
 });

@@ -333,8 +333,8 @@ function gvknn(o: KubeObject): string {
  * The failure of an applied configuration with keys its kind's schema does not declare, whatever
  * `fieldValidation` says: `failed to create typed patch object (<namespace>/<name>; <group>/<version>,
  * Kind=<kind>): .unknownField: field not declared in schema` (several: `errors:` and one
- * `\n  <error>` line each) — k8s.io/apimachinery managedfields/internal/structuredmerge.go Apply
- * wrapping SMD's `ValidationErrors`. Namespace and name are the configuration's as sent.
+ * `\n  <error>` line each, the first 100) — k8s.io/apimachinery managedfields/internal/structuredmerge.go
+ * Apply wrapping SMD's `ValidationErrors`. Namespace and name are the configuration's as sent.
  *
  * 400 BadRequest: kube returns this error unwrapped, which its handler turns into a 500 without
  * a reason (kubernetes issue 122480); the client sent the undeclared field, so it is a client

@@ -186,17 +186,19 @@ export function listItemPathElement(t: Extract<TypeNode, { kind: 'list' }>, item
  * The keys of `value` its type does not declare, as SMD's typed conversion of an applied
  * configuration reports them (sigs.k8s.io/structured-merge-diff typed/validate.go): texts
  * `.spec.ports[containerPort=80,protocol="TCP"].foo: field not declared in schema`, in document
- * order — one per undeclared key of the value, so bounded by the body's size. Atomic list items
+ * order, at most `limit` of them (SMD reports all; a path repeats its parents, so a hostile body
+ * of many deep undeclared keys would make a message far larger than itself). Atomic list items
  * are named by index (`[0]`), associative ones by key or value; an item whose key cannot be
  * formed is left to `toFieldSet`, which reports it.
  */
-export function undeclaredFields(value: unknown, t: TypeNode): string[] {
+export function undeclaredFields(value: unknown, t: TypeNode, limit = 100): string[] {
   const out: string[] = [];
-  walkUndeclared(value, t, '', out);
+  walkUndeclared(value, t, '', out, limit);
   return out;
 }
 
-function walkUndeclared(v: unknown, t0: TypeNode, path: string, out: string[]): void {
+function walkUndeclared(v: unknown, t0: TypeNode, path: string, out: string[], limit: number): void {
+  if (out.length >= limit) return;
   const t = concrete(t0, v);
   if (t.kind === 'list') {
     if (!Array.isArray(v)) return;
@@ -210,7 +212,7 @@ function walkUndeclared(v: unknown, t0: TypeNode, path: string, out: string[]): 
           throw e;
         }
       }
-      walkUndeclared(v[i], elem, path + pe, out);
+      walkUndeclared(v[i], elem, path + pe, out, limit);
     }
     return;
   }
@@ -219,11 +221,12 @@ function walkUndeclared(v: unknown, t0: TypeNode, path: string, out: string[]): 
     const val = v[k];
     if (val === undefined) continue;
     const declared = t.fields.get(k);
+    if (out.length >= limit) return;
     if (!declared && t.closed) {
       out.push(`${path}.${k}: field not declared in schema`);
       continue;
     }
-    walkUndeclared(val, declared ? declared() : t.elem ? t.elem() : DEDUCED, `${path}.${k}`, out);
+    walkUndeclared(val, declared ? declared() : t.elem ? t.elem() : DEDUCED, `${path}.${k}`, out, limit);
   }
 }
 
