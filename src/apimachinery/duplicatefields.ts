@@ -84,3 +84,69 @@ export function duplicateFields(text: string): string[] {
 function join(path: string, key: string): string {
   return path ? `${path}.${key}` : key;
 }
+
+/**
+ * The repeated keys of a JSON text as kube's strict YAML decoding of an apply body reports them
+ * (sigs.k8s.io/yaml `YAMLToJSONStrict` → go-yaml v2 `UnmarshalStrict`, decode.go setMapIndex):
+ * `line 9: key "foo" already set in map`, where the line (1-based) is that of the repeated key's
+ * value, and a repeat is reported after whatever its value repeats (go-yaml decodes the value
+ * first). At most `limit` reports (go-yaml reports all): each is some ten times the bytes of the
+ * repeat it reports. `keyText` renders a key as Go's `%#v` does (a quoted string). The text must
+ * be valid JSON (call after `JSON.parse`).
+ */
+export function duplicateKeyLines(text: string, keyText: (key: string) => string, limit = 100): string[] {
+  const out: string[] = [];
+  // One frame per open container: its key set (objects) and the report due when it closes.
+  const stack: Array<{ keys?: Set<string>; due?: string }> = [];
+  const n = text.length;
+  let line = 1;
+  let expectKey = false;
+  let pending: string | undefined; // the report of a repeated key whose value has not started yet
+  const valueStarts = (): string | undefined => {
+    const due = pending === undefined ? undefined : `line ${line}: key ${keyText(pending)} already set in map`;
+    pending = undefined;
+    return due;
+  };
+  for (let i = 0; i < n && out.length < limit; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x0a) { line++; continue; }
+    if (c === 0x20 || c === 0x09 || c === 0x0d || c === COLON) continue;
+    if (c === QUOTE) {
+      let j = i + 1;
+      let escaped = false;
+      for (; j < n; j++) {
+        const d = text.charCodeAt(j);
+        if (d === BACKSLASH) { escaped = true; j++; continue; }
+        if (d === QUOTE) break;
+      }
+      if (expectKey) {
+        const raw = text.slice(i, j + 1);
+        const key = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+        const keys = stack[stack.length - 1]!.keys!;
+        if (keys.has(key)) pending = key;
+        else keys.add(key);
+        expectKey = false;
+      } else {
+        const due = valueStarts();
+        if (due) out.push(due);
+      }
+      i = j;
+    } else if (c === LBRACE || c === LBRACKET) {
+      const due = valueStarts();
+      stack.push(c === LBRACE ? { keys: new Set(), due } : { due });
+      expectKey = c === LBRACE;
+    } else if (c === RBRACE || c === RBRACKET) {
+      const due = stack.pop()?.due;
+      if (due) out.push(due);
+      expectKey = false;
+    } else if (c === COMMA) {
+      expectKey = stack[stack.length - 1]?.keys !== undefined;
+    } else {
+      // A number, true, false or null: report at its start, then skip it.
+      const due = valueStarts();
+      if (due) out.push(due);
+      while (i + 1 < n && !/[\s,\]}]/.test(text[i + 1]!)) i++;
+    }
+  }
+  return out.slice(0, limit);
+}

@@ -5,7 +5,8 @@
  * transformations (meta.k8s.io v1/v1beta1), 406 for what cannot be produced, 415 for bodies in an
  * unsupported format.
  */
-import { duplicateFields } from '../apimachinery/duplicatefields.js';
+import { duplicateFields, duplicateKeyLines } from '../apimachinery/duplicatefields.js';
+import { goQuote } from '../apimachinery/pruning.js';
 import { isMap, isScalar, isSeq, isPair, parseAllDocuments, stringify as toYaml, type Node as YamlNode } from 'yaml';
 import { StatusError, badRequest } from '../apimachinery/errors.js';
 import { KUBERNETES_PROTOBUF_MEDIA_TYPE, decodeKubernetesProtobuf, encodeKubernetesProtobuf, isKubernetesProtobuf } from '../apimachinery/protobuf.js';
@@ -265,9 +266,11 @@ class YamlSyntaxError extends Error {}
  * line N: <reason>` (sigs.k8s.io/yaml's wording, as kube reports) for syntax errors, duplicate
  * keys, more than one document, nesting deeper than MAX_NESTING_DEPTH and alias bombs; 413 for
  * a YAML text over MAX_YAML_TOKENS tokens. A text that is JSON (what clients send) is parsed as
- * JSON, in linear time.
+ * JSON, in linear time. With `repeatedKeys`, a repeated key is no error: the last value wins (as
+ * go-yaml's lenient decoding) and go-yaml's strict report of it is appended there
+ * (`line 9: key "foo" already set in map`).
  */
-function parseYamlDocument(text: string): unknown {
+function parseYamlDocument(text: string, repeatedKeys?: string[]): unknown {
   const first = /\S/.exec(text)?.[0];
   if (first === '{' || first === '[') {
     const data = Buffer.from(text);
@@ -275,6 +278,10 @@ function parseYamlDocument(text: string): unknown {
     let value: unknown;
     try { value = JSON.parse(text); } catch { value = undefined; }
     if (value !== undefined) {
+      if (repeatedKeys) {
+        repeatedKeys.push(...duplicateKeyLines(text, goQuote));
+        return value;
+      }
       const dup = duplicateFields(text)[0];
       if (dup !== undefined) throw new YamlSyntaxError(`error converting YAML to JSON: yaml: mapping key "${dup}" already defined`);
       return value;
@@ -297,7 +304,8 @@ function parseYamlDocument(text: string): unknown {
     const line = error.linePos?.[0]?.line;
     throw new YamlSyntaxError(`error converting YAML to JSON: yaml: ${line ? `line ${line}: ` : ''}${reason}`);
   }
-  const dupAt = duplicateYamlKey(doc.contents);
+  if (repeatedKeys) repeatedKeys.push(...repeatedYamlKeys(doc.contents, text));
+  const dupAt = repeatedKeys ? undefined : duplicateYamlKey(doc.contents);
   if (dupAt !== undefined) {
     const line = text.slice(0, dupAt).split('\n').length;
     throw new YamlSyntaxError(`error converting YAML to JSON: yaml: line ${line}: Map keys must be unique`);
@@ -337,11 +345,78 @@ function duplicateYamlKey(root: unknown): number | undefined {
 }
 
 /**
- * Decodes the body of a server-side apply patch (YAML or JSON, one document). Throws 400 `error
- * decoding YAML: …` as kube's apply patcher does.
+ * go-yaml v2's strict-decoding reports of the keys a YAML map repeats (decode.go setMapIndex):
+ * `line L: key "foo" already set in map` with L the line of the repeated key's value, reported
+ * after what that value repeats (go-yaml decodes the value first); keys render as Go's `%#v`.
+ * Iterative, linear; at most `limit` reports (go-yaml reports all; each is some ten times the
+ * bytes of the repeat it reports).
  */
-export function decodeApplyPatch(body: Buffer): unknown {
-  try { return parseYamlDocument(body.toString('utf8')); } catch (err) {
+function repeatedYamlKeys(root: unknown, text: string, limit = 100): string[] {
+  const out: string[] = [];
+  const lineAt = lineCounter(text);
+  const stack: Array<{ node: unknown } | { report: string }> = [{ node: root }];
+  while (stack.length && out.length < limit) {
+    const top = stack.pop()!;
+    if ('report' in top) { out.push(top.report); continue; }
+    const node = top.node;
+    if (isMap(node)) {
+      const seen = new Set<string>();
+      const frames: Array<{ node: unknown } | { report: string }> = [];
+      for (const item of node.items) {
+        if (!isPair(item)) continue;
+        const key = item.key as YamlNode | null;
+        const value = item.value as YamlNode | null;
+        frames.push({ node: value });
+        const id = isScalar(key) ? `${typeof key.value}:${String(key.value)}` : key === null ? 'null' : undefined;
+        if (id === undefined) continue;
+        if (!seen.has(id)) { seen.add(id); continue; }
+        const k = isScalar(key) ? key.value : null;
+        const shown = typeof k === 'string' ? goQuote(k) : k === null || k === undefined ? '<nil>' : String(k);
+        const at = value?.range?.[0] ?? key?.range?.[1] ?? 0;
+        frames.push({ report: `line ${lineAt(at)}: key ${shown} already set in map` });
+      }
+      for (let i = frames.length - 1; i >= 0; i--) stack.push(frames[i]!);
+    } else if (isSeq(node)) {
+      for (let i = node.items.length - 1; i >= 0; i--) stack.push({ node: node.items[i] });
+    }
+  }
+  return out;
+}
+
+/** The 1-based line of an offset of `text`; offsets asked in any order, one pass over the text on the first ask. */
+function lineCounter(text: string): (offset: number) => number {
+  let starts: number[] | undefined;
+  return (offset) => {
+    if (!starts) {
+      starts = [0];
+      for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) starts.push(i + 1);
+    }
+    let lo = 0;
+    let hi = starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid]! <= offset) lo = mid; else hi = mid - 1;
+    }
+    return lo + 1;
+  };
+}
+
+/** A decoded apply body: the value, and go-yaml's strict-decoding reports of its repeated keys. */
+export interface ApplyPatchBody {
+  value: unknown;
+  /** `line 9: key "foo" already set in map`, in go-yaml's order; empty when no key repeats. */
+  repeatedKeys: string[];
+}
+
+/**
+ * Decodes the body of a server-side apply patch (YAML or JSON, one document) as kube's apply
+ * patcher does (apiserver handlers/patch.go applyPatcher): leniently — a repeated key keeps its
+ * last value and is reported in `repeatedKeys` for the `fieldValidation` judgement that follows
+ * the apply. Throws 400 `error decoding YAML: …` for a body that is not one YAML document.
+ */
+export function decodeApplyPatch(body: Buffer): ApplyPatchBody {
+  const repeatedKeys: string[] = [];
+  try { return { value: parseYamlDocument(body.toString('utf8'), repeatedKeys), repeatedKeys }; } catch (err) {
     if (err instanceof YamlSyntaxError) throw badRequest(`error decoding YAML: ${err.message}`);
     throw err;
   }

@@ -22,7 +22,7 @@ import { MAX_NESTING_DEPTH, valueDeeperThan } from '../apimachinery/depth.js';
 import { strategicMergePatch, BUILTIN_PATCH_META, OBJECT_META_PATCH_META } from '../apimachinery/strategicmerge.js';
 import type { ResourceDescriptor, UpdateReset } from '../apis/types.js';
 import { BUILTIN_SCHEMAS, definitionName } from '../apis/schemas/index.js';
-import { FieldSet, applyConfiguration, resourceSchemaResolver, updateManagedFields, type SchemaResolver } from '../apimachinery/fieldmanager/index.js';
+import { FieldSet, applyConfiguration, resourceSchemaResolver, undeclaredFieldsError, updateManagedFields, type SchemaResolver } from '../apimachinery/fieldmanager/index.js';
 import { pruneUnknownFields, strictErrors, unknownFieldsError, unknownFieldsPatchError, type FieldValidationMode } from '../apimachinery/pruning.js';
 import { ShardKeys } from '../storage/keys.js';
 import type { UserInfo } from '../auth/user.js';
@@ -513,24 +513,38 @@ export class Store {
    * Server-side apply (`application/apply-patch+yaml`): merges the applied configuration into
    * the live object (or creates it) with field ownership; 409 Conflict naming the other managers
    * unless `force` (https://kubernetes.io/docs/reference/using-api/server-side-apply/).
+   *
+   * Field validation as kube's apply patcher (apiserver handlers/patch.go applyPatcher): keys the
+   * schema does not declare always fail (400 `failed to create typed patch object …: .x: field
+   * not declared in schema`, `undeclaredFieldsError`); `yamlStrictErrors` — the repeated keys of
+   * the body (`line 9: key "foo" already set in map`, from `decodeApplyPatch`), whose last value
+   * was applied — are judged once the configuration merged without conflict: Strict fails with
+   * 400 `error strict decoding YAML: …`, Warn (the default) adds one warning each, Ignore is silent.
    */
-  async apply(scope: RequestScope, name: string, config: unknown, force: boolean): Promise<{ json: string; created: boolean }> {
+  async apply(
+    scope: RequestScope, name: string, config: unknown, force: boolean, yamlStrictErrors: readonly string[] = [],
+  ): Promise<{ json: string; created: boolean }> {
     if (!this.fields) throw new StatusError(415, 'UnsupportedMediaType', `server-side apply is not supported for ${this.desc.kind}`);
     if (typeof config !== 'object' || config === null || Array.isArray(config)) throw badRequest('the applied configuration must be an object');
     const cfg = config as KubeObject;
     if (!cfg.apiVersion || !cfg.kind) throw badRequest('apiVersion and kind are required in an applied configuration');
+    // Judged on the configuration as sent (its namespace and name are in the message).
+    const undeclared = undeclaredFieldsError(cfg, this.fields);
     const applyCfg = this.checkBody(cfg, scope);
     if (applyCfg.metadata.name !== undefined && applyCfg.metadata.name !== name) {
       throw badRequest(`the name of the object (${String(applyCfg.metadata.name)}) does not match the name on the URL (${name})`);
     }
+    if (undeclared) throw undeclared;
     applyCfg.metadata.name = name;
-    // Unknown fields in an applied configuration are always an error (the field manager needs a schema).
+    // What the typed check let through and the pruner still drops (a schema the two read
+    // differently) stays an error: nothing applied is silently lost.
     this.prune(applyCfg, { ...scope, fieldValidation: 'Strict' }, (errors) => unknownFieldsPatchError(errors, 'merge', applyCfg));
     const key = this.objectKey(scope, name);
     const manager = scope.fieldManager!;
     for (let attempt = 0; ; attempt++) {
       const live = await this.readCurrent(key);
       const merged = applyConfiguration(live ?? undefined, structuredClone(applyCfg), manager, force, this.fields, (o) => this.applyDefaults(o), this.resetFields);
+      if (attempt === 0) this.judgeYamlStrictErrors(yamlStrictErrors, scope);
       try {
         if (!live) return { json: await this.create(scope, merged, true), created: true };
         return { json: await this.applyUpdate(scope, key, live, merged, undefined, applyCfg.metadata.resourceVersion, true), created: false };
@@ -540,6 +554,21 @@ export class Store {
         throw err;
       }
     }
+  }
+
+  /**
+   * `fieldValidation` on the strict-decoding errors of an apply body (`yamlStrictErrors`, see
+   * `apply`): Strict throws 400 `error strict decoding YAML: error converting YAML to JSON: yaml:
+   * unmarshal errors:\n  line 9: key "foo" already set in map`, Warn adds each as a warning
+   * (apiserver handlers/patch.go applyPatcher, rest.go addStrictDecodingWarnings).
+   */
+  private judgeYamlStrictErrors(yamlStrictErrors: readonly string[], scope: RequestScope): void {
+    if (!yamlStrictErrors.length) return;
+    const mode = scope.fieldValidation ?? 'Warn';
+    if (mode === 'Strict') {
+      throw badRequest(`error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  ${yamlStrictErrors.join('\n  ')}`);
+    }
+    if (mode === 'Warn') scope.warnings?.push(...yamlStrictErrors);
   }
 
   private validate(obj: KubeObject, old?: KubeObject): void {

@@ -8,7 +8,7 @@ import type { KubeObject } from '../../src/apimachinery/meta.js';
 import { StatusError } from '../../src/apimachinery/errors.js';
 import {
   FieldSet, applyConfiguration, updateManagedFields, builtinSchemaResolver, crdSchemaResolver, pathString,
-  TypeResolver, toFieldSet, merge, LAST_APPLIED_ANNOTATION,
+  TypeResolver, toFieldSet, merge, LAST_APPLIED_ANNOTATION, undeclaredFields, undeclaredFieldsError,
 } from '../../src/apimachinery/fieldmanager/index.js';
 
 const CM = builtinSchemaResolver('', 'v1', 'ConfigMap')!;
@@ -299,4 +299,61 @@ test('addedFieldSet equals compare(nothing, object).added (the create fast path)
     assert.ok(!fast.empty());
     assert.ok(fast.equals(compare(undefined, obj, t).added), (obj as KubeObject).metadata.name);
   }
+});
+
+test('undeclaredFields: the keys a struct does not declare, with SMD paths; maps, preserved and untyped objects take any key', () => {
+  const schema = crdSchemaResolver({
+    type: 'object',
+    properties: {
+      spec: {
+        type: 'object',
+        properties: {
+          foo: { type: 'string' },
+          labels: { type: 'object', additionalProperties: { type: 'string' } },
+          open: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, properties: { typed: { type: 'object', properties: { a: { type: 'string' } } } } },
+          untyped: { type: 'object' },
+          args: { type: 'array', items: { type: 'object', properties: { v: { type: 'string' } } } },
+          tags: { type: 'array', 'x-kubernetes-list-type': 'set', items: { type: 'string' } },
+          ports: { type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['port', 'protocol'],
+            items: { type: 'object', properties: { port: { type: 'integer' }, protocol: { type: 'string' } } } },
+          template: { type: 'object', 'x-kubernetes-embedded-resource': true, properties: { spec: { type: 'object' } } },
+        },
+      },
+    },
+  });
+  const t = new TypeResolver(schema).root();
+  assert.deepEqual(undeclaredFields({
+    apiVersion: 'x/v1', kind: 'K', metadata: { name: 'n', labels: { a: 'b' }, bogusMeta: 1 }, top: 1,
+    spec: {
+      foo: 'x', labels: { any: 'thing' }, open: { free: { deep: 1 }, typed: { a: 'x', b: 1 } }, untyped: { k: 1 },
+      args: [{ v: 'a' }, { w: 'b' }], tags: ['a'],
+      ports: [{ port: 80, protocol: 'TCP', extra: true }],
+      template: { apiVersion: 'v1', kind: 'Sub', metadata: { name: 's', unknownSubMeta: 1 }, spec: { x: 1 }, apiversion: 'lower' },
+    },
+  }, t), [
+    '.metadata.bogusMeta: field not declared in schema',
+    '.top: field not declared in schema',
+    '.spec.open.typed.b: field not declared in schema',
+    '.spec.args[1].w: field not declared in schema',
+    '.spec.ports[port=80,protocol="TCP"].extra: field not declared in schema',
+    '.spec.template.metadata.unknownSubMeta: field not declared in schema',
+    '.spec.template.apiversion: field not declared in schema',
+  ]);
+  assert.deepEqual(undeclaredFields({ apiVersion: 'x/v1', kind: 'K', metadata: { name: 'n' }, spec: { foo: 'x' } }, t), []);
+  // Bounded: a body of many undeclared keys gets the first 100 reports.
+  const many = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`k${i}`, i]));
+  const capped = undeclaredFields({ apiVersion: 'x/v1', kind: 'K', metadata: many, spec: many }, t);
+  assert.equal(capped.length, 100);
+  assert.equal(capped[99], '.metadata.k99: field not declared in schema');
+});
+
+test('undeclaredFieldsError: kube\'s typed patch object failure, one error inline, several as an errors: list', () => {
+  assert.equal(undeclaredFieldsError({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'ns' }, data: {} }, CM), undefined);
+  const one = undeclaredFieldsError({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'ns' }, bogus: 1 } as KubeObject, CM)!;
+  assert.equal(one.code, 400);
+  assert.equal(one.reason, 'BadRequest');
+  assert.equal(one.message, 'failed to create typed patch object (ns/c; /v1, Kind=ConfigMap): .bogus: field not declared in schema');
+  const two = undeclaredFieldsError({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'r' }, rules: [{ verbs: ['get'], x: 1 }], y: 2 } as KubeObject, ROLE)!;
+  assert.equal(two.message, 'failed to create typed patch object (/r; rbac.authorization.k8s.io/v1, Kind=Role): errors:\n' +
+    '  .rules[0].x: field not declared in schema\n  .y: field not declared in schema');
 });

@@ -9,7 +9,7 @@ import type { FastifyReply } from 'fastify';
 import { StatusError } from '../../src/apimachinery/errors.js';
 import { send } from '../../src/endpoints/response.js';
 import { decodeKubernetesProtobuf, encodeKubernetesProtobuf, encodeProtobufWatchEvent } from '../../src/apimachinery/protobuf.js';
-import { decodeBody, negotiateOutput, negotiateStatus, type Endpoint } from '../../src/endpoints/negotiation.js';
+import { decodeApplyPatch, decodeBody, negotiateOutput, negotiateStatus, type Endpoint } from '../../src/endpoints/negotiation.js';
 import { fieldHeader, hasProtobuf, protobufList, watchFrame } from '../../src/endpoints/protobufwire.js';
 import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
 import { watchEventEncoder } from '../../src/endpoints/handlers/watch.js';
@@ -202,4 +202,34 @@ describe('watch event encoders', () => {
     assert.deepEqual(JSON.parse(json.bookmark(42, false) as string), { type: 'BOOKMARK', object: { kind: 'ConfigMap', apiVersion: 'v1', metadata: { resourceVersion: '42' } } });
     assert.deepEqual(JSON.parse(json.error(status) as string), { type: 'ERROR', object: status });
   });
+});
+
+// The reports below are go-yaml v2's (sigs.k8s.io/yaml v1.6.0 YAMLToJSONStrict) for the same texts.
+test('decodeApplyPatch: repeated keys keep the last value and are reported as go-yaml\'s strict decoding does (value line, value first)', () => {
+  const yaml = decodeApplyPatch(Buffer.from('a: 1\nspec:\n  x: 1\n  x: 2\nspec:\n  z: 2\n  z: 3\n1: a\n1: b\n'));
+  assert.deepEqual(yaml.value, { 1: 'b', a: 1, spec: { z: 3 } });
+  assert.deepEqual(yaml.repeatedKeys, [
+    'line 4: key "x" already set in map',
+    'line 7: key "z" already set in map',
+    'line 6: key "spec" already set in map',
+    'line 9: key 1 already set in map',
+  ]);
+  const spec = decodeApplyPatch(Buffer.from('\napiVersion: a/v1\nkind: K\nmetadata:\n  name: n\nspec:\n  unknown: uk1\n  foo: foo1\n  foo: foo2\n'));
+  assert.deepEqual(spec.repeatedKeys, ['line 9: key "foo" already set in map']);
+  const json = decodeApplyPatch(Buffer.from('{"a":1,\n"b":{"c":1,"c":\n2},"b":{"x":[1,{"y":1,"y":2}]}, "a": null}'));
+  assert.deepEqual(json.value, { a: null, b: { x: [1, { y: 2 }] } });
+  assert.deepEqual(json.repeatedKeys, [
+    'line 3: key "c" already set in map',
+    'line 3: key "y" already set in map',
+    'line 3: key "b" already set in map',
+    'line 3: key "a" already set in map',
+  ]);
+  assert.deepEqual(decodeApplyPatch(Buffer.from('{"a\\"q":1,"a\\"q":true}')).repeatedKeys, ['line 1: key "a\\"q" already set in map']);
+  assert.deepEqual(decodeApplyPatch(Buffer.from('kind: K\n')).repeatedKeys, []);
+  // Bounded: the first 100 reports of a body that repeats more.
+  const repeats = decodeApplyPatch(Buffer.from('a: 0\n'.repeat(150)));
+  assert.equal(repeats.repeatedKeys.length, 100);
+  assert.equal(repeats.repeatedKeys[99], 'line 101: key "a" already set in map');
+  assert.equal(decodeApplyPatch(Buffer.from(`{${'"a":0,'.repeat(150)}"b":1}`)).repeatedKeys.length, 100);
+  assert.throws(() => decodeApplyPatch(Buffer.from('a: [1\n')), (e: unknown) => e instanceof StatusError && e.code === 400 && /^error decoding YAML: /.test(e.message));
 });

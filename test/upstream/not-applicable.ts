@@ -154,12 +154,6 @@ export interface KnownFailure {
   cause: string;
 }
 
-const CR_APPLY_SCHEMA = 'server-side apply with fieldValidation=Strict of a custom resource with fields its schema does not declare: kube converts the ' +
-  'applied object to a typed value with the CRD\'s structural schema first and fails with the SMD path, e.g. `failed to create typed patch object ' +
-  '(<group>/<version>, Kind=<kind>): .unknownField: field not declared in schema` (k8s.io/apimachinery managedfields/internal/structuredmerge.go); ' +
-  'kcp-ts prunes the applied configuration as a merge patch and answers 422 `patch: Invalid value: …: strict decoding error: unknown field "unknownField"` ' +
-  '(src/registry/store.ts apply, the `this.prune(applyCfg, …, unknownFieldsPatchError(…))` call)';
-
 /** Applicable specs and the cause of their failure. Keep in step with the last run (the runner checks). */
 export const KNOWN_FAILURES: KnownFailure[] = [
   {
@@ -182,21 +176,5 @@ export const KNOWN_FAILURES: KnownFailure[] = [
       '`{type: object}` plus its x-kubernetes-group-version-kind (builder.go buildKubeNative: no properties, no extension, so kubectl validates ' +
       'nothing); kcp-ts publishes properties and `x-kubernetes-preserve-unknown-fields: true` (src/apis/openapi.ts kindSchemaFor/toV2Definition ' +
       'do not apply kube\'s v2 reductions, openapi/v2/conversion.go ToStructuralOpenAPIV2)',
-  },
-  {
-    spec: `${AM} FieldValidation should create/apply an invalid CR with extra properties for CRD with validation schema [Conformance]`,
-    cause: CR_APPLY_SCHEMA,
-  },
-  {
-    spec: `${AM} FieldValidation should detect unknown metadata fields in both the root and embedded object of a CR [Conformance]`,
-    cause: `${CR_APPLY_SCHEMA}; kube's message names \`.metadata.unknownMeta\` or \`.spec.template.metadata.unknownSubMeta\``,
-  },
-  {
-    spec: `${AM} FieldValidation should detect duplicates in a CR when preserving unknown fields [Conformance]`,
-    cause: 'an apply body (YAML) with a repeated key: kube decodes it leniently first (the last value wins; apiserver handlers/patch.go ' +
-      'applyPatcher, sigs.k8s.io/yaml), applies, and only then, for fieldValidation=Strict, decodes strictly and answers 400 `error strict decoding ' +
-      'YAML: error converting YAML to JSON: yaml: unmarshal errors:\\n  line 9: key "foo" already set in map` (Warn: a warning); kcp-ts refuses ' +
-      'the repeated key in its first decode with 400 `error decoding YAML: … Map keys must be unique`, whatever fieldValidation says ' +
-      '(src/endpoints/negotiation.ts decodeApplyPatch)',
   },
 ];

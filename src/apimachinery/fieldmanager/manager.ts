@@ -11,7 +11,7 @@ import { nowRFC3339, parseApiVersion } from '../meta.js';
 import { StatusError, badRequest, internalError, invalid, type StatusCause } from '../errors.js';
 import { FieldSet, type Path, pathString } from './fieldpath.js';
 import {
-  type Comparison, type SchemaResolver, type TypeNode, TypeResolver, TypedError, compare, ensureNamedFieldsAreMembers, merge,
+  type Comparison, type SchemaResolver, type TypeNode, TypeResolver, TypedError, compare, ensureNamedFieldsAreMembers, merge, undeclaredFields,
   removeItems, toFieldSet, addedFieldSet,
 } from './typed.js';
 import { isObj } from '../objects.js';
@@ -327,6 +327,25 @@ function conflictError(conflicts: Conflicts): StatusError {
 function gvknn(o: KubeObject): string {
   const { group, version } = parseApiVersion(o.apiVersion ?? '');
   return `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}; ${group}/${version}, Kind=${o.kind ?? ''}`;
+}
+
+/**
+ * The failure of an applied configuration with keys its kind's schema does not declare, whatever
+ * `fieldValidation` says: `failed to create typed patch object (<namespace>/<name>; <group>/<version>,
+ * Kind=<kind>): .unknownField: field not declared in schema` (several: `errors:` and one
+ * `\n  <error>` line each, the first 100) — k8s.io/apimachinery managedfields/internal/structuredmerge.go
+ * Apply wrapping SMD's `ValidationErrors`. Namespace and name are the configuration's as sent.
+ *
+ * 400 BadRequest: kube returns this error unwrapped, which its handler turns into a 500 without
+ * a reason (kubernetes issue 122480); the client sent the undeclared field, so it is a client
+ * error here, as the pending upstream fix (kubernetes pull 139255) answers it. Undefined when
+ * every key is declared.
+ */
+export function undeclaredFieldsError(config: KubeObject, schema: SchemaResolver): StatusError | undefined {
+  const errors = undeclaredFields(config, rootType(schema));
+  if (!errors.length) return undefined;
+  const text = errors.length === 1 ? errors[0]! : ['errors:', ...errors.map((e) => `  ${e}`)].join('\n');
+  return badRequest(`failed to create typed patch object (${gvknn(config)}): ${text}`);
 }
 
 /** SMD `Updater.prune`: drops what the applier owned last time, omits now and nobody else owns. */

@@ -26,7 +26,15 @@ export type TypeNode =
   | { kind: 'scalar' }
   | { kind: 'deduced' }
   | { kind: 'list'; atomic: boolean; keys: string[]; elem: () => TypeNode; elemDefaults: Record<string, unknown> }
-  | { kind: 'map'; atomic: boolean; fields: Map<string, () => TypeNode>; elem?: () => TypeNode };
+  | {
+    kind: 'map'; atomic: boolean; fields: Map<string, () => TypeNode>; elem?: () => TypeNode;
+    /**
+     * A struct (declared `properties`, no `additionalProperties`, not preserving unknown fields):
+     * SMD's typed conversion refuses other keys (`field not declared in schema`). Merging and
+     * ownership still treat such keys as deduced (`elem`).
+     */
+    closed?: boolean;
+  };
 
 const SCALAR: TypeNode = { kind: 'scalar' };
 const DEDUCED: TypeNode = { kind: 'deduced' };
@@ -35,6 +43,9 @@ const DEDUCED: TypeNode = { kind: 'deduced' };
 export class TypedError extends Error {}
 
 type Raw = Record<string, unknown>;
+
+/** The standard object metadata an embedded resource gets (one object, so its type is memoised). */
+const OBJECT_META_REF = { $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta' };
 
 /** Converts OpenAPI v3 schemas to `TypeNode`s, resolving `$ref` and `allOf`, with memoisation. */
 export class TypeResolver {
@@ -112,12 +123,22 @@ export class TypeResolver {
     if (type === 'object' || props || addl !== undefined) {
       const fields = new Map<string, () => TypeNode>();
       if (props) for (const [k, v] of Object.entries(props)) fields.set(k, () => this.resolve(v));
+      // A custom resource's embedded object gets apiVersion, kind and the standard metadata
+      // (apiextensions-apiserver pkg/controller/openapi/builder addEmbeddedProperties).
+      if (s['x-kubernetes-embedded-resource'] === true) {
+        fields.set('apiVersion', () => SCALAR);
+        fields.set('kind', () => SCALAR);
+        fields.set('metadata', () => this.resolve(OBJECT_META_REF));
+      }
+      const preserve = s['x-kubernetes-preserve-unknown-fields'] === true;
       let elem: (() => TypeNode) | undefined;
       if (addl && typeof addl === 'object') elem = () => this.resolve(addl);
-      else if (addl === true || s['x-kubernetes-preserve-unknown-fields'] === true || !props) elem = () => DEDUCED;
-      // Fields not declared in a struct are treated as deduced (lenient where SMD would reject them).
+      // Keys a struct does not declare: deduced for merging and ownership; `closed` makes
+      // `undeclaredFields` report them as SMD's typed conversion does. An object without
+      // properties is an untyped map (kube-openapi schemaconv).
       else elem = () => DEDUCED;
-      return { kind: 'map', atomic: s['x-kubernetes-map-type'] === 'atomic', fields, elem };
+      const closed = fields.size > 0 && !preserve && (addl === undefined || addl === false);
+      return { kind: 'map', atomic: s['x-kubernetes-map-type'] === 'atomic', fields, elem, ...(closed ? { closed } : {}) };
     }
     if (type === undefined || s['x-kubernetes-preserve-unknown-fields'] === true) return DEDUCED;
     return SCALAR;
@@ -159,6 +180,54 @@ export function listItemPathElement(t: Extract<TypeNode, { kind: 'list' }>, item
   if (Array.isArray(item)) throw new TypedError('not supported: associative list with lists as elements');
   if (item === null) throw new TypedError("associative list without keys has an element that's an explicit null");
   return { value: item };
+}
+
+/**
+ * The keys of `value` its type does not declare, as SMD's typed conversion of an applied
+ * configuration reports them (sigs.k8s.io/structured-merge-diff typed/validate.go): texts
+ * `.spec.ports[containerPort=80,protocol="TCP"].foo: field not declared in schema`, in document
+ * order, at most `limit` of them (SMD reports all; a path repeats its parents, so a hostile body
+ * of many deep undeclared keys would make a message far larger than itself). Atomic list items
+ * are named by index (`[0]`), associative ones by key or value; an item whose key cannot be
+ * formed is left to `toFieldSet`, which reports it.
+ */
+export function undeclaredFields(value: unknown, t: TypeNode, limit = 100): string[] {
+  const out: string[] = [];
+  walkUndeclared(value, t, '', out, limit);
+  return out;
+}
+
+function walkUndeclared(v: unknown, t0: TypeNode, path: string, out: string[], limit: number): void {
+  if (out.length >= limit) return;
+  const t = concrete(t0, v);
+  if (t.kind === 'list') {
+    if (!Array.isArray(v)) return;
+    const elem = t.elem();
+    for (let i = 0; i < v.length; i++) {
+      let pe: string;
+      if (t.atomic) pe = `[${i}]`;
+      else {
+        try { pe = pathString([listItemPathElement(t, v[i])]); } catch (e) {
+          if (e instanceof TypedError) continue;
+          throw e;
+        }
+      }
+      walkUndeclared(v[i], elem, path + pe, out, limit);
+    }
+    return;
+  }
+  if (t.kind !== 'map' || !isObj(v)) return;
+  for (const k in v) {
+    const val = v[k];
+    if (val === undefined) continue;
+    const declared = t.fields.get(k);
+    if (out.length >= limit) return;
+    if (!declared && t.closed) {
+      out.push(`${path}.${k}: field not declared in schema`);
+      continue;
+    }
+    walkUndeclared(val, declared ? declared() : t.elem ? t.elem() : DEDUCED, `${path}.${k}`, out, limit);
+  }
 }
 
 function where(path: Path, msg: string): TypedError {

@@ -32,7 +32,8 @@ export const patchResource: Handler = async (_ctx, req, reply) => {
     if (!query.get('fieldManager')) {
       throw invalid('PatchOptions', 'meta.k8s.io', '', [{ reason: 'FieldValueRequired', field: 'fieldManager', message: 'Required value: is required for apply patch' }]);
     }
-    const res = await store.apply(scope, info.name, decodeApplyPatch(body), queryBool(query, 'force') === true);
+    const applied = decodeApplyPatch(body);
+    const res = await store.apply(scope, info.name, applied.value, queryBool(query, 'force') === true, applied.repeatedKeys);
     addWarnings(reply, scope);
     return sendObject(reply, res.created ? 201 : 200, res.json, store.desc, out, query);
   }
