@@ -347,6 +347,8 @@ function planOfKind(kind: ProtobufValueKind): DecodePlan {
 /** What an absent field renders as, by the emission rules of the module comment. */
 function absentRule(f: ProtobufField): Absent {
   if (f.card !== 'one') return f.emit === 'always' ? Absent.Null : Absent.Skip; // nil slice / map
+  // A nil named slice in its wrapper message (meta/v1 APIResource `verbs`, no omitempty) is JSON null.
+  if (f.emit === 'pointer' && f.kind === 'extraValue') return Absent.Null;
   if (f.emit === 'pointer' || f.emit === 'omitzero') return Absent.Skip; // nil pointer; zero time under omitzero
   if (f.emit === 'omitempty' && GO_SCALARS.has(f.kind)) return Absent.Skip;
   if (f.kind === 'bytes') return Absent.Null; // nil []byte without omitempty
@@ -718,20 +720,33 @@ const EVERY_GROUP_VERSION_KINDS: Readonly<Record<string, string>> = {
   WatchEvent: 'meta.v1.WatchEvent',
 };
 
-/** Kinds of the unversioned `v1` and of `meta.k8s.io` (metav1 `AddMetaToScheme`): `<apiVersion>/<kind>` → message. */
+/**
+ * Kinds of the unversioned `v1` (metav1 `AddToGroupVersion`: Status and the discovery documents), of
+ * `meta.k8s.io` (metav1 `AddMetaToScheme`; meta/v1beta1's PartialObjectMetadataList is its own message,
+ * items = 1 and metadata = 2) and of aggregated discovery (`apidiscovery.k8s.io`):
+ * `<apiVersion>/<kind>` → message. `/api`'s APIVersions is served with an empty apiVersion (apiserver
+ * endpoints/discovery/legacy.go strips it), hence `/APIVersions`.
+ */
 const META_KINDS: Readonly<Record<string, string>> = {
   'v1/Status': 'meta.v1.Status',
+  'v1/APIVersions': 'meta.v1.APIVersions',
+  '/APIVersions': 'meta.v1.APIVersions',
+  'v1/APIGroupList': 'meta.v1.APIGroupList',
+  'v1/APIGroup': 'meta.v1.APIGroup',
+  'v1/APIResourceList': 'meta.v1.APIResourceList',
   'meta.k8s.io/v1/PartialObjectMetadata': 'meta.v1.PartialObjectMetadata',
   'meta.k8s.io/v1/PartialObjectMetadataList': 'meta.v1.PartialObjectMetadataList',
   'meta.k8s.io/v1beta1/PartialObjectMetadata': 'meta.v1.PartialObjectMetadata',
-  'meta.k8s.io/v1beta1/PartialObjectMetadataList': 'meta.v1.PartialObjectMetadataList',
+  'meta.k8s.io/v1beta1/PartialObjectMetadataList': 'meta.v1beta1.PartialObjectMetadataList',
+  'apidiscovery.k8s.io/v2/APIGroupDiscoveryList': 'apidiscovery.v2.APIGroupDiscoveryList',
+  'apidiscovery.k8s.io/v2beta1/APIGroupDiscoveryList': 'apidiscovery.v2beta1.APIGroupDiscoveryList',
 };
 
 /**
  * The protobuf message of a kind, e.g. `protobufMessageFor('v1', 'ConfigMap')` → `'core.v1.ConfigMap'`:
  * defined for the built-in kinds of {@link PROTOBUF_KINDS} and their `<Kind>List`, meta/v1 `Status`
  * (apiVersion `v1`), `DeleteOptions` and `WatchEvent` (any apiVersion), `PartialObjectMetadata(List)`
- * (`meta.k8s.io/v1`, `v1beta1`). Undefined for everything else — custom resources, `Table` — which kube
+ * (`meta.k8s.io/v1`, `v1beta1`), the discovery documents and `APIGroupDiscoveryList` (see META_KINDS). Undefined for everything else — custom resources, `Table` — which kube
  * serves as JSON only. Messages in the schema that no kind names (e.g. a list whose item kind is not
  * served) are not reachable from here.
  */
