@@ -28,9 +28,11 @@ const OUT = join(import.meta.dirname, '..', 'src', 'apimachinery', 'protobuf', '
 /** Go packages read: import path → message name prefix. */
 const PACKAGES: Readonly<Record<string, string>> = {
   'k8s.io/apimachinery/pkg/apis/meta/v1': 'meta.v1',
+  'k8s.io/apimachinery/pkg/apis/meta/v1beta1': 'meta.v1beta1',
   'k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1': 'apiextensions.v1',
   ...Object.fromEntries(['core/v1', 'coordination/v1', 'events/v1', 'rbac/v1', 'authorization/v1', 'authentication/v1',
-    'certificates/v1', 'admissionregistration/v1', 'admissionregistration/v1beta1', 'flowcontrol/v1']
+    'certificates/v1', 'admissionregistration/v1', 'admissionregistration/v1beta1', 'flowcontrol/v1',
+    'apidiscovery/v2', 'apidiscovery/v2beta1']
     .map((gv) => [`k8s.io/api/${gv}`, gv.replace('/', '.')])),
 };
 
@@ -68,8 +70,16 @@ const ROOT_KINDS: Readonly<Record<string, string>> = {
   'flowcontrol.apiserver.k8s.io/v1/PriorityLevelConfiguration': 'flowcontrol.v1.PriorityLevelConfiguration',
 };
 
-/** meta/v1 messages served besides the kinds: Status, DeleteOptions, WatchEvent, PartialObjectMetadata(List). */
-const META_ROOTS = ['meta.v1.Status', 'meta.v1.DeleteOptions', 'meta.v1.WatchEvent', 'meta.v1.PartialObjectMetadata', 'meta.v1.PartialObjectMetadataList'];
+/**
+ * Messages served besides the kinds: meta/v1 Status, DeleteOptions, WatchEvent, PartialObjectMetadata(List);
+ * meta/v1beta1's own PartialObjectMetadataList (items = 1, metadata = 2: not v1's layout); the discovery
+ * documents (meta/v1 APIVersions, APIGroupList, APIGroup, APIResourceList) and aggregated discovery
+ * (apidiscovery.k8s.io v2 and v2beta1 APIGroupDiscoveryList).
+ */
+const META_ROOTS = ['meta.v1.Status', 'meta.v1.DeleteOptions', 'meta.v1.WatchEvent', 'meta.v1.PartialObjectMetadata', 'meta.v1.PartialObjectMetadataList',
+  'meta.v1beta1.PartialObjectMetadataList',
+  'meta.v1.APIVersions', 'meta.v1.APIGroupList', 'meta.v1.APIGroup', 'meta.v1.APIResourceList',
+  'apidiscovery.v2.APIGroupDiscoveryList', 'apidiscovery.v2beta1.APIGroupDiscoveryList'];
 
 /** Go types with a custom JSON or protobuf form: qualified name → hand-written value kind. */
 const SPECIAL_TYPES: Readonly<Record<string, string>> = {
@@ -293,7 +303,7 @@ function protoField(pkg: GoPackage, message: string, no: number, where: string):
 const PROTO_TYPE_OF_KIND: Readonly<Record<string, readonly string[]>> = {
   string: ['string'], bytes: ['bytes'], bool: ['bool'], int32: ['int32'], int64: ['int64', 'uint64', 'uint32'], double: ['double'],
   time: ['Time'], microTime: ['MicroTime'], duration: ['Duration'], fieldsV1: ['FieldsV1'], quantity: ['Quantity'],
-  intOrString: ['IntOrString'], rawExtension: ['RawExtension', 'JSON'], extraValue: ['ExtraValue'],
+  intOrString: ['IntOrString'], rawExtension: ['RawExtension', 'JSON'], extraValue: ['ExtraValue', 'Verbs'],
   schemaOrArray: ['JSONSchemaPropsOrArray'], schemaOrBool: ['JSONSchemaPropsOrBool'], schemaOrStringArray: ['JSONSchemaPropsOrStringArray'],
 };
 
@@ -323,12 +333,17 @@ function messageFields(qualifiedName: string): SchemaField[] {
     const jsonTag = tagValue(f.tag, 'json') ?? '';
     const [jsonName, ...opts] = jsonTag.split(',');
     if (jsonName === '-') throw new Error(`${where}: json:"-" field with a protobuf tag is not supported`);
-    const r = resolve(pkg, f.type, where);
+    let r = resolve(pkg, f.type, where);
+    const proto = protoField(pkg, name, Number(noText), where);
+    if (r.card === 'list' && r.kind === 'string' && proto.label === 'optional' && proto.type === f.type.replace(/^.*\./, '')) {
+      // A named Go []string declared as its own wrapper message (meta/v1 `Verbs`: `repeated string items = 1`),
+      // written iff the slice is non-nil, as ExtraValue is in a map.
+      r = { kind: 'extraValue', card: 'one', pointer: true };
+    }
     // The tag's wire type and label are not authoritative (DeleteOptions.propagationPolicy, a string,
     // says varint; SubjectRulesReviewStatus.incomplete, a bool, says rep): generated.proto is, and the
     // Go-derived kind must agree with the field's declared proto type.
     void wire; void rep;
-    const proto = protoField(pkg, name, Number(noText), where);
     checkAgainstProto(r, proto, where);
     let emit: string;
     if (opts.includes('inline')) {

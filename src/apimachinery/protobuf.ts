@@ -196,6 +196,12 @@ class ReverseWriter {
   /** Bytes written so far. */
   get length(): number { return this.buf.length - this.pos; }
 
+  /** Size of the working buffer. */
+  get capacity(): number { return this.buf.length; }
+
+  /** Forgets what was written (the buffer is kept). */
+  reset(): void { this.pos = this.buf.length; }
+
   private ensure(n: number): void {
     if (this.pos >= n) return;
     const used = this.length;
@@ -347,6 +353,8 @@ function planOfKind(kind: ProtobufValueKind): DecodePlan {
 /** What an absent field renders as, by the emission rules of the module comment. */
 function absentRule(f: ProtobufField): Absent {
   if (f.card !== 'one') return f.emit === 'always' ? Absent.Null : Absent.Skip; // nil slice / map
+  // A nil named slice in its wrapper message (meta/v1 APIResource `verbs`, no omitempty) is JSON null.
+  if (f.emit === 'pointer' && f.kind === 'extraValue') return Absent.Null;
   if (f.emit === 'pointer' || f.emit === 'omitzero') return Absent.Skip; // nil pointer; zero time under omitzero
   if (f.emit === 'omitempty' && GO_SCALARS.has(f.kind)) return Absent.Skip;
   if (f.kind === 'bytes') return Absent.Null; // nil []byte without omitempty
@@ -718,20 +726,33 @@ const EVERY_GROUP_VERSION_KINDS: Readonly<Record<string, string>> = {
   WatchEvent: 'meta.v1.WatchEvent',
 };
 
-/** Kinds of the unversioned `v1` and of `meta.k8s.io` (metav1 `AddMetaToScheme`): `<apiVersion>/<kind>` → message. */
+/**
+ * Kinds of the unversioned `v1` (metav1 `AddToGroupVersion`: Status and the discovery documents), of
+ * `meta.k8s.io` (metav1 `AddMetaToScheme`; meta/v1beta1's PartialObjectMetadataList is its own message,
+ * items = 1 and metadata = 2) and of aggregated discovery (`apidiscovery.k8s.io`):
+ * `<apiVersion>/<kind>` → message. `/api`'s APIVersions is served with an empty apiVersion (apiserver
+ * endpoints/discovery/legacy.go strips it), hence `/APIVersions`.
+ */
 const META_KINDS: Readonly<Record<string, string>> = {
   'v1/Status': 'meta.v1.Status',
+  'v1/APIVersions': 'meta.v1.APIVersions',
+  '/APIVersions': 'meta.v1.APIVersions',
+  'v1/APIGroupList': 'meta.v1.APIGroupList',
+  'v1/APIGroup': 'meta.v1.APIGroup',
+  'v1/APIResourceList': 'meta.v1.APIResourceList',
   'meta.k8s.io/v1/PartialObjectMetadata': 'meta.v1.PartialObjectMetadata',
   'meta.k8s.io/v1/PartialObjectMetadataList': 'meta.v1.PartialObjectMetadataList',
   'meta.k8s.io/v1beta1/PartialObjectMetadata': 'meta.v1.PartialObjectMetadata',
-  'meta.k8s.io/v1beta1/PartialObjectMetadataList': 'meta.v1.PartialObjectMetadataList',
+  'meta.k8s.io/v1beta1/PartialObjectMetadataList': 'meta.v1beta1.PartialObjectMetadataList',
+  'apidiscovery.k8s.io/v2/APIGroupDiscoveryList': 'apidiscovery.v2.APIGroupDiscoveryList',
+  'apidiscovery.k8s.io/v2beta1/APIGroupDiscoveryList': 'apidiscovery.v2beta1.APIGroupDiscoveryList',
 };
 
 /**
  * The protobuf message of a kind, e.g. `protobufMessageFor('v1', 'ConfigMap')` → `'core.v1.ConfigMap'`:
  * defined for the built-in kinds of {@link PROTOBUF_KINDS} and their `<Kind>List`, meta/v1 `Status`
  * (apiVersion `v1`), `DeleteOptions` and `WatchEvent` (any apiVersion), `PartialObjectMetadata(List)`
- * (`meta.k8s.io/v1`, `v1beta1`). Undefined for everything else — custom resources, `Table` — which kube
+ * (`meta.k8s.io/v1`, `v1beta1`), the discovery documents and `APIGroupDiscoveryList` (see META_KINDS). Undefined for everything else — custom resources, `Table` — which kube
  * serves as JSON only. Messages in the schema that no kind names (e.g. a list whose item kind is not
  * served) are not reachable from here.
  */
@@ -831,11 +852,18 @@ function encodePlanOf(nameOrKind: string): EncodePlan {
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** Whether `s` holds a UTF-16 surrogate (a code point above U+FFFF). */
+function hasSurrogate(s: string): boolean {
+  for (let i = 0; i < s.length; i++) { const c = s.charCodeAt(i); if (c >= 0xd800 && c <= 0xdfff) return true; }
+  return false;
+}
+
 /** Map keys in Go's `sort.Strings` order (byte-wise on UTF-8), reversed for the reverse writer. */
 function keysDescending(obj: Record<string, unknown>): string[] {
   const keys = Object.keys(obj);
+  if (keys.length < 2) return keys;
   // UTF-16 code-unit order equals UTF-8 byte order unless a surrogate meets a code unit ≥ U+E000.
-  if (keys.some((k) => /[\ud800-\udfff]/.test(k))) keys.sort((a, b) => Buffer.compare(Buffer.from(b), Buffer.from(a)));
+  if (keys.some(hasSurrogate)) keys.sort((a, b) => Buffer.compare(Buffer.from(b), Buffer.from(a)));
   else keys.sort((a, b) => (a < b ? 1 : a > b ? -1 : 0));
   return keys;
 }
@@ -954,7 +982,24 @@ function writeField(w: ReverseWriter, no: number, kind: ProtobufValueKind, v: un
 const TIMESTAMP = /^(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:[Zz]|([+-])(\d\d):(\d\d))$/;
 
 /** Parses an RFC 3339 time (as metav1 `Time`/`MicroTime.UnmarshalJSON` do) into Unix seconds and nanoseconds. */
+/**
+ * Timestamps parsed lately: an object's times repeat (creationTimestamp, its managedFields' times, a
+ * list's items written in the same second). Bounded: emptied when it reaches {@link TIMESTAMP_CACHE_SIZE}.
+ */
+const timestampCache = new Map<string, { seconds: number; nanos: number }>();
+const TIMESTAMP_CACHE_SIZE = 1024;
+
 function parseTimestamp(s: string): { seconds: number; nanos: number } {
+  let parsed = timestampCache.get(s);
+  if (!parsed) {
+    parsed = parseTimestampText(s);
+    if (timestampCache.size >= TIMESTAMP_CACHE_SIZE) timestampCache.clear();
+    timestampCache.set(s, parsed);
+  }
+  return parsed;
+}
+
+function parseTimestampText(s: string): { seconds: number; nanos: number } {
   const m = TIMESTAMP.exec(s);
   if (!m) throw unencodable(`${JSON.stringify(s)} is not an RFC 3339 time`);
   const d = new Date(0);
@@ -1006,8 +1051,8 @@ function writeMessageValue(w: ReverseWriter, kind: ProtobufValueKind, v: unknown
     case 'fieldsV1': case 'rawExtension': {
       // `bytes raw = 1`, written iff non-nil; `null` unmarshals to nil Raw.
       if (v === undefined || v === null) return;
-      const raw = Buffer.from(JSON.stringify(v), 'utf8');
-      w.raw(raw); w.uvarint(raw.length); w.tag(1, WireType.Bytes);
+      // The JSON text's UTF-8 bytes with their length: the bytes of a length-prefixed string.
+      w.string(JSON.stringify(v)); w.tag(1, WireType.Bytes);
       return;
     }
     case 'extraValue': {
@@ -1056,10 +1101,31 @@ function notMarshalable(apiVersion: unknown, kind: unknown): StatusError {
  * belongs, an int32 out of range, …): such an object could not exist in kube.
  */
 export function encodeProtobufMessage(messageName: string, value: unknown): Buffer {
-  const w = new ReverseWriter(1024);
-  encodePath.length = 0;
-  writeMessage(w, messageName, value, 1);
-  return Buffer.from(w.finish());
+  const w = takeWriter();
+  try {
+    encodePath.length = 0;
+    writeMessage(w, messageName, value, 1);
+    return Buffer.from(w.finish());
+  } finally { releaseWriter(w); }
+}
+
+/**
+ * The writer the top-level encoders share (encoding is synchronous and never re-entered), so an
+ * encode allocates its result only: no working buffer, no growth copies once warm. A writer grown past
+ * {@link SHARED_WRITER_MAX} by a large message is dropped after use, so the shared one stays small.
+ */
+let sharedWriter: ReverseWriter | undefined = new ReverseWriter(16 * 1024);
+const SHARED_WRITER_MAX = 1024 * 1024;
+
+function takeWriter(): ReverseWriter {
+  const w = sharedWriter ?? new ReverseWriter(16 * 1024);
+  sharedWriter = undefined;
+  w.reset();
+  return w;
+}
+
+function releaseWriter(w: ReverseWriter): void {
+  sharedWriter = w.capacity > SHARED_WRITER_MAX ? new ReverseWriter(16 * 1024) : w;
 }
 
 /**
@@ -1107,7 +1173,22 @@ export function encodeKubernetesProtobuf(obj: Record<string, unknown>): Buffer {
   const { apiVersion, kind } = obj;
   const message = typeof apiVersion === 'string' && typeof kind === 'string' ? protobufMessageFor(apiVersion, kind) : undefined;
   if (!message) throw notMarshalable(apiVersion, kind);
-  return Buffer.concat(protobufEnvelope(apiVersion as string, kind as string, [encodeProtobufMessage(message, obj)]));
+  // One pass back to front, the bytes of protobufEnvelope around the message: trailer, message, its
+  // length and key (raw = 2), typeMeta = 1, magic.
+  const w = takeWriter();
+  try {
+    encodePath.length = 0;
+    w.raw(UNKNOWN_TRAILER);
+    const end = w.length;
+    writeMessage(w, message, obj, 1);
+    w.uvarint(w.length - end); w.tag(2, WireType.Bytes);
+    const start = w.length;
+    w.string(kind as string); w.tag(2, WireType.Bytes);
+    w.string(apiVersion as string); w.tag(1, WireType.Bytes);
+    w.uvarint(w.length - start); w.tag(1, WireType.Bytes);
+    w.raw(MAGIC);
+    return Buffer.from(w.finish());
+  } finally { releaseWriter(w); }
 }
 
 /**

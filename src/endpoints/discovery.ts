@@ -74,7 +74,9 @@ export function apiResourceList(descs: ResourceDescriptor[], group: string, vers
  */
 export function aggregatedDiscovery(descs: ResourceDescriptor[], legacy: boolean, discoveryVersion: string): object {
   const items = groupsOf(descs).filter((g) => (legacy ? g.name === '' : g.name !== '')).map((g) => ({
-    metadata: { name: g.name, creationTimestamp: null },
+    // ObjectMeta as kube 1.34 writes it: name omitted when empty (the core group), creationTimestamp
+    // omitted when zero (`omitzero`, k8s.io/apimachinery meta/v1 types.go).
+    metadata: g.name ? { name: g.name } : {},
     versions: g.versions.map((v) => ({
       version: v,
       freshness: 'Current',

@@ -103,7 +103,7 @@ export interface Endpoint {
   protobuf: boolean;
   /** Whether `as=Table` is served (false for REST storages without a TableConvertor: reviews, token requests). */
   table?: boolean;
-  /** Whether aggregated discovery (`as=APIGroupDiscoveryList`, JSON) may be asked for (`/api`, `/apis`). */
+  /** Whether aggregated discovery (`as=APIGroupDiscoveryList`, JSON or protobuf) may be asked for (`/api`, `/apis`). */
   discovery?: boolean;
 }
 
@@ -150,7 +150,7 @@ function transformation(r: MediaRange, media: Media, endpoint: Endpoint): Output
   if (as === undefined && g === undefined && v === undefined) {
     return media !== 'protobuf' || endpoint.protobuf ? { media, asVersion: 'v1' } : undefined;
   }
-  if (as === 'APIGroupDiscoveryList' && g === 'apidiscovery.k8s.io' && endpoint.discovery && media === 'json' && (v === 'v2' || v === 'v2beta1')) {
+  if (as === 'APIGroupDiscoveryList' && g === 'apidiscovery.k8s.io' && endpoint.discovery && media !== 'yaml' && (v === 'v2' || v === 'v2beta1')) {
     return { media, asVersion: 'v1', discovery: v };
   }
   if (g !== 'meta.k8s.io' || (v !== 'v1' && v !== 'v1beta1')) return undefined;

@@ -10,10 +10,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse as parseYaml } from 'yaml';
-import { encodeKubernetesProtobuf } from '../../src/apimachinery/protobuf.js';
+import { decodeKubernetesProtobuf, encodeKubernetesProtobuf } from '../../src/apimachinery/protobuf.js';
 import { CM, call, eventually, type Creds, type TestServer, useTestServer } from '../helpers.js';
 import { PB, TYPED, decodedProtobuf, protobufWatch, rawCall, type WatchEventRead } from '../pbwire.js';
-import { goDecode, goEncode, goWatchFrame } from '../protoref.js';
+import { goDecode, goEncode, goWatchFrame, protoref } from '../protoref.js';
 const NS = '/clusters/root/api/v1/namespaces/default';
 const CRD_GROUP = 'pbtest.example.com';
 const WIDGETS = `/clusters/root/apis/${CRD_GROUP}/v1/namespaces/default/widgets`;
@@ -279,5 +279,65 @@ describe('custom resources and errors', () => {
     assert.equal(pb(anonymous).reason, 'Unauthorized');
     const garbage = await raw('POST', `${NS}/configmaps`, Buffer.from('garbage'), { accept: 'application/json' });
     assert.equal(garbage.status, 400);
+  });
+});
+
+describe('discovery in protobuf', () => {
+  /** client-go v0.34 discovery's Accept for /api and /apis (discovery_client.go acceptDiscoveryFormats): aggregated v2, v2beta1, then legacy, all JSON. */
+  const CLIENT_GO_DISCOVERY = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json';
+  /** The protobuf-first form: aggregated v2 in protobuf, then as client-go v0.34. */
+  const PROTOBUF_DISCOVERY = `${PB};g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,${CLIENT_GO_DISCOVERY}`;
+  const AGGREGATED_PB = `${PB};g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`;
+
+  test('/api, /apis, /apis/<group>, /api/v1 and /apis/<group>/<version> answer protobuf to a typed Accept: the JSON documents, Go\'s bytes', async () => {
+    for (const [path, kind] of [['/clusters/root/apis', 'APIGroupList'], ['/clusters/root/apis/rbac.authorization.k8s.io', 'APIGroup'],
+      ['/clusters/root/api/v1', 'APIResourceList'], ['/clusters/root/apis/coordination.k8s.io/v1', 'APIResourceList']] as const) {
+      const asJson = (await json('GET', path)).json;
+      const answer = await raw('GET', path, undefined, { accept: TYPED });
+      assert.equal(answer.status, 200, path);
+      const doc = pb(answer);
+      assert.equal(doc.kind, kind);
+      assert.deepEqual(doc, asJson, path);
+      sameAsGo(answer.body);
+    }
+    // /api: APIVersions with the empty apiVersion of kube's stripVersionEncoder, in JSON (none) and protobuf alike.
+    const asJson = (await json('GET', '/clusters/root/api')).json;
+    assert.equal(asJson.apiVersion, undefined);
+    const answer = await raw('GET', '/clusters/root/api', undefined, { accept: TYPED });
+    assert.equal(answer.type, PB);
+    assert.ok(answer.body.equals(protoref(['encode', '--strip-version'], JSON.stringify({ ...asJson, apiVersion: 'v1' }))), 'Go\'s bytes');
+    // (client-go's discovery client asks /api in JSON: its protobuf decoder refuses an empty apiVersion.)
+  });
+
+  test('aggregated discovery: protobuf when asked first, typed with g, v and as; client-go v0.34\'s JSON Accept still answered in JSON', async () => {
+    for (const path of ['/clusters/root/api', '/clusters/root/apis']) {
+      const asJson = await raw('GET', path, undefined, { accept: CLIENT_GO_DISCOVERY });
+      assert.equal(asJson.type, 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList');
+      const expected = JSON.parse(asJson.body.toString());
+      const answer = await raw('GET', path, undefined, { accept: PROTOBUF_DISCOVERY });
+      assert.equal(answer.status, 200);
+      assert.equal(answer.type, AGGREGATED_PB);
+      const doc = decodeKubernetesProtobuf(answer.body);
+      assert.deepEqual(doc, expected, path);
+      assert.equal(doc.kind, 'APIGroupDiscoveryList');
+      sameAsGo(answer.body);
+      // v2beta1 in protobuf too (kube serves both while v2beta1 is not removed).
+      const beta = await raw('GET', path, undefined, { accept: `${PB};g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList` });
+      assert.equal(beta.type, `${PB};g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList`);
+      assert.equal(decodeKubernetesProtobuf(beta.body).apiVersion, 'apidiscovery.k8s.io/v2beta1');
+    }
+  });
+
+  test('meta.k8s.io/v1beta1 PartialObjectMetadataList in protobuf: items = 1, metadata = 2, Go\'s bytes', async () => {
+    const path = '/clusters/root/api/v1/namespaces/default/configmaps';
+    assert.equal((await json('POST', path, CM('pbv1beta1', { a: '1' }))).status, 201);
+    const accept = `${PB};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1,application/json`;
+    const answer = await raw('GET', path, undefined, { accept });
+    assert.equal(answer.status, 200);
+    const list = pb(answer);
+    assert.equal(list.apiVersion, 'meta.k8s.io/v1beta1');
+    assert.ok(list.items.some((i: any) => i.metadata.name === 'pbv1beta1'));
+    assert.ok(list.metadata.resourceVersion);
+    sameAsGo(answer.body);
   });
 });

@@ -57,7 +57,8 @@ print_only=0
 recipe=r3
 kube_version="$(version_of kube k8s.io/kubernetes)"
 kube="kube-$kube_version-$recipe"
-protoref="protoref-$kube_version-$recipe"
+# protoref is this repository's own code too: its key follows its sources.
+protoref="protoref-$kube_version-$(source_hash kube cmd/protoref)"
 helm="helm-$(version_of helm helm.sh/helm/v3)-kstatus-$(version_of helm sigs.k8s.io/cli-utils)-$recipe"
 # Its own recipe number: changing how e2e.test is built must not rebuild kube-apiserver.
 e2e_recipe=r1

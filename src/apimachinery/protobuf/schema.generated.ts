@@ -224,6 +224,64 @@ export const GENERATED_PROTOBUF_SCHEMA: Readonly<Record<string, ProtobufMessage>
     one(1, 'name', 'string', 'always'),
     one(2, 'expression', 'string', 'always'),
   ],
+  'apidiscovery.v2.APIGroupDiscovery': [
+    one(1, 'metadata', 'message:meta.v1.ObjectMeta'),
+    list(2, 'versions', 'message:apidiscovery.v2.APIVersionDiscovery'),
+  ],
+  'apidiscovery.v2.APIGroupDiscoveryList': [
+    one(1, 'metadata', 'message:meta.v1.ListMeta'),
+    list(2, 'items', 'message:apidiscovery.v2.APIGroupDiscovery', 'always'),
+  ],
+  'apidiscovery.v2.APIResourceDiscovery': [
+    one(1, 'resource', 'string', 'always'),
+    one(2, 'responseKind', 'message:meta.v1.GroupVersionKind', 'pointer'),
+    one(3, 'scope', 'string', 'always'),
+    one(4, 'singularResource', 'string', 'always'),
+    list(5, 'verbs', 'string', 'always'),
+    list(6, 'shortNames', 'string'),
+    list(7, 'categories', 'string'),
+    list(8, 'subresources', 'message:apidiscovery.v2.APISubresourceDiscovery'),
+  ],
+  'apidiscovery.v2.APISubresourceDiscovery': [
+    one(1, 'subresource', 'string', 'always'),
+    one(2, 'responseKind', 'message:meta.v1.GroupVersionKind', 'pointer'),
+    list(3, 'acceptedTypes', 'message:meta.v1.GroupVersionKind'),
+    list(4, 'verbs', 'string', 'always'),
+  ],
+  'apidiscovery.v2.APIVersionDiscovery': [
+    one(1, 'version', 'string', 'always'),
+    list(2, 'resources', 'message:apidiscovery.v2.APIResourceDiscovery'),
+    one(3, 'freshness', 'string'),
+  ],
+  'apidiscovery.v2beta1.APIGroupDiscovery': [
+    one(1, 'metadata', 'message:meta.v1.ObjectMeta'),
+    list(2, 'versions', 'message:apidiscovery.v2beta1.APIVersionDiscovery'),
+  ],
+  'apidiscovery.v2beta1.APIGroupDiscoveryList': [
+    one(1, 'metadata', 'message:meta.v1.ListMeta'),
+    list(2, 'items', 'message:apidiscovery.v2beta1.APIGroupDiscovery', 'always'),
+  ],
+  'apidiscovery.v2beta1.APIResourceDiscovery': [
+    one(1, 'resource', 'string', 'always'),
+    one(2, 'responseKind', 'message:meta.v1.GroupVersionKind', 'pointer'),
+    one(3, 'scope', 'string', 'always'),
+    one(4, 'singularResource', 'string', 'always'),
+    list(5, 'verbs', 'string', 'always'),
+    list(6, 'shortNames', 'string'),
+    list(7, 'categories', 'string'),
+    list(8, 'subresources', 'message:apidiscovery.v2beta1.APISubresourceDiscovery'),
+  ],
+  'apidiscovery.v2beta1.APISubresourceDiscovery': [
+    one(1, 'subresource', 'string', 'always'),
+    one(2, 'responseKind', 'message:meta.v1.GroupVersionKind', 'pointer'),
+    list(3, 'acceptedTypes', 'message:meta.v1.GroupVersionKind'),
+    list(4, 'verbs', 'string', 'always'),
+  ],
+  'apidiscovery.v2beta1.APIVersionDiscovery': [
+    one(1, 'version', 'string', 'always'),
+    list(2, 'resources', 'message:apidiscovery.v2beta1.APIResourceDiscovery'),
+    one(3, 'freshness', 'string'),
+  ],
   'apiextensions.v1.CustomResourceColumnDefinition': [
     one(1, 'name', 'string', 'always'),
     one(2, 'type', 'string', 'always'),
@@ -822,6 +880,35 @@ export const GENERATED_PROTOBUF_SCHEMA: Readonly<Record<string, ProtobufMessage>
   'flowcontrol.v1.UserSubject': [
     one(1, 'name', 'string', 'always'),
   ],
+  'meta.v1.APIGroup': [
+    one(1, 'name', 'string', 'always'),
+    list(2, 'versions', 'message:meta.v1.GroupVersionForDiscovery', 'always'),
+    one(3, 'preferredVersion', 'message:meta.v1.GroupVersionForDiscovery'),
+    list(4, 'serverAddressByClientCIDRs', 'message:meta.v1.ServerAddressByClientCIDR'),
+  ],
+  'meta.v1.APIGroupList': [
+    list(1, 'groups', 'message:meta.v1.APIGroup', 'always'),
+  ],
+  'meta.v1.APIResource': [
+    one(1, 'name', 'string', 'always'),
+    one(6, 'singularName', 'string', 'always'),
+    one(2, 'namespaced', 'bool', 'always'),
+    one(8, 'group', 'string'),
+    one(9, 'version', 'string'),
+    one(3, 'kind', 'string', 'always'),
+    one(4, 'verbs', 'extraValue', 'pointer'),
+    list(5, 'shortNames', 'string'),
+    list(7, 'categories', 'string'),
+    one(10, 'storageVersionHash', 'string'),
+  ],
+  'meta.v1.APIResourceList': [
+    one(1, 'groupVersion', 'string', 'always'),
+    list(2, 'resources', 'message:meta.v1.APIResource', 'always'),
+  ],
+  'meta.v1.APIVersions': [
+    list(1, 'versions', 'string', 'always'),
+    list(2, 'serverAddressByClientCIDRs', 'message:meta.v1.ServerAddressByClientCIDR', 'always'),
+  ],
   'meta.v1.Condition': [
     one(1, 'type', 'string', 'always'),
     one(2, 'status', 'string', 'always'),
@@ -842,6 +929,15 @@ export const GENERATED_PROTOBUF_SCHEMA: Readonly<Record<string, ProtobufMessage>
     one(1, 'key', 'string', 'always'),
     one(2, 'operator', 'string', 'always'),
     list(3, 'values', 'string'),
+  ],
+  'meta.v1.GroupVersionForDiscovery': [
+    one(1, 'groupVersion', 'string', 'always'),
+    one(2, 'version', 'string', 'always'),
+  ],
+  'meta.v1.GroupVersionKind': [
+    one(1, 'group', 'string', 'always'),
+    one(2, 'version', 'string', 'always'),
+    one(3, 'kind', 'string', 'always'),
   ],
   'meta.v1.LabelSelector': [
     dict(1, 'matchLabels', 'string'),
@@ -903,6 +999,10 @@ export const GENERATED_PROTOBUF_SCHEMA: Readonly<Record<string, ProtobufMessage>
     one(1, 'uid', 'string', 'pointer'),
     one(2, 'resourceVersion', 'string', 'pointer'),
   ],
+  'meta.v1.ServerAddressByClientCIDR': [
+    one(1, 'clientCIDR', 'string', 'always'),
+    one(2, 'serverAddress', 'string', 'always'),
+  ],
   'meta.v1.Status': [
     one(1, 'metadata', 'message:meta.v1.ListMeta'),
     one(2, 'status', 'string'),
@@ -927,6 +1027,10 @@ export const GENERATED_PROTOBUF_SCHEMA: Readonly<Record<string, ProtobufMessage>
   'meta.v1.WatchEvent': [
     one(1, 'type', 'string', 'always'),
     one(2, 'object', 'rawExtension', 'always'),
+  ],
+  'meta.v1beta1.PartialObjectMetadataList': [
+    one(2, 'metadata', 'message:meta.v1.ListMeta'),
+    list(1, 'items', 'message:meta.v1.PartialObjectMetadata', 'always'),
   ],
   'rbac.v1.AggregationRule': [
     list(1, 'clusterRoleSelectors', 'message:meta.v1.LabelSelector'),

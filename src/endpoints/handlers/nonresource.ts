@@ -8,7 +8,7 @@ import { methodNotAllowed, notFound } from '../../apimachinery/errors.js';
 import { answerHealth, healthEndpointOf, type HealthEndpoint } from '../../server/health.js';
 import { aggregatedDiscovery, apiGroupDoc, apiGroupList, apiResourceList, apiVersions } from '../discovery.js';
 import { apisOf, queryOf, VERSION_INFO, type AppContext, type Handler } from '../context.js';
-import { protobufMessageFor } from '../../apimachinery/protobuf.js';
+import { encodeKubernetesProtobuf, KUBERNETES_PROTOBUF_MEDIA_TYPE, protobufMessageFor } from '../../apimachinery/protobuf.js';
 import { negotiateOutput } from '../negotiation.js';
 import { send } from '../response.js';
 
@@ -21,7 +21,7 @@ export function serveHealth(ctx: AppContext, req: FastifyRequest, reply: Fastify
 /**
  * The apiVersion and kind of the discovery document of a path's segments (`/api`: APIVersions,
  * unversioned; `/apis`: APIGroupList; `/apis/<g>`: APIGroup; a group version: APIResourceList):
- * kube serves them in protobuf too, where the codec has their messages.
+ * kube serves them in protobuf too (meta/v1 messages of the codec), as it does aggregated discovery.
  */
 function discoveryKind(parts: readonly string[]): [string, string] {
   if (parts[0] === 'api') return parts.length === 1 ? ['', 'APIVersions'] : ['v1', 'APIResourceList'];
@@ -42,9 +42,13 @@ export const serveNonResource: Handler = async (ctx, req, reply) => {
   const [docVersion, docKind] = discoveryKind(parts);
   const out = negotiateOutput(req.headers.accept, { shape: 'object', protobuf: protobufMessageFor(docVersion, docKind) !== undefined, discovery: parts.length === 1 });
   if (parts.length === 1 && out.discovery) {
-    const doc = aggregatedDiscovery(descs, parts[0] === 'api', out.discovery);
-    // A Buffer: the media type as kube writes it, without the charset Fastify adds to a string.
-    reply.code(200).header('Vary', 'Accept').type(`application/json;g=apidiscovery.k8s.io;v=${out.discovery};as=APIGroupDiscoveryList`).send(Buffer.from(JSON.stringify(doc)));
+    const doc = aggregatedDiscovery(descs, parts[0] === 'api', out.discovery) as Record<string, unknown>;
+    // A Buffer: the media type as kube writes it (responsewriters generateMediaTypeWithGVK: the
+    // serialization's type with g, v and as), without the charset Fastify adds to a string.
+    const protobuf = out.media === 'protobuf';
+    const media = protobuf ? KUBERNETES_PROTOBUF_MEDIA_TYPE : 'application/json';
+    reply.code(200).header('Vary', 'Accept').type(`${media};g=apidiscovery.k8s.io;v=${out.discovery};as=APIGroupDiscoveryList`)
+      .send(protobuf ? encodeKubernetesProtobuf(doc) : Buffer.from(JSON.stringify(doc)));
     return;
   }
   let doc: object | undefined;
@@ -57,5 +61,11 @@ export const serveNonResource: Handler = async (ctx, req, reply) => {
     else if (parts.length === 3) doc = apiResourceList(descs, parts[1]!, parts[2]!);
   }
   if (!doc) throw notFound({ group: '', resource: '' }, info.path);
+  if (out.media === 'protobuf' && docVersion === '') {
+    // `/api`'s APIVersions: JSON without an apiVersion, protobuf with an empty one in its envelope
+    // (apiserver endpoints/discovery/legacy.go's stripVersionEncoder).
+    reply.code(200).type(KUBERNETES_PROTOBUF_MEDIA_TYPE).send(encodeKubernetesProtobuf({ ...doc, apiVersion: docVersion }));
+    return;
+  }
   send(reply, 200, doc, out);
 };

@@ -1,8 +1,12 @@
 // Command protoref converts Kubernetes objects between JSON and the Kubernetes protobuf encoding with
-// client-go's scheme (every built-in kind, meta/v1, and apiextensions.k8s.io/v1), the reference the
-// codec tests of kcp-ts compare against. Test harness only.
+// client-go's scheme (every built-in kind, meta/v1 and meta/v1beta1, apiextensions.k8s.io/v1, and
+// aggregated discovery apidiscovery.k8s.io v2 and v2beta1), the reference the codec tests of kcp-ts
+// compare against. Test harness only.
 //
 //	protoref encode      < obj.json > obj.pb     JSON -> magic "k8s\x00" + runtime.Unknown (protobuf.Serializer)
+//	protoref encode --strip-version              the same, then re-encoded with an empty apiVersion as the
+//	                                             apiserver's discovery stripVersionEncoder writes /api's
+//	                                             APIVersions (k8s.io/apiserver/pkg/endpoints/discovery/util.go)
 //	protoref decode      < obj.pb   > obj.json   the reverse, written as the apiserver's JSON serializer writes it
 //	protoref watch TYPE  < obj.json > frame      one watch frame as the apiserver writes it for
 //	                                             application/vnd.kubernetes.protobuf;stream=watch:
@@ -18,8 +22,11 @@ import (
 	"io"
 	"os"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apidiscoveryv2beta1 "k8s.io/api/apidiscovery/v2beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -39,6 +46,15 @@ func run(args []string, in io.Reader, out io.Writer) error {
 		return err
 	}
 	metav1.AddMetaToScheme(s)
+	if err := metav1beta1.AddMetaToScheme(s); err != nil {
+		return err
+	}
+	if err := apidiscoveryv2.AddToScheme(s); err != nil {
+		return err
+	}
+	if err := apidiscoveryv2beta1.AddToScheme(s); err != nil {
+		return err
+	}
 	jsonSer := jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, s, s, jsonserializer.SerializerOptions{})
 	pbSer := protobuf.NewSerializer(s, s)
 	data, err := io.ReadAll(in)
@@ -53,6 +69,20 @@ func run(args []string, in io.Reader, out io.Writer) error {
 		obj, _, err := jsonSer.Decode(data, nil, nil)
 		if err != nil {
 			return err
+		}
+		if len(args) == 2 && args[1] == "--strip-version" {
+			// stripVersionEncoder.doEncode: encode, decode, clear group and version, encode again.
+			var buf bytes.Buffer
+			if err := pbSer.Encode(obj, &buf); err != nil {
+				return err
+			}
+			decoded, gvk, err := pbSer.Decode(buf.Bytes(), nil, nil)
+			if err != nil {
+				return err
+			}
+			gvk.Group, gvk.Version = "", ""
+			decoded.GetObjectKind().SetGroupVersionKind(*gvk)
+			return pbSer.Encode(decoded, out)
 		}
 		return pbSer.Encode(obj, out)
 	case "decode":
