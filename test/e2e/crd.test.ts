@@ -42,6 +42,14 @@ describe('cert-manager CRDs', () => {
     assert.deepEqual(res, ['certificaterequests.cert-manager.io', 'certificates.cert-manager.io', 'clusterissuers.cert-manager.io', 'issuers.cert-manager.io']);
     const explain = (await kc(['explain', 'certificate.spec.secretName'])).stdout;
     assert.match(explain, /FIELD:\s+secretName <string>/);
+    // The type and object metadata are described in kube's words (the CRD OpenAPI builder's
+    // TypeMeta and ObjectMeta texts), as Kubernetes' CustomResourcePublishOpenAPI spec expects.
+    const top = (await kc(['explain', 'certificate'])).stdout;
+    assert.match(top, /apiVersion\s+<string>\s+APIVersion defines the versioned schema of this representation of an object\./);
+    assert.match(top, /kind\s+<string>\s+Kind is a string value representing the REST resource this object represents\./);
+    assert.match(top, /metadata\s+<ObjectMeta>\s+Standard object's metadata\./);
+    const meta = (await kc(['explain', 'certificate.metadata'])).stdout;
+    assert.match(meta, /creationTimestamp\s+<string>\s+CreationTimestamp is a timestamp representing the server time/);
   });
 
   test('valid Certificate accepted, shown with its printer columns; invalid ones rejected with field paths', async () => {
