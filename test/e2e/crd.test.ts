@@ -44,12 +44,14 @@ describe('cert-manager CRDs', () => {
     assert.match(explain, /FIELD:\s+secretName <string>/);
     // The type and object metadata are described in kube's words (the CRD OpenAPI builder's
     // TypeMeta and ObjectMeta texts), as Kubernetes' CustomResourcePublishOpenAPI spec expects.
-    const top = (await kc(['explain', 'certificate'])).stdout;
-    assert.match(top, /apiVersion\s+<string>\s+APIVersion defines the versioned schema of this representation of an object\./);
-    assert.match(top, /kind\s+<string>\s+Kind is a string value representing the REST resource this object represents\./);
-    assert.match(top, /metadata\s+<ObjectMeta>\s+Standard object's metadata\./);
-    const meta = (await kc(['explain', 'certificate.metadata'])).stdout;
-    assert.match(meta, /creationTimestamp\s+<string>\s+CreationTimestamp is a timestamp representing the server time/);
+    // kubectl wraps descriptions at 80 columns: compare with whitespace collapsed.
+    const flat = (text: string) => text.replace(/\s+/g, ' ');
+    const top = flat((await kc(['explain', 'certificate'])).stdout);
+    assert.match(top, /apiVersion <string> APIVersion defines the versioned schema of this representation of an object\./);
+    assert.match(top, /kind <string> Kind is a string value representing the REST resource this object represents\./);
+    assert.match(top, /metadata <ObjectMeta> Standard object's metadata\./);
+    const meta = flat((await kc(['explain', 'certificate.metadata'])).stdout);
+    assert.match(meta, /creationTimestamp <string> CreationTimestamp is a timestamp representing the server time/);
   });
 
   test('valid Certificate accepted, shown with its printer columns; invalid ones rejected with field paths', async () => {
