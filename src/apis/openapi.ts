@@ -24,6 +24,7 @@
 import { createHash } from 'node:crypto';
 import type { ResourceDescriptor } from './types.js';
 import { BUILTIN_SCHEMAS, V3_REF_PREFIX, definitionName, isKubernetesGroup, listSchema } from './schemas/index.js';
+import { TYPE_META_DESCRIPTIONS, objectMetaProp } from './schemas/helpers.js';
 
 /** A JSON object. */
 type Json = Record<string, unknown>;
@@ -363,7 +364,7 @@ function kindSchemaFor(desc: ResourceDescriptor): Json {
   const { group, version, kind } = desc;
   const name = definitionName(group, version, kind);
   const gvk = gvkList(group, version, kind);
-  if (desc.schema) return withStandardProps(clone(desc.schema) as Json, gvk);
+  if (desc.schema) return withStandardProps(clone(desc.schema) as Json, gvk, false);
   if (BUILTIN_SCHEMAS[name]) return { ...(clone(BUILTIN_SCHEMAS[name]) as Json), 'x-kubernetes-group-version-kind': gvk };
   return {
     description: `${kind} objects (no schema published; any fields are accepted).`,
@@ -375,13 +376,50 @@ function kindSchemaFor(desc: ResourceDescriptor): Json {
 }
 
 /**
- * A custom resource schema as kube's CRD builder publishes it (builder.go buildKubeNative and
- * addTypeMetaProperties): the schema with `apiVersion`, `kind` and `metadata` set to the standard
- * ones (whatever the schema said about them) and the GVK extension.
+ * A custom resource schema as kube's CRD builder publishes it (builder.go buildKubeNative,
+ * addTypeMetaProperties, addEmbeddedProperties): the schema with `apiVersion`, `kind` and
+ * `metadata` set to the standard ones (whatever the schema said about them), the standard ones of
+ * every embedded resource too ({@link addEmbeddedProperties}), and the GVK extension. `v2`: the
+ * schema is already reduced for OpenAPI v2.
  */
-function withStandardProps(schema: Json, gvk: Array<Record<string, string>>): Json {
+function withStandardProps(schema: Json, gvk: Array<Record<string, string>>, v2: boolean): Json {
   const props = isObject(schema.properties) ? schema.properties : {};
-  return { ...schema, properties: sortKeys({ ...props, ...standardProps() }), 'x-kubernetes-group-version-kind': gvk };
+  const s = addEmbeddedProperties({ ...schema, properties: sortKeys({ ...props, ...standardProps() }) }, v2);
+  return { ...s, 'x-kubernetes-group-version-kind': gvk };
+}
+
+/**
+ * kube's builder.go addEmbeddedProperties: every `x-kubernetes-embedded-resource: true` object of
+ * a custom resource schema (at any depth, through properties, items and additionalProperties) gets
+ * `apiVersion` and `kind` (strings, with the embedded-resource wording of
+ * {@link TYPE_META_DESCRIPTIONS}) and the standard `metadata`, and requires `kind` and
+ * `apiVersion`. In OpenAPI v2 an object that also preserves unknown fields gets nothing (kubectl
+ * would then reject its unknown fields). Returns a new schema.
+ */
+function addEmbeddedProperties(s: Json, v2: boolean): Json {
+  const out: Json = { ...s };
+  if (isObject(s.properties)) {
+    const m: Json = {};
+    for (const [name, sub] of Object.entries(s.properties)) m[name] = isObject(sub) ? addEmbeddedProperties(sub, v2) : sub;
+    out.properties = m;
+  }
+  if (isObject(s.items)) out.items = addEmbeddedProperties(s.items, v2);
+  if (isObject(s.additionalProperties)) out.additionalProperties = addEmbeddedProperties(s.additionalProperties, v2);
+  if (v2 && s['x-kubernetes-preserve-unknown-fields'] === true) return out;
+  if (s['x-kubernetes-embedded-resource'] === true) {
+    out.properties = sortKeys({
+      ...(isObject(out.properties) ? out.properties : {}),
+      apiVersion: { type: 'string', description: TYPE_META_DESCRIPTIONS.embeddedApiVersion },
+      kind: { type: 'string', description: TYPE_META_DESCRIPTIONS.embeddedKind },
+      metadata: objectMetaProp(),
+    });
+    const required = Array.isArray(s.required) ? [...(s.required as unknown[])] : [];
+    const had = new Set(required);
+    if (!had.has('kind')) required.push('kind');
+    if (!had.has('apiVersion')) required.push('apiVersion');
+    out.required = required;
+  }
+  return out;
 }
 
 /** `apiVersion`, `kind` and `metadata` of a kind schema, taken from a built-in kind. */
@@ -697,7 +735,7 @@ function kindDefinitionV2(desc: ResourceDescriptor): Json {
     return { type: 'object', 'x-kubernetes-group-version-kind': gvk };
   }
   const reduced = toStructuralOpenAPIV2(desc.schema);
-  return toV2Schema(withStandardProps(reduced, gvk));
+  return toV2Schema(withStandardProps(reduced, gvk, true));
 }
 
 function toV2Definition(name: string, schema: Json): Json {

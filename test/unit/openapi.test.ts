@@ -551,3 +551,35 @@ test('v2 document: custom resource schema reduced, defaults pruned, keyword-name
   const props = (buildOpenAPIV2([crds]).definitions as Json)['io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps'].properties;
   for (const name of ['nullable', 'anyOf', 'oneOf', 'not', 'default']) assert.ok(props[name], name);
 });
+
+test('embedded resources get apiVersion, kind and metadata (kube addEmbeddedProperties), in v3 and v2', () => {
+  const embedded: ResourceDescriptor = {
+    ...widgets,
+    schema: {
+      type: 'object',
+      properties: {
+        spec: {
+          type: 'object',
+          properties: {
+            template: { type: 'object', 'x-kubernetes-embedded-resource': true, required: ['spec'], properties: { spec: { type: 'object' } } },
+            open: { type: 'object', 'x-kubernetes-embedded-resource': true, 'x-kubernetes-preserve-unknown-fields': true },
+            many: { type: 'array', items: { type: 'object', 'x-kubernetes-embedded-resource': true, required: ['kind'] } },
+          },
+        },
+      },
+    },
+  };
+  const v3 = buildOpenAPIV3GroupVersion([embedded], 'example.com', 'v1')!.components.schemas['com.example.v1.Widget'].properties.spec.properties;
+  assert.deepEqual(Object.keys(v3.template.properties), ['apiVersion', 'kind', 'metadata', 'spec']);
+  assert.deepEqual(v3.template.required, ['spec', 'kind', 'apiVersion']);
+  assert.match(v3.template.properties.apiVersion.description, /^apiVersion defines the versioned schema of this representation of an object\. More info/);
+  assert.match(v3.template.properties.kind.description, /^kind is a string value representing the type of this object\./);
+  assert.equal(v3.template.properties.metadata.allOf[0].$ref, '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta');
+  assert.deepEqual(Object.keys(v3.open.properties), ['apiVersion', 'kind', 'metadata']);
+  assert.deepEqual(v3.many.items.required, ['kind', 'apiVersion']);
+  const v2 = (buildOpenAPIV2([embedded]).definitions as Json)['com.example.v1.Widget'].properties.spec.properties;
+  assert.equal(v2.template.properties.metadata.$ref, '#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta');
+  assert.deepEqual(v2.template.required, ['spec', 'kind', 'apiVersion']);
+  // v2: an embedded resource that preserves unknown fields stays open (no properties, no required).
+  assert.deepEqual(v2.open, { 'x-kubernetes-embedded-resource': true, 'x-kubernetes-preserve-unknown-fields': true });
+});

@@ -152,6 +152,14 @@ export const TYPE_META_DESCRIPTIONS = {
     "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
   listMetadata:
     'Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds',
+  /** `apiVersion` of an `x-kubernetes-embedded-resource` object (builder.go addEmbeddedProperties). */
+  embeddedApiVersion:
+    'apiVersion defines the versioned schema of this representation of an object. More info: ' +
+    'https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources',
+  /** `kind` of an `x-kubernetes-embedded-resource` object (builder.go addEmbeddedProperties). */
+  embeddedKind:
+    'kind is a string value representing the type of this object. In CamelCase. More info: ' +
+    'https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds',
 } as const;
 
 /** The `apiVersion` property of every top-level kind (TypeMeta's, {@link TYPE_META_DESCRIPTIONS}). */
