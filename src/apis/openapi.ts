@@ -24,6 +24,7 @@
 import { createHash } from 'node:crypto';
 import type { ResourceDescriptor } from './types.js';
 import { BUILTIN_SCHEMAS, V3_REF_PREFIX, definitionName, isKubernetesGroup, listSchema } from './schemas/index.js';
+import { TYPE_META_DESCRIPTIONS, objectMetaProp } from './schemas/helpers.js';
 
 /** A JSON object. */
 type Json = Record<string, unknown>;
@@ -362,25 +363,63 @@ function gvkList(group: string, version: string, kind: string): Array<Record<str
 function kindSchemaFor(desc: ResourceDescriptor): Json {
   const { group, version, kind } = desc;
   const name = definitionName(group, version, kind);
-  let s: Json;
-  if (desc.schema) {
-    s = clone(desc.schema) as Json;
-    const props = s.properties;
-    if (props && typeof props === 'object' && !Array.isArray(props)) {
-      s.properties = sortKeys({ ...(props as Json), ...standardProps() });
-    }
-  } else if (BUILTIN_SCHEMAS[name]) {
-    s = clone(BUILTIN_SCHEMAS[name]) as Json;
-  } else {
-    s = {
-      description: `${kind} objects (no schema published; any fields are accepted).`,
-      type: 'object',
-      properties: standardProps(),
-      'x-kubernetes-preserve-unknown-fields': true,
-    };
+  const gvk = gvkList(group, version, kind);
+  if (desc.schema) return withStandardProps(clone(desc.schema) as Json, gvk, false);
+  if (BUILTIN_SCHEMAS[name]) return { ...(clone(BUILTIN_SCHEMAS[name]) as Json), 'x-kubernetes-group-version-kind': gvk };
+  return {
+    description: `${kind} objects (no schema published; any fields are accepted).`,
+    type: 'object',
+    properties: standardProps(),
+    'x-kubernetes-preserve-unknown-fields': true,
+    'x-kubernetes-group-version-kind': gvk,
+  };
+}
+
+/**
+ * A custom resource schema as kube's CRD builder publishes it (builder.go buildKubeNative,
+ * addTypeMetaProperties, addEmbeddedProperties): the schema with `apiVersion`, `kind` and
+ * `metadata` set to the standard ones (whatever the schema said about them), the standard ones of
+ * every embedded resource too ({@link addEmbeddedProperties}), and the GVK extension. `v2`: the
+ * schema is already reduced for OpenAPI v2.
+ */
+function withStandardProps(schema: Json, gvk: Array<Record<string, string>>, v2: boolean): Json {
+  const props = isObject(schema.properties) ? schema.properties : {};
+  const s = addEmbeddedProperties({ ...schema, properties: sortKeys({ ...props, ...standardProps() }) }, v2);
+  return { ...s, 'x-kubernetes-group-version-kind': gvk };
+}
+
+/**
+ * kube's builder.go addEmbeddedProperties: every `x-kubernetes-embedded-resource: true` object of
+ * a custom resource schema (at any depth, through properties, items and additionalProperties) gets
+ * `apiVersion` and `kind` (strings, with the embedded-resource wording of
+ * {@link TYPE_META_DESCRIPTIONS}) and the standard `metadata`, and requires `kind` and
+ * `apiVersion`. In OpenAPI v2 an object that also preserves unknown fields gets nothing (kubectl
+ * would then reject its unknown fields). Returns a new schema.
+ */
+function addEmbeddedProperties(s: Json, v2: boolean): Json {
+  const out: Json = { ...s };
+  if (isObject(s.properties)) {
+    const m: Json = {};
+    for (const [name, sub] of Object.entries(s.properties)) m[name] = isObject(sub) ? addEmbeddedProperties(sub, v2) : sub;
+    out.properties = m;
   }
-  s['x-kubernetes-group-version-kind'] = gvkList(group, version, kind);
-  return s;
+  if (isObject(s.items)) out.items = addEmbeddedProperties(s.items, v2);
+  if (isObject(s.additionalProperties)) out.additionalProperties = addEmbeddedProperties(s.additionalProperties, v2);
+  if (v2 && s['x-kubernetes-preserve-unknown-fields'] === true) return out;
+  if (s['x-kubernetes-embedded-resource'] === true) {
+    out.properties = sortKeys({
+      ...(isObject(out.properties) ? out.properties : {}),
+      apiVersion: { type: 'string', description: TYPE_META_DESCRIPTIONS.embeddedApiVersion },
+      kind: { type: 'string', description: TYPE_META_DESCRIPTIONS.embeddedKind },
+      metadata: objectMetaProp(),
+    });
+    const required = Array.isArray(s.required) ? [...(s.required as unknown[])] : [];
+    const had = new Set(required);
+    if (!had.has('kind')) required.push('kind');
+    if (!had.has('apiVersion')) required.push('apiVersion');
+    out.required = required;
+  }
+  return out;
 }
 
 /** `apiVersion`, `kind` and `metadata` of a kind schema, taken from a built-in kind. */
@@ -563,28 +602,62 @@ export function buildOpenAPIV3Root(descs: ResourceDescriptor[]): { paths: Record
 // ---------------------------------------------------------------------------------------------
 // v2.
 
-const NO_V2 = new Set(['oneOf', 'anyOf', 'not', 'nullable']);
+/** Keys of a schema whose value is a map of schemas. */
+const SCHEMA_MAP_KEYS = new Set(['properties', 'patternProperties', 'definitions']);
+/** Keys of a schema whose value is a schema, a list of schemas, or (`additional*`) a boolean. */
+const SCHEMA_KEYS = new Set(['items', 'additionalProperties', 'additionalItems', 'not']);
+const SCHEMA_LIST_KEYS = new Set(['allOf', 'anyOf', 'oneOf']);
+/** Schema keywords Swagger 2.0 lacks; `default` is pruned as kube-openapi's handler.PruneDefaults does. */
+const NO_V2 = new Set(['oneOf', 'anyOf', 'not', 'nullable', 'default']);
 
-/** Rewrites a v3 schema for Swagger 2.0: `#/definitions/` refs, single-`allOf` refs unwrapped, no oneOf/anyOf/not/nullable. */
-function toV2Schema(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(toV2Schema);
-  if (!v || typeof v !== 'object') return v;
-  const o = v as Json;
+function isObject(v: unknown): v is Json {
+  return !!v && typeof v === 'object' && !Array.isArray(v);
+}
+
+/**
+ * Applies `fn` to every sub-schema of `s` (property, pattern property and definition values,
+ * `items` — one schema or a list —, `additionalProperties`/`additionalItems` when a schema,
+ * `not`, and the `allOf`/`anyOf`/`oneOf` members), returning a copy of `s` with the results.
+ * Only schema positions are visited: a property *named* `nullable` or an `enum`/`example` value
+ * containing such a key is data, not a keyword.
+ */
+function mapSubSchemas(s: Json, fn: (sub: Json) => Json): Json {
+  const out: Json = {};
+  for (const [k, v] of Object.entries(s)) {
+    if (SCHEMA_MAP_KEYS.has(k) && isObject(v)) {
+      const m: Json = {};
+      for (const [name, sub] of Object.entries(v)) m[name] = isObject(sub) ? fn(sub) : sub;
+      out[k] = m;
+    } else if (SCHEMA_KEYS.has(k) && isObject(v)) {
+      out[k] = fn(v);
+    } else if ((SCHEMA_LIST_KEYS.has(k) || k === 'items') && Array.isArray(v)) {
+      out[k] = v.map((sub) => (isObject(sub) ? fn(sub) : sub));
+    } else {
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
+/**
+ * Rewrites a v3 schema for Swagger 2.0: `#/definitions/` refs, a description-only wrapper
+ * `{allOf: [{$ref}], description}` unwrapped to `{$ref, description}` (kube-openapi's v2 shape),
+ * and the keywords v2 lacks dropped ({@link NO_V2}), at every schema position.
+ */
+function toV2Schema(o: Json): Json {
   const allOf = o.allOf;
   if (Array.isArray(allOf) && allOf.length === 1) {
-    const only = allOf[0] as Json;
+    const only = allOf[0];
     const rest = Object.keys(o).filter((k) => k !== 'allOf' && k !== 'default');
-    if (only && typeof only.$ref === 'string' && rest.every((k) => k === 'description' || k.startsWith('x-'))) {
+    if (isObject(only) && typeof only.$ref === 'string' && rest.every((k) => k === 'description' || k.startsWith('x-'))) {
       const out: Json = { $ref: toV2Ref(only.$ref) };
-      for (const k of rest) out[k] = toV2Schema(o[k]);
+      for (const k of rest) out[k] = o[k];
       return out;
     }
   }
-  const out: Json = {};
-  for (const [k, x] of Object.entries(o)) {
-    if (NO_V2.has(k)) continue;
-    out[k] = k === '$ref' && typeof x === 'string' ? toV2Ref(x) : toV2Schema(x);
-  }
+  const out = mapSubSchemas(o, toV2Schema);
+  for (const k of NO_V2) delete out[k];
+  if (typeof out.$ref === 'string') out.$ref = toV2Ref(out.$ref);
   return out;
 }
 
@@ -592,9 +665,82 @@ function toV2Ref(ref: string): string {
   return ref.startsWith(V3_REF_PREFIX) ? V2_REF_PREFIX + ref.slice(V3_REF_PREFIX.length) : ref;
 }
 
+/**
+ * Kube's reduction of a custom resource schema for OpenAPI v2 (apiextensions-apiserver
+ * pkg/controller/openapi/v2/conversion.go ToStructuralOpenAPIV2, applied to the structural schema
+ * after Unfold), at every structural node (root, properties, items, additionalProperties), parent
+ * before children:
+ *
+ * - `allOf`, `oneOf`, `anyOf` and `not` are dropped (with them the `anyOf: [integer, string]` that
+ *   Unfold derives from `x-kubernetes-int-or-string`; the extension itself stays);
+ * - a `nullable` node loses `nullable`, `type`, `items` and `properties` (kubectl breaks on untyped
+ *   values with items or properties), and its name leaves the parent's `required`; a nullable
+ *   `additionalProperties` schema empties the parent's `required`;
+ * - an `x-kubernetes-preserve-unknown-fields` node loses `items` and `properties` (kubectl would
+ *   otherwise reject the unknown fields), and `type: object`;
+ * - an `array` left without `items` loses its `type`.
+ *
+ * Returns a new schema; `schema` is not modified.
+ */
+export function toStructuralOpenAPIV2(schema: Json): Json {
+  const s: Json = { ...schema };
+  for (const k of ['allOf', 'oneOf', 'anyOf', 'not']) delete s[k];
+  const props = isObject(s.properties) ? s.properties : undefined;
+  if (props && Array.isArray(s.required)) {
+    const required = s.required.filter((name) => !(isObject(props[name as string]) && (props[name as string] as Json).nullable === true));
+    if (required.length) s.required = required;
+    else delete s.required;
+  }
+  if (isObject(s.additionalProperties) && s.additionalProperties.nullable === true) delete s.required;
+  if (s.nullable === true) {
+    delete s.type;
+    delete s.items;
+    delete s.properties;
+  }
+  delete s.nullable;
+  if (s['x-kubernetes-preserve-unknown-fields'] === true) {
+    delete s.items;
+    delete s.properties;
+  }
+  if (s.type === 'array' && s.items === undefined) delete s.type;
+  if (s['x-kubernetes-preserve-unknown-fields'] === true && s.type === 'object') delete s.type;
+  const out: Json = {};
+  for (const [k, v] of Object.entries(s)) {
+    if (k === 'properties' && isObject(v)) {
+      const m: Json = {};
+      for (const [name, sub] of Object.entries(v)) m[name] = isObject(sub) ? toStructuralOpenAPIV2(sub) : sub;
+      out[k] = m;
+    } else if ((k === 'items' || k === 'additionalProperties') && isObject(v)) {
+      out[k] = toStructuralOpenAPIV2(v);
+    } else {
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
+/**
+ * The v2 definition of a descriptor's kind. Built-in kinds: their v3 schema rewritten by
+ * {@link toV2Schema}. Kinds with their own schema (custom resources), as kube's CRD builder
+ * publishes them with `V2: true` (builder.go buildKubeNative): just `{type: object}` and the GVK
+ * when the schema preserves unknown fields at its root or there is none (so kubectl validates
+ * nothing client-side), else the schema reduced by {@link toStructuralOpenAPIV2} with the
+ * standard `apiVersion`, `kind` and `metadata`.
+ */
+function kindDefinitionV2(desc: ResourceDescriptor): Json {
+  const gvk = gvkList(desc.group, desc.version, desc.kind);
+  const builtin = BUILTIN_SCHEMAS[definitionName(desc.group, desc.version, desc.kind)];
+  if (!desc.schema && builtin) return toV2Schema(kindSchemaFor(desc));
+  if (!desc.schema || desc.schema['x-kubernetes-preserve-unknown-fields'] === true) {
+    return { type: 'object', 'x-kubernetes-group-version-kind': gvk };
+  }
+  const reduced = toStructuralOpenAPIV2(desc.schema);
+  return toV2Schema(withStandardProps(reduced, gvk, true));
+}
+
 function toV2Definition(name: string, schema: Json): Json {
   if (name === QUANTITY) return { description: schema.description, type: 'string', format: 'quantity' };
-  return toV2Schema(schema) as Json;
+  return toV2Schema(schema);
 }
 
 function v2Param(p: Param): Json {
@@ -642,7 +788,11 @@ export function buildOpenAPIV2(descs: ResourceDescriptor[]): Json {
   const ops = items.flatMap((i) => i.ops);
   const schemas = schemasFor(all, ops);
   const definitions: Json = {};
-  for (const [name, s] of Object.entries(schemas)) definitions[name] = toV2Definition(name, s as Json);
+  const kindDescs = new Map(all.map((d) => [definitionName(d.group, d.version, d.kind), d] as const));
+  for (const [name, s] of Object.entries(schemas)) {
+    const desc = kindDescs.get(name);
+    definitions[name] = desc ? kindDefinitionV2(desc) : toV2Definition(name, s as Json);
+  }
   const paths: Json = {};
   for (const it of items) paths[it.path] = pathItemJson(it, v2Op, v2Param);
   return {

@@ -42,6 +42,16 @@ describe('cert-manager CRDs', () => {
     assert.deepEqual(res, ['certificaterequests.cert-manager.io', 'certificates.cert-manager.io', 'clusterissuers.cert-manager.io', 'issuers.cert-manager.io']);
     const explain = (await kc(['explain', 'certificate.spec.secretName'])).stdout;
     assert.match(explain, /FIELD:\s+secretName <string>/);
+    // The type and object metadata are described in kube's words (the CRD OpenAPI builder's
+    // TypeMeta and ObjectMeta texts), as Kubernetes' CustomResourcePublishOpenAPI spec expects.
+    // kubectl wraps descriptions at 80 columns: compare with whitespace collapsed.
+    const flat = (text: string) => text.replace(/\s+/g, ' ');
+    const top = flat((await kc(['explain', 'certificate'])).stdout);
+    assert.match(top, /apiVersion <string> APIVersion defines the versioned schema of this representation of an object\./);
+    assert.match(top, /kind <string> Kind is a string value representing the REST resource this object represents\./);
+    assert.match(top, /metadata <ObjectMeta> Standard object's metadata\./);
+    const meta = flat((await kc(['explain', 'certificate.metadata'])).stdout);
+    assert.match(meta, /creationTimestamp <string> CreationTimestamp is a timestamp representing the server time/);
   });
 
   test('valid Certificate accepted, shown with its printer columns; invalid ones rejected with field paths', async () => {

@@ -8,6 +8,7 @@ import {
   buildOpenAPIV3Root,
   openAPIDocumentHash,
   parseOpenAPIV3GroupVersionPath,
+  toStructuralOpenAPIV2,
 } from '../../src/apis/openapi.js';
 import { BUILTIN_SCHEMAS, definitionName } from '../../src/apis/schemas/index.js';
 
@@ -322,4 +323,263 @@ test('definitionName follows kube naming', () => {
   ]) {
     assert.ok(BUILTIN_SCHEMAS[name], name);
   }
+});
+
+// kube's wording of TypeMeta and ObjectMeta (k8s.io/apimachinery's generated OpenAPI; the CRD
+// builder's addTypeMetaProperties, metav1beta1.PartialObjectMetadata(List) for `metadata`).
+const KUBE_API_VERSION =
+  'APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas ' +
+  'to the latest internal value, and may reject unrecognized values. More info: ' +
+  'https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources';
+const KUBE_KIND =
+  'Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint ' +
+  'the client submits requests to. Cannot be updated. In CamelCase. More info: ' +
+  'https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds';
+const KUBE_METADATA = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+const KUBE_LIST_METADATA = 'Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds';
+
+test('apiVersion, kind and metadata carry kube\'s descriptions, for custom resources and built-in kinds alike', () => {
+  const schemas = buildOpenAPIV3GroupVersion([widgets], 'example.com', 'v1')!.components.schemas;
+  const core = buildOpenAPIV3GroupVersion([configMaps], '', 'v1')!.components.schemas;
+  for (const s of [schemas['com.example.v1.Widget'], core['io.k8s.api.core.v1.ConfigMap']]) {
+    assert.deepEqual(s.properties.apiVersion, { type: 'string', description: KUBE_API_VERSION });
+    assert.deepEqual(s.properties.kind, { type: 'string', description: KUBE_KIND });
+    assert.deepEqual(s.properties.metadata, {
+      allOf: [{ $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta' }],
+      description: KUBE_METADATA,
+    });
+  }
+  for (const s of [schemas['com.example.v1.WidgetList'], core['io.k8s.api.core.v1.ConfigMapList']]) {
+    assert.equal(s.properties.apiVersion.description, KUBE_API_VERSION);
+    assert.equal(s.properties.kind.description, KUBE_KIND);
+    assert.equal(s.properties.metadata.description, KUBE_LIST_METADATA);
+  }
+  // `kubectl explain <kind>.metadata` shows ObjectMeta's own wording.
+  const meta = schemas['io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta'];
+  assert.match(meta.properties.creationTimestamp.description, /^CreationTimestamp is a timestamp representing the server time when this object was created\./);
+  assert.match(meta.properties.name.description, /^Name must be unique within a namespace\./);
+  // v2: the same texts, metadata as a described $ref.
+  const v2 = buildOpenAPIV2([widgets]).definitions as Json;
+  assert.equal(v2['com.example.v1.Widget'].properties.apiVersion.description, KUBE_API_VERSION);
+  assert.deepEqual(v2['com.example.v1.Widget'].properties.metadata, {
+    $ref: '#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta',
+    description: KUBE_METADATA,
+  });
+});
+
+test('a custom resource schema that says something else about apiVersion, kind or metadata gets the standard ones', () => {
+  const odd: ResourceDescriptor = {
+    ...widgets,
+    schema: { type: 'object', properties: { apiVersion: { type: 'integer' }, metadata: { type: 'object', properties: { name: { type: 'string' } } } } },
+  };
+  for (const s of [
+    buildOpenAPIV3GroupVersion([odd], 'example.com', 'v1')!.components.schemas['com.example.v1.Widget'],
+    (buildOpenAPIV2([odd]).definitions as Json)['com.example.v1.Widget'],
+  ]) {
+    assert.deepEqual(Object.keys(s.properties), ['apiVersion', 'kind', 'metadata']);
+    assert.equal(s.properties.apiVersion.type, 'string');
+    assert.equal(s.properties.metadata.properties, undefined);
+  }
+  // A schema without properties still gets them (kube's builder sets them whatever the schema).
+  const bare: ResourceDescriptor = { ...widgets, schema: { type: 'object', description: 'Bare.' } };
+  const v3 = buildOpenAPIV3GroupVersion([bare], 'example.com', 'v1')!.components.schemas['com.example.v1.Widget'];
+  assert.deepEqual(Object.keys(v3.properties), ['apiVersion', 'kind', 'metadata']);
+});
+
+const WIDGET_GVK = [{ group: 'example.com', kind: 'Widget', version: 'v1' }];
+
+test('v2: a custom resource preserving unknown fields at its root is published as just {type: object} and its GVK', () => {
+  const open: ResourceDescriptor = {
+    ...widgets,
+    schema: {
+      description: 'Anything goes.',
+      type: 'object',
+      'x-kubernetes-preserve-unknown-fields': true,
+      properties: { spec: { type: 'object', properties: { size: { type: 'integer' } } } },
+    },
+  };
+  const v2 = buildOpenAPIV2([open]).definitions as Json;
+  assert.deepEqual(v2['com.example.v1.Widget'], { type: 'object', 'x-kubernetes-group-version-kind': WIDGET_GVK });
+  // The list keeps its standard shape; v3 keeps the schema as written, plus the standard fields.
+  assert.equal(v2['com.example.v1.WidgetList'].properties.items.items.$ref, '#/definitions/com.example.v1.Widget');
+  const v3 = buildOpenAPIV3GroupVersion([open], 'example.com', 'v1')!.components.schemas['com.example.v1.Widget'];
+  assert.equal(v3.description, 'Anything goes.');
+  assert.equal(v3['x-kubernetes-preserve-unknown-fields'], true);
+  assert.deepEqual(Object.keys(v3.properties), ['apiVersion', 'kind', 'metadata', 'spec']);
+  // A kind with no schema at all (and no built-in one): the same in v2.
+  const noSchema: ResourceDescriptor = { ...widgets, schema: undefined };
+  assert.deepEqual((buildOpenAPIV2([noSchema]).definitions as Json)['com.example.v1.Widget'], {
+    type: 'object',
+    'x-kubernetes-group-version-kind': WIDGET_GVK,
+  });
+});
+
+test('v2 reductions of a custom resource schema (kube ToStructuralOpenAPIV2), each one', () => {
+  // junctors dropped at every level; int-or-string keeps its extension, loses the unfolded anyOf
+  assert.deepEqual(
+    toStructuralOpenAPIV2({
+      type: 'object',
+      anyOf: [{ required: ['a'] }],
+      oneOf: [{ required: ['b'] }],
+      allOf: [{ required: ['c'] }],
+      not: { required: ['d'] },
+      properties: {
+        port: { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'integer' }, { type: 'string' }] },
+        list: { type: 'array', items: { type: 'object', oneOf: [{ required: ['x'] }], properties: { x: { type: 'string' } } } },
+      },
+    }),
+    {
+      type: 'object',
+      properties: {
+        port: { 'x-kubernetes-int-or-string': true },
+        list: { type: 'array', items: { type: 'object', properties: { x: { type: 'string' } } } },
+      },
+    },
+  );
+  // nullable: type, items, properties and nullable gone; the field leaves the parent's required
+  assert.deepEqual(
+    toStructuralOpenAPIV2({
+      type: 'object',
+      required: ['n', 'm', 'k'],
+      properties: {
+        n: { type: 'object', nullable: true, description: 'N.', properties: { a: { type: 'string' } }, additionalProperties: false },
+        m: { type: 'array', nullable: true, items: { type: 'string' } },
+        k: { type: 'string' },
+      },
+    }),
+    {
+      type: 'object',
+      required: ['k'],
+      properties: { n: { description: 'N.', additionalProperties: false }, m: {}, k: { type: 'string' } },
+    },
+  );
+  // every required field nullable: required removed altogether
+  assert.deepEqual(toStructuralOpenAPIV2({ type: 'object', required: ['n'], properties: { n: { type: 'string', nullable: true } } }), {
+    type: 'object',
+    properties: { n: {} },
+  });
+  // a nullable additionalProperties schema empties the parent's required
+  assert.deepEqual(
+    toStructuralOpenAPIV2({ type: 'object', required: ['a'], additionalProperties: { type: 'string', nullable: true } }),
+    { type: 'object', additionalProperties: {} },
+  );
+  // nested preserve-unknown-fields: no properties, no items, no `type: object`; extension kept
+  assert.deepEqual(
+    toStructuralOpenAPIV2({
+      type: 'object',
+      properties: {
+        obj: { type: 'object', description: 'O.', 'x-kubernetes-preserve-unknown-fields': true, properties: { a: { type: 'string' } } },
+        arr: { type: 'array', 'x-kubernetes-preserve-unknown-fields': true, items: { type: 'string' } },
+      },
+    }),
+    {
+      type: 'object',
+      properties: {
+        obj: { description: 'O.', 'x-kubernetes-preserve-unknown-fields': true },
+        // the array lost its items, so its type goes too (kubectl cannot cope with an array without items)
+        arr: { 'x-kubernetes-preserve-unknown-fields': true },
+      },
+    },
+  );
+  // untouched: everything else (validations, list extensions, defaults are handled by the v2 document)
+  const plain = {
+    type: 'object',
+    properties: {
+      items: { type: 'array', items: { type: 'string', pattern: '^a' }, 'x-kubernetes-list-type': 'set', maxItems: 3 },
+      n: { type: 'integer', minimum: 1, 'x-kubernetes-validations': [{ rule: 'self > 0' }] },
+    },
+  };
+  assert.deepEqual(toStructuralOpenAPIV2(plain), plain);
+});
+
+test('v2 document: custom resource schema reduced, defaults pruned, keyword-named properties kept', () => {
+  const tricky: ResourceDescriptor = {
+    ...widgets,
+    schema: {
+      type: 'object',
+      required: ['spec'],
+      properties: {
+        spec: {
+          type: 'object',
+          nullable: true,
+          properties: { size: { type: 'integer' } },
+        },
+        status: {
+          type: 'object',
+          default: {},
+          properties: {
+            // properties named like keywords are fields, not keywords
+            nullable: { type: 'boolean', default: false },
+            anyOf: { type: 'string' },
+            default: { type: 'string' },
+            port: { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'integer' }, { type: 'string' }] },
+          },
+        },
+      },
+    },
+  };
+  const def = (buildOpenAPIV2([tricky]).definitions as Json)['com.example.v1.Widget'];
+  assert.equal(def.required, undefined);
+  assert.deepEqual(def.properties.spec, {});
+  assert.deepEqual(def.properties.status, {
+    type: 'object',
+    properties: {
+      nullable: { type: 'boolean' },
+      anyOf: { type: 'string' },
+      default: { type: 'string' },
+      port: { 'x-kubernetes-int-or-string': true },
+    },
+  });
+  assert.deepEqual(def['x-kubernetes-group-version-kind'], WIDGET_GVK);
+  // v3 is published as written.
+  const v3 = buildOpenAPIV3GroupVersion([tricky], 'example.com', 'v1')!.components.schemas['com.example.v1.Widget'];
+  assert.deepEqual(v3.required, ['spec']);
+  assert.equal(v3.properties.spec.nullable, true);
+  assert.deepEqual(v3.properties.status.default, {});
+  assert.deepEqual(v3.properties.status.properties.port.anyOf, [{ type: 'integer' }, { type: 'string' }]);
+  // built-in kinds keep properties named like keywords in v2 (JSONSchemaProps has `nullable`, `anyOf`, `default`)
+  const crds: ResourceDescriptor = {
+    group: 'apiextensions.k8s.io',
+    version: 'v1',
+    kind: 'CustomResourceDefinition',
+    listKind: 'CustomResourceDefinitionList',
+    plural: 'customresourcedefinitions',
+    singular: 'customresourcedefinition',
+    namespaced: false,
+    verbs: ALL_VERBS,
+  };
+  const props = (buildOpenAPIV2([crds]).definitions as Json)['io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps'].properties;
+  for (const name of ['nullable', 'anyOf', 'oneOf', 'not', 'default']) assert.ok(props[name], name);
+});
+
+test('embedded resources get apiVersion, kind and metadata (kube addEmbeddedProperties), in v3 and v2', () => {
+  const embedded: ResourceDescriptor = {
+    ...widgets,
+    schema: {
+      type: 'object',
+      properties: {
+        spec: {
+          type: 'object',
+          properties: {
+            template: { type: 'object', 'x-kubernetes-embedded-resource': true, required: ['spec'], properties: { spec: { type: 'object' } } },
+            open: { type: 'object', 'x-kubernetes-embedded-resource': true, 'x-kubernetes-preserve-unknown-fields': true },
+            many: { type: 'array', items: { type: 'object', 'x-kubernetes-embedded-resource': true, required: ['kind'] } },
+          },
+        },
+      },
+    },
+  };
+  const v3 = buildOpenAPIV3GroupVersion([embedded], 'example.com', 'v1')!.components.schemas['com.example.v1.Widget'].properties.spec.properties;
+  assert.deepEqual(Object.keys(v3.template.properties), ['apiVersion', 'kind', 'metadata', 'spec']);
+  assert.deepEqual(v3.template.required, ['spec', 'kind', 'apiVersion']);
+  assert.match(v3.template.properties.apiVersion.description, /^apiVersion defines the versioned schema of this representation of an object\. More info/);
+  assert.match(v3.template.properties.kind.description, /^kind is a string value representing the type of this object\./);
+  assert.equal(v3.template.properties.metadata.allOf[0].$ref, '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta');
+  assert.deepEqual(Object.keys(v3.open.properties), ['apiVersion', 'kind', 'metadata']);
+  assert.deepEqual(v3.many.items.required, ['kind', 'apiVersion']);
+  const v2 = (buildOpenAPIV2([embedded]).definitions as Json)['com.example.v1.Widget'].properties.spec.properties;
+  assert.equal(v2.template.properties.metadata.$ref, '#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta');
+  assert.deepEqual(v2.template.required, ['spec', 'kind', 'apiVersion']);
+  // v2: an embedded resource that preserves unknown fields stays open (no properties, no required).
+  assert.deepEqual(v2.open, { 'x-kubernetes-embedded-resource': true, 'x-kubernetes-preserve-unknown-fields': true });
 });

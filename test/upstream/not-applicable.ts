@@ -163,18 +163,4 @@ export const KNOWN_FAILURES: KnownFailure[] = [
       'to the schema later never shows on existing objects; the same known gap as the project\'s own case `crd-defaulting` ' +
       '(src/apiextensions/customresources.ts read path)',
   },
-  {
-    spec: `${AM} CustomResourcePublishOpenAPI [Privileged:ClusterAdmin] works for CRD with validation schema [Conformance]`,
-    cause: '`kubectl explain` of the custom resource must show the apiVersion description kube publishes (`APIVersion defines the versioned schema of ' +
-      'this representation of an object…`, TypeMeta\'s in k8s.io/apimachinery\'s OpenAPI, which the CRD OpenAPI builder adds: ' +
-      'apiextensions-apiserver pkg/controller/openapi/builder/builder.go addTypeMetaProperties); kcp-ts publishes its own wording ' +
-      '(`Versioned schema of this object, …`: src/apis/schemas/helpers.ts apiVersionProp, used by src/apis/openapi.ts standardProps)',
-  },
-  {
-    spec: `${AM} CustomResourcePublishOpenAPI [Privileged:ClusterAdmin] works for CRD without validation schema [Conformance]`,
-    cause: 'in /openapi/v2, a CRD version whose schema preserves unknown fields at the root (or has none) is published by kube as just ' +
-      '`{type: object}` plus its x-kubernetes-group-version-kind (builder.go buildKubeNative: no properties, no extension, so kubectl validates ' +
-      'nothing); kcp-ts publishes properties and `x-kubernetes-preserve-unknown-fields: true` (src/apis/openapi.ts kindSchemaFor/toV2Definition ' +
-      'do not apply kube\'s v2 reductions, openapi/v2/conversion.go ToStructuralOpenAPIV2)',
-  },
 ];

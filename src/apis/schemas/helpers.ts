@@ -131,30 +131,55 @@ export function object(description: string, properties: Record<string, Schema>, 
   return s;
 }
 
-/** The `apiVersion` property of every top-level kind. */
+/**
+ * Descriptions kube publishes for the type and object metadata of every kind — built-in ones
+ * (k8s.io/api's generated OpenAPI inlines TypeMeta) and custom resources alike (apiextensions-apiserver
+ * pkg/controller/openapi/builder/builder.go: addTypeMetaProperties copies TypeMeta's `apiVersion` and
+ * `kind` from k8s.io/apimachinery's OpenAPI; `metadata` and list `metadata` take
+ * metav1beta1.PartialObjectMetadata(List)'s). `kubectl explain` shows them, and Kubernetes'
+ * CustomResourcePublishOpenAPI conformance spec matches this exact wording, so it is kube's verbatim.
+ */
+export const TYPE_META_DESCRIPTIONS = {
+  apiVersion:
+    'APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized ' +
+    'schemas to the latest internal value, and may reject unrecognized values. More info: ' +
+    'https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources',
+  kind:
+    'Kind is a string value representing the REST resource this object represents. Servers may infer this from the ' +
+    'endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: ' +
+    'https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds',
+  objectMetadata:
+    "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+  listMetadata:
+    'Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds',
+  /** `apiVersion` of an `x-kubernetes-embedded-resource` object (builder.go addEmbeddedProperties). */
+  embeddedApiVersion:
+    'apiVersion defines the versioned schema of this representation of an object. More info: ' +
+    'https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources',
+  /** `kind` of an `x-kubernetes-embedded-resource` object (builder.go addEmbeddedProperties). */
+  embeddedKind:
+    'kind is a string value representing the type of this object. In CamelCase. More info: ' +
+    'https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds',
+} as const;
+
+/** The `apiVersion` property of every top-level kind (TypeMeta's, {@link TYPE_META_DESCRIPTIONS}). */
 export function apiVersionProp(): Schema {
-  return str(
-    'Versioned schema of this object, as `<group>/<version>` (or just `<version>` for the core group). ' +
-      'Servers convert known versions to their internal form and may reject unknown ones.',
-  );
+  return str(TYPE_META_DESCRIPTIONS.apiVersion);
 }
 
-/** The `kind` property of every top-level kind. */
+/** The `kind` property of every top-level kind (TypeMeta's, {@link TYPE_META_DESCRIPTIONS}). */
 export function kindProp(): Schema {
-  return str(
-    'REST resource type this object represents, in CamelCase. Servers may infer it from the endpoint a ' +
-      'request is sent to. Cannot be updated.',
-  );
+  return str(TYPE_META_DESCRIPTIONS.kind);
 }
 
 /** The standard `metadata` property of a top-level kind. */
 export function objectMetaProp(): Schema {
-  return ref(OBJECT_META, "Standard object metadata: name, namespace, labels, annotations, owner references and the like.");
+  return ref(OBJECT_META, TYPE_META_DESCRIPTIONS.objectMetadata);
 }
 
 /** The standard `metadata` property of a list kind. */
 export function listMetaProp(): Schema {
-  return ref(LIST_META, 'Standard list metadata: resourceVersion and continue token.');
+  return ref(LIST_META, TYPE_META_DESCRIPTIONS.listMetadata);
 }
 
 /** The `x-kubernetes-group-version-kind` extension value of a kind schema. */
