@@ -48,8 +48,11 @@ export interface CompiledSchema {
    * Applies `default` values in place, as kube's structural defaulting (defaults of properties that
    * are absent, recursively, also inside list items and map values; defaults are themselves
    * pruned/defaulted as kube does; `nullable: false` fields set to null get their default).
+   * Returns whether anything was set. Linear in the size of `obj` plus the defaults copied.
    */
-  applyDefaults(obj: Record<string, unknown>): void;
+  applyDefaults(obj: Record<string, unknown>): boolean;
+  /** Whether any node of the schema has a `default` (otherwise `applyDefaults` never changes anything). */
+  readonly hasDefaults: boolean;
   /**
    * Validates against the schema and its CEL rules; `old` is the previous object on update (for
    * transition rules using `oldSelf`, and ratcheting). Returns causes with `field` like
@@ -355,33 +358,34 @@ function isNonNullableNull(x: unknown, s: SNode | null | undefined): boolean {
   return x === null && !!s && !s.nullable;
 }
 
-/** defaulting `Default`. */
-function applyDefaults(x: unknown, s: SNode | null | undefined): void {
-  if (!s || !s.subDefaults) return;
+/** defaulting `Default`; returns whether anything was set. */
+function applyDefaults(x: unknown, s: SNode | null | undefined): boolean {
+  if (!s || !s.subDefaults) return false;
+  let changed = false;
   if (Array.isArray(x)) {
     const items = s.items;
-    if (!items) return;
+    if (!items) return false;
     for (let i = 0; i < x.length; i++) {
-      if (items.hasDefault && isNonNullableNull(x[i], items)) x[i] = deepCopy(items.defaultValue);
-      applyDefaults(x[i], items);
+      if (items.hasDefault && isNonNullableNull(x[i], items)) { x[i] = deepCopy(items.defaultValue); changed = true; }
+      if (applyDefaults(x[i], items)) changed = true;
     }
-    return;
+    return changed;
   }
-  if (!isObj(x)) return;
+  if (!isObj(x)) return false;
   if (s.properties) {
     for (const [k, prop] of s.properties) {
       if (!prop.hasDefault) continue;
-      if (!Object.prototype.hasOwnProperty.call(x, k) || isNonNullableNull(x[k], prop)) x[k] = deepCopy(prop.defaultValue);
+      if (!Object.prototype.hasOwnProperty.call(x, k) || isNonNullableNull(x[k], prop)) { x[k] = deepCopy(prop.defaultValue); changed = true; }
     }
   }
   for (const k of Object.keys(x)) {
     const prop = s.properties?.get(k);
-    if (prop) applyDefaults(x[k], prop);
-    else if (s.additional) {
-      if (s.additional.hasDefault && isNonNullableNull(x[k], s.additional)) x[k] = deepCopy(s.additional.defaultValue);
-      applyDefaults(x[k], s.additional);
+    if (prop) { if (applyDefaults(x[k], prop)) changed = true; } else if (s.additional) {
+      if (s.additional.hasDefault && isNonNullableNull(x[k], s.additional)) { x[k] = deepCopy(s.additional.defaultValue); changed = true; }
+      if (applyDefaults(x[k], s.additional)) changed = true;
     }
   }
+  return changed;
 }
 
 /** defaulting `PruneDefaults`: every default is pruned as it would be at its place. */
@@ -718,8 +722,12 @@ class Compiled implements CompiledSchema {
     return st.removed!;
   }
 
-  applyDefaults(obj: Record<string, unknown>): void {
-    applyDefaults(obj, this.root);
+  applyDefaults(obj: Record<string, unknown>): boolean {
+    return applyDefaults(obj, this.root);
+  }
+
+  get hasDefaults(): boolean {
+    return this.root.subDefaults;
   }
 
   validate(obj: Record<string, unknown>, old?: Record<string, unknown>): StatusCause[] {
