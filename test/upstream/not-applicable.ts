@@ -163,13 +163,6 @@ const CR_APPLY_SCHEMA = 'server-side apply with fieldValidation=Strict of a cust
 /** Applicable specs and the cause of their failure. Keep in step with the last run (the runner checks). */
 export const KNOWN_FAILURES: KnownFailure[] = [
   {
-    spec: `${AM} CustomResourceDefinition resources [Privileged:ClusterAdmin] custom resource defaulting for requests and from storage works [Conformance]`,
-    cause: 'defaults of a CRD schema are applied when a custom resource is written, not when it is read back from storage (kube defaults again on ' +
-      'every decode from storage: apiextensions-apiserver customresource_handler.go, schemaCoercingConverter/defaulting on read), so a default added ' +
-      'to the schema later never shows on existing objects; the same known gap as the project\'s own case `crd-defaulting` ' +
-      '(src/apiextensions/customresources.ts read path)',
-  },
-  {
     spec: `${AM} CustomResourcePublishOpenAPI [Privileged:ClusterAdmin] works for CRD with validation schema [Conformance]`,
     cause: '`kubectl explain` of the custom resource must show the apiVersion description kube publishes (`APIVersion defines the versioned schema of ' +
       'this representation of an object…`, TypeMeta\'s in k8s.io/apimachinery\'s OpenAPI, which the CRD OpenAPI builder adds: ' +
