@@ -623,3 +623,25 @@ test('pruning: list items and nested unknowns are reported with indices, in docu
   assert.deepEqual(pruned, ['spec.z', 'spec.items[0].y', 'spec.items[1].sub.c', 'spec.noSchemaItems[0].q']);
   assert.deepEqual(o.spec, { items: [{ a: 'x' }, { sub: { b: 'x' } }], noSchemaItems: [{}, 'scalar'] });
 });
+
+test('defaulting says whether it set anything, and a schema says whether it has defaults (defaulting on read)', () => {
+  const plain = compileSchema({ type: 'object', properties: { spec: { type: 'object', properties: { a: { type: 'string' } } } } });
+  assert.equal(plain.hasDefaults, false);
+  assert.equal(plain.applyDefaults({ spec: {} }), false);
+  const c = compileSchema({
+    type: 'object', properties: { spec: { type: 'object', properties: {
+      a: { type: 'string', default: 'A' },
+      list: { type: 'array', items: { type: 'object', properties: { n: { type: 'integer', default: 1 } } } },
+      map: { type: 'object', additionalProperties: { type: 'string', default: 'v' } },
+    } } },
+  });
+  assert.equal(c.hasDefaults, true);
+  const missing = { spec: { list: [{}, { n: 5 }], map: { k: null } } };
+  assert.equal(c.applyDefaults(missing), true);
+  assert.deepEqual(missing, { spec: { a: 'A', list: [{ n: 1 }, { n: 5 }], map: { k: 'v' } } });
+  assert.equal(c.applyDefaults(missing), false, 'an object that has every default is left as it is');
+  const nested = { spec: { a: 'x', list: [{ n: 2 }, {}] } };
+  assert.equal(c.applyDefaults(nested), true, 'a default deep in a list item counts');
+  assert.deepEqual(nested.spec.list, [{ n: 2 }, { n: 1 }]);
+  assert.equal(c.applyDefaults({ metadata: { name: 'x' } }), false, 'no spec: nothing to default under it');
+});
