@@ -17,7 +17,7 @@
  *
  * Schemas are compiled once and cached per schema object (do not mutate a schema after use).
  */
-import type { StatusCause } from '../apimachinery/errors.js';
+import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import { pruneUnknownFields } from '../apimachinery/pruning.js';
 import { validateObjectMeta } from '../apimachinery/validation.js';
 import type { ObjectMeta } from '../apimachinery/meta.js';
@@ -49,6 +49,8 @@ export interface CompiledSchema {
    * are absent, recursively, also inside list items and map values; defaults are themselves
    * pruned/defaulted as kube does; `nullable: false` fields set to null get their default).
    * Returns whether anything was set. Linear in the size of `obj` plus the defaults copied.
+   * Throws a 413 StatusError (nothing to undo: `obj` is then partly defaulted) when the defaults
+   * copied into one object would exceed {@link MAX_DEFAULTED_CHARS}.
    */
   applyDefaults(obj: Record<string, unknown>): boolean;
   /** Whether any node of the schema has a `default` (otherwise `applyDefaults` never changes anything). */
@@ -74,6 +76,8 @@ interface SNode extends CelSchemaNode {
   hasDefault: boolean;
   /** The default, pruned against this node (deep-copied on use). */
   defaultValue: unknown;
+  /** Length of the default's JSON (at least 1), counted against {@link MAX_DEFAULTED_CHARS}; computed on first use. */
+  defaultChars?: number;
   listType: string | undefined;
   listMapKeys: string[] | undefined;
   rules: CompiledRule[];
@@ -358,16 +362,35 @@ function isNonNullableNull(x: unknown, s: SNode | null | undefined): boolean {
   return x === null && !!s && !s.nullable;
 }
 
+/**
+ * Most JSON (in UTF-16 code units) defaulting may copy into one object: 3 Mi, kube's largest
+ * request body. A default copied into every item of a long list could otherwise turn a small
+ * stored object into gigabytes (an empty item is 3 characters, a default may be ~1 MB of a CRD);
+ * an object that large could never be written anyway.
+ */
+export const MAX_DEFAULTED_CHARS = 3 * 1024 * 1024;
+
+/** The budget of one `applyDefaults` call: characters of defaults still allowed. */
+interface DefaultingBudget { left: number }
+
+/** A deep copy of a node's default, counted against the budget; throws 413 past it. */
+function copyDefault(s: SNode, budget: DefaultingBudget): unknown {
+  s.defaultChars ??= Math.max(1, JSON.stringify(s.defaultValue)?.length ?? 1);
+  budget.left -= s.defaultChars;
+  if (budget.left < 0) throw new StatusError(413, 'RequestEntityTooLarge', `Request entity too large: the defaults of the schema would add more than ${MAX_DEFAULTED_CHARS} characters to the object`);
+  return deepCopy(s.defaultValue);
+}
+
 /** defaulting `Default`; returns whether anything was set. */
-function applyDefaults(x: unknown, s: SNode | null | undefined): boolean {
+function applyDefaults(x: unknown, s: SNode | null | undefined, budget: DefaultingBudget): boolean {
   if (!s || !s.subDefaults) return false;
   let changed = false;
   if (Array.isArray(x)) {
     const items = s.items;
     if (!items) return false;
     for (let i = 0; i < x.length; i++) {
-      if (items.hasDefault && isNonNullableNull(x[i], items)) { x[i] = deepCopy(items.defaultValue); changed = true; }
-      if (applyDefaults(x[i], items)) changed = true;
+      if (items.hasDefault && isNonNullableNull(x[i], items)) { x[i] = copyDefault(items, budget); changed = true; }
+      if (applyDefaults(x[i], items, budget)) changed = true;
     }
     return changed;
   }
@@ -375,14 +398,14 @@ function applyDefaults(x: unknown, s: SNode | null | undefined): boolean {
   if (s.properties) {
     for (const [k, prop] of s.properties) {
       if (!prop.hasDefault) continue;
-      if (!Object.prototype.hasOwnProperty.call(x, k) || isNonNullableNull(x[k], prop)) { x[k] = deepCopy(prop.defaultValue); changed = true; }
+      if (!Object.prototype.hasOwnProperty.call(x, k) || isNonNullableNull(x[k], prop)) { x[k] = copyDefault(prop, budget); changed = true; }
     }
   }
   for (const k of Object.keys(x)) {
     const prop = s.properties?.get(k);
-    if (prop) { if (applyDefaults(x[k], prop)) changed = true; } else if (s.additional) {
-      if (s.additional.hasDefault && isNonNullableNull(x[k], s.additional)) { x[k] = deepCopy(s.additional.defaultValue); changed = true; }
-      if (applyDefaults(x[k], s.additional)) changed = true;
+    if (prop) { if (applyDefaults(x[k], prop, budget)) changed = true; } else if (s.additional) {
+      if (s.additional.hasDefault && isNonNullableNull(x[k], s.additional)) { x[k] = copyDefault(s.additional, budget); changed = true; }
+      if (applyDefaults(x[k], s.additional, budget)) changed = true;
     }
   }
   return changed;
@@ -723,7 +746,7 @@ class Compiled implements CompiledSchema {
   }
 
   applyDefaults(obj: Record<string, unknown>): boolean {
-    return applyDefaults(obj, this.root);
+    return applyDefaults(obj, this.root, { left: MAX_DEFAULTED_CHARS });
   }
 
   get hasDefaults(): boolean {

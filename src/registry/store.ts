@@ -321,11 +321,21 @@ export class Store {
 
   /**
    * Stored JSON parsed, with the defaults on read applied (`ResourceDescriptor.readDefaults`);
-   * `changed` says whether they set anything. Not converted to the served version.
+   * `changed` says whether they set anything. Not converted to the served version. An object
+   * whose defaults would exceed the defaulting budget (a 413 from the schema,
+   * apiextensions/schema.ts `MAX_DEFAULTED_CHARS`) is served as stored: a tenant's schema must not
+   * make its objects unreadable, nor grow one without bound (its next write answers the 413).
    */
   private parseStored(json: string): { obj: KubeObject; changed: boolean } {
     const obj = JSON.parse(json) as KubeObject;
-    return { obj, changed: this.desc.readDefaults?.(obj) ?? false };
+    const readDefaults = this.desc.readDefaults;
+    if (!readDefaults) return { obj, changed: false };
+    try {
+      return { obj, changed: readDefaults(obj) };
+    } catch (err) {
+      if (err instanceof StatusError && err.code === 413) return { obj: JSON.parse(json) as KubeObject, changed: false };
+      throw err;
+    }
   }
 
   /**
@@ -369,13 +379,13 @@ export class Store {
    * rendered once per entry and store, kept in {@link readDefaulted} when defaulting changed it,
    * remembered in {@link defaultsComplete} when it did not. Never written back to storage.
    */
-  private renderDefaulted(e: CacheEntry, readDefaults: (obj: KubeObject) => boolean): string {
+  private renderDefaulted(e: CacheEntry): string {
     const conv = this.desc.storage;
     if (this.defaultsComplete.has(e)) return conv ? JSON.stringify(conv.fromStorage(JSON.parse(e.json) as KubeObject)) : e.json;
     const cached = readDefaulted.get(e);
     if (cached?.store === this) return cached.json;
-    const obj = JSON.parse(e.json) as KubeObject;
-    if (!readDefaults(obj)) {
+    const { obj, changed } = this.parseStored(e.json);
+    if (!changed) {
       this.defaultsComplete.add(e);
       return conv ? JSON.stringify(conv.fromStorage(obj)) : e.json;
     }
@@ -426,7 +436,7 @@ export class Store {
 
   /** A cached entry as this resource serves it (after `prepare` for webhook-converted resources). */
   renderEntry(e: CacheEntry): string {
-    if (!this.desc.storage?.webhook) return this.desc.readDefaults ? this.renderDefaulted(e, this.desc.readDefaults) : this.render(e.json);
+    if (!this.desc.storage?.webhook) return this.desc.readDefaults ? this.renderDefaulted(e) : this.render(e.json);
     const c = this.converted.get(e);
     if (typeof c !== 'string') throw new Error(`${this.desc.kind} ${e.name}: read before its conversion (prepare first)`);
     return c;

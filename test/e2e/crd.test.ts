@@ -316,3 +316,43 @@ describe('defaulting on read', () => {
     await call(srv, srv.creds, 'DELETE', `${CRDS_URL}/widgets.defaults.example`);
   });
 });
+
+describe('defaulting on read: bounded', () => {
+  test('an object whose new defaults would exceed the defaulting budget is served as stored, and its next write is a 413', async () => {
+    const CRDS_URL = '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+    const crd = (withDefault: boolean, rv?: string) => ({
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'blowups.defaults.example', ...(rv ? { resourceVersion: rv } : {}) },
+      spec: {
+        group: 'defaults.example', scope: 'Cluster', names: { plural: 'blowups', singular: 'blowup', kind: 'Blowup' },
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: {
+          items: { type: 'array', items: { type: 'object', properties: { d: { type: 'string', ...(withDefault ? { default: 'x'.repeat(1000) } : {}) } } } },
+        } } } } } }],
+      },
+    });
+    assert.equal((await call(srv, srv.creds, 'POST', CRDS_URL, crd(false))).status, 201);
+    await waitEstablished('root', 'blowups.defaults.example');
+    const url = '/clusters/root/apis/defaults.example/v1/blowups';
+    // 4,000 empty items: 12 KB stored, 4 MB with the default in each.
+    const made = await call(srv, srv.creds, 'POST', url, { apiVersion: 'defaults.example/v1', kind: 'Blowup', metadata: { name: 'b' }, spec: { items: Array.from({ length: 4000 }, () => ({})) } });
+    assert.equal(made.status, 201, made.body);
+    const current = (await call(srv, srv.creds, 'GET', `${CRDS_URL}/blowups.defaults.example`)).json;
+    assert.equal((await call(srv, srv.creds, 'PUT', `${CRDS_URL}/blowups.defaults.example`, { ...crd(true, current.metadata.resourceVersion), status: current.status })).status, 200);
+    let patched = { status: 0 } as Awaited<ReturnType<typeof call>>;
+    for (let i = 0; i < 100; i++) {
+      patched = await call(srv, srv.creds, 'PATCH', `${url}/b`, { metadata: { labels: { l: '1' } } }, { 'content-type': 'application/merge-patch+json' });
+      if (patched.status === 413) break;
+      await sleep(20);
+    }
+    assert.equal(patched.status, 413, patched.body);
+    assert.equal(patched.json.reason, 'RequestEntityTooLarge');
+    assert.match(patched.json.message, /defaults of the schema would add more than 3145728 characters/);
+    const got = await call(srv, srv.creds, 'GET', `${url}/b`);
+    assert.equal(got.status, 200);
+    assert.equal(got.json.spec.items.length, 4000);
+    assert.deepEqual(got.json.spec.items[0], {}, 'served as stored');
+    const list = await call(srv, srv.creds, 'GET', url);
+    assert.equal(list.status, 200);
+    assert.deepEqual(list.json.items[0].spec.items[0], {});
+    await call(srv, srv.creds, 'DELETE', `${CRDS_URL}/blowups.defaults.example`);
+  });
+});

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import type { StatusCause } from '../../src/apimachinery/errors.js';
-import { compileSchema, compileSchemaEagerly } from '../../src/apiextensions/schema.js';
+import { compileSchema, compileSchemaEagerly, MAX_DEFAULTED_CHARS } from '../../src/apiextensions/schema.js';
+import { StatusError } from '../../src/apimachinery/errors.js';
 import { TESTDATA_CRDS } from '../helpers.js';
 
 const CRDS = TESTDATA_CRDS;
@@ -644,4 +645,17 @@ test('defaulting says whether it set anything, and a schema says whether it has 
   assert.equal(c.applyDefaults(nested), true, 'a default deep in a list item counts');
   assert.deepEqual(nested.spec.list, [{ n: 2 }, { n: 1 }]);
   assert.equal(c.applyDefaults({ metadata: { name: 'x' } }), false, 'no spec: nothing to default under it');
+});
+
+test('defaulting refuses with 413 to copy more than MAX_DEFAULTED_CHARS of defaults into one object', () => {
+  const big = 'x'.repeat(1000);
+  const c = compileSchema({ type: 'object', properties: { spec: { type: 'object', properties: {
+    items: { type: 'array', items: { type: 'object', properties: { d: { type: 'string', default: big } } } },
+  } } } });
+  const within = { spec: { items: Array.from({ length: 3000 }, () => ({})) } };
+  assert.equal(c.applyDefaults(within), true);
+  assert.equal((within.spec.items[2999] as any).d, big);
+  const beyond = { spec: { items: Array.from({ length: Math.ceil(MAX_DEFAULTED_CHARS / 1002) + 1 }, () => ({})) } };
+  assert.throws(() => c.applyDefaults(beyond), (err: any) => err instanceof StatusError && err.code === 413 && err.reason === 'RequestEntityTooLarge'
+    && /defaults of the schema would add more than 3145728 characters/.test(err.message));
 });
