@@ -83,6 +83,27 @@ function conversionWebhookOf(crd: KubeObject, versions: Obj[]): WebhookConverter
 }
 
 /**
+ * Defaulting of objects decoded from storage (kube's storage codec, customresource_handler.go
+ * `unstructuredDefaulter`): the defaults of the schema of the version the object is stored in
+ * (its `apiVersion`), applied in place; true when anything was set. Undefined when no version's
+ * schema has a default (most CRDs: stored objects are served as they are) — the fast path.
+ * Objects of a version without a schema (or one that does not compile) are left as they are.
+ */
+function readDefaultsOf(crd: KubeObject, versions: Obj[]): ((obj: KubeObject) => boolean) | undefined {
+  const group = String(asObj(crd.spec).group);
+  const byAPIVersion = new Map<string, CompiledSchema>();
+  for (const v of versions) {
+    const raw = asObj(v.schema).openAPIV3Schema;
+    if (!raw || typeof raw !== 'object') continue;
+    let schema: CompiledSchema;
+    try { schema = schemaFor(crd, String(v.name), asObj(raw)); } catch { continue; }
+    if (schema.hasDefaults) byAPIVersion.set(`${group}/${String(v.name)}`, schema);
+  }
+  if (!byAPIVersion.size) return undefined;
+  return (obj) => byAPIVersion.get(String(obj.apiVersion))?.applyDefaults(obj as Obj) ?? false;
+}
+
+/**
  * A printer column's cell (`additionalPrinterColumns`): the first JSONPath result; `date`
  * columns are shown as an age, as kube's CRD table convertor does.
  */
@@ -157,6 +178,7 @@ export function descriptorsForCRD(crd: KubeObject, opts: { includeUnserved?: boo
   // (`status.storedVersions` lists every version ever stored): the storage version converts too.
   const storedVersions = asObj(crd.status).storedVersions;
   const mixedStorage = Array.isArray(storedVersions) && storedVersions.some((v) => v !== storageVersion);
+  const readDefaults = readDefaultsOf(crd, versions);
   const out: ResourceDescriptor[] = [];
   for (const v of [...versions].sort((a, b) => compareVersionPriority(String(a.name), String(b.name)))) {
     if (v.served !== true && !opts.includeUnserved) continue;
@@ -182,7 +204,7 @@ export function descriptorsForCRD(crd: KubeObject, opts: { includeUnserved?: boo
       namespaced: spec.scope === 'Namespaced',
       shortNames: Array.isArray(names.shortNames) ? names.shortNames.map(String) : undefined,
       categories: Array.isArray(names.categories) ? names.categories.map(String) : undefined,
-      verbs: ALL_VERBS, hasStatus, scale, schema: openAPIV3Schema, columns, columnsComplete: true,
+      verbs: ALL_VERBS, hasStatus, scale, schema: openAPIV3Schema, columns, columnsComplete: true, readDefaults,
       // With strategy None and every object in the storage version, the storage version needs no
       // conversion (and no re-encoding on every read); with a webhook, or objects stored in other
       // versions, every version converts what was stored in another version.

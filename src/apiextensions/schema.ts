@@ -17,7 +17,7 @@
  *
  * Schemas are compiled once and cached per schema object (do not mutate a schema after use).
  */
-import type { StatusCause } from '../apimachinery/errors.js';
+import { StatusError, type StatusCause } from '../apimachinery/errors.js';
 import { pruneUnknownFields } from '../apimachinery/pruning.js';
 import { validateObjectMeta } from '../apimachinery/validation.js';
 import type { ObjectMeta } from '../apimachinery/meta.js';
@@ -48,8 +48,13 @@ export interface CompiledSchema {
    * Applies `default` values in place, as kube's structural defaulting (defaults of properties that
    * are absent, recursively, also inside list items and map values; defaults are themselves
    * pruned/defaulted as kube does; `nullable: false` fields set to null get their default).
+   * Returns whether anything was set. Linear in the size of `obj` plus the defaults copied.
+   * Throws a 413 StatusError (nothing to undo: `obj` is then partly defaulted) when the defaults
+   * copied into one object would exceed {@link MAX_DEFAULTED_CHARS}.
    */
-  applyDefaults(obj: Record<string, unknown>): void;
+  applyDefaults(obj: Record<string, unknown>): boolean;
+  /** Whether any node of the schema has a `default` (otherwise `applyDefaults` never changes anything). */
+  readonly hasDefaults: boolean;
   /**
    * Validates against the schema and its CEL rules; `old` is the previous object on update (for
    * transition rules using `oldSelf`, and ratcheting). Returns causes with `field` like
@@ -71,6 +76,8 @@ interface SNode extends CelSchemaNode {
   hasDefault: boolean;
   /** The default, pruned against this node (deep-copied on use). */
   defaultValue: unknown;
+  /** Length of the default's JSON (at least 1), counted against {@link MAX_DEFAULTED_CHARS}; computed on first use. */
+  defaultChars?: number;
   listType: string | undefined;
   listMapKeys: string[] | undefined;
   rules: CompiledRule[];
@@ -355,33 +362,53 @@ function isNonNullableNull(x: unknown, s: SNode | null | undefined): boolean {
   return x === null && !!s && !s.nullable;
 }
 
-/** defaulting `Default`. */
-function applyDefaults(x: unknown, s: SNode | null | undefined): void {
-  if (!s || !s.subDefaults) return;
+/**
+ * Most JSON (in UTF-16 code units) defaulting may copy into one object: 3 Mi, kube's largest
+ * request body. A default copied into every item of a long list could otherwise turn a small
+ * stored object into gigabytes (an empty item is 3 characters, a default may be ~1 MB of a CRD);
+ * an object that large could never be written anyway.
+ */
+export const MAX_DEFAULTED_CHARS = 3 * 1024 * 1024;
+
+/** The budget of one `applyDefaults` call: characters of defaults still allowed. */
+interface DefaultingBudget { left: number }
+
+/** A deep copy of a node's default, counted against the budget; throws 413 past it. */
+function copyDefault(s: SNode, budget: DefaultingBudget): unknown {
+  s.defaultChars ??= Math.max(1, JSON.stringify(s.defaultValue)?.length ?? 1);
+  budget.left -= s.defaultChars;
+  if (budget.left < 0) throw new StatusError(413, 'RequestEntityTooLarge', `Request entity too large: the defaults of the schema would add more than ${MAX_DEFAULTED_CHARS} characters to the object`);
+  return deepCopy(s.defaultValue);
+}
+
+/** defaulting `Default`; returns whether anything was set. */
+function applyDefaults(x: unknown, s: SNode | null | undefined, budget: DefaultingBudget): boolean {
+  if (!s || !s.subDefaults) return false;
+  let changed = false;
   if (Array.isArray(x)) {
     const items = s.items;
-    if (!items) return;
+    if (!items) return false;
     for (let i = 0; i < x.length; i++) {
-      if (items.hasDefault && isNonNullableNull(x[i], items)) x[i] = deepCopy(items.defaultValue);
-      applyDefaults(x[i], items);
+      if (items.hasDefault && isNonNullableNull(x[i], items)) { x[i] = copyDefault(items, budget); changed = true; }
+      if (applyDefaults(x[i], items, budget)) changed = true;
     }
-    return;
+    return changed;
   }
-  if (!isObj(x)) return;
+  if (!isObj(x)) return false;
   if (s.properties) {
     for (const [k, prop] of s.properties) {
       if (!prop.hasDefault) continue;
-      if (!Object.prototype.hasOwnProperty.call(x, k) || isNonNullableNull(x[k], prop)) x[k] = deepCopy(prop.defaultValue);
+      if (!Object.prototype.hasOwnProperty.call(x, k) || isNonNullableNull(x[k], prop)) { x[k] = copyDefault(prop, budget); changed = true; }
     }
   }
   for (const k of Object.keys(x)) {
     const prop = s.properties?.get(k);
-    if (prop) applyDefaults(x[k], prop);
-    else if (s.additional) {
-      if (s.additional.hasDefault && isNonNullableNull(x[k], s.additional)) x[k] = deepCopy(s.additional.defaultValue);
-      applyDefaults(x[k], s.additional);
+    if (prop) { if (applyDefaults(x[k], prop, budget)) changed = true; } else if (s.additional) {
+      if (s.additional.hasDefault && isNonNullableNull(x[k], s.additional)) { x[k] = copyDefault(s.additional, budget); changed = true; }
+      if (applyDefaults(x[k], s.additional, budget)) changed = true;
     }
   }
+  return changed;
 }
 
 /** defaulting `PruneDefaults`: every default is pruned as it would be at its place. */
@@ -718,8 +745,12 @@ class Compiled implements CompiledSchema {
     return st.removed!;
   }
 
-  applyDefaults(obj: Record<string, unknown>): void {
-    applyDefaults(obj, this.root);
+  applyDefaults(obj: Record<string, unknown>): boolean {
+    return applyDefaults(obj, this.root, { left: MAX_DEFAULTED_CHARS });
+  }
+
+  get hasDefaults(): boolean {
+    return this.root.subDefaults;
   }
 
   validate(obj: Record<string, unknown>, old?: Record<string, unknown>): StatusCause[] {

@@ -156,6 +156,17 @@ export interface ResourceDescriptor {
     webhook?: { converter: AsyncConverter; storageAPIVersion: string };
   };
   /**
+   * Defaulting on read: applies, in place, the defaults of the schema of the version an object
+   * is stored in to an object as decoded from storage (before any conversion to the served
+   * version); returns whether it set anything. kube's apiextensions-apiserver does this on every
+   * decode from storage (customresource_handler.go: the storage codec's `unstructuredDefaulter`
+   * runs `structuraldefaulting.Default` after the decoder's pruning), so a default added to a
+   * CRD's schema later shows on objects stored before it. Undefined when no schema of the
+   * resource has a default: stored objects are then served as they are. The store caches the
+   * result per cached entry (registry/store.ts); nothing read is written back.
+   */
+  readDefaults?: (obj: KubeObject) => boolean;
+  /**
    * Identity hash of the APIExport a bound resource comes from (APIBinding): objects are stored
    * under `<plural>:<identity>` (kcp's etcd layout for bound resources, docs "etcd structure"),
    * so two exports of the same group/resource never share storage, and a provider's wildcard

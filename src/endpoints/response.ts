@@ -111,7 +111,7 @@ export async function sendList(reply: FastifyReply, items: CacheEntry[], listMet
     // with the kcp.io/cluster annotation spliced in).
     const head = `{"kind":"${desc.listKind}","apiVersion":"${apiVersionOf(desc)}","metadata":${JSON.stringify(meta)},"items":[`;
     const item = (i: number): string => {
-      const json = desc.storage ? store.renderEntry(items[i]!) : items[i]!.json;
+      const json = desc.storage || desc.readDefaults ? store.renderEntry(items[i]!) : items[i]!.json;
       return wildcard ? withClusterAnnotation(json, items[i]!.cluster) : json;
     };
     if (large) {

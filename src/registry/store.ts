@@ -29,6 +29,7 @@ import type { UserInfo } from '../auth/user.js';
 import type { CommitItem, RedisStorage, WriteResult } from '../storage/redis.js';
 import type { CacheEntry, WatchCache } from '../storage/watchcache.js';
 import { isObj } from '../apimachinery/objects.js';
+import { LRUCache } from 'lru-cache';
 
 /** The authenticated caller (`user.Info`). */
 export type { UserInfo };
@@ -267,6 +268,25 @@ export function storageGroupResource(desc: Pick<ResourceDescriptor, 'group' | 'p
   return `${key.group || 'core'}/${key.resource}`;
 }
 
+/**
+ * Budget of the shard's cache of cached entries as served after defaulting on read (see
+ * `ResourceDescriptor.readDefaults`): 64 Mi UTF-16 code units of JSON, the served form and the
+ * stored entry's JSON it keeps alive both counted. Least recently read entries are evicted and
+ * defaulted again on their next read (linear in the object, as kube defaults on every decode), so
+ * a tenant whose schema defaults large values costs the shard at most this much memory.
+ */
+export const READ_DEFAULTED_CACHE_UNITS = 64 * 1024 * 1024;
+
+/**
+ * Served JSON of entries that defaulting on read changed, with the store (one version, one
+ * generation of its CRD) that rendered it: a store reading an entry rendered by another renders
+ * and replaces it, so a CRD change invalidates what the previous generation rendered.
+ */
+const readDefaulted = new LRUCache<CacheEntry, { store: Store; json: string }>({
+  maxSize: READ_DEFAULTED_CACHE_UNITS,
+  sizeCalculation: (v, e) => v.json.length + e.json.length,
+});
+
 /** Generic REST store of one resource. */
 export class Store {
   readonly groupResource: string;
@@ -300,27 +320,78 @@ export class Store {
   private get apiVersion(): string { return apiVersionOf(this.desc.group, this.desc.version); }
 
   /**
-   * Stored JSON as this resource serves it: unchanged, or converted from the storage version
-   * when the resource shares storage with another (events.k8s.io Events are core Events).
-   * Resources converted by a webhook convert asynchronously: see `prepare` and `renderEntry`.
+   * Stored JSON parsed, with the defaults on read applied (`ResourceDescriptor.readDefaults`);
+   * `changed` says whether they set anything. Not converted to the served version. An object
+   * whose defaults would exceed the defaulting budget (a 413 from the schema,
+   * apiextensions/schema.ts `MAX_DEFAULTED_CHARS`) is served as stored: a tenant's schema must not
+   * make its objects unreadable, nor grow one without bound (its next write answers the 413).
+   */
+  private parseStored(json: string): { obj: KubeObject; changed: boolean } {
+    const obj = JSON.parse(json) as KubeObject;
+    const readDefaults = this.desc.readDefaults;
+    if (!readDefaults) return { obj, changed: false };
+    try {
+      return { obj, changed: readDefaults(obj) };
+    } catch (err) {
+      if (err instanceof StatusError && err.code === 413) return { obj: JSON.parse(json) as KubeObject, changed: false };
+      throw err;
+    }
+  }
+
+  /**
+   * Stored JSON as this resource serves it: unchanged, or defaulted on read and/or converted from
+   * the storage version when the resource shares storage with another (events.k8s.io Events are
+   * core Events). Resources converted by a webhook convert asynchronously: see `prepare` and
+   * `renderEntry`. Not cached: cached entries go through `renderEntry`.
    */
   render(json: string): string {
     const conv = this.desc.storage;
     if (conv?.webhook) return JSON.stringify(this.decode(json));
-    return conv ? JSON.stringify(conv.fromStorage(JSON.parse(json) as KubeObject)) : json;
+    if (!conv && !this.desc.readDefaults) return json;
+    const { obj, changed } = this.parseStored(json);
+    if (!conv) return changed ? JSON.stringify(obj) : json;
+    return JSON.stringify(conv.fromStorage(obj));
   }
 
   /**
-   * Stored (or served) JSON as this resource serves it, parsed. Throws an Error for an object
-   * that needs a conversion webhook (a programming error: those are read through `prepare`).
+   * Stored (or served) JSON as this resource serves it, parsed (defaulted on read). Throws an
+   * Error for an object that needs a conversion webhook (a programming error: those are read
+   * through `prepare`).
    */
   decode(json: string): KubeObject {
-    const obj = JSON.parse(json) as KubeObject;
+    const { obj } = this.parseStored(json);
     const conv = this.desc.storage;
     if (!conv) return obj;
     if (!conv.webhook) return conv.fromStorage(obj);
     if (obj.apiVersion !== this.apiVersion) throw new Error(`${this.desc.kind} ${obj.metadata?.name ?? ''} needs its conversion webhook: read it through prepare()`);
     return obj;
+  }
+
+  /**
+   * Cached entries whose stored JSON already has every default this store applies on read: served
+   * without parsing again (weak: an entry leaves with the watch cache's last reference to it; a
+   * CRD change makes new stores, so a schema with new defaults looks at every entry once more).
+   */
+  private readonly defaultsComplete = new WeakSet<CacheEntry>();
+
+  /**
+   * A cached entry as served by a store that defaults on read and converts without a webhook:
+   * rendered once per entry and store, kept in {@link readDefaulted} when defaulting changed it,
+   * remembered in {@link defaultsComplete} when it did not. Never written back to storage.
+   */
+  private renderDefaulted(e: CacheEntry): string {
+    const conv = this.desc.storage;
+    if (this.defaultsComplete.has(e)) return conv ? JSON.stringify(conv.fromStorage(JSON.parse(e.json) as KubeObject)) : e.json;
+    const cached = readDefaulted.get(e);
+    if (cached?.store === this) return cached.json;
+    const { obj, changed } = this.parseStored(e.json);
+    if (!changed) {
+      this.defaultsComplete.add(e);
+      return conv ? JSON.stringify(conv.fromStorage(obj)) : e.json;
+    }
+    const json = JSON.stringify(conv ? conv.fromStorage(obj) : obj);
+    readDefaulted.set(e, { store: this, json });
+    return json;
   }
 
   /**
@@ -346,10 +417,13 @@ export class Store {
       else if (typeof c !== 'string') waits.push(c);
     }
     if (missing.length) {
-      const parsed = missing.map((e) => JSON.parse(e.json) as KubeObject);
-      // Objects already in the served version come back as they are: their stored JSON is served.
+      // Defaulted on read with the schema of the version they are stored in, then converted.
+      const stored = missing.map((e) => this.parseStored(e.json));
+      const parsed = stored.map((p) => p.obj);
+      // Objects already in the served version come back as they are: their stored JSON is served
+      // unless defaulting on read changed it.
       const batch = webhook.converter.convert(parsed, this.apiVersion)
-        .then((objs) => objs.map((o, i) => (o === parsed[i] ? missing[i]!.json : JSON.stringify(o))));
+        .then((objs) => objs.map((o, i) => (o === parsed[i] && !stored[i]!.changed ? missing[i]!.json : JSON.stringify(o))));
       missing.forEach((e, i) => {
         const p = batch.then((jsons) => { this.converted.set(e, jsons[i]!); return jsons[i]!; });
         p.catch(() => { if (this.converted.get(e) === p) this.converted.delete(e); });
@@ -362,7 +436,7 @@ export class Store {
 
   /** A cached entry as this resource serves it (after `prepare` for webhook-converted resources). */
   renderEntry(e: CacheEntry): string {
-    if (!this.desc.storage?.webhook) return this.render(e.json);
+    if (!this.desc.storage?.webhook) return this.desc.readDefaults ? this.renderDefaulted(e) : this.render(e.json);
     const c = this.converted.get(e);
     if (typeof c !== 'string') throw new Error(`${this.desc.kind} ${e.name}: read before its conversion (prepare first)`);
     return c;
@@ -370,7 +444,7 @@ export class Store {
 
   /** A cached entry as this resource serves it, parsed (after `prepare`, as `renderEntry`). */
   decodeEntry(e: CacheEntry): KubeObject {
-    return this.desc.storage?.webhook ? JSON.parse(this.renderEntry(e)) as KubeObject : this.decode(e.json);
+    return this.desc.storage?.webhook || this.desc.readDefaults ? JSON.parse(this.renderEntry(e)) as KubeObject : this.decode(e.json);
   }
 
   /** Stored objects converted to the served version (one webhook call for all when converted by a webhook). */
@@ -404,7 +478,7 @@ export class Store {
   private async readCurrent(key: string): Promise<KubeObject | null> {
     const json = await this.backend.storage.get(key);
     if (json === null) return null;
-    return this.desc.storage?.webhook ? (await this.fromStorage([JSON.parse(json) as KubeObject]))[0]! : this.decode(json);
+    return this.desc.storage?.webhook ? (await this.fromStorage([this.parseStored(json).obj]))[0]! : this.decode(json);
   }
 
   /**
@@ -430,8 +504,10 @@ export class Store {
   private async persist(op: 'create' | 'update' | 'delete', key: string, obj: KubeObject, expectedRv?: string): Promise<WriteResult> {
     const conv = this.desc.storage;
     const res = await this.backend.storage.write(op, key, conv ? await this.toStorage(obj) : obj, expectedRv);
-    if (!res.ok || !conv) return res;
-    if (!conv.webhook) return { ...res, json: this.render(res.json) };
+    // The answer is the object as read back from storage: defaulted on read too (kube decodes
+    // what etcd returned with the storage codec).
+    if (!res.ok || (!conv && !this.desc.readDefaults)) return res;
+    if (!conv?.webhook) return { ...res, json: this.render(res.json) };
     return { ...res, json: JSON.stringify({ ...obj, metadata: (JSON.parse(res.json) as KubeObject).metadata }) };
   }
 

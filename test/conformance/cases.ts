@@ -838,7 +838,6 @@ const CRD: Case[] = [
   {
     id: 'crd-defaulting', area: 'crd',
     source: src(CRD_E2E, 'custom resource defaulting for requests and from storage works'),
-    knownGap: 'defaults are applied on create/update only, not when objects are read back from storage (kube re-defaults on decode); doing so means converting every read of such resources',
     async check(ctx) {
       const schema = { type: 'object', properties: { spec: { type: 'object', properties: { a: { type: 'string', default: 'A' }, b: { type: 'string' } } } } };
       const crd = await makeCrd(ctx, { schema });

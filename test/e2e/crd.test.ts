@@ -7,7 +7,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { call, sleep, type TestServer, createLogicalCluster, useTestServer, type Kubectl } from '../helpers.js';
+import { call, sleep, type TestServer, createLogicalCluster, useTestServer, type Kubectl, watch } from '../helpers.js';
 import { TESTDATA_CRDS } from '../helpers.js';
 
 const CRDS = TESTDATA_CRDS;
@@ -226,5 +226,143 @@ describe('versions and schema changes', () => {
     }
     assert.equal(r.status, 422);
     assert.match(r.json.message, /spec.b: Required value/);
+  });
+});
+
+describe('defaulting on read', () => {
+  test('a default added to the schema later shows on existing objects in get, list, watch and the update base; nothing is written back', async () => {
+    const CRDS_URL = '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+    const spec = (withDefaults: boolean) => ({
+      type: 'object', properties: {
+        a: { type: 'string', default: 'A' },
+        b: { type: 'string', ...(withDefaults ? { default: 'B' } : {}) },
+        items: { type: 'array', items: { type: 'object', properties: { n: { type: 'integer', ...(withDefaults ? { default: 7 } : {}) }, m: { type: 'string' } } } },
+      },
+    });
+    // v1 stores; v2 is served (conversion None) without the defaults: objects are defaulted by
+    // the schema of the version they are stored in, whatever version serves them.
+    const crd = (withDefaults: boolean, rv?: string) => ({
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.defaults.example', ...(rv ? { resourceVersion: rv } : {}) },
+      spec: {
+        group: 'defaults.example', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+        versions: [
+          { name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: { spec: spec(withDefaults) } } } },
+          { name: 'v2', served: true, storage: false, schema: { openAPIV3Schema: { type: 'object', properties: { spec: spec(false) } } } },
+        ],
+      },
+    });
+    assert.equal((await call(srv, srv.creds, 'POST', CRDS_URL, crd(false))).status, 201);
+    await waitEstablished('root', 'widgets.defaults.example');
+    const url = '/clusters/root/apis/defaults.example/v1/namespaces/default/widgets';
+    const made = await call(srv, srv.creds, 'POST', url, { apiVersion: 'defaults.example/v1', kind: 'Widget', metadata: { name: 'w' }, spec: { items: [{ m: 'x' }] } });
+    assert.equal(made.status, 201, made.body);
+    assert.deepEqual(made.json.spec, { a: 'A', items: [{ m: 'x' }] }, 'request defaulting');
+    const rv = made.json.metadata.resourceVersion;
+    const readOnly = await call(srv, srv.creds, 'POST', url, { apiVersion: 'defaults.example/v1', kind: 'Widget', metadata: { name: 'r' }, spec: { items: [{ m: 'x' }] } });
+    assert.equal(readOnly.status, 201, readOnly.body);
+
+    const setDefaults = async (withDefaults: boolean) => {
+      const current = (await call(srv, srv.creds, 'GET', `${CRDS_URL}/widgets.defaults.example`)).json;
+      const upd = await call(srv, srv.creds, 'PUT', `${CRDS_URL}/widgets.defaults.example`, { ...crd(withDefaults, current.metadata.resourceVersion), status: current.status });
+      assert.equal(upd.status, 200, upd.body);
+    };
+    const w = watch(srv, srv.creds, `${url}?watch=true&resourceVersion=${rv}`);
+    try {
+      assert.equal(await w.status, 200);
+      await setDefaults(true);
+      const defaulted = { a: 'A', b: 'B', items: [{ m: 'x', n: 7 }] };
+      let got: any;
+      for (let i = 0; i < 100; i++) {
+        got = (await call(srv, srv.creds, 'GET', `${url}/w`)).json;
+        if (got?.spec?.b === 'B') break;
+        await sleep(20);
+      }
+      assert.deepEqual(got.spec, defaulted, 'get');
+      assert.equal(got.metadata.resourceVersion, rv, 'a read writes nothing');
+      const list = (await call(srv, srv.creds, 'GET', url)).json;
+      assert.deepEqual(list.items.map((o: any) => o.spec), [defaulted, defaulted], 'list');
+      const v2 = (await call(srv, srv.creds, 'GET', '/clusters/root/apis/defaults.example/v2/namespaces/default/widgets/w')).json;
+      assert.equal(v2.apiVersion, 'defaults.example/v2');
+      assert.deepEqual(v2.spec, defaulted, 'served in another version: defaulted by the stored version\'s schema');
+      const meta = await call(srv, srv.creds, 'GET', url, undefined, { accept: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1' });
+      assert.equal(meta.json.kind, 'PartialObjectMetadataList');
+      assert.deepEqual(meta.json.items.map((o: any) => o.metadata.resourceVersion), [readOnly.json.metadata.resourceVersion, rv]);
+      // A new watch from before the object's creation replays it defaulted.
+      const replay = watch(srv, srv.creds, `${url}?watch=true&resourceVersion=0`);
+      try {
+        const evs = await replay.waitFor(1);
+        assert.deepEqual(evs[0]?.object?.spec, defaulted, 'watch replay');
+        assert.equal((await call(srv, srv.creds, 'GET', `${url}/r`)).json.metadata.resourceVersion, readOnly.json.metadata.resourceVersion);
+      } finally { replay.close(); }
+      // A label patch starts from the defaulted object: the defaults are written with it.
+      const patched = await call(srv, srv.creds, 'PATCH', `${url}/w`, { metadata: { labels: { l: '1' } } }, { 'content-type': 'application/merge-patch+json' });
+      assert.equal(patched.status, 200, patched.body);
+      assert.deepEqual(patched.json.spec, defaulted);
+      await w.waitFor(2);
+      const modified = w.events.find((e) => e.type === 'MODIFIED' && e.object.metadata.name === 'w');
+      assert.deepEqual(modified?.object.spec, defaulted, 'watch event');
+      assert.equal(modified.object.metadata.labels.l, '1');
+    } finally { w.close(); }
+
+    // Created with the defaults in the schema: written with them.
+    const later = await call(srv, srv.creds, 'POST', url, { apiVersion: 'defaults.example/v1', kind: 'Widget', metadata: { name: 'l' }, spec: { a: 'z', items: [{ m: 'y' }] } });
+    assert.equal(later.status, 201, later.body);
+    assert.deepEqual(later.json.spec, { a: 'z', b: 'B', items: [{ m: 'y', n: 7 }] });
+    // Taking the defaults away again shows what is stored: reads wrote nothing ("r"), writes
+    // wrote the defaults ("w", "l").
+    await setDefaults(false);
+    let specs: Record<string, unknown> = {};
+    for (let i = 0; i < 100; i++) {
+      const items = (await call(srv, srv.creds, 'GET', url)).json.items as any[];
+      specs = Object.fromEntries(items.map((o) => [o.metadata.name, o.spec]));
+      if (!(specs.r as any)?.b) break;
+      await sleep(20);
+    }
+    assert.deepEqual(specs, {
+      l: { a: 'z', b: 'B', items: [{ m: 'y', n: 7 }] },
+      r: { a: 'A', items: [{ m: 'x' }] },
+      w: { a: 'A', b: 'B', items: [{ m: 'x', n: 7 }] },
+    });
+    await call(srv, srv.creds, 'DELETE', `${CRDS_URL}/widgets.defaults.example`);
+  });
+});
+
+describe('defaulting on read: bounded', () => {
+  test('an object whose new defaults would exceed the defaulting budget is served as stored, and its next write is a 413', async () => {
+    const CRDS_URL = '/clusters/root/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+    const crd = (withDefault: boolean, rv?: string) => ({
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'blowups.defaults.example', ...(rv ? { resourceVersion: rv } : {}) },
+      spec: {
+        group: 'defaults.example', scope: 'Cluster', names: { plural: 'blowups', singular: 'blowup', kind: 'Blowup' },
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: {
+          items: { type: 'array', items: { type: 'object', properties: { d: { type: 'string', ...(withDefault ? { default: 'x'.repeat(1000) } : {}) } } } },
+        } } } } } }],
+      },
+    });
+    assert.equal((await call(srv, srv.creds, 'POST', CRDS_URL, crd(false))).status, 201);
+    await waitEstablished('root', 'blowups.defaults.example');
+    const url = '/clusters/root/apis/defaults.example/v1/blowups';
+    // 4,000 empty items: 12 KB stored, 4 MB with the default in each.
+    const made = await call(srv, srv.creds, 'POST', url, { apiVersion: 'defaults.example/v1', kind: 'Blowup', metadata: { name: 'b' }, spec: { items: Array.from({ length: 4000 }, () => ({})) } });
+    assert.equal(made.status, 201, made.body);
+    const current = (await call(srv, srv.creds, 'GET', `${CRDS_URL}/blowups.defaults.example`)).json;
+    assert.equal((await call(srv, srv.creds, 'PUT', `${CRDS_URL}/blowups.defaults.example`, { ...crd(true, current.metadata.resourceVersion), status: current.status })).status, 200);
+    let patched = { status: 0 } as Awaited<ReturnType<typeof call>>;
+    for (let i = 0; i < 100; i++) {
+      patched = await call(srv, srv.creds, 'PATCH', `${url}/b`, { metadata: { labels: { l: '1' } } }, { 'content-type': 'application/merge-patch+json' });
+      if (patched.status === 413) break;
+      await sleep(20);
+    }
+    assert.equal(patched.status, 413, patched.body);
+    assert.equal(patched.json.reason, 'RequestEntityTooLarge');
+    assert.match(patched.json.message, /defaults of the schema would add more than 3145728 characters/);
+    const got = await call(srv, srv.creds, 'GET', `${url}/b`);
+    assert.equal(got.status, 200);
+    assert.equal(got.json.spec.items.length, 4000);
+    assert.deepEqual(got.json.spec.items[0], {}, 'served as stored');
+    const list = await call(srv, srv.creds, 'GET', url);
+    assert.equal(list.status, 200);
+    assert.deepEqual(list.json.items[0].spec.items[0], {});
+    await call(srv, srv.creds, 'DELETE', `${CRDS_URL}/blowups.defaults.example`);
   });
 });

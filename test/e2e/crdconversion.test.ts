@@ -191,6 +191,26 @@ describe('CRD conversion webhooks', () => {
     } finally { w.close(); }
   });
 
+  test('a default added to the storage version later is applied on read before the conversion: existing objects show it in every version', async () => {
+    mode = 'convert';
+    assert.equal((await admin('POST', V1, certificate('older', 'cert-manager.io/v1', {}))).status, 201);
+    const withDefault = certificateCRD();
+    withDefault.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.commonName.default = 'defaulted.example.com';
+    const apply = (crd: unknown) => kc(['apply', '--server-side', '--force-conflicts', '-f', '-'], { input: JSON.stringify(crd) });
+    await apply(withDefault);
+    try {
+      await eventually('v1alpha2 shows the v1 default', async () => (await admin('GET', `${V1ALPHA2}/older`)).json?.spec?.commonName === 'defaulted.example.com', 10_000);
+      assert.ok(reviews.some((r) => r.desiredAPIVersion === 'cert-manager.io/v1alpha2' && r.objects.some((o) => o.metadata.name === 'older' && o.spec.commonName === 'defaulted.example.com')),
+        'the webhook was sent the object defaulted by the schema of the version it is stored in');
+      assert.equal((await admin('GET', `${V1}/older`)).json.spec.commonName, 'defaulted.example.com');
+      const list = (await admin('GET', V1ALPHA2)).json;
+      assert.ok(list.items.length > 1 && list.items.every((o: any) => o.spec.commonName === 'defaulted.example.com'), 'listed defaulted');
+    } finally {
+      await apply(certificateCRD());
+      await eventually('the default is gone again', async () => (await admin('GET', `${V1}/older`)).json?.spec?.commonName === undefined, 10_000);
+    }
+  });
+
   test('the webhook may change labels and annotations only; unknown fields it adds are pruned', async () => {
     mode = 'tamper';
     assert.equal((await admin('POST', V1, certificate('tampered', 'cert-manager.io/v1', { privateKey: { algorithm: 'RSA' } }))).status, 201);

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import type { StatusCause } from '../../src/apimachinery/errors.js';
-import { compileSchema, compileSchemaEagerly } from '../../src/apiextensions/schema.js';
+import { compileSchema, compileSchemaEagerly, MAX_DEFAULTED_CHARS } from '../../src/apiextensions/schema.js';
+import { StatusError } from '../../src/apimachinery/errors.js';
 import { TESTDATA_CRDS } from '../helpers.js';
 
 const CRDS = TESTDATA_CRDS;
@@ -622,4 +623,39 @@ test('pruning: list items and nested unknowns are reported with indices, in docu
   const { pruned } = admit(schema, o);
   assert.deepEqual(pruned, ['spec.z', 'spec.items[0].y', 'spec.items[1].sub.c', 'spec.noSchemaItems[0].q']);
   assert.deepEqual(o.spec, { items: [{ a: 'x' }, { sub: { b: 'x' } }], noSchemaItems: [{}, 'scalar'] });
+});
+
+test('defaulting says whether it set anything, and a schema says whether it has defaults (defaulting on read)', () => {
+  const plain = compileSchema({ type: 'object', properties: { spec: { type: 'object', properties: { a: { type: 'string' } } } } });
+  assert.equal(plain.hasDefaults, false);
+  assert.equal(plain.applyDefaults({ spec: {} }), false);
+  const c = compileSchema({
+    type: 'object', properties: { spec: { type: 'object', properties: {
+      a: { type: 'string', default: 'A' },
+      list: { type: 'array', items: { type: 'object', properties: { n: { type: 'integer', default: 1 } } } },
+      map: { type: 'object', additionalProperties: { type: 'string', default: 'v' } },
+    } } },
+  });
+  assert.equal(c.hasDefaults, true);
+  const missing = { spec: { list: [{}, { n: 5 }], map: { k: null } } };
+  assert.equal(c.applyDefaults(missing), true);
+  assert.deepEqual(missing, { spec: { a: 'A', list: [{ n: 1 }, { n: 5 }], map: { k: 'v' } } });
+  assert.equal(c.applyDefaults(missing), false, 'an object that has every default is left as it is');
+  const nested = { spec: { a: 'x', list: [{ n: 2 }, {}] } };
+  assert.equal(c.applyDefaults(nested), true, 'a default deep in a list item counts');
+  assert.deepEqual(nested.spec.list, [{ n: 2 }, { n: 1 }]);
+  assert.equal(c.applyDefaults({ metadata: { name: 'x' } }), false, 'no spec: nothing to default under it');
+});
+
+test('defaulting refuses with 413 to copy more than MAX_DEFAULTED_CHARS of defaults into one object', () => {
+  const big = 'x'.repeat(1000);
+  const c = compileSchema({ type: 'object', properties: { spec: { type: 'object', properties: {
+    items: { type: 'array', items: { type: 'object', properties: { d: { type: 'string', default: big } } } },
+  } } } });
+  const within = { spec: { items: Array.from({ length: 3000 }, () => ({})) } };
+  assert.equal(c.applyDefaults(within), true);
+  assert.equal((within.spec.items[2999] as any).d, big);
+  const beyond = { spec: { items: Array.from({ length: Math.ceil(MAX_DEFAULTED_CHARS / 1002) + 1 }, () => ({})) } };
+  assert.throws(() => c.applyDefaults(beyond), (err: any) => err instanceof StatusError && err.code === 413 && err.reason === 'RequestEntityTooLarge'
+    && /defaults of the schema would add more than 3145728 characters/.test(err.message));
 });

@@ -155,12 +155,4 @@ export interface KnownFailure {
 }
 
 /** Applicable specs and the cause of their failure. Keep in step with the last run (the runner checks). */
-export const KNOWN_FAILURES: KnownFailure[] = [
-  {
-    spec: `${AM} CustomResourceDefinition resources [Privileged:ClusterAdmin] custom resource defaulting for requests and from storage works [Conformance]`,
-    cause: 'defaults of a CRD schema are applied when a custom resource is written, not when it is read back from storage (kube defaults again on ' +
-      'every decode from storage: apiextensions-apiserver customresource_handler.go, schemaCoercingConverter/defaulting on read), so a default added ' +
-      'to the schema later never shows on existing objects; the same known gap as the project\'s own case `crd-defaulting` ' +
-      '(src/apiextensions/customresources.ts read path)',
-  },
-];
+export const KNOWN_FAILURES: KnownFailure[] = [];

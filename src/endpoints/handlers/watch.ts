@@ -96,7 +96,7 @@ function jsonWatchEncoder(store: Store, out: OutputFormat, include: IncludeObjec
   const object = (e: CacheEntry): string => {
     // Stored JSON as is where nothing changes it: no parse per event and watcher.
     if (!out.as && !wildcard) return store.renderEntry(e);
-    if (!out.as && !desc.storage) return withClusterAnnotation(e.json, e.cluster);
+    if (!out.as && !desc.storage) return withClusterAnnotation(store.renderEntry(e), e.cluster);
     return JSON.stringify(eventObject(store, e, out, include, wildcard));
   };
   const line = (type: string, objectJson: string) => `{"type":"${type}","object":${objectJson}}\n`;
