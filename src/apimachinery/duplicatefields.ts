@@ -32,6 +32,18 @@ interface Frame {
   key: string;
 }
 
+/** The index of the quote that closes the JSON string opened at `start`, and whether it holds escapes. */
+function endOfString(text: string, start: number): { end: number; escaped: boolean } {
+  let escaped = false;
+  let j = start + 1;
+  for (; j < text.length; j++) {
+    const d = text.charCodeAt(j);
+    if (d === BACKSLASH) { escaped = true; j++; continue; }
+    if (d === QUOTE) break;
+  }
+  return { end: j, escaped };
+}
+
 /**
  * Returns the paths of repeated keys in `text`, in document order (empty when there are none).
  * @param text a valid JSON document.
@@ -45,13 +57,7 @@ export function duplicateFields(text: string): string[] {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       // Read the string; decode escapes only when present.
-      let j = i + 1;
-      let escaped = false;
-      for (; j < n; j++) {
-        const d = text.charCodeAt(j);
-        if (d === BACKSLASH) { escaped = true; j++; continue; }
-        if (d === QUOTE) break;
-      }
+      const { end: j, escaped } = endOfString(text, i);
       if (expectKey) {
         const raw = text.slice(i, j + 1);
         const key = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
@@ -112,13 +118,7 @@ export function duplicateKeyLines(text: string, keyText: (key: string) => string
     if (c === 0x0a) { line++; continue; }
     if (c === 0x20 || c === 0x09 || c === 0x0d || c === COLON) continue;
     if (c === QUOTE) {
-      let j = i + 1;
-      let escaped = false;
-      for (; j < n; j++) {
-        const d = text.charCodeAt(j);
-        if (d === BACKSLASH) { escaped = true; j++; continue; }
-        if (d === QUOTE) break;
-      }
+      const { end: j, escaped } = endOfString(text, i);
       if (expectKey) {
         const raw = text.slice(i, j + 1);
         const key = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
