@@ -981,7 +981,6 @@ function writeField(w: ReverseWriter, no: number, kind: ProtobufValueKind, v: un
 /** RFC 3339 as metav1 `Time`/`MicroTime.UnmarshalJSON` accept it (Go `time.RFC3339`, fraction optional, any offset). */
 const TIMESTAMP = /^(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:[Zz]|([+-])(\d\d):(\d\d))$/;
 
-/** Parses an RFC 3339 time (as metav1 `Time`/`MicroTime.UnmarshalJSON` do) into Unix seconds and nanoseconds. */
 /**
  * Timestamps parsed lately: an object's times repeat (creationTimestamp, its managedFields' times, a
  * list's items written in the same second). Bounded: emptied when it reaches {@link TIMESTAMP_CACHE_SIZE}.
@@ -999,6 +998,7 @@ function parseTimestamp(s: string): { seconds: number; nanos: number } {
   return parsed;
 }
 
+/** Parses an RFC 3339 time (as metav1 `Time`/`MicroTime.UnmarshalJSON` do) into Unix seconds and nanoseconds. */
 function parseTimestampText(s: string): { seconds: number; nanos: number } {
   const m = TIMESTAMP.exec(s);
   if (!m) throw unencodable(`${JSON.stringify(s)} is not an RFC 3339 time`);
@@ -1206,15 +1206,37 @@ export function encodeKubernetesProtobuf(obj: Record<string, unknown>): Buffer {
  * Throws as {@link encodeKubernetesProtobuf} does for `obj`.
  */
 export function encodeProtobufWatchEvent(type: string, obj: Record<string, unknown>): Buffer {
-  const embedded = encodeKubernetesProtobuf(obj);
-  const w = new ReverseWriter(embedded.length + type.length + 32);
-  w.raw(embedded); w.uvarint(embedded.length); w.tag(1, WireType.Bytes);
-  w.uvarint(w.length); w.tag(2, WireType.Bytes);
-  w.string(type); w.tag(1, WireType.Bytes);
-  const event = w.finish();
-  const frame = Buffer.allocUnsafe(4 + event.length);
-  frame.writeUInt32BE(event.length, 0);
-  event.copy(frame, 4);
+  return protobufWatchFrame(type, encodeKubernetesProtobuf(obj));
+}
+
+/** The key and length of a length-delimited field `no` holding `length` bytes (its contents follow). */
+export function protobufFieldHeader(no: number, length: number): Buffer {
+  const w = new ReverseWriter(16);
+  w.uvarint(length); w.tag(no, WireType.Bytes);
+  return Buffer.from(w.finish());
+}
+
+/**
+ * One frame of a protobuf watch stream around an object already in its full protobuf encoding
+ * (`embedded`: magic + runtime.Unknown, whole or in parts, not copied until the frame is built):
+ * the 4-byte big-endian length, then meta/v1 WatchEvent {type = 1, object = 2 RawExtension
+ * {raw = 1}}, written by kube's raw serializer (no magic, no Unknown around the event). Lets an
+ * object encoded once be sent to many watchers.
+ */
+export function protobufWatchFrame(type: string, embedded: Buffer | readonly Buffer[]): Buffer {
+  const parts = Buffer.isBuffer(embedded) ? [embedded] : embedded;
+  let embeddedLength = 0;
+  for (const p of parts) embeddedLength += p.length;
+  const typeBytes = Buffer.from(type);
+  const raw = protobufFieldHeader(1, embeddedLength);
+  const objectLength = raw.length + embeddedLength;
+  const typeField = protobufFieldHeader(1, typeBytes.length);
+  const objectField = protobufFieldHeader(2, objectLength);
+  const eventLength = typeField.length + typeBytes.length + objectField.length + objectLength;
+  const frame = Buffer.allocUnsafe(4 + eventLength);
+  frame.writeUInt32BE(eventLength, 0);
+  let at = 4;
+  for (const b of [typeField, typeBytes, objectField, raw, ...parts]) at += b.copy(frame, at);
   return frame;
 }
 

@@ -8,7 +8,7 @@
 import { StatusError } from '../apimachinery/errors.js';
 import { CLUSTER_ANNOTATION } from '../apimachinery/meta.js';
 import {
-  PROTOBUF_SCHEMA, encodeProtobufMessage, protobufEnvelope, protobufMessageFor,
+  PROTOBUF_SCHEMA, encodeProtobufMessage, protobufEnvelope, protobufFieldHeader, protobufMessageFor,
 } from '../apimachinery/protobuf.js';
 import { BUILTIN_RESOURCES } from '../apis/builtin.js';
 import type { ResourceDescriptor } from '../apis/types.js';
@@ -38,22 +38,6 @@ export function isBuiltin(desc: ResourceDescriptor): boolean {
  */
 export function hasProtobuf(desc: ResourceDescriptor, list = false): boolean {
   return BUILTIN.has(desc) && protobufMessageFor(apiVersionOf(desc), list ? desc.listKind : desc.kind) !== undefined;
-}
-
-/** Protobuf wire type of length-delimited fields. */
-const LENGTH_DELIMITED = 2;
-
-function varint(out: number[], v: number): void {
-  while (v >= 0x80) { out.push((v & 0x7f) | 0x80); v = Math.floor(v / 128); }
-  out.push(v);
-}
-
-/** The key and length of a length-delimited field `no` holding `length` bytes. */
-export function fieldHeader(no: number, length: number): Buffer {
-  const out: number[] = [];
-  varint(out, no * 8 + LENGTH_DELIMITED);
-  varint(out, length);
-  return Buffer.from(out);
 }
 
 /** Where a list message keeps its ListMeta and its items (`metadata = 1`, `items = 2` but for meta/v1beta1's PartialObjectMetadataList). */
@@ -102,7 +86,7 @@ export async function protobufList(store: Store, entries: readonly CacheEntry[],
     ? listLayout(`meta.k8s.io/${out.asVersion}`, 'PartialObjectMetadataList', 'PartialObjectMetadata')
     : listLayout(apiVersionOf(desc), desc.listKind, desc.kind);
   const meta = encodeProtobufMessage(layout.metadataMessage, listMeta);
-  const metaPart = Buffer.concat([fieldHeader(layout.metadataNo, meta.length), meta]);
+  const metaPart = Buffer.concat([protobufFieldHeader(layout.metadataNo, meta.length), meta]);
   const chunks: Buffer[] = [];
   let pending: Buffer[] = [];
   let pendingBytes = 0;
@@ -116,7 +100,7 @@ export async function protobufList(store: Store, entries: readonly CacheEntry[],
       if (wildcard) obj.metadata.annotations = { ...obj.metadata.annotations, [CLUSTER_ANNOTATION]: e.cluster };
       msg = encodeProtobufMessage(layout.itemMessage, out.as ? partialObjectMetadata(obj, out.asVersion) : obj);
     }
-    pending.push(fieldHeader(layout.itemsNo, msg.length), msg);
+    pending.push(protobufFieldHeader(layout.itemsNo, msg.length), msg);
     pendingBytes += pending[pending.length - 2]!.length + msg.length;
     if (pendingBytes >= SLICE_BYTES) {
       chunks.push(Buffer.concat(pending, pendingBytes));
@@ -131,29 +115,6 @@ export async function protobufList(store: Store, entries: readonly CacheEntry[],
   let length = 0;
   for (const p of parts) length += p.length;
   return { parts, length };
-}
-
-/**
- * One frame of a protobuf watch stream around an object already in its full protobuf encoding
- * (`embedded`: magic + runtime.Unknown, whole or in parts): the 4-byte big-endian length, then
- * meta/v1 WatchEvent {type = 1, object = 2 RawExtension {raw = 1}} — the same bytes as the codec's
- * `encodeProtobufWatchEvent(type, obj)`, for objects encoded once and sent to many watchers.
- */
-export function watchFrame(type: string, embedded: Buffer | readonly Buffer[]): Buffer {
-  const parts = Buffer.isBuffer(embedded) ? [embedded] : embedded;
-  let embeddedLength = 0;
-  for (const p of parts) embeddedLength += p.length;
-  const typeBytes = Buffer.from(type);
-  const raw = fieldHeader(1, embeddedLength);
-  const objectLength = raw.length + embeddedLength;
-  const typeField = fieldHeader(1, typeBytes.length);
-  const objectField = fieldHeader(2, objectLength);
-  const eventLength = typeField.length + typeBytes.length + objectField.length + objectLength;
-  const frame = Buffer.allocUnsafe(4 + eventLength);
-  frame.writeUInt32BE(eventLength, 0);
-  let at = 4;
-  for (const b of [typeField, typeBytes, objectField, raw, ...parts]) at += b.copy(frame, at);
-  return frame;
 }
 
 /**

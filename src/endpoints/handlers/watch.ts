@@ -7,14 +7,14 @@
  */
 import { badRequest, type StatusError } from '../../apimachinery/errors.js';
 import { withClusterAnnotation, type KubeObject } from '../../apimachinery/meta.js';
-import { encodeKubernetesProtobuf, encodeProtobufWatchEvent } from '../../apimachinery/protobuf.js';
+import { encodeKubernetesProtobuf, encodeProtobufWatchEvent, protobufWatchFrame } from '../../apimachinery/protobuf.js';
 import type { Store } from '../../registry/store.js';
 import type { WatchEventEncoder } from '../../server/watch.js';
 import type { CacheEntry } from '../../storage/watchcache.js';
 import type { Handler } from '../context.js';
 import { queryOf } from '../context.js';
 import { MEDIA_TYPES, encodeStatus, negotiateOutput, type OutputFormat } from '../negotiation.js';
-import { apiVersionOf, embeddedObject, hasProtobuf, watchFrame } from '../protobufwire.js';
+import { apiVersionOf, embeddedObject, hasProtobuf } from '../protobufwire.js';
 import { queryBool } from '../requestinfo.js';
 import { parseIncludeObject, partialObjectMetadata, toTable, type IncludeObject } from '../table.js';
 import { annotateCluster, toStatusError } from '../response.js';
@@ -117,7 +117,7 @@ function protobufWatchEncoder(store: Store, out: OutputFormat, wildcard: boolean
   const shared = !out.as && !wildcard;
   return {
     contentType: `${MEDIA_TYPES.protobuf};stream=watch`,
-    event: (type, e) => watchFrame(type, shared ? embeddedObject(store, e)
+    event: (type, e) => protobufWatchFrame(type, shared ? embeddedObject(store, e)
       : encodeKubernetesProtobuf(eventObject(store, e, out, 'None', wildcard) as Record<string, unknown>)),
     bookmark: (rv, end) => encodeProtobufWatchEvent('BOOKMARK', bookmarkObject(store, out, rv, end)),
     error: (status) => encodeProtobufWatchEvent('ERROR', status),
