@@ -79,6 +79,9 @@ Flags:
   --request-timeout DURATION
                             answer 504 to a request that is not long-running (all but watches)
                             after DURATION, Go syntax (default 1m0s, 0: no limit)
+  --sync-target-heartbeat-threshold DURATION
+                            a SyncTarget whose syncer sent no heartbeat for DURATION is not Ready
+                            and its namespaces move to another SyncTarget (default 30s)
   --max-requests-inflight N
                             seats of non-mutating requests (default 400; kube's flag); with
                             priority and fairness, added to the next one as the server's seats
@@ -130,7 +133,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
         'service-account-signing-key-file': { type: 'string' }, 'revoked-client-certificates-file': { type: 'string' },
         'audit-policy-file': { type: 'string' }, 'audit-log-path': { type: 'string' }, 'audit-log-maxsize': { type: 'string' },
         'audit-log-maxbackup': { type: 'string' }, 'audit-log-maxage': { type: 'string' }, 'runtime-config': { type: 'string' },
-        'request-timeout': { type: 'string' },
+        'request-timeout': { type: 'string' }, 'sync-target-heartbeat-threshold': { type: 'string' },
         'max-requests-inflight': { type: 'string' }, 'max-mutating-requests-inflight': { type: 'string' }, 'enable-priority-and-fairness': { type: 'string' },
       },
     }));
@@ -151,6 +154,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   let audit: ServerOptions['audit'];
   let runtimeConfig: ServerOptions['runtimeConfig'];
   let requestTimeoutMs: number | undefined;
+  let syncTargetHeartbeatThresholdMs: number | undefined;
   let flowControl: Pick<ServerOptions, 'maxRequestsInflight' | 'maxMutatingRequestsInflight' | 'enablePriorityAndFairness'>;
   const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
   try {
@@ -185,6 +189,14 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
       if (ms === undefined || ms < 0) throw new Error(`invalid argument ${JSON.stringify(values['request-timeout'])} for "--request-timeout" flag: time: invalid duration ${JSON.stringify(values['request-timeout'])}`);
       requestTimeoutMs = ms;
     }
+    if (values['sync-target-heartbeat-threshold'] !== undefined) {
+      // kcp: "--sync-target-heartbeat-threshold must be >0".
+      const v = values['sync-target-heartbeat-threshold'];
+      const ms = parseDuration(v);
+      if (ms === undefined) throw new Error(`invalid argument ${JSON.stringify(v)} for "--sync-target-heartbeat-threshold" flag: time: invalid duration ${JSON.stringify(v)}`);
+      if (ms <= 0) throw new Error(`--sync-target-heartbeat-threshold must be >0 (${v})`);
+      syncTargetHeartbeatThresholdMs = ms;
+    }
     flowControl = {
       maxRequestsInflight: countFlag('max-requests-inflight', values['max-requests-inflight']),
       maxMutatingRequestsInflight: countFlag('max-mutating-requests-inflight', values['max-mutating-requests-inflight']),
@@ -201,7 +213,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     rootShard, shardBaseURL: values['shard-base-url'], shardExternalURL: values['shard-external-url'],
     shardVirtualWorkspaceURL: values['shard-virtual-workspace-url'], shardLabels: labels, pkiDirectory: values['pki-directory'],
     shardClientCert, requestHeader, certificates, revokedClientCertificatesFile: values['revoked-client-certificates-file'], audit, runtimeConfig,
-    requestTimeoutMs,
+    requestTimeoutMs, syncTargetHeartbeatThresholdMs,
     ...flowControl,
   };
   try {

@@ -34,6 +34,7 @@ import { POLICIES_GR } from '../admission/policies.js';
 import { policyStatusReconciler } from './admissionpolicy/controller.js';
 import { resourceQuotaInformer, resourceQuotaReconciler } from './resourcequota/controller.js';
 import type { QuotaReservations } from '../admission/plugins/resourcequota.js';
+import { startWorkloadControllers } from '../workload/controllers.js';
 
 /** What the controllers need from the shard they run in. */
 export interface ControllerHost {
@@ -73,6 +74,11 @@ export interface ControllerHost {
    * the CA that issued the shard's serving certificate. Absent: no publisher.
    */
   rootCABundle?: string;
+  /**
+   * `--sync-target-heartbeat-threshold` (ms): a SyncTarget whose syncer's last heartbeat is older
+   * is not Ready and its namespaces move (src/workload); default 30 s.
+   */
+  syncTargetHeartbeatThresholdMs?: number;
 }
 
 /** Running controllers. */
@@ -345,9 +351,12 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
     if (h.index.get(e.cluster)?.deleting) lcController.enqueue(`${e.cluster}|cluster`).catch(() => undefined);
   });
   stops.push(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); unsubscribeRemote?.(); });
+  // kcp TMC: SyncTargets, Locations, Placements, namespace and object scheduling (src/workload).
+  const workload = startWorkloadControllers(h, thread, prefix, h.metrics, { heartbeatThresholdMs: h.syncTargetHeartbeatThresholdMs });
+  stops.push(() => workload.stop());
   const stop = async () => { for (const s of stops.reverse()) await s().catch(() => undefined); };
   try {
-    await Promise.all([nsController, crdController, saController, ...rootCAControllers, gc.controller, lcController, wsCtl, vapStatus, ...quotaControllers, ...apis, ...signers].map((c) => c.ready()));
+    await Promise.all([...workload.controllers, nsController, crdController, saController, ...rootCAControllers, gc.controller, lcController, wsCtl, vapStatus, ...quotaControllers, ...apis, ...signers].map((c) => c.ready()));
   } catch (err) {
     await stop();
     throw err;

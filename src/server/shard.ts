@@ -160,6 +160,12 @@ export interface ServerOptions {
   /** Run the controllers in this process (default true). */
   controllers?: boolean;
   /**
+   * kcp's `--sync-target-heartbeat-threshold` in ms: a SyncTarget whose syncer's last heartbeat
+   * is older is not Ready, and its namespaces move to another SyncTarget (src/workload). Default
+   * 30,000 (kcp's is one minute).
+   */
+  syncTargetHeartbeatThresholdMs?: number;
+  /**
    * API priority and fairness (src/flowcontrol; kube's `--enable-priority-and-fairness`, default
    * true), configured by the FlowSchemas and PriorityLevelConfigurations of `system:admin`; off:
    * kube's max-in-flight limits.
@@ -666,6 +672,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       const controllers = await startControllers({
         shard, url: shardURLs.externalURL, shards: directory, queueRedisUrl, cache, backend, registry, index, types, catalog, metrics: metrics.controllers,
         storeOf, masters, log: app.log, clientCA: managed?.ca, quotaReservations,
+        syncTargetHeartbeatThresholdMs: options.syncTargetHeartbeatThresholdMs,
         // The CA of the serving certificate: the PKI's CA, or the given client CA (which also
         // checks the shards' serving certificates).
         rootCABundle: pki.ca.certPem,
