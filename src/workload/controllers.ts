@@ -22,7 +22,7 @@ import { BINDINGS_GR } from '../apiexports/schemas.js';
 import { NAMESPACES_GR } from '../controllers/namespace/controller.js';
 import { Controller, type ControllerMetrics, type ControllerOptions, type QueueThread } from '../controllers/runtime.js';
 import type { ControllerHost } from '../controllers/index.js';
-import { syncTargetKey } from './keys.js';
+import { RESOURCE_STATE_LABEL_PREFIX, syncTargetKey } from './keys.js';
 import { LOCATIONS_GR, PLACEMENTS_GR, schedulingDigest, SYNC_TARGETS_GR, type Placement, type SyncTarget } from './common.js';
 import { findCondition } from '../apimachinery/conditions.js';
 import { heartbeatReconciler, syncTargetReconciler } from './synctarget.js';
@@ -62,11 +62,16 @@ function placementDigest(e: CacheEntry | undefined): string {
   return JSON.stringify([p.spec?.namespaceSelector ?? null, p.status?.phase ?? '', findCondition(p.status?.conditions, 'Ready')?.status ?? '', p.metadata.annotations?.['internal.workload.kcp.io/synctarget'] ?? '']);
 }
 
-/** What of a namespace the Placements depend on: its labels and the placement annotation. */
+/**
+ * What of a namespace the Placements depend on: its labels (but the state labels scheduling
+ * writes, so labelling a workspace's namespaces does not wake its Placements once per namespace)
+ * and the placement annotation.
+ */
 function namespaceDigest(e: CacheEntry | undefined): string {
   if (!e) return '';
   const ns = entryObject<KubeObject>(e);
-  return JSON.stringify([ns.metadata.labels ?? {}, ns.metadata.annotations?.['scheduling.kcp.io/placement'] ?? null]);
+  const labels = Object.entries(ns.metadata.labels ?? {}).filter(([k]) => !k.startsWith(RESOURCE_STATE_LABEL_PREFIX));
+  return JSON.stringify([labels, ns.metadata.annotations?.['scheduling.kcp.io/placement'] ?? null]);
 }
 
 const objSchedulingDigest = (e: CacheEntry) => {

@@ -124,11 +124,14 @@ export function resourceSchedulerReconciler(deps: ResourceSchedulerDeps) {
         if (!nsKeys.size && !e.json.includes('workload.kcp.io/')) continue;
         const fresh = deps.cache.getEntry(store.groupResource, cluster, namespace, e.name);
         if (!fresh) continue;
+        // Decided on the cached parse (metadata is the same in every version; parsed once per
+        // stored version), decoded as the store serves it only to be written.
+        if (!computeObjectPlacement(entryObject<KubeObject>(fresh), nsKeys, nsDeleting, deps.syncTargetExists, now())) continue;
+        if (writes >= RESOURCE_WRITES_PER_RECONCILE) return { requeueAfterMs: 0 };
         await store.prepare([fresh]);
         const obj = store.decodeEntry(fresh);
         const change = computeObjectPlacement(obj, nsKeys, nsDeleting, deps.syncTargetExists, now());
         if (!change) continue;
-        if (writes >= RESOURCE_WRITES_PER_RECONCILE) return { requeueAfterMs: 0 };
         writes++;
         try {
           await store.update(deps.scope(cluster, namespace), e.name, applyChange(obj, change));
