@@ -59,7 +59,10 @@ function syncTargetDigest(e: CacheEntry | undefined): string {
 function placementDigest(e: CacheEntry | undefined): string {
   if (!e) return '';
   const p = entryObject<Placement>(e);
-  return JSON.stringify([p.spec?.namespaceSelector ?? null, p.status?.phase ?? '', findCondition(p.status?.conditions, 'Ready')?.status ?? '', p.metadata.annotations?.['internal.workload.kcp.io/synctarget'] ?? '']);
+  return JSON.stringify([
+    p.spec?.namespaceSelector ?? null, p.status?.phase ?? '', findCondition(p.status?.conditions, 'Ready')?.status ?? '',
+    findCondition(p.status?.conditions, 'Scheduled')?.status ?? '', p.metadata.annotations?.['internal.workload.kcp.io/synctarget'] ?? '',
+  ]);
 }
 
 /**

@@ -17,7 +17,8 @@
  *
  * kcp queues one key per object; here the key is the namespace (`<cluster>|<namespace>`), so a
  * namespace change is one job however many objects it holds. A reconcile writes at most
- * {@link RESOURCE_WRITES_PER_RECONCILE} objects and then queues the namespace again, and yields
+ * {@link RESOURCE_WRITES_PER_RECONCILE} objects ({@link PARALLEL_WRITES} at a time) and then
+ * queues the namespace again, and yields
  * the event loop every {@link SCAN_SLICE} objects it compares: a tenant's namespace of 100,000
  * objects moves in many short jobs, between which every other tenant's keys run.
  */
@@ -102,6 +103,27 @@ function applyChange(obj: KubeObject, change: NonNullable<ReturnType<typeof comp
 
 const yieldLoop = () => new Promise<void>((r) => setImmediate(r));
 
+/** Writes in flight at once per reconcile (each waits for its Redis write). */
+export const PARALLEL_WRITES = 16;
+
+/** Writes the changed objects, {@link PARALLEL_WRITES} at a time. */
+async function writeAll(deps: ResourceSchedulerDeps, cluster: string, namespace: string, items: { store: Store; name: string; obj: KubeObject }[]): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const it = items[next++]!;
+      try {
+        await it.store.update(deps.scope(cluster, namespace), it.name, it.obj);
+      } catch (err) {
+        // Changed or gone meanwhile (its own event queues the namespace again), or refused by
+        // validation (it cannot carry the label; the other objects still move).
+        if (!isStatus(err, 404, 409, 422)) throw err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_WRITES, items.length) }, worker));
+}
+
 /** Reconciles the objects of one namespace (key `<cluster>|<namespace>`). */
 export function resourceSchedulerReconciler(deps: ResourceSchedulerDeps) {
   const now = deps.now ?? Date.now;
@@ -113,8 +135,8 @@ export function resourceSchedulerReconciler(deps: ResourceSchedulerDeps) {
     const ns = entryObject<KubeObject>(nsEntry);
     const nsKeys = stateKeys(ns.metadata.labels);
     const nsDeleting = deletingKeys(ns.metadata.annotations);
-    let writes = 0;
     let scanned = 0;
+    const pending: { store: Store; name: string; obj: KubeObject }[] = [];
     for (const store of deps.namespacedStores(cluster)) {
       if (UNSCHEDULED_RESOURCES.has(store.groupResource)) continue;
       const entries: readonly CacheEntry[] = [...store.listCached(deps.scope(cluster, namespace))];
@@ -127,20 +149,16 @@ export function resourceSchedulerReconciler(deps: ResourceSchedulerDeps) {
         // Decided on the cached parse (metadata is the same in every version; parsed once per
         // stored version), decoded as the store serves it only to be written.
         if (!computeObjectPlacement(entryObject<KubeObject>(fresh), nsKeys, nsDeleting, deps.syncTargetExists, now())) continue;
-        if (writes >= RESOURCE_WRITES_PER_RECONCILE) return { requeueAfterMs: 0 };
+        if (pending.length >= RESOURCE_WRITES_PER_RECONCILE) {
+          await writeAll(deps, cluster, namespace, pending);
+          return { requeueAfterMs: 0 };
+        }
         await store.prepare([fresh]);
         const obj = store.decodeEntry(fresh);
         const change = computeObjectPlacement(obj, nsKeys, nsDeleting, deps.syncTargetExists, now());
-        if (!change) continue;
-        writes++;
-        try {
-          await store.update(deps.scope(cluster, namespace), e.name, applyChange(obj, change));
-        } catch (err) {
-          // Changed or gone meanwhile (its own event queues the namespace again), or refused by
-          // validation (it cannot carry the label; the other objects still move).
-          if (!isStatus(err, 404, 409, 422)) throw err;
-        }
+        if (change) pending.push({ store, name: e.name, obj: applyChange(obj, change) });
       }
     }
+    await writeAll(deps, cluster, namespace, pending);
   };
 }
