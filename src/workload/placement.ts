@@ -38,7 +38,8 @@ import type { Condition } from '../apimachinery/conditions.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { RequestScope, Store } from '../registry/store.js';
 import { entryObject, type WatchCache } from '../storage/watchcache.js';
-import { BINDINGS_GR } from '../apiexports/schemas.js';
+import { BINDINGS_GR, EXPORTS_GR } from '../apiexports/schemas.js';
+import { EXPORT_LABEL, exportLabelValue } from '../apiexports/admission.js';
 import { NAMESPACES_GR } from '../controllers/namespace/controller.js';
 import { getIfExists, type ReconcileResult } from '../controllers/runtime.js';
 import { markFalse, markTrue, READY } from './conditions.js';
@@ -79,11 +80,17 @@ const bindingsOf = (cache: WatchCache, cluster: string) => cache.list(BINDINGS_G
 
 /**
  * Whether a Placement in `cluster` may use the Locations of `locationCluster`: its own workspace
- * always; another only through a Bound APIBinding of `cluster` to an APIExport there.
+ * always; another only through a Bound APIBinding of `cluster` to an APIExport there. The export
+ * is recognised by the binding's `internal.apis.kcp.io/export` label, which admission sets after
+ * the `bind` check and keeps (its reference is immutable): a workspace admin can write its
+ * bindings' status, not that label.
  */
 export function mayUseLocationWorkspace(cache: WatchCache, cluster: string, locationCluster: string): boolean {
   if (cluster === locationCluster) return true;
-  return bindingsOf(cache, cluster).some((b) => b.status?.phase === 'Bound' && b.status.apiExportClusterName === locationCluster);
+  const bindings = bindingsOf(cache, cluster).filter((b) => b.status?.phase === 'Bound' && b.metadata.labels?.[EXPORT_LABEL]);
+  if (!bindings.length) return false;
+  const exports = new Set(cache.list(EXPORTS_GR, locationCluster).map((e) => exportLabelValue(locationCluster, e.name)));
+  return bindings.some((b) => exports.has(b.metadata.labels![EXPORT_LABEL]!));
 }
 
 /**

@@ -56,7 +56,11 @@ test('SyncTargets: key label, syncer virtual workspace URLs, HeartbeatHealthy an
     await create(`${ws('compute')}${ST}`, { apiVersion: 'workload.kcp.io/v1alpha1', kind: 'SyncTarget', metadata: { name, labels: { region } } });
   }
   alive.add('compute/a');
-  const a = await eventually('a Ready', async () => { const o = await get(`${ws('compute')}${ST}/a`); return cond(o, 'Ready')?.status === 'True' && o; }, 10_000);
+  // Two controllers: the heartbeat's conditions and the key label with the URLs.
+  const a = await eventually('a Ready, labelled, with URLs', async () => {
+    const o = await get(`${ws('compute')}${ST}/a`);
+    return cond(o, 'Ready')?.status === 'True' && o.metadata.labels?.['internal.workload.kcp.io/key'] && o.status.virtualWorkspaces?.length && o;
+  }, 10_000);
   assert.equal(cond(a, 'HeartbeatHealthy')?.status, 'True');
   assert.equal(a.metadata.labels['internal.workload.kcp.io/key'], key('a'));
   assert.equal(a.status.virtualWorkspaces[0].syncerURL, `${srv.url}/services/syncer/${compute}/a/${a.metadata.uid}`);
@@ -211,7 +215,14 @@ test('another workspace uses a Location workspace only through an APIBinding to 
     console.log(JSON.stringify([await get(`${ws('tenant')}${PL}/p`), await get(`${ws('tenant')}/api/v1/namespaces/app`)], null, 1));
     throw err;
   });
-  await sleep(500);
+  // The intruder binds an export of its own and writes its binding's status to look bound to
+  // root:compute: the export label admission set is what counts.
+  await create(`${ws('intruder')}/apis/apis.kcp.io/v1alpha1/apiexports`, { apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIExport', metadata: { name: 'own' }, spec: {} });
+  await create(`${ws('intruder')}/apis/apis.kcp.io/v1alpha1/apibindings`, { apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIBinding', metadata: { name: 'own' }, spec: { reference: { export: { path: 'root:intruder', name: 'own' } } } });
+  await eventually('own bound', async () => (await get(`${ws('intruder')}/apis/apis.kcp.io/v1alpha1/apibindings/own`))?.status?.phase === 'Bound');
+  const forged = await api('PATCH', `${ws('intruder')}/apis/apis.kcp.io/v1alpha1/apibindings/own/status`, { status: { apiExportClusterName: compute } }, MERGE);
+  assert.equal(forged.status, 200, forged.body);
+  await sleep(1000);
   assert.equal((await get(`${ws('intruder')}${PL}/p`)).status.phase, 'Pending', 'no binding: no Location of root:compute');
   assert.deepEqual(stateLabels(await get(`${ws('intruder')}/api/v1/namespaces/app`)), []);
 });
