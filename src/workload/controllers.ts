@@ -189,8 +189,9 @@ export function startWorkloadControllers(h: ControllerHost, thread: QueueThread,
         placementsOf(e.cluster);
         return;
       case NAMESPACES_GR: {
-        if (deleted) return;
         const hasPlacements = h.cache.count(PLACEMENTS_GR, e.cluster) > 0;
+        // A namespace gone may leave its Placements Unbound.
+        if (deleted) { if (hasPlacements && e.json.includes('"scheduling.kcp.io/placement"')) placementsOf(e.cluster); return; }
         if (hasPlacements && namespaceDigest(e) !== namespaceDigest(ev.prev)) placementsOf(e.cluster);
         if (hasPlacements || tmcMarked(e)) enqueue(namespaceCtl, `${e.cluster}|${e.name}`);
         if (objSchedulingDigest(e) !== (ev.prev ? objSchedulingDigest(ev.prev) : '')) enqueue(resourceCtl, `${e.cluster}|${e.name}`);

@@ -189,6 +189,15 @@ test('several Placements: a namespace is on one SyncTarget of each Location its 
   await eventually('later on a and c', async () => stateLabels(await get(`${ws('compute')}/api/v1/namespaces/later/configmaps/c`)).join() === [`${key('a')}=Sync`, `${key('c')}=Sync`].sort().join(), 15_000);
   assert.ok(!stateLabels(await get(`${ws('compute')}/api/v1/namespaces/web`)).includes(`${key('c')}=Sync`), 'web is not selected by us');
   assert.equal((await get(`${ws('compute')}${PL}/us`)).status.phase, 'Bound');
+  // Bound while a namespace it selects carries the placement annotation: the last one deleted, Unbound.
+  await create(`${ws('compute')}/api/v1/namespaces`, { metadata: { name: 'solo', labels: { team: 'z' } } });
+  assert.equal((await api('PATCH', `${ws('compute')}${PL}/us`, { spec: { namespaceSelector: { matchLabels: { team: 'z' } } } }, MERGE)).status, 200);
+  await eventually('later leaves c for the new selector', async () => !stateLabels(await get(`${ws('compute')}/api/v1/namespaces/later`)).includes(`${key('c')}=Sync`), 15_000);
+  await eventually('solo on c', async () => stateLabels(await get(`${ws('compute')}/api/v1/namespaces/solo`)).join() === `${key('c')}=Sync`, 10_000);
+  assert.equal((await api('DELETE', `${ws('compute')}/api/v1/namespaces/solo`)).status, 200);
+  await eventually('us Unbound', async () => (await get(`${ws('compute')}${PL}/us`))?.status?.phase === 'Unbound', 15_000);
+  assert.equal((await api('PATCH', `${ws('compute')}${PL}/us`, { spec: { namespaceSelector: { matchLabels: { team: 'x' } } } }, MERGE)).status, 200);
+  await eventually('later on c again', async () => stateLabels(await get(`${ws('compute')}/api/v1/namespaces/later/configmaps/c`)).includes(`${key('c')}=Sync`), 15_000);
   // Deleting a Placement removes its SyncTarget from its namespaces.
   assert.equal((await api('DELETE', `${ws('compute')}${PL}/us`)).status, 200);
   await eventually('later leaves c', async () => stateLabels(await get(`${ws('compute')}/api/v1/namespaces/later/configmaps/c`)).join() === `${key('a')}=Sync`, 15_000);
