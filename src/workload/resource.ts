@@ -124,23 +124,42 @@ async function writeAll(deps: ResourceSchedulerDeps, cluster: string, namespace:
   await Promise.all(Array.from({ length: Math.min(PARALLEL_WRITES, items.length) }, worker));
 }
 
-/** Reconciles the objects of one namespace (key `<cluster>|<namespace>`). */
+/** Namespaces whose scheduling is in progress remembered with where the last job stopped (bounded). */
+const MAX_CURSORS = 10_000;
+
+/**
+ * Reconciles the objects of one namespace (key `<cluster>|<namespace>`). The scan is circular: a
+ * job that stopped at its write limit remembers where (resource, name), and the next job starts
+ * after that point and wraps around, so moving N objects compares each about once instead of
+ * N/100 times; a job that went all the way round forgets the place.
+ */
 export function resourceSchedulerReconciler(deps: ResourceSchedulerDeps) {
   const now = deps.now ?? Date.now;
+  const cursors = new Map<string, { groupResource: string; name: string }>();
   return async (key: string): Promise<ReconcileResult | void> => {
     const [cluster, namespace] = splitClusterKey(key);
     if (NAMESPACE_BLOCKLIST.has(namespace)) return;
     const nsEntry = deps.cache.getEntry(NAMESPACES_GR, cluster, '', namespace);
-    if (!nsEntry) return; // gone: its objects go with it
+    if (!nsEntry) { cursors.delete(key); return; } // gone: its objects go with it
     const ns = entryObject<KubeObject>(nsEntry);
     const nsKeys = stateKeys(ns.metadata.labels);
     const nsDeleting = deletingKeys(ns.metadata.annotations);
     let scanned = 0;
     const pending: { store: Store; name: string; obj: KubeObject }[] = [];
-    for (const store of deps.namespacedStores(cluster)) {
-      if (UNSCHEDULED_RESOURCES.has(store.groupResource)) continue;
+    const stores = deps.namespacedStores(cluster).filter((st) => !UNSCHEDULED_RESOURCES.has(st.groupResource));
+    const cursor = cursors.get(key);
+    cursors.delete(key);
+    const first = Math.max(0, cursor ? stores.findIndex((st) => st.groupResource === cursor.groupResource) : 0);
+    // Stores from the cursor's on, then round to it again: (store index, after name, up to name).
+    const passes: { i: number; after?: string; upTo?: string }[] = [];
+    for (let k = 0; k < stores.length; k++) passes.push({ i: (first + k) % stores.length, ...(k === 0 && cursor ? { after: cursor.name } : {}) });
+    if (cursor && stores.length) passes.push({ i: first, upTo: cursor.name });
+    for (const pass of passes) {
+      const store = stores[pass.i]!;
       const entries: readonly CacheEntry[] = [...store.listCached(deps.scope(cluster, namespace))];
       for (const e of entries) {
+        if (pass.after !== undefined && e.name <= pass.after) continue;
+        if (pass.upTo !== undefined && e.name > pass.upTo) break;
         if (++scanned % SCAN_SLICE === 0) await yieldLoop();
         // Cheap test first: an object with no TMC key and a namespace with none need nothing.
         if (!nsKeys.size && !e.json.includes('workload.kcp.io/')) continue;
@@ -151,6 +170,9 @@ export function resourceSchedulerReconciler(deps: ResourceSchedulerDeps) {
         if (!computeObjectPlacement(entryObject<KubeObject>(fresh), nsKeys, nsDeleting, deps.syncTargetExists, now())) continue;
         if (pending.length >= RESOURCE_WRITES_PER_RECONCILE) {
           await writeAll(deps, cluster, namespace, pending);
+          if (cursors.size >= MAX_CURSORS) cursors.clear();
+          const last = pending[pending.length - 1]!;
+          cursors.set(key, { groupResource: last.store.groupResource, name: last.name });
           return { requeueAfterMs: 0 };
         }
         await store.prepare([fresh]);
