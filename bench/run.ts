@@ -36,6 +36,7 @@ import { apisBind, apisVirtualWorkspace } from './apis.js';
 import { conversionBench, policyBench, webhookBench } from './admission.js';
 import { noisyNeighbour } from './noisyneighbour.js';
 import { protobufCodecBench } from './protobuf.js';
+import { flowControlCostBench } from './flowcontrol.js';
 import { protobufServingBench } from './protobufserving.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
@@ -638,6 +639,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   conversion: () => workspaceScenario('conversion', conversionBench),
   // The Kubernetes protobuf codec against JSON, in process: a 500-item ConfigMapList and a large CRD (bench/protobuf.ts).
   'protobuf-codec': () => instanceScenario('protobuf-codec', protobufCodecBench),
+  // The priority-and-fairness filter's CPU per request against max-in-flight, in process (bench/flowcontrol.ts).
+  'flowcontrol-cost': () => instanceScenario('flowcontrol-cost', flowControlCostBench),
   // JSON against Kubernetes protobuf through the server: GET and LIST of ConfigMaps, short runs (bench/protobufserving.ts).
   'protobuf-serving': () => workspaceScenario('protobuf-serving', protobufServingBench),
   // kcp-ts operator against a real kube-apiserver (bench/operator.ts; needs npm run build and test/tools/build.sh).
