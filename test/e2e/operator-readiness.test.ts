@@ -79,6 +79,7 @@ describe('operator readiness with its queue Redis down and back', { timeout: 300
       assert.equal(spec.version, APP_VERSION, `${name}: spec.version defaulted`);
       assert.equal(spec.pki?.caDuration, undefined, `${name}: an absent pki stays absent (only present objects get defaults)`);
     }
+    await host.kubectl(['apply', '-f', '-'], { input: `apiVersion: operator.kcp-ts.io/v1alpha1\nkind: Shard\nmetadata: {name: alpha, namespace: ${NS}}\nspec: {instanceRef: {name: empty}}\n` });
     const explained = await host.kubectl(['explain', 'kcpinstances.spec.pki.caDuration']);
     assert.match(explained.stdout.replace(/\s+/g, ' '), /Validity of a generated CA, a Go duration in hours, minutes and seconds \(87600h is ten years\)\./);
   });
@@ -97,8 +98,8 @@ describe('operator readiness with its queue Redis down and back', { timeout: 300
     assert.equal((await probe('/healthz')).status, 200);
     assert.match(lines(/is unreachable/)[0]!, /ECONNREFUSED/, 'the log line says why');
     // Ready is Unknown on what the operator manages: it cannot reconcile it.
-    for (const name of ['empty', 'nospec']) {
-      const c = await eventually(`${name} Ready Unknown`, async () => { await sleep(300); const r = await readyOf('kcpinstance', name); return r?.status === 'Unknown' && r; }, 30_000);
+    for (const [kind, name] of [['kcpinstance', 'empty'], ['kcpinstance', 'nospec'], ['shards.operator.kcp-ts.io', 'alpha']] as const) {
+      const c = await eventually(`${name} Ready Unknown`, async () => { await sleep(300); const r = await readyOf(kind, name); return r?.status === 'Unknown' && r; }, 30_000);
       assert.equal(c.reason, 'OperatorQueueUnavailable');
       assert.match(c.message!, /cannot reach its controller queue/);
     }
@@ -109,6 +110,7 @@ describe('operator readiness with its queue Redis down and back', { timeout: 300
     assert.doesNotMatch(cli.output(), /informers synced; reconciling\n/);
     // Nothing was reconciled.
     assert.equal((await getJson(['get', 'deployments', '-n', NS])).items.length, 0);
+    assert.equal((await getJson(['get', 'shards.operator.kcp-ts.io', 'alpha', '-n', NS])).metadata.finalizers, undefined, 'the Shard reconciler has not run');
   });
 
   it('ready once the queue Redis answers: it reconciles, Ready reflects the instance again; down again is logged again', async () => {
@@ -123,6 +125,8 @@ describe('operator readiness with its queue Redis down and back', { timeout: 300
     // No kubelet runs the pods: the instance is Ready=False (Creating), no longer Unknown.
     const c = await eventually('Ready from the reconciler', async () => { await sleep(300); const r = await readyOf('kcpinstance', 'empty'); return r?.reason !== 'OperatorQueueUnavailable' && r; }, 60_000);
     assert.equal(c.status, 'False');
+    const shardReady = await eventually('the Shard\'s Ready from its reconciler', async () => { await sleep(300); const r = await readyOf('shards.operator.kcp-ts.io', 'alpha'); return r?.reason !== 'OperatorQueueUnavailable' && r; }, 60_000);
+    assert.equal(shardReady.status, 'False');
     assert.equal((await getJson(['get', 'kcpinstance', 'empty', '-n', NS])).status.targetVersion, APP_VERSION);
 
     await stopProc(redis);
