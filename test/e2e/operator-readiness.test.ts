@@ -135,4 +135,29 @@ describe('operator readiness with its queue Redis down and back', { timeout: 300
     await eventually('logged again', async () => { await sleep(200); return lines(/controller queue Redis .* is unreachable/).length === 2; }, 10_000);
     await eventually('Ready Unknown again', async () => { await sleep(300); return (await readyOf('kcpinstance', 'empty'))?.reason === 'OperatorQueueUnavailable'; }, 30_000);
   });
+
+  it('with leader election a standby is ready (its queue answers), so a rolling update can hand the Lease over', async () => {
+    await stopCli(cli!);
+    cli = undefined;
+    redis = await redisOn(queuePort);
+    const ports = [await freePort(), await freePort()];
+    const start = (port: number) => spawnCli(['operator', '--kubeconfig', host.kubeconfig, '--namespace', NS, '--redis-url', `redis://127.0.0.1:${queuePort}`,
+      '--health-probe-bind-address', `127.0.0.1:${port}`, '--metrics-bind-address', '0', '--leader-elect', '--leader-election-namespace', NS]);
+    const ops = [start(ports[0]!)];
+    try {
+      await eventually('the first leads', async () => { await sleep(200); return /leading as/.test(ops[0]!.output()); }, 60_000);
+      ops.push(start(ports[1]!));
+      const at = (port: number, path: string) => fetch(`http://127.0.0.1:${port}${path}`).then(async (r) => ({ status: r.status, body: await r.text() }), () => ({ status: 0, body: '' }));
+      const standby = await eventually('the standby is ready', async () => { await sleep(300); const r = await at(ports[1]!, '/readyz?verbose'); return r.status === 200 && r; }, 60_000);
+      assert.match(standby.body, /\[\+\]queue-redis ok\n\[\+\]informer-sync ok/);
+      assert.doesNotMatch(ops[1]!.output(), /leading as/, 'it does not lead');
+      await eventually('the leader is ready', async () => { await sleep(300); return (await at(ports[0]!, '/readyz')).status === 200; }, 60_000);
+      // The old pod goes (SIGTERM releases the Lease); the standby takes over and reconciles.
+      assert.equal(await stopCli(ops[0]!), 0);
+      await eventually('the standby leads and syncs', async () => { await sleep(300); return /leading as[\s\S]*informers synced; reconciling/.test(ops[1]!.output()); }, 60_000);
+      assert.equal((await at(ports[1]!, '/readyz')).status, 200);
+    } finally {
+      for (const op of ops) await stopCli(op);
+    }
+  });
 });
