@@ -107,6 +107,17 @@ function comparable(fields: Set<string>, other: Set<string>): string[] {
   return [...fields].filter((f) => !f.endsWith('*') && !freeForm.some((p) => f.startsWith(`${p}.`) || f.startsWith(`${p}[]`) || f.startsWith(`${p}{}`))).sort();
 }
 
+/** Fields of `part` (spec or status) only in the CRD's schema, and only in the TypeScript type. */
+function fieldDifferences(schema: Schema, checker: ts.TypeChecker, type: ts.Type, part: string): { crdOnly: string[]; typesOnly: string[] } {
+  const prop = checker.getPropertyOfType(type, part);
+  assert.ok(prop, `the type has ${part}`);
+  const fromCrd = crdFields(schema, part);
+  const fromTypes = typeFields(checker, checker.getTypeOfSymbol(prop), part);
+  const a = comparable(fromCrd, fromTypes);
+  const b = comparable(fromTypes, fromCrd);
+  return { crdOnly: a.filter((f) => !b.includes(f)), typesOnly: b.filter((f) => !a.includes(f)) };
+}
+
 /** The exported types of operator/api/types.ts, through the TypeScript compiler. */
 function apiTypes(): { checker: ts.TypeChecker; type(name: string): ts.Type } {
   const file = join(REPO, 'operator', 'api', 'types.ts');
@@ -171,14 +182,9 @@ describe('shipped CRDs', () => {
         for (const part of ['spec', 'status'] as const) {
           const schema = v.schema.openAPIV3Schema.properties?.[part];
           assert.ok(schema, `${file}: ${part} is declared`);
-          const prop = api.checker.getPropertyOfType(type, part);
-          assert.ok(prop, `${kind} has ${part} in types.ts`);
-          const fromCrd = crdFields(schema, part);
-          const fromTypes = typeFields(api.checker, api.checker.getTypeOfSymbol(prop), part);
-          const a = comparable(fromCrd, fromTypes);
-          const b = comparable(fromTypes, fromCrd);
-          assert.deepEqual(a.filter((f) => !b.includes(f)), [], `${file}: fields of ${kind} in the CRD but not in types.ts`);
-          assert.deepEqual(b.filter((f) => !a.includes(f)), [], `${file}: fields of ${kind} in types.ts but not in the CRD`);
+          const { crdOnly, typesOnly } = fieldDifferences(schema, api.checker, type, part);
+          assert.deepEqual(crdOnly, [], `${file}: fields of ${kind} in the CRD but not in types.ts`);
+          assert.deepEqual(typesOnly, [], `${file}: fields of ${kind} in types.ts but not in the CRD`);
         }
       }
     }
@@ -190,6 +196,12 @@ describe('shipped CRDs', () => {
     const fromTypes = typeFields(api.checker, api.checker.getTypeOfSymbol(prop), 'spec');
     assert.ok(fromTypes.has('spec.pki.caDuration') && fromTypes.has('spec.upgrade.canaryShards[]') && fromTypes.has('spec.runtimeConfig{}'));
     assert.ok(fromTypes.has('spec.audit.policy*'), 'a Record<string, unknown> is free-form');
+    // A field taken out of the CRD, and one added to it.
+    const crd = shippedCrds().find((c) => c.crd.spec.names.kind === 'KcpInstance')!.crd;
+    const spec = structuredClone(crd.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!);
+    delete spec.properties!.pki!.properties!.caDuration;
+    spec.properties!.upgrade!.properties!.maxSurge = { type: 'integer' };
+    assert.deepEqual(fieldDifferences(spec, api.checker, api.type('KcpInstance'), 'spec'), { crdOnly: ['spec.upgrade.maxSurge'], typesOnly: ['spec.pki.caDuration'] });
     const cut = parse('{type: string, description: Validity of a CA (Go duration, hours).}', { version: '1.1' }) as Schema;
     assert.deepEqual(Object.keys(cut), ['type', 'description', 'hours).'], 'YAML cuts a flow mapping at the comma');
   });
