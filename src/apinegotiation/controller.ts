@@ -141,7 +141,11 @@ export function negotiationReconciler(deps: NegotiationDeps): (key: string) => P
         conds = withCondition(conds, { type: AVAILABLE, status: 'False', reason: INCOMPATIBLE_SCHEMA, message: 'the schema is not compatible with the negotiated one' });
       }
       if (!sameConditions(conds, conditionsOf(imp))) {
-        await deps.imports.update(scope, imp.metadata.name!, { ...imp, status: { ...(imp.status as Obj ?? {}), conditions: conds } }, 'status');
+        try {
+          await deps.imports.update(scope, imp.metadata.name!, { ...imp, status: { ...(imp.status as Obj ?? {}), conditions: conds } }, 'status');
+        } catch (err) {
+          if (!isStatus(err, 404)) throw err; // deleted meanwhile: its deletion enqueued the workspace again
+        }
       }
     }
 
