@@ -135,6 +135,12 @@ test('imports going away: the schema widens again, and a resource nobody imports
   assert.equal((await admin('DELETE', `/clusters/root:compute${IMPORTS}/deployments.b.v1.apps`)).status, 200);
   await eventually('paused back', async () => { const p = await specProps(); return p && 'paused' in p; });
   await eventually('export widened', async () => { const s = await exportSchema(); return s && 'paused' in s.spec.versions[0].schema.properties.spec.properties; });
+  // The binding follows the export: paused is served again in the consumer.
+  const dep = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'paused-again' }, spec: { paused: true, selector: { matchLabels: { app: 'web' } } } };
+  await eventually('paused served in the consumer', async () => {
+    const r = await admin('POST', '/clusters/root:consumer/apis/apps/v1/namespaces/default/deployments?dryRun=All', dep);
+    return r.status === 201 && r.json.spec.paused === true;
+  });
   for (const loc of ['a', 'c']) assert.equal((await admin('DELETE', `/clusters/root:compute${IMPORTS}/deployments.${loc}.v1.apps`)).status, 200);
   await eventually('negotiated resource deleted', async () => (await admin('GET', '/clusters/root:compute/apis/apiresource.kcp.io/v1alpha1/negotiatedapiresources/deployments.v1.apps')).status === 404);
   await eventually('export emptied', async () => {
