@@ -147,3 +147,42 @@ test('negotiation: the LCD of compatible imports, incompatible ones reported and
   assert.deepEqual(states([]), ['Incompatible'], 'no import of its own: kcp says Incompatible');
   assert.deepEqual(syncedResources([{ schema, identityHash: 'h' }], [a])[0], { group: 'example.com', resource: 'widgets', versions: ['v1'], identityHash: 'h', state: 'Accepted' });
 });
+
+test('pulling from a hostile cluster: an oversized OpenAPI document fails its resource only, within the size cap', async () => {
+  const { createServer } = await import('node:http');
+  const { pullCRDs, MAX_OPENAPI_DOCUMENT_BYTES } = await import('../../src/apinegotiation/puller.js');
+  const { RestClient } = await import('../../src/client/rest.js');
+  const resources = (group: string, kind: string, plural: string) => JSON.stringify({ kind: 'APIResourceList', groupVersion: `${group}/v1`, resources: [{ name: plural, singularName: kind.toLowerCase(), namespaced: true, kind }] });
+  const doc = (group: string, kind: string) => ({ openapi: '3.0.0', components: { schemas: { [`x.${kind}`]: { type: 'object', 'x-kubernetes-group-version-kind': [{ group, version: 'v1', kind }], properties: { spec: { type: 'object', properties: { a: { type: 'string' } } } } } } } });
+  let hugeBytes = 0;
+  const server = createServer((req, res) => {
+    const url = req.url ?? '';
+    res.setHeader('content-type', 'application/json');
+    if (url === '/apis') return res.end(JSON.stringify({ kind: 'APIGroupList', groups: ['good.example', 'huge.example'].map((name) => ({ name, versions: [{ groupVersion: `${name}/v1`, version: 'v1' }], preferredVersion: { groupVersion: `${name}/v1`, version: 'v1' } })) }));
+    if (url === '/apis/good.example/v1') return res.end(resources('good.example', 'Good', 'goods'));
+    if (url === '/apis/huge.example/v1') return res.end(resources('huge.example', 'Huge', 'huges'));
+    if (url === '/openapi/v3/apis/good.example/v1') return res.end(JSON.stringify(doc('good.example', 'Good')));
+    if (url === '/openapi/v3/apis/huge.example/v1') {
+      // An endless document: the client must stop reading at its cap.
+      res.write('{"components":{"schemas":{"pad":"');
+      const chunk = 'x'.repeat(1 << 20);
+      const more = () => { while (!res.destroyed && hugeBytes < 4 * MAX_OPENAPI_DOCUMENT_BYTES) { hugeBytes += chunk.length; if (!res.write(chunk)) { res.once('drain', more); return; } } res.end(); };
+      return more();
+    }
+    res.statusCode = 404;
+    res.end(JSON.stringify({ kind: 'Status', code: 404, message: 'not found' }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const client = new RestClient({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, ca: '' }, 4, MAX_OPENAPI_DOCUMENT_BYTES);
+  try {
+    const res = await pullCRDs({ client }, ['goods.good.example', 'huges.huge.example']);
+    assert.deepEqual(res.crds.map((c) => c.metadata.name), ['goods.good.example']);
+    assert.equal(res.errors.length, 1);
+    assert.match(res.errors[0]!.message, /larger than 16777216 bytes/);
+    assert.ok(hugeBytes < 2 * MAX_OPENAPI_DOCUMENT_BYTES, `read ${hugeBytes} bytes`);
+  } finally {
+    client.close();
+    server.closeAllConnections();
+    server.close();
+  }
+});
