@@ -69,11 +69,13 @@ test('two SyncTargets: the export serves the LCD; a third with an incompatible t
   await importFor('a', { replicas: { type: 'integer', format: 'int32' }, paused: { type: 'boolean' } });
   await eventually('negotiated from a', async () => { const p = await specProps(); return p && 'paused' in p; });
   await syncTarget('b');
+  const t0 = performance.now();
   await importFor('b', { replicas: { type: 'integer', format: 'int32' } });
   const lcd = await eventually('LCD without paused', async () => { const p = await specProps(); return p && !('paused' in p) && p; });
   assert.deepEqual(Object.keys(lcd).sort(), ['replicas', 'selector', 'template']);
 
   const schema = await eventually('export schema is the LCD', async () => { const s = await exportSchema(); return s && !('paused' in s.spec.versions[0].schema.properties.spec.properties) && s; });
+  console.log(`# import written → LCD schema in the export: ${(performance.now() - t0).toFixed(0)} ms (polled)`);
   assert.match(schema.metadata.name, /^rev-\d+\.deployments\.apps$/, "kcp's schema naming");
   assert.equal(schema.spec.group, 'apps');
   assert.deepEqual(schema.spec.versions[0].subresources, { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas' } });
@@ -111,7 +113,20 @@ test('two SyncTargets: the export serves the LCD; a third with an incompatible t
   assert.equal(condition(neg, 'Published').status, 'True');
 });
 
-test('a workspace binding the kubernetes export gets Deployments with the negotiated schema', async () => {
+test('a workspace binding the kubernetes export gets Deployments with the negotiated schema, and core-group Services', async () => {
+  const svc = await admin('POST', `/clusters/root:compute${IMPORTS}`, {
+    apiVersion: 'apiresource.kcp.io/v1alpha1', kind: 'APIResourceImport', metadata: { name: 'services.a.v1.core' },
+    spec: {
+      groupVersion: { version: 'v1' }, scope: 'Namespaced', plural: 'services', singular: 'service', kind: 'Service', listKind: 'ServiceList', shortNames: ['svc'],
+      subResources: [{ name: 'status' }], location: 'a', schemaUpdateStrategy: 'UpdatePublished',
+      openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { ports: { type: 'array', items: { type: 'object', properties: { port: { type: 'integer' } } } } } } } },
+    },
+  });
+  assert.equal(svc.status, 201, svc.body);
+  await eventually('services exported', async () => {
+    const e = await admin('GET', '/clusters/root:compute/apis/apis.kcp.io/v1alpha1/apiexports/kubernetes');
+    return (e.json?.spec?.latestResourceSchemas ?? []).some((n: string) => n.endsWith('.services.core'));
+  });
   const b = await admin('POST', '/clusters/root:consumer/apis/apis.kcp.io/v1alpha1/apibindings', {
     apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIBinding', metadata: { name: 'kubernetes' }, spec: { reference: { export: { path: 'root:compute', name: 'kubernetes' } } },
   });
@@ -129,6 +144,9 @@ test('a workspace binding the kubernetes export gets Deployments with the negoti
   assert.equal(paused.json.spec.paused, undefined);
   const scale = await admin('GET', '/clusters/root:consumer/apis/apps/v1/namespaces/default/deployments/web/scale');
   assert.equal(scale.json?.spec?.replicas, 2, scale.body);
+  await eventually('services served', async () => (await admin('GET', '/clusters/root:consumer/api/v1/namespaces/default/services')).status === 200, 15_000);
+  const service = await admin('POST', '/clusters/root:consumer/api/v1/namespaces/default/services', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { ports: [{ port: 80 }] } });
+  assert.equal(service.status, 201, service.body);
 });
 
 test('imports going away: the schema widens again, and a resource nobody imports leaves the export', async () => {
@@ -142,6 +160,7 @@ test('imports going away: the schema widens again, and a resource nobody imports
     return r.status === 201 && r.json.spec.paused === true;
   });
   for (const loc of ['a', 'c']) assert.equal((await admin('DELETE', `/clusters/root:compute${IMPORTS}/deployments.${loc}.v1.apps`)).status, 200);
+  assert.equal((await admin('DELETE', `/clusters/root:compute${IMPORTS}/services.a.v1.core`)).status, 200);
   await eventually('negotiated resource deleted', async () => (await admin('GET', '/clusters/root:compute/apis/apiresource.kcp.io/v1alpha1/negotiatedapiresources/deployments.v1.apps')).status === 404);
   await eventually('export emptied', async () => {
     const e = (await admin('GET', '/clusters/root:compute/apis/apis.kcp.io/v1alpha1/apiexports/kubernetes')).json;
