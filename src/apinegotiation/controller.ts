@@ -14,7 +14,9 @@
  *    negotiated, kube-aware order) an APIResourceSchema `rev-<rv>.<plural>.<group|core>` owned by the
  *    export, a new one only when the negotiated spec changed; the export lists the current ones
  *    and unreferenced schemas it owns are deleted. Negotiated resources in the export get
- *    `Published: True`.
+ *    `Published: True`; one whose schema the API refuses as an APIResourceSchema gets
+ *    `Published: False` (reason `InvalidSchema`, the API's message) and the export keeps what it
+ *    served for it, so one bad import never holds up the workspace's other resources.
  * 3. **SyncTarget `status.syncedResources`** of every SyncTarget of the workspace from the exports
  *    it supports (none listed: `kubernetes`), each resource `Accepted` or `Incompatible` against
  *    that SyncTarget's own import.
@@ -120,12 +122,16 @@ export function negotiationReconciler(deps: NegotiationDeps): (key: string) => P
     }
 
     // 2. The export and its schemas.
-    const published = await publishExport(deps, cluster, scope, [...result.resources.values()], written);
+    const refused = new Map<string, string>();
+    const published = await publishExport(deps, cluster, scope, [...result.resources.values()], written, refused);
 
     // NegotiatedAPIResource and import conditions.
     for (const [name, obj] of written) {
       const isPublished = published.has(name);
-      const conds = withCondition(conditionsOf(obj), isPublished ? { type: PUBLISHED, status: 'True' } : { type: PUBLISHED, status: 'False', reason: 'NotExported', message: `not in APIExport ${KUBERNETES_EXPORT}` });
+      const why = refused.get(name);
+      const conds = withCondition(conditionsOf(obj), isPublished ? { type: PUBLISHED, status: 'True' }
+        : why !== undefined ? { type: PUBLISHED, status: 'False', reason: 'InvalidSchema', message: why }
+          : { type: PUBLISHED, status: 'False', reason: 'NotExported', message: `not in APIExport ${KUBERNETES_EXPORT}` });
       if (!sameConditions(conds, conditionsOf(obj))) await deps.negotiated.update(scope, name, { ...obj, status: { ...(obj.status as Obj ?? {}), conditions: conds } }, 'status');
     }
     for (const imp of imports) {
@@ -170,9 +176,10 @@ function withSchemaNames(exp: KubeObject, names: string[], version: string): Kub
 
 /**
  * Step 2 of the module comment.
- * @returns the names of the negotiated resources the export serves
+ * @param refused filled with the negotiated resources whose schema the API refused (name → message)
+ * @returns the names of the negotiated resources the export serves in their current form
  */
-async function publishExport(deps: NegotiationDeps, cluster: string, scope: RequestScope, resources: Negotiated[], written: Map<string, KubeObject>): Promise<Set<string>> {
+async function publishExport(deps: NegotiationDeps, cluster: string, scope: RequestScope, resources: Negotiated[], written: Map<string, KubeObject>, refused: Map<string, string>): Promise<Set<string>> {
   const published = new Set<string>();
   const exportEntry = deps.cache.getEntry(EXPORTS_GR, cluster, '', KUBERNETES_EXPORT);
   let exp = exportEntry ? await read(deps.exports, scope, exportEntry) : undefined;
@@ -212,6 +219,14 @@ async function publishExport(deps: NegotiationDeps, cluster: string, scope: Requ
           spec: desired,
         });
       } catch (err) {
+        if (isStatus(err, 422)) {
+          // A negotiated schema an APIResourceSchema cannot hold (an import's schema is anyone's
+          // input): reported on the negotiated resource; the export keeps what it served, and
+          // the other resources go on.
+          refused.set(n.name, (err as Error).message);
+          if (existing) names.push(existingName!);
+          continue;
+        }
         if (!isStatus(err, 409)) throw err;
       }
     }

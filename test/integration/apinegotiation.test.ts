@@ -149,6 +149,27 @@ test('a workspace binding the kubernetes export gets Deployments with the negoti
   assert.equal(service.status, 201, service.body);
 });
 
+test('a negotiated schema the API refuses is reported and holds up nothing else', async () => {
+  const r = await admin('POST', `/clusters/root:compute${IMPORTS}`, {
+    apiVersion: 'apiresource.kcp.io/v1alpha1', kind: 'APIResourceImport', metadata: { name: 'widgets.a.v1.example.com' },
+    spec: {
+      groupVersion: { group: 'example.com', version: 'v1' }, scope: 'Namespaced', plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList',
+      location: 'a', schemaUpdateStrategy: 'UpdatePublished',
+      openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { size: { type: 'integer', default: 'big' } } } } },
+    },
+  });
+  assert.equal(r.status, 201, r.body);
+  const n = await eventually('widgets refused', async () => {
+    const x = (await admin('GET', '/clusters/root:compute/apis/apiresource.kcp.io/v1alpha1/negotiatedapiresources/widgets.v1.example.com')).json;
+    return condition(x, 'Published')?.status === 'False' && x;
+  });
+  assert.equal(condition(n, 'Published').reason, 'InvalidSchema');
+  assert.match(condition(n, 'Published').message, /default/);
+  const e = (await admin('GET', '/clusters/root:compute/apis/apis.kcp.io/v1alpha1/apiexports/kubernetes')).json;
+  assert.deepEqual(e.spec.latestResourceSchemas.map((x: string) => x.replace(/^rev-\d+\./, '')).sort(), ['deployments.apps', 'services.core']);
+  assert.equal((await admin('DELETE', `/clusters/root:compute${IMPORTS}/widgets.a.v1.example.com`)).status, 200);
+});
+
 test('imports going away: the schema widens again, and a resource nobody imports leaves the export', async () => {
   assert.equal((await admin('DELETE', `/clusters/root:compute${IMPORTS}/deployments.b.v1.apps`)).status, 200);
   await eventually('paused back', async () => { const p = await specProps(); return p && 'paused' in p; });
