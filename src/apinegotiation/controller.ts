@@ -23,8 +23,9 @@
  *
  * Nothing is written that did not change, so a reconcile caused by its own writes ends there.
  * Cost: linear in the workspace's imports and SyncTargets (each comparison linear in the schema:
- * src/apiextensions/schemacompat.ts); SyncTarget heartbeats do not enqueue (only changes of
- * `spec.supportedAPIExports` or `status.syncedResources`).
+ * src/apiextensions/schemacompat.ts), one import's comparison per turn of the event loop;
+ * SyncTarget heartbeats do not enqueue (only changes of `spec.supportedAPIExports` or
+ * `status.syncedResources`).
  */
 import { isStatus } from '../apimachinery/errors.js';
 import { setCondition, type Condition } from '../apimachinery/conditions.js';
@@ -33,7 +34,7 @@ import { isObj } from '../apimachinery/objects.js';
 import type { RequestScope, Store } from '../registry/store.js';
 import { entryObject, type CacheEntry, type WatchCache } from '../storage/watchcache.js';
 import {
-  AVAILABLE, COMPATIBLE, INCOMPATIBLE_SCHEMA, PUBLISHED, compareKubeAwareVersions, conditionsOf, gvrOf, negotiate, sameSchemaSpec,
+  AVAILABLE, COMPATIBLE, INCOMPATIBLE_SCHEMA, PUBLISHED, compareKubeAwareVersions, conditionsOf, gvrOf, negotiationSteps, sameSchemaSpec,
   schemaGroupResource, schemaName, syncedResources, toAPIResourceSchemaSpec, type Negotiated,
 } from './negotiation.js';
 import { API_VERSION_ANNOTATION } from './importer.js';
@@ -97,7 +98,12 @@ export function negotiationReconciler(deps: NegotiationDeps): (key: string) => P
       const e = negotiatedEntries.get(name);
       return e ? conditionsOf(entryObject<KubeObject>(e)).some((c) => c.type === PUBLISHED && c.status === 'True') : false;
     };
-    const result = negotiate(imports, publishedNow);
+    // One import at a time with a turn of the event loop between them: a workspace with many
+    // imports never holds the shard's loop for more than one comparison.
+    const steps = negotiationSteps(imports, publishedNow);
+    let step = steps.next();
+    while (!step.done) { await new Promise<void>((resolve) => setImmediate(resolve)); step = steps.next(); }
+    const result = step.value;
 
     // 1. NegotiatedAPIResources.
     const written = new Map<string, KubeObject>();
@@ -267,7 +273,9 @@ async function updateSyncTargets(deps: NegotiationDeps, cluster: string, scope: 
       }
     }
     const own = imports.filter((i) => (i.spec as Obj | undefined)?.location === st.metadata.name);
+    // Its comparisons, then a turn of the event loop before the next SyncTarget's.
     const desired = syncedResources(schemas, own);
+    await new Promise<void>((resolve) => setImmediate(resolve));
     const status = (st.status ?? {}) as Obj;
     if (JSON.stringify(status.syncedResources ?? []) === JSON.stringify(desired)) continue;
     const next: Obj = { ...status };
