@@ -53,8 +53,9 @@ function importSpec(crd: KubeObject, location: string): Obj {
     groupVersion: { ...(spec.group ? { group: spec.group } : {}), version: v.name },
     scope: spec.scope, ...names,
     openAPIV3Schema: (v.schema as Obj).openAPIV3Schema,
-    ...(subresources.length ? { subResources: subresources } : {}),
-    ...(columns.length ? { columnDefinitions: columns } : {}),
+    // Unset (not left out) when the cluster has none, so an update drops what it had before.
+    subResources: subresources.length ? subresources : undefined,
+    columnDefinitions: columns.length ? columns : undefined,
     schemaUpdateStrategy: 'UpdatePublished',
     location,
   };

@@ -17,6 +17,7 @@
 import { RestClient, type Connection, type RestResponse } from '../client/rest.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import { isObj } from '../apimachinery/objects.js';
+import { MAX_NESTING_DEPTH, valueDeeperThan } from '../apimachinery/depth.js';
 import { SchemaPullError, structuralSchemaForKind, type SchemaNode } from './openapi.js';
 
 /** Largest discovery or OpenAPI answer read from a downstream cluster (bytes; core/v1 of kube 1.34 is 1.4 MB). */
@@ -160,6 +161,7 @@ async function pullOne(downstream: APIEndpoint, group: string, version: string, 
       const nonStructural = crd.status?.conditions?.some((c) => c.type === 'NonStructuralSchema' && c.status === 'True');
       const v = crd.spec?.versions?.find((x) => x.name === version);
       if (nonStructural || !v || !isObj(v.schema?.openAPIV3Schema)) schema = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+      else if (valueDeeperThan(v.schema!.openAPIV3Schema, MAX_NESTING_DEPTH)) throw new SchemaPullError(`the CRD's schema nests deeper than ${MAX_NESTING_DEPTH} levels`);
       else { schema = structuredClone(v.schema!.openAPIV3Schema) as SchemaNode; printerColumns = v.additionalPrinterColumns; }
       approved = crd.metadata?.annotations?.['api-approved.kubernetes.io'];
     } else if (res.status !== 404 && res.status !== 403) {
