@@ -15,8 +15,8 @@
  * type (`map` for objects, else `set`); the keys of a `map` list are required in its items
  * unless defaulted (kube's rule for list-map keys). kcp-ts differences: RawExtension and
  * unstructured objects preserve unknown fields (kcp's `type: object` alone prunes their content),
- * and a `oneOf`/`anyOf`/`allOf` the schema cannot express is any value (preserved unknown
- * fields) instead of a failed import; `uniqueItems` is dropped (a CRD refuses `true`).
+ * and a `oneOf`/`anyOf`/`allOf` of types the schema cannot express is any value (preserved
+ * unknown fields) instead of a failed import, one of value constraints only is dropped; `uniqueItems` is dropped (a CRD refuses `true`).
  *
  * Bounds: the document is tenant input (whoever runs the downstream cluster publishes it). The
  * walk refuses a recursive `$ref` (kcp: "recursive schema are not supported"), a result nested
@@ -162,9 +162,15 @@ class Converter {
     if (node.format === 'int-or-string' || isIntOrStringUnion(node.oneOf) || isIntOrStringUnion(node.anyOf) || node['x-kubernetes-int-or-string'] === true) {
       return { ...out, ...INT_OR_STRING() };
     }
-    if (node.oneOf !== undefined || node.anyOf !== undefined || node.allOf !== undefined || node.not !== undefined) {
-      // A union the structural form cannot express: any value (see the module comment).
-      return { ...out, ...ANY_VALUE() };
+    const unions = ['oneOf', 'anyOf', 'allOf', 'not'].filter((k) => node[k] !== undefined);
+    if (unions.length) {
+      // Value constraints only (branches that name no type, properties or reference, such as
+      // `oneOf: [{required: [a]}, {required: [b]}]`) are dropped: the negotiation cannot compare
+      // them (schemacompat refuses these constructs) and the node's own type still holds. A union
+      // of types the structural form cannot express is any value (see the module comment).
+      const branches = unions.flatMap((k) => (Array.isArray(node[k]) ? node[k] as unknown[] : [node[k]]));
+      const typed = branches.some((b) => !isObj(b) || b.type !== undefined || b.properties !== undefined || b.$ref !== undefined || b.items !== undefined || b.allOf !== undefined);
+      if (typed || typeof node.type !== 'string') return { ...out, ...ANY_VALUE() };
     }
     if (typeof node.type === 'string' && TYPES.has(node.type)) out.type = node.type;
     for (const [key, t] of COPIED) if (node[key] !== undefined && hasType(node[key], t)) out[key] = structuredClone(node[key]);

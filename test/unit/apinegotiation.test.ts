@@ -37,6 +37,7 @@ test('a kind resolves to a structural schema: refs, known types, int-or-string, 
         raw: ref('io.k8s.apimachinery.pkg.runtime.RawExtension'),
         odd: { oneOf: [{ type: 'boolean' }, { type: 'object' }] },
         tags: { type: 'array', uniqueItems: true, items: { type: 'string' } },
+        either: { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } }, oneOf: [{ required: ['a'] }, { required: ['b'] }] },
       },
     },
     'io.k8s.api.core.v1.ContainerPort': {
@@ -73,6 +74,7 @@ test('a kind resolves to a structural schema: refs, known types, int-or-string, 
   assert.deepEqual(spec.properties.raw, { type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
   assert.deepEqual(spec.properties.odd, { 'x-kubernetes-preserve-unknown-fields': true });
   assert.equal(spec.properties.tags.uniqueItems, undefined);
+  assert.deepEqual(spec.properties.either, { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } } }, 'value-only oneOf dropped');
   // What the negotiation compares: a structural schema.
   assert.deepEqual(ensureStructuralSchemaCompatibility('', s, s, false).errors, []);
 });
