@@ -188,3 +188,13 @@ test('pulling from a hostile cluster: an oversized OpenAPI document fails its re
     server.close();
   }
 });
+
+test("APIResourceSchemas take kcp's group rule: the core group and Kubernetes' single-word groups, not other single words", async () => {
+  const { validateSchemaSpec } = await import('../../src/apiexports/schemas.js');
+  const schema = (group: string): KubeObject => ({
+    apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIResourceSchema', metadata: { name: `rev-1.things.${group || 'core'}` },
+    spec: { group, scope: 'Namespaced', names: { plural: 'things', singular: 'thing', kind: 'Thing', listKind: 'ThingList' }, versions: [{ name: 'v1', served: true, storage: true, schema: { type: 'object' } }] },
+  });
+  for (const g of ['', 'apps', 'batch', 'policy', 'autoscaling', 'extensions', 'example.com']) assert.deepEqual(validateSchemaSpec(schema(g)).filter((c) => c.field === 'spec.group'), [], g);
+  assert.match(validateSchemaSpec(schema('example')).find((c) => c.field === 'spec.group')?.message ?? '', /should be a domain with at least one dot/);
+});
