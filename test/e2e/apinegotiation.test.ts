@@ -9,12 +9,15 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
 import { call, createWorkspace, eventually, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
 import { startHostCluster, type HostCluster } from '../hostcluster.js';
 import { RestClient } from '../../src/client/rest.js';
 import { importAPIResources, pullClient, pullCRDs } from '../../src/apinegotiation/index.js';
+import { crdMain } from '../../src/cli/crdcompat.js';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, parseAllDocuments } from 'yaml';
 import type { KubeObject } from '../../src/apimachinery/meta.js';
 
 let host: HostCluster;
@@ -154,4 +157,19 @@ test("the syncer's import: APIResourceImports, the kubernetes export, and a bind
   } finally {
     upstream.close();
   }
+});
+
+test('kcp-ts crd pull: YAML on stdout or files, unknown resources on stderr with exit 1', async () => {
+  let out = '', err = '';
+  const io = { stdout: (t: string) => { out += t; }, stderr: (t: string) => { err += t; } };
+  assert.equal(await crdMain(['pull', '--kubeconfig', host.kubeconfig, 'deployments.apps', 'services'], io), 0, err);
+  const docs = parseAllDocuments(out).map((d) => d.toJS()).filter(Boolean);
+  assert.deepEqual(docs.map((d: any) => d.metadata.name), ['deployments.apps', 'services.core']);
+  assert.equal(docs[0].spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.replicas.type, 'integer');
+  const dir = mkdtempSync(join(tmpdir(), 'kcp-pull-'));
+  err = '';
+  assert.equal(await crdMain(['pull', '--kubeconfig', host.kubeconfig, '--output-dir', dir, 'ingresses.networking.k8s.io', 'nosuchthings'], io), 1);
+  assert.deepEqual(readdirSync(dir), ['ingresses.networking.k8s.io.yaml']);
+  assert.match(err, /^kcp-ts crd pull: nosuchthings: the server does not serve "nosuchthings" in v1\n$/);
+  assert.equal(await crdMain(['pull', '--kubeconfig', join(dir, 'missing'), 'pods'], io), 2);
 });
