@@ -10,7 +10,7 @@ import type { WatchCache } from '../storage/watchcache.js';
 import { IMPORTS_GR, SYNC_TARGETS_GR, negotiationEventCluster, negotiationKey, negotiationReconciler } from './controller.js';
 
 export { importAPIResources, apiResourceImportName, API_VERSION_ANNOTATION, type ImportResult } from './importer.js';
-export { pullCRDs, pullClient, parseGroupResource, MAX_OPENAPI_DOCUMENT_BYTES, type APIEndpoint, type PulledCRDs, type PullError } from './puller.js';
+export { pullCRDs, pullClient, endpointFromKubeconfig, parseGroupResource, MAX_OPENAPI_DOCUMENT_BYTES, type APIEndpoint, type PulledCRDs, type PullError } from './puller.js';
 export { structuralSchemaForKind, SchemaPullError, MAX_PULLED_SCHEMA_DEPTH, MAX_PULLED_SCHEMA_NODES } from './openapi.js';
 export { KUBERNETES_EXPORT, COMPUTE_API_EXPORT_ANNOTATION, negotiationKey } from './controller.js';
 export { negotiate, syncedResources, type ResourceToSync } from './negotiation.js';

@@ -15,6 +15,7 @@
  * A resource that cannot be pulled is reported in `errors` and the others are still pulled.
  */
 import { RestClient, type Connection, type RestResponse } from '../client/rest.js';
+import { readKubeconfig, resolveKubeconfigContext } from '../pki/kubeconfig.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import { isObj } from '../apimachinery/objects.js';
 import { MAX_NESTING_DEPTH, valueDeeperThan } from '../apimachinery/depth.js';
@@ -199,4 +200,24 @@ async function pullOne(downstream: APIEndpoint, group: string, version: string, 
  */
 export function pullClient(conn: Connection): RestClient {
   return new RestClient(conn, 4, MAX_OPENAPI_DOCUMENT_BYTES);
+}
+
+/**
+ * An endpoint from a kubeconfig's context (its server URL's path becomes the endpoint's path, e.g.
+ * `/clusters/root:org:ws`), with a {@link pullClient}. Credentials must be embedded (certificate
+ * data or a token), as the kubeconfigs kcp and `kubectl kcp workload sync` write.
+ * @param text the kubeconfig (YAML)
+ * @param context the context to use; default its current-context
+ * @throws KubeconfigError for a kubeconfig that does not parse or lacks the context, cluster or user
+ */
+export function endpointFromKubeconfig(text: string, context?: string): APIEndpoint {
+  const ctx = resolveKubeconfigContext(readKubeconfig(text), context);
+  const url = new URL(ctx.server);
+  return {
+    path: url.pathname.replace(/\/+$/, ''),
+    client: pullClient({
+      url: url.origin, ca: ctx.caPem ?? '', ...(ctx.certPem ? { cert: ctx.certPem } : {}), ...(ctx.keyPem ? { key: ctx.keyPem } : {}),
+      ...(ctx.token ? { token: ctx.token } : {}), ...(ctx.tlsServerName ? { serverName: ctx.tlsServerName } : {}),
+    }),
+  };
 }

@@ -11,8 +11,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { readKubeconfig, resolveKubeconfigContext } from '../pki/kubeconfig.js';
-import { pullClient, pullCRDs } from '../apinegotiation/puller.js';
+import { endpointFromKubeconfig, pullCRDs } from '../apinegotiation/puller.js';
 import { parseFlags, UsageError, type FlagSpec } from './pflag.js';
 
 export const CRD_PULL_USAGE = `Usage: kcp-ts crd pull [flags] RESOURCE...
@@ -56,22 +55,15 @@ export async function pullMain(argv: string[], io: PullIO, env: NodeJS.ProcessEn
   if (!flags.args.length) { io.stderr(`kcp-ts crd pull: expected at least one RESOURCE\n\n${CRD_PULL_USAGE}`); return 2; }
   const file = flags.strings['kubeconfig'] ?? env['KUBECONFIG']?.split(':').find(Boolean);
   if (!file) { io.stderr('kcp-ts crd pull: no kubeconfig: use --kubeconfig or $KUBECONFIG\n'); return 2; }
-  let client;
-  let path = '';
+  let endpoint;
   try {
-    const ctx = resolveKubeconfigContext(readKubeconfig(readFileSync(file, 'utf8')), flags.strings['context']);
-    const url = new URL(ctx.server);
-    path = url.pathname.replace(/\/+$/, '');
-    client = pullClient({
-      url: url.origin, ca: ctx.caPem ?? '', ...(ctx.certPem ? { cert: ctx.certPem } : {}), ...(ctx.keyPem ? { key: ctx.keyPem } : {}),
-      ...(ctx.token ? { token: ctx.token } : {}), ...(ctx.tlsServerName ? { serverName: ctx.tlsServerName } : {}),
-    });
+    endpoint = endpointFromKubeconfig(readFileSync(file, 'utf8'), flags.strings['context']);
   } catch (err) {
     io.stderr(`kcp-ts crd pull: ${(err as Error).message}\n`);
     return 2;
   }
   try {
-    const res = await pullCRDs({ client, path }, flags.args);
+    const res = await pullCRDs(endpoint, flags.args);
     const dir = flags.strings['output-dir'];
     for (const crd of res.crds) {
       const text = stringify(crd, { lineWidth: 0 });
@@ -84,6 +76,6 @@ export async function pullMain(argv: string[], io: PullIO, env: NodeJS.ProcessEn
     io.stderr(`kcp-ts crd pull: ${(err as Error).message}\n`);
     return 2;
   } finally {
-    client.close();
+    endpoint.client.close();
   }
 }

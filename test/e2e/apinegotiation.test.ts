@@ -12,12 +12,12 @@ import assert from 'node:assert/strict';
 import { call, createWorkspace, eventually, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
 import { startHostCluster, type HostCluster } from '../hostcluster.js';
 import { RestClient } from '../../src/client/rest.js';
-import { importAPIResources, pullClient, pullCRDs } from '../../src/apinegotiation/index.js';
+import { endpointFromKubeconfig, importAPIResources, pullCRDs } from '../../src/apinegotiation/index.js';
 import { crdMain } from '../../src/cli/crdcompat.js';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse, parseAllDocuments } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import type { KubeObject } from '../../src/apimachinery/meta.js';
 
 let host: HostCluster;
@@ -43,9 +43,9 @@ const WIDGET_CRD = {
 
 before(async () => {
   host = await startHostCluster();
-  const kc = parse(readFileSync(host.kubeconfig, 'utf8'));
-  const user = kc.users[0].user;
-  downstream = pullClient({ url: host.url, ca: host.caPem, cert: Buffer.from(user['client-certificate-data'], 'base64').toString(), key: Buffer.from(user['client-key-data'], 'base64').toString() });
+  const ep = endpointFromKubeconfig(readFileSync(host.kubeconfig, 'utf8'));
+  assert.equal(ep.path, '');
+  downstream = ep.client;
   await host.kubectl(['apply', '-f', '-'], { input: JSON.stringify(WIDGET_CRD) });
   await host.kubectl(['wait', '--for=condition=Established', 'crd/widgets.example.com', '--timeout=30s']);
   redis = await startRedis();
