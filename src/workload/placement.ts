@@ -14,7 +14,7 @@
  *    `spec.namespaceSelector` (a missing selector matches none, `{}` all), else Unbound.
  * 2. **SyncTarget scheduling** (pkg/reconciler/workload/placement, tmc-workload-placement): the
  *    SyncTargets of the selected Location (its `instanceSelector`, in its workspace) that support
- *    the APIs of the workspace's compute APIBindings (annotated
+ *    the APIs of the workspace's compute APIBindings (the binding or its APIExport annotated
  *    `extra.apis.kcp.io/compute.workload.kcp.io`: every bound resource Accepted in
  *    `status.syncedResources` with the same identity hash), are Ready, schedulable, and not past
  *    `spec.evictAfter`, are valid. The current one (annotation `internal.workload.kcp.io/synctarget`,
@@ -73,6 +73,7 @@ export interface PlacementReconcilerDeps {
 }
 
 interface APIBinding extends KubeObject {
+  spec?: { reference?: { export?: { path?: string; name?: string } } };
   status?: { phase?: string; apiExportClusterName?: string; boundResources?: { group?: string; resource: string; schema?: { identityHash?: string } }[] };
 }
 
@@ -122,7 +123,17 @@ function hasBoundNamespace(cache: WatchCache, cluster: string, p: Placement): bo
 
 /** The SyncTargets of `targets` that support the APIs of the workspace's compute APIBindings (kcp `filterAPICompatible`). */
 function filterAPICompatible(cache: WatchCache, cluster: string, targets: SyncTarget[]): { targets: SyncTarget[]; message: string } {
-  const compute = bindingsOf(cache, cluster).filter((b) => b.metadata.annotations?.[COMPUTE_API_EXPORT_ANNOTATION] !== undefined);
+  // kcp copies the export's `extra.apis.kcp.io/*` annotations onto its bindings; kcp-ts's
+  // bindings do not carry them, so the bound export's own annotation counts too.
+  const isCompute = (b: APIBinding) => {
+    if (b.metadata.annotations?.[COMPUTE_API_EXPORT_ANNOTATION] !== undefined) return true;
+    const exportName = b.spec?.reference?.export?.name;
+    const exportCluster = b.status?.apiExportClusterName;
+    if (!exportName || !exportCluster) return false;
+    const exp = cache.getEntry(EXPORTS_GR, exportCluster, '', exportName);
+    return Boolean(exp && entryObject<KubeObject>(exp).metadata.annotations?.[COMPUTE_API_EXPORT_ANNOTATION] !== undefined);
+  };
+  const compute = bindingsOf(cache, cluster).filter(isCompute);
   const messages: string[] = [];
   const ok = targets.filter((st) => {
     const accepted = new Map<string, string>();

@@ -216,7 +216,7 @@ test('another workspace uses a Location workspace only through an APIBinding to 
     assert.equal(p.status.phase, 'Pending');
     assert.equal(p.status.selectedLocation, undefined);
   }
-  await create(`${ws('compute')}/apis/apis.kcp.io/v1alpha1/apiexports`, { apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIExport', metadata: { name: 'kubernetes' }, spec: {} });
+  await create(`${ws('compute')}/apis/apis.kcp.io/v1alpha1/apiexports`, { apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIExport', metadata: { name: 'kubernetes', annotations: { 'extra.apis.kcp.io/compute.workload.kcp.io': 'true' } }, spec: {} });
   await create(`${ws('tenant')}/apis/apis.kcp.io/v1alpha1/apibindings`, { apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIBinding', metadata: { name: 'kubernetes' }, spec: { reference: { export: { path: 'root:compute', name: 'kubernetes' } } } });
   const bound = await eventually('tenant Bound', async () => { const o = await get(`${ws('tenant')}${PL}/p`); return o?.status?.phase === 'Bound' && o; }, 15_000);
   assert.deepEqual(bound.status.selectedLocation, { path: compute, locationName: 'eu' });
