@@ -32,7 +32,8 @@ Flags:
 
 const RESTORE_USAGE = `Usage: kcp-ts restore [flags] FILE|DIR
 
-Restores a shard from a backup file (from a directory: its newest ${BACKUP_EXTENSION} file) into a
+Restores a shard from a backup file (from a directory: its newest ${BACKUP_EXTENSION} file, of
+--shard-name when given) into a
 Redis that holds nothing of the shard. Stop the shard first. The revision counter continues far
 above the backup's, so clients that watched or listed before get 410 Expired and relist.
 
@@ -47,6 +48,9 @@ Flags:
   --revision-gap N          distance of the new revision counter above the backup's (default:
                             10^9 + 100,000 per second since the backup)
   --skip-if-restored        succeed without writing if the shard was restored from this backup
+  --if-empty                succeed without writing if the shard already holds data (a restore
+                            left unfinished is done again): a restore run at every pod start
+  --allow-missing           succeed when DIR holds no backup of the shard (it starts empty)
   --verify                  only check the file (checksums, format) and describe it
   -h, --help                this help
 `;
@@ -163,17 +167,20 @@ export async function backupMain(argv: string[]): Promise<number> {
   }
 }
 
-/** The newest backup file in `dir` (names sort by time), or `path` itself when it is a file. */
-function resolveInput(path: string): string {
+/**
+ * The file to restore: `path` itself, or for a directory its newest backup — of `shard` when
+ * given (`<shard>-<UTC time>.kcpbackup`, as `backup --output-directory` names them), else of any
+ * shard; undefined when a directory holds none.
+ */
+function resolveInput(path: string, shard: string | undefined): string | undefined {
   let st;
   try { st = statSync(path); } catch { return path; /* reported by the reader */ }
   if (!st.isDirectory()) return path;
-  const files = readdirSync(path).filter((n) => n.endsWith(BACKUP_EXTENSION)).sort((a, b) => {
-    const ta = statSync(join(path, a)).mtimeMs; const tb = statSync(join(path, b)).mtimeMs;
-    return ta - tb || (a < b ? -1 : a > b ? 1 : 0);
-  });
-  if (!files.length) throw new Error(`no ${BACKUP_EXTENSION} file in ${path}`);
-  return join(path, files[files.length - 1]!);
+  const timed = (n: string) => /^(.+)-(\d{8}T\d{6}Z)\.kcpbackup$/.exec(n);
+  const files = readdirSync(path).filter((n) => n.endsWith(BACKUP_EXTENSION) && (!shard || timed(n)?.[1] === shard))
+    .map((n) => ({ n, t: timed(n)?.[2] ?? new Date(statSync(join(path, n)).mtimeMs).toISOString() }))
+    .sort((a, b) => (a.t < b.t ? -1 : a.t > b.t ? 1 : a.n < b.n ? -1 : 1));
+  return files.length ? join(path, files[files.length - 1]!.n) : undefined;
 }
 
 /** Runs `kcp-ts restore`. Resolves to the exit code. */
@@ -182,7 +189,10 @@ export async function restoreMain(argv: string[]): Promise<number> {
   try {
     ({ values, positionals } = parseArgs({
       args: argv, strict: true, allowPositionals: true,
-      options: { ...COMMON_OPTIONS, force: { type: 'boolean' }, 'revision-gap': { type: 'string' }, 'skip-if-restored': { type: 'boolean' }, verify: { type: 'boolean' } },
+      options: {
+        ...COMMON_OPTIONS, force: { type: 'boolean' }, 'revision-gap': { type: 'string' }, 'skip-if-restored': { type: 'boolean' },
+        'if-empty': { type: 'boolean' }, 'allow-missing': { type: 'boolean' }, verify: { type: 'boolean' },
+      },
     }));
   } catch (err) {
     process.stderr.write(`kcp-ts restore: ${(err as Error).message}\n\n${RESTORE_USAGE}`);
@@ -199,7 +209,12 @@ export async function restoreMain(argv: string[]): Promise<number> {
   const target: Target = { rootDirectory: values['root-directory'], redisUrl: values['redis-url'], pkiDirectory: values['pki-directory'] };
   const t0 = performance.now();
   try {
-    const input = resolveInput(positionals[0]!);
+    const input = resolveInput(positionals[0]!, values['shard-name']);
+    if (!input) {
+      const what = `no ${values['shard-name'] ? `backup of shard "${values['shard-name']}" (${values['shard-name']}-<time>${BACKUP_EXTENSION})` : `${BACKUP_EXTENSION} file`} in ${positionals[0]}`;
+      if (values['allow-missing']) { process.stdout.write(`${what}; nothing to restore (--allow-missing)\n`); return 0; }
+      throw new Error(what);
+    }
     if (values.verify) {
       const v = await verifyBackup(input);
       process.stdout.write(`${input}: backup of shard "${v.header.shard}" taken ${v.header.createdAt} by ${v.header.writer} from ${v.header.source}, format ${v.header.format}, revision ${v.trailer.revision}, ${v.trailer.objects} objects, PKI files: ${v.files.join(', ') || 'none'}; checksums good\n`);
@@ -209,11 +224,12 @@ export async function restoreMain(argv: string[]): Promise<number> {
     let r;
     try {
       r = await restoreShard(opened.client, {
-        input, shard: values['shard-name'], force: values.force, pkiDirectory: pkiDirectoryOf(target), revisionGap: gap, skipIfRestored: values['skip-if-restored'],
+        input, shard: values['shard-name'], force: values.force, pkiDirectory: pkiDirectoryOf(target), revisionGap: gap,
+        skipIfRestored: values['skip-if-restored'], ifEmpty: values['if-empty'],
       });
     } finally { await opened.close(); }
     if (r.alreadyRestored) {
-      process.stdout.write(`shard "${r.header.shard}" was already restored from ${input}; nothing written\n`);
+      process.stdout.write(`shard "${r.header.shard}" ${r.skipped === 'has-data' ? 'already holds data (--if-empty)' : `was already restored from ${input}`}; nothing written\n`);
       return 0;
     }
     process.stdout.write(`restored shard "${r.header.shard}" from ${input} (revision ${r.trailer.revision}, ${r.trailer.objects} objects, ${r.files.length} PKI files) in ${Math.round(performance.now() - t0)} ms; the revision counter continues at ${r.revision}\n`);

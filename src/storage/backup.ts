@@ -65,6 +65,9 @@ export function revisionGap(createdAt: string, now = Date.now()): number {
   return REVISION_GAP_BASE + elapsedSeconds * MAX_WRITES_PER_SECOND;
 }
 
+/** A restore whose marker has not been refreshed for this long (ms) is taken as abandoned by `ifEmpty`. */
+export const RESTORE_HEARTBEAT_TIMEOUT_MS = 60_000;
+
 /** Files of a managed PKI directory (src/pki/store.ts) a backup carries: certificates, keys, kubeconfigs. */
 export const PKI_FILE_PATTERN = /\.(crt|key|kubeconfig)$/;
 
@@ -277,6 +280,11 @@ export interface RestoreOptions {
    * `restored` note names the backup's checksum): what a restore run at every start of a pod needs.
    */
   skipIfRestored?: boolean;
+  /**
+   * Succeed without writing when the shard already holds data — unless what it holds is a restore
+   * left unfinished, which is replaced: what an init container run at every pod start needs.
+   */
+  ifEmpty?: boolean;
   /** Commands per pipeline (default 1000). */
   batchSize?: number;
   /** Clock, for tests (ms since the epoch). */
@@ -291,8 +299,10 @@ export interface RestoreResult {
   revision: number;
   /** PKI files written. */
   files: string[];
-  /** True when nothing was written because the shard already holds this backup (`skipIfRestored`). */
+  /** True when nothing was written: the shard already holds this backup (`skipIfRestored`) or data (`ifEmpty`). */
   alreadyRestored: boolean;
+  /** Why nothing was written. */
+  skipped?: 'restored' | 'has-data';
 }
 
 /** The note a restore leaves in `{shard}:restored`. */
@@ -360,12 +370,25 @@ export async function restoreShard(client: RedisClient, options: RestoreOptions)
     if (note && !(await client.exists(keys.restoring))) {
       try {
         const n = JSON.parse(note) as RestoredNote;
-        if (n.backup === backupId) return { header, trailer, revision: n.revision, files: [], alreadyRestored: true };
+        if (n.backup === backupId) return { header, trailer, revision: n.revision, files: [], alreadyRestored: true, skipped: 'restored' };
       } catch { /* not ours: fall through to the emptiness check */ }
     }
   }
   const occupied = await shardHasData(client, keys);
-  if (occupied && !options.force) {
+  const halfRestored = occupied !== undefined && (await client.exists(keys.restoring)) === 1;
+  if (occupied && options.ifEmpty && !halfRestored) {
+    return { header, trailer, revision: Number((await client.get(keys.rv)) ?? '0'), files: [], alreadyRestored: true, skipped: 'has-data' };
+  }
+  if (halfRestored && options.ifEmpty && !options.force) {
+    // Unfinished, or still being written by another process (pods of one shard start together)?
+    // A restore refreshes its marker as it goes; one silent for a minute is abandoned.
+    let beat = 0;
+    try { beat = Date.parse((JSON.parse((await client.get(keys.restoring)) ?? '{}') as { heartbeat?: string }).heartbeat ?? ''); } catch { /* abandoned */ }
+    if (Number.isFinite(beat) && Date.now() - beat < RESTORE_HEARTBEAT_TIMEOUT_MS) {
+      throw new RestoreTargetNotEmptyError(`refusing to restore shard "${shard}": another restore is writing it (last progress ${new Date(beat).toISOString()}); retry later`);
+    }
+  }
+  if (occupied && !options.force && !(options.ifEmpty && halfRestored)) {
     throw new RestoreTargetNotEmptyError(`refusing to restore shard "${shard}": the target Redis is not empty for it (${occupied}); restore into an empty Redis, or pass --force to replace what it holds`);
   }
   const pkiDir = options.pkiDirectory ? resolve(options.pkiDirectory) : undefined;
@@ -379,14 +402,17 @@ export async function restoreShard(client: RedisClient, options: RestoreOptions)
   if (revision > MAX_REVISION) throw new Error(`the restored revision counter would be ${revision}, beyond the highest revision the storage can hand out (${MAX_REVISION}); pass a smaller --revision-gap`);
 
   if (occupied) await clearShard(client, keys);
-  const marker = JSON.stringify({ input, backup: backupId, startedAt: new Date(options.now ?? Date.now()).toISOString() });
-  if ((await client.set(keys.restoring, marker, 'NX')) !== 'OK') throw new RestoreTargetNotEmptyError(`refusing to restore shard "${shard}": another restore is writing it`);
+  const startedAt = new Date(options.now ?? Date.now()).toISOString();
+  const marker = () => JSON.stringify({ input, backup: backupId, startedAt, heartbeat: new Date().toISOString() });
+  if ((await client.set(keys.restoring, marker(), 'NX')) !== 'OK') throw new RestoreTargetNotEmptyError(`refusing to restore shard "${shard}": another restore is writing it`);
 
   const batchSize = options.batchSize ?? 1000;
   let pipeline = client.pipeline();
   let queued = 0;
+  let lastBeat = Date.now();
   const flush = async () => {
     if (!queued) return;
+    if (Date.now() - lastBeat > 5000) { pipeline.set(keys.restoring, marker()); lastBeat = Date.now(); }
     const results = await pipeline.exec();
     for (const [err] of results ?? []) if (err) throw err;
     pipeline = client.pipeline();

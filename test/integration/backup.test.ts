@@ -171,6 +171,18 @@ test('a restore cut short leaves its marker, and a shard refuses to start on it'
   await targetClient.set(keys.restoring, JSON.stringify({ input: '/backups/x.kcpbackup', startedAt: '2026-01-01T00:00:00Z' }));
   assert.match((await unfinishedRestore(targetClient, keys))!, /unfinished restore \(from \/backups\/x.kcpbackup.*--force/);
   await assert.rejects(restoreShard(targetClient, { input: join(dir, 'good.kcpbackup') }), /unfinished restore left its marker/);
+  // --if-empty (what an init container runs at every pod start): a marker still being refreshed
+  // belongs to a restore in progress; one silent for a minute was abandoned and is redone.
+  await targetClient.set(keys.restoring, JSON.stringify({ heartbeat: new Date().toISOString() }));
+  await assert.rejects(restoreShard(targetClient, { input: join(dir, 'good.kcpbackup'), ifEmpty: true }), /another restore is writing it/);
+  await targetClient.set(keys.restoring, JSON.stringify({ heartbeat: new Date(Date.now() - 120_000).toISOString() }));
+  const redone = await restoreShard(targetClient, { input: join(dir, 'good.kcpbackup'), ifEmpty: true });
+  assert.equal(redone.alreadyRestored, false);
+  assert.equal(await unfinishedRestore(targetClient, keys), undefined);
+  assert.equal((await objectsIn(targetClient)).size, 50);
+  // A shard with data is left alone.
+  const skipped = await restoreShard(targetClient, { input: join(dir, 'good.kcpbackup'), ifEmpty: true });
+  assert.deepEqual([skipped.alreadyRestored, skipped.skipped], [true, 'has-data']);
   await restoreShard(targetClient, { input: join(dir, 'good.kcpbackup'), force: true });
   assert.equal(await unfinishedRestore(targetClient, keys), undefined);
 });
