@@ -152,7 +152,7 @@ export async function backupMain(argv: string[]): Promise<number> {
       summary = await backupShard(opened.client, { shard, output, source: sourceKind(opened.client, opened.embedded), pkiDirectory: pkiDirectoryOf(target) });
     } finally { await opened.close(); }
     const { trailer } = summary;
-    process.stdout.write(`backup of shard "${shard}" at revision ${trailer.revision}: ${trailer.objects} objects, ${summary.files.length} PKI files, ${summary.bytes} bytes in ${Math.round(performance.now() - t0)} ms -> ${output}\n`);
+    process.stdout.write(`backup of shard "${shard}" at revision ${trailer.revision}: ${trailer.objects} objects, ${summary.files.length} PKI files, ${summary.bytes} bytes in ${Math.round(performance.now() - t0)} ms -> ${output} (${trailer.revision - trailer.scanRevision} writes made during the scan replayed from the watch stream)\n`);
     if (dir && retain) {
       const mine = readdirSync(dir).filter((n) => n.startsWith(`${shard}-`) && n.endsWith(BACKUP_EXTENSION) && /^\d{8}T\d{6}Z$/.test(n.slice(shard.length + 1, -BACKUP_EXTENSION.length))).sort();
       for (const old of mine.slice(0, Math.max(0, mine.length - retain))) {
