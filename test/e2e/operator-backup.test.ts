@@ -127,6 +127,13 @@ describe('backups and restores declared on a KcpInstance', { timeout: 600_000 },
     const backup = await runAsDeclared(rootCronJob.spec.jobTemplate.spec.template.spec.containers[0], data.url, volume);
     assert.equal(backup.code, 0, backup.stdout);
     assert.match(readdirSync(join(volume, 'kcp')).join(','), /^root-\d{8}T\d{6}Z\.kcpbackup$/);
+    // Retention (--retain=3 as declared): after more runs, the newest three are kept.
+    for (let r = 0; r < 3; r++) {
+      await new Promise((res) => setTimeout(res, 1100));
+      assert.equal((await runAsDeclared(rootCronJob.spec.jobTemplate.spec.template.spec.containers[0], data.url, volume)).code, 0);
+    }
+    const kept = readdirSync(join(volume, 'kcp')).sort();
+    assert.equal(kept.length, 3, kept.join(', '));
 
     // An instance created from the backups: its shard pods restore before they start.
     await host.kubectl(['apply', '-f', '-'], {
