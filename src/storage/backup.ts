@@ -146,7 +146,9 @@ export async function backupShard(client: RedisClient, options: BackupOptions): 
     const files: string[] = [];
     if (options.pkiDirectory) {
       const dir = resolve(options.pkiDirectory);
-      for (const name of readdirSync(dir).filter((n) => PKI_FILE_PATTERN.test(n)).sort()) {
+      let entries: string[];
+      try { entries = readdirSync(dir); } catch (err) { throw new Error(`cannot read the PKI directory ${dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`); }
+      for (const name of entries.filter((n) => PKI_FILE_PATTERN.test(n)).sort()) {
         if (!statSync(join(dir, name)).isFile()) continue;
         await frame(FrameType.file, filePayload(name, readFileSync(join(dir, name))));
         files.push(name);
