@@ -126,6 +126,8 @@ export class PodRunner {
       await this.client.request('POST', `/api/v1/namespaces/${ns}/pods/${name}/binding`, { apiVersion: 'v1', kind: 'Binding', metadata: { name }, target: { apiVersion: 'v1', kind: 'Node', name: NODE } });
     }
     const dir = join(this.opts.dir, 'pods', `${name}-${pod.metadata.uid.slice(0, 8)}`);
+    // The container logs go here, whether or not a volume of the pod lives under it.
+    mkdirSync(dir, { recursive: true });
     // Volumes first: a Secret that does not exist yet keeps the pod waiting, as kubelet does.
     const volumeDirs = new Map<string, string>();
     for (const v of pod.spec.volumes ?? []) {
