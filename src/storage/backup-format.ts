@@ -49,6 +49,12 @@ export const MAX_FILES = 64;
 /** File names a backup may carry: plain names in one directory, no paths. */
 export const FILE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
+/**
+ * Shape of an object key (keys.ts: `<group>/<resource>/<cluster>/[<namespace>/]<name>`): a put or
+ * delete with any other key is refused, so a file cannot plant keys the watch cache misreads.
+ */
+export const OBJECT_KEY_PATTERN = /^[^/]+\/[^/]+\/[^/]+\/(?:[^/]+\/)?[^/]+$/;
+
 /** What a backup says about itself, written first. */
 export interface BackupHeader {
   /** Always `kcp-ts.io/shard-backup`. */
@@ -215,15 +221,18 @@ export async function* readFrames(chunks: AsyncIterable<Buffer>, what: string): 
         if (payload.length < 4) throw corrupt(`put frame ${index - 1} too short`);
         const keyLength = payload.readUInt32BE(0);
         if (keyLength === 0 || 4 + keyLength > payload.length) throw corrupt(`put frame ${index - 1} has a bad key length`);
+        const key = payload.subarray(4, 4 + keyLength).toString('utf8');
+        if (!OBJECT_KEY_PATTERN.test(key)) throw corrupt(`put frame ${index - 1} has a malformed object key`);
         counts.puts++;
-        yield { type, key: payload.subarray(4, 4 + keyLength).toString('utf8'), json: payload.subarray(4 + keyLength).toString('utf8') };
+        yield { type, key, json: payload.subarray(4 + keyLength).toString('utf8') };
         break;
       }
       case FrameType.delete: {
         hash.update(whole);
-        if (!length) throw corrupt(`delete frame ${index - 1} has no key`);
+        const key = payload.toString('utf8');
+        if (!OBJECT_KEY_PATTERN.test(key)) throw corrupt(`delete frame ${index - 1} has a malformed object key`);
         counts.deletes++;
-        yield { type, key: payload.toString('utf8') };
+        yield { type, key };
         break;
       }
       case FrameType.trailer: {

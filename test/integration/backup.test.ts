@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync, gunzipSync } from 'node:zlib';
+import { createHash } from 'node:crypto';
 import { startRedis, prng, type TestRedis } from '../helpers.js';
 import { RedisStorage, scanKeys, connectRedis, type RedisClient } from '../../src/storage/redis.js';
 import { ShardKeys } from '../../src/storage/keys.js';
@@ -159,6 +160,12 @@ test('damaged, cut, foreign and newer-format files are refused before anything i
   // A newer format.
   const newer = Buffer.concat([BACKUP_MAGIC, gzipSync(encodeFrame(FrameType.header, Buffer.from(JSON.stringify({ kind: 'kcp-ts.io/shard-backup', format: 99, shard: 'root' }))))]);
   await attempt('newer.kcpbackup', newer, /format 99.*newer kcp-ts/);
+  // Well-formed and checksummed, but a key outside the object-key shape.
+  const header = encodeFrame(FrameType.header, Buffer.from(JSON.stringify({ kind: 'kcp-ts.io/shard-backup', format: 1, shard: 'root', createdAt: new Date().toISOString(), source: 'redis', writer: 'test' })));
+  const bogus = encodeFrame(FrameType.put, Buffer.concat([Buffer.from([0, 0, 0, 2]), Buffer.from('rv{}')]));
+  const sha = createHash('sha256').update(header).update(bogus).digest('hex');
+  const trailer = encodeFrame(FrameType.trailer, Buffer.from(JSON.stringify({ revision: 1, scanRevision: 1, finishedAt: '', files: 0, puts: 1, deletes: 0, objects: 1, sha256: sha })));
+  await attempt('badkey.kcpbackup', Buffer.concat([BACKUP_MAGIC, gzipSync(Buffer.concat([header, bogus, trailer]))]), /malformed object key/);
   await assert.rejects(restoreShard(targetClient, { input: join(dir, 'missing.kcpbackup') }), /cannot read backup file/);
   // Another shard's name.
   await assert.rejects(restoreShard(targetClient, { input: file, shard: 'shard-1' }), /of shard "root", not "shard-1"/);
