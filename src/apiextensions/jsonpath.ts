@@ -1,7 +1,8 @@
 /**
  * The JSONPath subset of kubectl and of CRD `additionalPrinterColumns`
  * (k8s.io/client-go/util/jsonpath, https://kubernetes.io/docs/reference/kubectl/jsonpath/):
- * `.field`, `['field']`, `[n]` (negative from the end), `[*]`, `.*`, `..field` (recursive) and
+ * `.field` (a backslash escapes the next character, e.g. `.labels.kubernetes\\.io/os`),
+ * `['field']`, `[n]` (negative from the end), `[*]`, `.*`, `..field` (recursive) and
  * filters `[?(@.a.b == "x")]` with `==`, `!=`, `<`, `>`, `<=`, `>=` or existence `[?(@.a)]`.
  */
 
@@ -11,6 +12,9 @@ type Step =
   | { kind: 'wildcard' }
   | { kind: 'recursive'; name: string }
   | { kind: 'filter'; path: string[]; op?: string; value?: unknown };
+
+/** Characters that end a field name (client-go util/jsonpath parser.go isTerminator). */
+const FIELD_TERMINATORS = new Set([' ', '\t', '\n', '\r', '.', ',', '[', ']', '$', '@', '{', '}']);
 
 /** A parsed JSONPath. */
 export interface JsonPath { steps: Step[]; source: string }
@@ -22,7 +26,17 @@ export function parseJsonPath(source: string): JsonPath {
   if (s.startsWith('$')) s = s.slice(1);
   const steps: Step[] = [];
   let i = 0;
-  const ident = () => { const m = /^[A-Za-z0-9_\-/]+/.exec(s.slice(i)); if (!m) throw new Error(`invalid JSONPath ${source}: expected a field name at ${i}`); i += m[0].length; return m[0]; };
+  // A field name runs to the next terminator; a backslash takes the next character literally
+  // (`.metadata.labels.kubernetes\.io/os`), as client-go's parser (parseField, isTerminator).
+  const ident = () => {
+    let name = '';
+    while (i < s.length && !FIELD_TERMINATORS.has(s[i]!)) {
+      if (s[i] === '\\' && i + 1 < s.length) i++;
+      name += s[i++];
+    }
+    if (!name) throw new Error(`invalid JSONPath ${source}: expected a field name at ${i}`);
+    return name;
+  };
   while (i < s.length) {
     if (s.startsWith('..', i)) { i += 2; steps.push({ kind: 'recursive', name: ident() }); continue; }
     if (s[i] === '.') {

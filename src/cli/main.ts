@@ -1,7 +1,8 @@
 /**
  * `kcp-ts` command line. `kcp-ts start [flags]` runs a shard (flag names as kcp's);
  * `kcp-ts front-proxy [flags]` the front-proxy (frontproxy.ts); `kcp-ts crd compat` checks two CRDs'
- * schemas for compatibility (crdcompat.ts, its own exit codes).
+ * schemas for compatibility (crdcompat.ts, its own exit codes); `kcp-ts crd pull` pulls a
+ * cluster's resources as CRDs (crdpull.ts).
  * Exit codes: 0 after SIGTERM/SIGINT, 1 on start-up failure, 2 on usage errors.
  */
 import { parseDuration } from './pflag.js';
@@ -23,6 +24,8 @@ const USAGE = `Usage: kcp-ts start [flags]
        kcp-ts operator [flags]      (kcp-ts operator --help)
        kcp-ts crd compat [flags] OLD.yaml NEW.yaml
                                     (kcp-ts crd compat --help)
+       kcp-ts crd pull [flags] RESOURCE...
+                                    (kcp-ts crd pull --help)
        kcp-ts backup [flags]        (kcp-ts backup --help)
        kcp-ts restore [flags] FILE  (kcp-ts restore --help)
 

@@ -20,6 +20,12 @@ test('fields, indexes, wildcards and recursion', () => {
   assert.deepEqual(run('.spec.absent'), []);
 });
 
+test('a backslash escapes a dot in a field name, as client-go (kcp TMC printer columns use it)', () => {
+  assert.deepEqual(run('.metadata.labels.app\\.kubernetes\\.io/name'), ['x']);
+  assert.deepEqual(run('{.metadata.labels.app\\.kubernetes\\.io/name}'), ['x']);
+  assert.deepEqual(run('.metadata.labels.app.kubernetes.io/name'), []);
+});
+
 test('filters as CRD printer columns use them', () => {
   assert.deepEqual(run('.status.conditions[?(@.type=="Ready")].status'), ['True']);
   assert.deepEqual(run('.status.conditions[?(@.type!="Ready")].type'), ['Issuing']);
