@@ -41,6 +41,7 @@ import { noisyNeighbour } from './noisyneighbour.js';
 import { protobufCodecBench } from './protobuf.js';
 import { flowControlCostBench } from './flowcontrol.js';
 import { protobufServingBench } from './protobufserving.js';
+import { backupBench } from './backup.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS = join(BENCH_DIR, 'results.json');
@@ -648,6 +649,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'protobuf-serving': () => workspaceScenario('protobuf-serving', protobufServingBench),
   // kcp-ts operator against a real kube-apiserver (bench/operator.ts; needs npm run build and test/tools/build.sh).
   operator: () => instanceScenario('operator', operatorBench),
+  // kcp-ts backup and restore of 100,000 ConfigMaps, the CLI as a child process (bench/backup.ts; needs npm run build).
+  backup: () => instanceScenario('backup', backupBench),
 };
 
 /** Runs an instance scenario (bench/shards.ts, which starts its own processes) and records its report. */

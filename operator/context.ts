@@ -9,7 +9,7 @@ import type { HostInformer } from './kube/informers.js';
 import { applyReason, withAppliedHash } from './kube/apply.js';
 
 /** The kinds the operator creates, whose changes lead back to their instance. */
-export const OWNED_KINDS = ['Deployment', 'StatefulSet', 'Service', 'Secret', 'ConfigMap'] as const;
+export const OWNED_KINDS = ['Deployment', 'StatefulSet', 'Service', 'Secret', 'ConfigMap', 'CronJob'] as const;
 /** One of {@link OWNED_KINDS}. */
 export type OwnedKind = (typeof OWNED_KINDS)[number];
 

@@ -10,6 +10,7 @@
  * non-root with a read-only root file system, probed on `/livez` and `/readyz`.
  */
 import { createHash } from 'node:crypto';
+import { restoreInit } from './backups.js';
 import { API_VERSION, LABELS, MANAGED_BY, type HostObject, type KcpInstance, type OwnerReference, type RedisSpec, type Resources, type TypedObject } from './api/types.js';
 
 /** Name of the root shard in names and labels. */
@@ -145,8 +146,10 @@ export function versionOfImage(image: string | undefined): string {
   return at > image.lastIndexOf('/') ? image.slice(at + 1) : '';
 }
 
-const POD_SECURITY = { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } };
-const CONTAINER_SECURITY = { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } };
+/** Pod security context of every kcp-ts pod (non-root, RuntimeDefault seccomp). */
+export const POD_SECURITY = { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } };
+/** Container security context of every kcp-ts container (read-only root, no capabilities). */
+export const CONTAINER_SECURITY = { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } };
 
 function probe(path: string, periodSeconds: number, failureThreshold: number) {
   return { httpGet: { path, port: 'https', scheme: 'HTTPS' }, periodSeconds, timeoutSeconds: 5, failureThreshold };
@@ -154,7 +157,8 @@ function probe(path: string, periodSeconds: number, failureThreshold: number) {
 
 function secretVolume(name: string, secretName: string) { return { name, secret: { secretName, defaultMode: 0o440 } }; }
 
-function meta(inst: KcpInstance, name: string, component: string, owner: OwnerReference, shard?: string, version?: string) {
+/** Metadata of an operator-made host object: namespace, labels, ownerReference. */
+export function meta(inst: KcpInstance, name: string, component: string, owner: OwnerReference, shard?: string, version?: string) {
   return {
     name, namespace: inst.metadata.namespace!,
     labels: { ...labelsOf(inst.metadata.name, component, shard), ...(version ? { [LABELS.version]: version } : {}) },
@@ -210,6 +214,7 @@ export function shardWorkload(inst: KcpInstance, plan: ShardPlan): HostObject[] 
     { name: 'data', mountPath: DATA_DIR }, { name: 'tmp', mountPath: '/tmp' },
   ];
   const credentials = plan.redis.mode === 'External' ? plan.redis.external?.credentialsSecretRef : undefined;
+  const restore = restoreInit(inst, plan);
   const deployment: HostObject = {
     apiVersion: 'apps/v1', kind: 'Deployment',
     metadata: meta(inst, name, 'shard', plan.owner, plan.name, plan.version),
@@ -228,6 +233,8 @@ export function shardWorkload(inst: KcpInstance, plan: ShardPlan): HostObject[] 
           securityContext: POD_SECURITY,
           automountServiceAccountToken: false,
           ...(inst.spec.image?.pullSecrets?.length ? { imagePullSecrets: inst.spec.image.pullSecrets } : {}),
+          // spec.restoreFrom: the shard's Redis is restored before the shard starts (backups.ts).
+          ...(restore.initContainers.length ? { initContainers: restore.initContainers } : {}),
           containers: [{
             name: 'kcp-ts', image: imageOf(inst, plan.version), imagePullPolicy: inst.spec.image?.pullPolicy ?? 'IfNotPresent',
             command: ['kcp-ts'], args,
@@ -238,7 +245,7 @@ export function shardWorkload(inst: KcpInstance, plan: ShardPlan): HostObject[] 
             ...(plan.resources ? { resources: plan.resources } : {}),
             securityContext: CONTAINER_SECURITY, volumeMounts: mounts,
           }],
-          volumes,
+          volumes: [...volumes, ...restore.volumes],
         },
       },
     },

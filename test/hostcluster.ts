@@ -94,8 +94,11 @@ async function waitHttpOk(url: string, ca: string, cert: string, key: string, ms
   }
 }
 
-/** Starts etcd, kube-apiserver and kube-controller-manager on loopback (see the module comment). */
-export async function startHostCluster(): Promise<HostCluster> {
+/**
+ * Starts etcd, kube-apiserver and kube-controller-manager on loopback (see the module comment);
+ * `controllers` adds kube-controller-manager controllers to the default ones (e.g. `job`, `cronjob`).
+ */
+export async function startHostCluster(options: { controllers?: string[] } = {}): Promise<HostCluster> {
   const tools = hostTools();
   const dir = mkdtempSync(join(tmpdir(), 'kcp-host-'));
   const procs: ChildProcess[] = [];
@@ -150,7 +153,7 @@ export async function startHostCluster(): Promise<HostCluster> {
     const kcmLog = join(dir, 'kube-controller-manager.log');
     const kcmProc = spawn(tools.kubeControllerManager, [
       `--kubeconfig=${kcmKubeconfig}`, `--authentication-kubeconfig=${kcmKubeconfig}`, `--authorization-kubeconfig=${kcmKubeconfig}`,
-      '--controllers=garbagecollector,namespace,deployment,replicaset,statefulset,serviceaccount,serviceaccount-token,pvc-protection',
+      `--controllers=${['garbagecollector', 'namespace', 'deployment', 'replicaset', 'statefulset', 'serviceaccount', 'serviceaccount-token', 'pvc-protection', ...(options.controllers ?? [])].join(',')}`,
       '--leader-elect=false', '--secure-port=0', `--service-account-private-key-file=${saKey}`, `--root-ca-file=${caFile}`,
       '--use-service-account-credentials=true', '--concurrent-gc-syncs=5', '--v=1',
     ], { stdio: ['ignore', openSync(kcmLog, 'a'), openSync(kcmLog, 'a')] });

@@ -6,7 +6,9 @@
  * cluster), resolves Services to the IPs of the pods they select (a hosts file per pod, in place
  * of cluster DNS), writes the pod's Secret, ConfigMap, emptyDir and PVC volumes to directories
  * bind-mounted at their mountPaths in a private mount namespace, runs the container's command and
- * args (with `$(VAR)` expanded from its env) and restarts it when it exits, keeps Secret and
+ * args (with `$(VAR)` expanded from its env) after its init containers (each until it exits 0)
+ * and restarts it when it exits (a `restartPolicy: Never` pod, a Job's, runs once and ends
+ * Succeeded or Failed), keeps Secret and
  * ConfigMap volumes current, probes readiness as
  * the pod declares it and reports it in the pod's status — from which kube-controller-manager's
  * controllers compute the workloads' status. Deleted pods are stopped and then removed.
@@ -43,9 +45,9 @@ interface Container { name: string; image: string; command?: string[]; args?: st
 interface Probe { httpGet?: { path: string; port: number | string; scheme?: string }; tcpSocket?: { port: number | string } }
 interface Pod {
   metadata: { name: string; namespace: string; uid: string; labels?: Record<string, string>; deletionTimestamp?: string };
-  spec: { nodeName?: string; containers: Container[]; volumes?: { name: string; secret?: { secretName: string }; configMap?: { name: string }; emptyDir?: object; persistentVolumeClaim?: { claimName: string } }[] };
+  spec: { nodeName?: string; restartPolicy?: string; initContainers?: Container[]; containers: Container[]; volumes?: { name: string; secret?: { secretName: string }; configMap?: { name: string }; emptyDir?: object; persistentVolumeClaim?: { claimName: string } }[] };
 }
-interface Running { pod: Pod; id: number; ip: string; netns: string; proc?: ChildProcess; restarts: number; ready: boolean; stopping: boolean; startedAt: string; lastReported?: string; volumes: Map<string, string> }
+interface Running { pod: Pod; id: number; ip: string; netns: string; proc?: ChildProcess; initProc?: ChildProcess; initialized: boolean; exitCode?: number; restarts: number; ready: boolean; stopping: boolean; startedAt: string; lastReported?: string; volumes: Map<string, string> }
 
 const NODE = 'kcp-ts-test-node';
 
@@ -124,6 +126,8 @@ export class PodRunner {
       await this.client.request('POST', `/api/v1/namespaces/${ns}/pods/${name}/binding`, { apiVersion: 'v1', kind: 'Binding', metadata: { name }, target: { apiVersion: 'v1', kind: 'Node', name: NODE } });
     }
     const dir = join(this.opts.dir, 'pods', `${name}-${pod.metadata.uid.slice(0, 8)}`);
+    // The container logs go here, whether or not a volume of the pod lives under it.
+    mkdirSync(dir, { recursive: true });
     // Volumes first: a Secret that does not exist yet keeps the pod waiting, as kubelet does.
     const volumeDirs = new Map<string, string>();
     for (const v of pod.spec.volumes ?? []) {
@@ -148,46 +152,71 @@ export class PodRunner {
     this.ip(['netns', 'exec', netns, 'ip', 'route', 'add', 'default', 'via', `${this.net}.1`]);
     mkdirSync(`/etc/netns/${netns}`, { recursive: true });
     writeFileSync(`/etc/netns/${netns}/hosts`, '127.0.0.1 localhost\n');
-    const r: Running = { pod, id, ip, netns, restarts: 0, ready: false, stopping: false, startedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), volumes: volumeDirs };
+    const r: Running = { pod, id, ip, netns, initialized: !pod.spec.initContainers?.length, restarts: 0, ready: false, stopping: false, startedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), volumes: volumeDirs };
     this.pods.set(pod.metadata.uid, r);
     this.events.push(`start ${name} at ${ip} (${pod.spec.containers[0]!.image})`);
 
-    const c = pod.spec.containers[0]!;
-    const env: Record<string, string> = {};
-    for (const e of c.env ?? []) {
-      if (e.value !== undefined) env[e.name] = e.value;
-      else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') env[e.name] = ns;
-      else if (e.valueFrom?.secretKeyRef) {
-        const s = await this.client.get<{ apiVersion: string; kind: string; metadata: { name: string }; data?: Record<string, string> }>('Secret', ns, e.valueFrom.secretKeyRef.name).catch(() => undefined);
-        env[e.name] = s?.data?.[e.valueFrom.secretKeyRef.key] ? Buffer.from(s.data[e.valueFrom.secretKeyRef.key]!, 'base64').toString() : '';
+    /** How one container is run: its environment, local argv, mounts and log file. */
+    const prepare = async (c: Container) => {
+      const env: Record<string, string> = {};
+      for (const e of c.env ?? []) {
+        if (e.value !== undefined) env[e.name] = e.value;
+        else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') env[e.name] = ns;
+        else if (e.valueFrom?.secretKeyRef) {
+          const s = await this.client.get<{ apiVersion: string; kind: string; metadata: { name: string }; data?: Record<string, string> }>('Secret', ns, e.valueFrom.secretKeyRef.name).catch(() => undefined);
+          env[e.name] = s?.data?.[e.valueFrom.secretKeyRef.key] ? Buffer.from(s.data[e.valueFrom.secretKeyRef.key]!, 'base64').toString() : '';
+        }
       }
-    }
-    const expand = (s: string) => s.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v: string) => env[v] ?? m);
-    const argv = [...(c.command ?? []), ...(c.args ?? [])].map(expand);
-    const local = this.opts.commands(argv, c.image) ?? argv;
-    // A mount over a directory holding the program itself (this checkout under /tmp, say) would
-    // hide it from the process: such a mount is left out, the pod sees the host's directory there.
-    const programs = local[0] === process.execPath ? local.slice(0, 2) : local.slice(0, 1);
-    const hides = (mountPath: string) => programs.some((a) => a.startsWith('/') && (a === mountPath || a.startsWith(`${mountPath.replace(/\/$/, '')}/`)));
-    const mounts = (c.volumeMounts ?? []).filter((m) => !hides(m.mountPath)).map((m) => {
-      const src = volumeDirs.get(m.name)!;
-      // The mount point is made on the host (empty); what is mounted on it exists in the pod's mount namespace only.
-      return `mkdir -p '${m.mountPath}' && mount --bind '${src}' '${m.mountPath}'${m.readOnly ? ` && mount -o remount,bind,ro '${m.mountPath}'` : ''}`;
+      const expand = (s: string) => s.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v: string) => env[v] ?? m);
+      const argv = [...(c.command ?? []), ...(c.args ?? [])].map(expand);
+      const local = this.opts.commands(argv, c.image) ?? argv;
+      // A mount over a directory holding the program itself (this checkout under /tmp, say) would
+      // hide it from the process: such a mount is left out, the pod sees the host's directory there.
+      const programs = local[0] === process.execPath ? local.slice(0, 2) : local.slice(0, 1);
+      const hides = (mountPath: string) => programs.some((a) => a.startsWith('/') && (a === mountPath || a.startsWith(`${mountPath.replace(/\/$/, '')}/`)));
+      const mounts = (c.volumeMounts ?? []).filter((m) => !hides(m.mountPath)).map((m) => {
+        const src = volumeDirs.get(m.name)!;
+        // The mount point is made on the host (empty); what is mounted on it exists in the pod's mount namespace only.
+        return `mkdir -p '${m.mountPath}' && mount --bind '${src}' '${m.mountPath}'${m.readOnly ? ` && mount -o remount,bind,ro '${m.mountPath}'` : ''}`;
+      });
+      return { name: c.name, env, local, mounts, log: join(dir, `${c.name}.log`) };
+    };
+    const main = await prepare(pod.spec.containers[0]!);
+    const inits: Array<Awaited<ReturnType<typeof prepare>>> = [];
+    for (const ic of pod.spec.initContainers ?? []) inits.push(await prepare(ic));
+    const run = (p: typeof main) => spawn('ip', ['netns', 'exec', netns, 'unshare', '-m', '--propagation', 'private', 'sh', '-c', `${p.mounts.join(' && ') || 'true'} && exec "$@"`, 'sh', ...p.local], {
+      env: { PATH: process.env.PATH, HOME: '/tmp', ...p.env }, stdio: ['ignore', openSync(p.log, 'a'), openSync(p.log, 'a')],
     });
-    const log = join(dir, `${c.name}.log`);
+    // restartPolicy Never (a Job's pod): the container runs once and the pod ends Succeeded or Failed.
+    const once = pod.spec.restartPolicy === 'Never';
+    let initsDone = 0;
+    const backoff = () => Math.min(10_000, 1000 * 2 ** Math.min(r.restarts - 1, 4));
     const launch = () => {
       if (r.stopping || this.stopped) return;
-      const proc = spawn('ip', ['netns', 'exec', netns, 'unshare', '-m', '--propagation', 'private', 'sh', '-c', `${mounts.join(' && ') || 'true'} && exec "$@"`, 'sh', ...local], {
-        env: { PATH: process.env.PATH, HOME: '/tmp', ...env }, stdio: ['ignore', openSync(log, 'a'), openSync(log, 'a')],
-      });
+      // Init containers first, one after the other, each until it exits 0 (as kubelet).
+      if (initsDone < inits.length) {
+        const p = inits[initsDone]!;
+        const proc = run(p);
+        r.initProc = proc;
+        proc.on('exit', (code, signal) => {
+          if (r.stopping || this.stopped) return;
+          if (code === 0) { initsDone++; r.initialized = initsDone === inits.length; launch(); return; }
+          r.restarts++;
+          this.events.push(`${name} init container ${p.name} exited ${code ?? signal}; retry ${r.restarts}`);
+          setTimeout(launch, backoff()).unref();
+        });
+        return;
+      }
+      const proc = run(main);
       r.proc = proc;
       proc.on('exit', (code, signal) => {
         if (r.stopping || this.stopped) return;
-        r.restarts++;
         r.ready = false;
+        if (once) { r.exitCode = code ?? 128; this.events.push(`${name} exited ${code ?? signal} (restartPolicy Never)`); return; }
+        r.restarts++;
         this.events.push(`${name} exited ${code ?? signal}; restart ${r.restarts}`);
         // CrashLoopBackOff: 1 s, 2 s, 4 s … 10 s.
-        setTimeout(launch, Math.min(10_000, 1000 * 2 ** Math.min(r.restarts - 1, 4))).unref();
+        setTimeout(launch, backoff()).unref();
       });
     };
     launch();
@@ -219,6 +248,7 @@ export class PodRunner {
   private async stopPod(r: Running, deleteObject: boolean): Promise<void> {
     r.stopping = true;
     r.ready = false;
+    if (r.initProc && r.initProc.exitCode === null && r.initProc.signalCode === null) r.initProc.kill('SIGKILL');
     const proc = r.proc;
     if (proc && proc.exitCode === null && proc.signalCode === null) {
       proc.kill('SIGTERM');
@@ -259,18 +289,23 @@ export class PodRunner {
     const c = r.pod.spec.containers[0]!;
     const running = r.proc !== undefined && r.proc.exitCode === null && r.proc.signalCode === null;
     r.ready = running && (c.readinessProbe ? await probe(c.readinessProbe, r.ip, c.ports ?? []) : true);
-    const state = `${running}/${r.ready}/${r.restarts}`;
+    const state = `${running}/${r.ready}/${r.restarts}/${r.initialized}/${r.exitCode}`;
     if (state === r.lastReported) return;
     const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     const cond = (type: string, ok: boolean) => ({ type, status: ok ? 'True' : 'False', lastTransitionTime: now });
+    const done = r.exitCode !== undefined;
+    const containerState = done
+      ? { terminated: { exitCode: r.exitCode, reason: r.exitCode === 0 ? 'Completed' : 'Error', startedAt: r.startedAt, finishedAt: now } }
+      : running ? { running: { startedAt: r.startedAt } } : { waiting: { reason: r.initialized ? 'CrashLoopBackOff' : 'PodInitializing' } };
     try {
       await this.client.mergePatch('Pod', r.pod.metadata.namespace, r.pod.metadata.name, {
         status: {
-          phase: 'Running', hostIP: `${this.net}.1`, podIP: r.ip, podIPs: [{ ip: r.ip }], startTime: r.startedAt,
-          conditions: [cond('PodScheduled', true), cond('Initialized', true), cond('ContainersReady', r.ready), cond('Ready', r.ready)],
+          phase: done ? (r.exitCode === 0 ? 'Succeeded' : 'Failed') : r.initialized ? 'Running' : 'Pending',
+          hostIP: `${this.net}.1`, podIP: r.ip, podIPs: [{ ip: r.ip }], startTime: r.startedAt,
+          conditions: [cond('PodScheduled', true), cond('Initialized', r.initialized), cond('ContainersReady', r.ready), cond('Ready', r.ready)],
           containerStatuses: [{
             name: c.name, image: c.image, imageID: '', ready: r.ready, started: running, restartCount: r.restarts,
-            state: running ? { running: { startedAt: r.startedAt } } : { waiting: { reason: 'CrashLoopBackOff' } },
+            state: containerState,
           }],
         },
       }, 'status');

@@ -83,6 +83,35 @@ export interface KcpInstanceSpec {
   audit?: { policy: Record<string, unknown> };
   /** Group/versions turned on in every shard (`--runtime-config`, kube's syntax), e.g. `admissionregistration.k8s.io/v1beta1: true`. */
   runtimeConfig?: Record<string, boolean>;
+  /** Scheduled backups of every shard (docs/backup.md): a CronJob per shard running `kcp-ts backup`. */
+  backup?: BackupSpec;
+  /** Create the instance from backups: each shard's Redis is restored before the shard starts (docs/backup.md). */
+  restoreFrom?: RestoreFromSpec;
+}
+
+/** `KcpInstance.spec.backup`. */
+export interface BackupSpec {
+  /** When backups run: a cron schedule (batch/v1 CronJob syntax, e.g. `0 3 * * *`), in the CronJob controller's time zone unless `timeZone` is set. */
+  schedule: string;
+  /** IANA time zone of `schedule` (CronJob `spec.timeZone`). */
+  timeZone?: string;
+  /** Backups kept per shard; older ones are removed after each successful backup (default 7). */
+  retain?: number;
+  /** The PersistentVolumeClaim (same namespace) backups go to, under `<instance>/<shard>-<UTC time>.kcpbackup`. */
+  claimName: string;
+  /** No new backups while true (CronJob `spec.suspend`). */
+  suspend?: boolean;
+}
+
+/** `KcpInstance.spec.restoreFrom`. */
+export interface RestoreFromSpec {
+  /** The PersistentVolumeClaim holding the backups. */
+  claimName: string;
+  /**
+   * A directory in the volume (each shard restores its newest `<shard>-*.kcpbackup` there) or one
+   * backup file; default: the directory this instance's name gives, where `spec.backup` writes.
+   */
+  path?: string;
 }
 
 /** One shard in `KcpInstance.status.shards`. */

@@ -37,6 +37,7 @@ export const RESOURCES: Record<string, ResourceRef> = {
   Deployment: { apiVersion: 'apps/v1', resource: 'deployments', namespaced: true },
   StatefulSet: { apiVersion: 'apps/v1', resource: 'statefulsets', namespaced: true },
   ReplicaSet: { apiVersion: 'apps/v1', resource: 'replicasets', namespaced: true },
+  CronJob: { apiVersion: 'batch/v1', resource: 'cronjobs', namespaced: true },
   Service: { apiVersion: 'v1', resource: 'services', namespaced: true },
   Secret: { apiVersion: 'v1', resource: 'secrets', namespaced: true },
   ConfigMap: { apiVersion: 'v1', resource: 'configmaps', namespaced: true },

@@ -11,6 +11,7 @@ import type { HostObject, KcpInstance, KcpInstanceStatus, RedisSpec, Shard, Shar
 import { applyAll, cached, prune, type OperatorContext } from '../context.js';
 import { planRollout, upgradeOrder, type ComponentState, type RolloutPlan } from '../rollout.js';
 import { conditionsOf, writeStatus } from '../status.js';
+import { backupCronJob } from '../backups.js';
 import { serialOf } from '../pki.js';
 import {
   auditPolicyConfigMap, externalHostname, externalURL, frontProxyWorkload, names, ownerOf, redisWorkload, ROOT_SHARD, serviceDnsNames, shardBaseURL,
@@ -157,7 +158,7 @@ export async function reconcileInstance(ctx: OperatorContext, key: string): Prom
   const desired: HostObject[] = [
     ...(ca.secret ? [ca.secret] : []), frontProxyCA.secret, serviceAccountKeySecret(ctx, inst, names.serviceAccountKey(i), owner), bundle, revoked,
     ...rootCerts.map((c) => c.secret), proxyServing.secret, proxyClient.secret, proxyKubeconfig.secret, admin.secret,
-    ...auditPolicyConfigMap(inst, owner), ...redisWorkload(inst, rootPlan), ...shardWorkload(inst, rootPlan),
+    ...auditPolicyConfigMap(inst, owner), ...redisWorkload(inst, rootPlan), ...shardWorkload(inst, rootPlan), ...backupCronJob(inst, rootPlan),
     ...frontProxyWorkload(inst, plan.versions.get('front-proxy')!, proxySerials),
   ];
   await applyAll(ctx, desired);

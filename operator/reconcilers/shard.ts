@@ -10,6 +10,7 @@ import { RestClient } from '../../src/client/rest.js';
 import { SHARD_FINALIZER, type KcpInstance, type Shard } from '../api/types.js';
 import { applyAll, cached, prune, type OperatorContext } from '../context.js';
 import { conditionsOf, writeStatus } from '../status.js';
+import { backupCronJob } from '../backups.js';
 import { fromB64, serialOf } from '../pki.js';
 import { names, ownerOf, shardBaseURL, shardWorkload, redisWorkload, type ShardPlan } from '../resources.js';
 import { existingCA } from './certificates.js';
@@ -56,7 +57,7 @@ export async function reconcileShard(ctx: OperatorContext, key: string): Promise
     // The front-proxy CA is the instance's (its Secret, read from the cache): a new one rolls the shard too.
     certificateSerials: [serialsOf(ca, ...certs.map((c) => c.pair)), serialOf(fromB64(frontProxyCA?.data, 'tls.crt'))].join(','),
   };
-  const desired = [...certs.map((c) => c.secret), ...redisWorkload(inst, shardPlan), ...shardWorkload(inst, shardPlan)];
+  const desired = [...certs.map((c) => c.secret), ...redisWorkload(inst, shardPlan), ...shardWorkload(inst, shardPlan), ...backupCronJob(inst, shardPlan)];
   await applyAll(ctx, desired);
   await prune(ctx, ns, shard.metadata.uid!, desired);
 

@@ -26,6 +26,8 @@ const USAGE = `Usage: kcp-ts start [flags]
                                     (kcp-ts crd compat --help)
        kcp-ts crd pull [flags] RESOURCE...
                                     (kcp-ts crd pull --help)
+       kcp-ts backup [flags]        (kcp-ts backup --help)
+       kcp-ts restore [flags] FILE  (kcp-ts restore --help)
 
 Runs a kcp-ts shard: a multi-tenant, Kubernetes-compatible API server. With --shards N, runs a
 whole instance in this process: the root shard, N-1 more shards and a front-proxy on
@@ -114,6 +116,10 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   if (command === 'crd') {
     const { crdMain } = await import('./crdcompat.js');
     return crdMain(rest);
+  }
+  if (command === 'backup' || command === 'restore') {
+    const { backupMain, restoreMain } = await import('./backup.js');
+    return command === 'backup' ? backupMain(rest) : restoreMain(rest);
   }
   if (command !== 'start') { process.stderr.write(`kcp-ts: unknown command "${command}"\n\n${USAGE}`); return 2; }
   let values;

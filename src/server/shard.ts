@@ -12,6 +12,7 @@ import { startEmbeddedRedis, type EmbeddedRedis } from '../storage/embedded.js';
 import { RedisStorage, connectRedis, waitForRedis } from '../storage/redis.js';
 import { WatchCache } from '../storage/watchcache.js';
 import { ShardKeys } from '../storage/keys.js';
+import { unfinishedRestore } from '../storage/backup.js';
 import { Store, type RequestScope, type StoreBackend, type TransactionItem } from '../registry/store.js';
 import { servedBuiltins } from '../apis/builtin.js';
 import { Authenticator, DEFAULT_REQUEST_HEADERS, loadTokenFile, type RequestHeaderConfig } from '../auth/authn.js';
@@ -374,6 +375,9 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     const storage = new RedisStorage({ url: redisUrl, shard, streamMaxLen: options.streamMaxLen });
     cleanups.push(() => storage.close());
     await abortable(storage.ready(), signal);
+    // A restore that did not finish left part of a keyspace: serving it would lose objects silently.
+    const halfRestored = await unfinishedRestore(storage.client, storage.keys);
+    if (halfRestored) throw new Error(halfRestored);
     checkpoint();
     if (queueRedisUrl !== redisUrl && (options.controllers ?? true)) {
       // The queue thread would wait for it silently: an unreachable queue Redis fails the start.

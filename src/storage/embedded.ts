@@ -10,7 +10,7 @@
  * churn out of the storage instance keeps storage writes' fsyncs and AOF rewrites small.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { connectRedis } from './redis.js';
@@ -63,6 +63,17 @@ async function stopOrphan(pidFile: string): Promise<void> {
   process.kill(pid, 'SIGTERM');
   for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
   if (alive(pid)) process.kill(pid, 'SIGKILL');
+}
+
+/** File in the embedded Redis's directory (`<root>/redis/url`) holding the URL it listens at. */
+export const EMBEDDED_URL_FILE = 'url';
+
+/**
+ * The URL of the running embedded storage Redis of a root directory, as its server wrote it, or
+ * undefined when it never ran there.
+ */
+export function embeddedRedisURL(rootDirectory: string): string | undefined {
+  try { return readFileSync(join(resolve(rootDirectory), 'redis', EMBEDDED_URL_FILE), 'utf8').trim() || undefined; } catch { return undefined; }
 }
 
 /** Options of {@link startEmbeddedRedis}. */
@@ -146,6 +157,8 @@ export async function startEmbeddedRedis(rootDirectory: string, role: 'storage' 
   };
 
   let current = await launch();
+  // Where tools that run beside the server (kcp-ts backup) find it: a port is chosen at start.
+  writeFileSync(join(dir, EMBEDDED_URL_FILE), `${url}\n`, { mode: 0o600 });
   let stopping = false;
   let wake: (() => void) | undefined;
   const pause = (ms: number) => new Promise<void>((r) => {

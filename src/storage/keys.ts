@@ -5,6 +5,9 @@
  * - `{shard}:rv`               the shard's resourceVersion counter (INCR)
  * - `{shard}:events`           the shard's watch-event stream, entry ID `<rv>-0`
  * - `{shard}:o:<object key>`   one object, JSON
+ * - `{shard}:restoring`        present while a restore writes the shard (docs/backup.md): a shard
+ *                              refuses to start on a half-restored keyspace
+ * - `{shard}:restored`         which backup the keyspace was restored from (JSON)
  *
  * The object key mirrors kcp's etcd layout (`/<group>/<resource>/<cluster>/[<namespace>/]<name>`,
  * see kcp docs "etcd structure"), with `core` standing for the empty group.
@@ -19,12 +22,16 @@ export class ShardKeys {
   readonly rv: string;
   readonly events: string;
   readonly objectPrefix: string;
+  readonly restoring: string;
+  readonly restored: string;
 
   constructor(readonly shard: string) {
     this.tag = `{${shard}}`;
     this.rv = `${this.tag}:rv`;
     this.events = `${this.tag}:events`;
     this.objectPrefix = `${this.tag}:o:`;
+    this.restoring = `${this.tag}:restoring`;
+    this.restored = `${this.tag}:restored`;
   }
 
   /** Storage key of one object (without the shard prefix): `<group>/<resource>/<cluster>/<ns>/<name>`. */
