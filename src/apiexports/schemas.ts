@@ -62,15 +62,25 @@ export function validateSchemaName(schema: KubeObject): StatusCause[] {
 }
 
 /**
+ * Kubernetes' single-word groups an APIResourceSchema may use although a CRD may not (kcp
+ * pkg/admission/apiresourceschema validation.go `singleSegmentGroupExceptions`): TMC's
+ * `kubernetes` export serves `deployments.apps` and the like.
+ */
+export const SINGLE_SEGMENT_GROUP_EXCEPTIONS: ReadonlySet<string> = new Set(['apps', 'batch', 'extensions', 'policy', 'autoscaling']);
+
+/**
  * Validates an APIResourceSchema's spec as the CRD it stands for (kcp's apiresourceschema
  * admission runs kube's CRD validation): structural schema, types, defaults, CEL rules, names,
- * versions. Causes name the schema's fields (`spec.versions[i].schema…`).
+ * versions. Causes name the schema's fields (`spec.versions[i].schema…`). The groups of
+ * {@link SINGLE_SEGMENT_GROUP_EXCEPTIONS} need no dot.
  */
 export function validateSchemaSpec(schema: KubeObject): StatusCause[] {
   const crd = crdOfSchema({ ...schema, metadata: { ...schema.metadata, uid: schema.metadata.uid ?? 'new' } }) as unknown as Obj;
   applyCRDDefaults(crd);
+  const singleSegment = SINGLE_SEGMENT_GROUP_EXCEPTIONS.has(String(asObj(schema.spec).group ?? ''));
   return validateCRD(crd)
     .filter((c) => !c.field?.startsWith('metadata.'))
+    .filter((c) => !(singleSegment && c.field === 'spec.group' && /at least one dot/.test(c.message ?? "")))
     .map((c) => ({ ...c, field: c.field?.replace(/^(spec\.versions\[\d+\]\.schema)\.openAPIV3Schema/, '$1') }));
 }
 

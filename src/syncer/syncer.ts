@@ -173,7 +173,7 @@ export class Syncer {
     const stPath = `/clusters/${o.fromCluster}/apis/workload.kcp.io/v1alpha1/synctargets/${o.syncTargetName}`;
     const st = (await this.up.must('GET', stPath)).json as KubeObject;
     if (st.metadata.uid !== o.syncTargetUID) throw new Error(`SyncTarget ${o.fromCluster}|${o.syncTargetName} has uid ${st.metadata.uid}, not ${o.syncTargetUID}`);
-    this.cluster = clusterOf(st) || o.fromCluster;
+    this.cluster = clusterOf(st) || await this.logicalClusterName() || o.fromCluster;
     this.key = syncTargetKey(this.cluster, o.syncTargetName);
     this.vwPath = `/services/syncer/${this.cluster}/${o.syncTargetName}/${o.syncTargetUID}`;
     await this.sendHeartbeat(stPath);
@@ -246,6 +246,18 @@ export class Syncer {
     await Promise.all(this.informers.map((i) => i.stop()));
     await Promise.all(this.workers);
     this.up.client.close(); this.down.client.close();
+  }
+
+  /**
+   * The logical cluster name of `--from-cluster` when it is a path: the
+   * `authentication.kcp.io/cluster-name` of the syncer's own service account (a SelfSubjectReview),
+   * which `kubectl kcp workload sync` creates in the SyncTarget's workspace. kcp reads it from the
+   * SyncTarget's `kcp.io/cluster` annotation, which kcp-ts sets in wildcard answers only.
+   */
+  private async logicalClusterName(): Promise<string | undefined> {
+    const r = await this.up.request('POST', `/clusters/${this.opts.fromCluster}/apis/authentication.k8s.io/v1/selfsubjectreviews`, { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+    const names = r.status === 201 || r.status === 200 ? r.json?.status?.userInfo?.extra?.['authentication.kcp.io/cluster-name'] : undefined;
+    return Array.isArray(names) && typeof names[0] === 'string' ? names[0] : undefined;
   }
 
   /** kcp `StartHeartbeat`: `status.lastSyncerHeartbeatTime` now (RFC 3339, seconds), if the SyncTarget still has our uid. */
