@@ -36,6 +36,7 @@
  * upstream), advanced scheduling's spec diff annotation, and following changes of the synced types
  * while running (the types are read once at start).
  */
+import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { KubeObject } from '../apimachinery/meta.js';
 import { RemoteInformer } from '../client/informer.js';
@@ -121,6 +122,18 @@ class Side {
 
 const clusterOf = (o: KubeObject): string => o.metadata.annotations?.['kcp.io/cluster'] ?? '';
 const slim = (o: KubeObject): KubeObject => { delete o.metadata.managedFields; return o; };
+/**
+ * What the syncer keeps of a downstream object: its identity, deletion, locator (cluster-scoped
+ * objects) and status — not its spec, which upstream has.
+ */
+const slimDownstream = (o: KubeObject): KubeObject => {
+  const m = o.metadata;
+  const annotations = m.annotations?.[NAMESPACE_LOCATOR_ANNOTATION] ? { [NAMESPACE_LOCATOR_ANNOTATION]: m.annotations[NAMESPACE_LOCATOR_ANNOTATION] } : undefined;
+  const out = { metadata: { name: m.name, namespace: m.namespace, resourceVersion: m.resourceVersion, deletionTimestamp: m.deletionTimestamp, annotations } } as KubeObject;
+  if (o.status !== undefined) out.status = o.status;
+  return out;
+};
+const digest = (s: string): string => createHash('sha256').update(s).digest('base64');
 
 /** The syncer of one SyncTarget (see the module comment). */
 export class Syncer {
@@ -141,7 +154,7 @@ export class Syncer {
   private readonly downstreamNamespaces = new Map<string, KubeObject>();
   /** Upstream objects in the view per `<cluster>|<namespace>` (all types but namespaces). */
   private readonly upstreamPerNamespace = new Map<string, number>();
-  /** What was last applied downstream per type and key (skips applies that change nothing). */
+  /** Digest of what was last applied downstream per type and key (skips applies that change nothing). */
   private readonly applied: Array<Map<string, string>> = [];
   private readonly failures = new Map<string, number>();
   private queue!: FairQueue;
@@ -216,7 +229,7 @@ export class Syncer {
         },
         state: (s, err) => { if (s === 'disconnected') this.log(`upstream ${t.resource}: ${err ?? 'disconnected'}`); },
       }));
-      this.informers.push(new RemoteInformer(this.down.client, { path, query: selector, slim }, {
+      this.informers.push(new RemoteInformer(this.down.client, { path, query: selector, slim: slimDownstream }, {
         replace: (items) => {
           const m = this.downstream[i]!;
           const old = [...m.values()];
@@ -397,6 +410,7 @@ export class Syncer {
       this.stats.deleted++;
     };
     if (!view) {
+      this.applied[i]!.delete(item.key);
       // Not (or no longer) scheduled here. A namespace goes only once no upstream object is left in it.
       if (isNamespace && this.upstreamPerNamespace.has(`${cluster}|${name}`)) return;
       await deleteDownstream();
@@ -439,12 +453,12 @@ export class Syncer {
     desired.apiVersion = t.group ? `${t.group}/${t.version}` : t.version;
     desired.kind = t.kind;
     const body = JSON.stringify(desired);
-    if (!down || this.applied[i]!.get(item.key) !== body) {
-      const r = await this.down.must('PATCH', `${this.downPath(t, dns, dname)}?fieldManager=${SYNCER_FIELD_MANAGER}&force=true`, body, APPLY);
-      this.applied[i]!.set(item.key, body);
+    const sum = digest(body);
+    if (!down || this.applied[i]!.get(item.key) !== sum) {
+      await this.down.must('PATCH', `${this.downPath(t, dns, dname)}?fieldManager=${SYNCER_FIELD_MANAGER}&force=true`, body, APPLY);
+      this.applied[i]!.set(item.key, sum);
       this.stats.applied++;
       if (!down) return; // its status comes with the downstream informer's event
-      void r;
     }
     // Status up.
     const status = (down as KubeObject & { status?: unknown }).status;
