@@ -32,6 +32,7 @@ import { nowMs, openWatches } from './lib/watchers.js';
 import { wsCreate, wsDelete, wsMemory, type Report } from './workspaces.js';
 import { killInstancesSync, proxyOverhead, proxyRestart, shardsWs } from './shards.js';
 import { operatorBench } from './operator.js';
+import { syncerBench } from './syncer.js';
 import { apisBind, apisVirtualWorkspace } from './apis.js';
 import { conversionBench, policyBench, webhookBench } from './admission.js';
 import { noisyNeighbour } from './noisyneighbour.js';
@@ -642,6 +643,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'protobuf-serving': () => workspaceScenario('protobuf-serving', protobufServingBench),
   // kcp-ts operator against a real kube-apiserver (bench/operator.ts; needs npm run build and test/tools/build.sh).
   operator: () => instanceScenario('operator', operatorBench),
+  // The syncer between a shard and a real kube-apiserver: spec down, status up, memory (bench/syncer.ts; needs test/tools/build.sh).
+  syncer: () => instanceScenario('syncer', syncerBench),
 };
 
 /** Runs an instance scenario (bench/shards.ts, which starts its own processes) and records its report. */

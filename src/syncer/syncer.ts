@@ -69,7 +69,7 @@ export interface SyncerOptions {
   heartbeatIntervalMs?: number;
   /** Most keys one (resource type, logical cluster) queue holds (default 10,000). */
   maxQueuedPerTenant?: number;
-  /** Concurrent reconciles (default 4). */
+  /** Concurrent reconciles (default 32: a reconcile mostly waits for the two servers). */
   workers?: number;
   /** Called at start with `resources` before the types are read (API negotiation's hook). */
   negotiate?(resources: string[]): Promise<void>;
@@ -107,7 +107,7 @@ class SideError extends Error {
 /** A rate-limited client of one side. */
 class Side {
   readonly client: RestClient;
-  constructor(conn: Connection, private readonly bucket: TokenBucket) { this.client = new RestClient(conn, 16); }
+  constructor(conn: Connection, private readonly bucket: TokenBucket) { this.client = new RestClient(conn, 64); }
   async request(method: string, path: string, body?: unknown, contentType?: string): Promise<RestResponse> {
     await this.bucket.take();
     return this.client.request(method, path, body, contentType ? { contentType } : {});
@@ -234,13 +234,17 @@ export class Syncer {
           const m = this.downstream[i]!;
           const old = [...m.values()];
           m.clear();
+          // What is there now is known again only from this list: apply everything once more.
+          this.applied[i]!.clear();
           for (const obj of items) m.set(`${obj.metadata.namespace ?? ''}|${obj.metadata.name}`, obj);
           for (const obj of [...old, ...items]) this.enqueueDownstream(i, obj);
         },
         event: (type, obj) => {
           const k = `${obj.metadata.namespace ?? ''}|${obj.metadata.name}`;
           if (type === 'DELETED') this.downstream[i]!.delete(k); else this.downstream[i]!.set(k, obj);
-          this.enqueueDownstream(i, obj);
+          const upKey = this.enqueueDownstream(i, obj);
+          // Gone downstream: the next reconcile applies it again if it is still wanted.
+          if (type === 'DELETED' && upKey) this.applied[i]!.delete(upKey);
         },
         state: (s, err) => { if (s === 'disconnected') this.log(`downstream ${t.resource}: ${err ?? 'disconnected'}`); },
       }));
@@ -248,7 +252,7 @@ export class Syncer {
     // Both sides listed before anything is decided (a missing object then means missing).
     await Promise.all(this.informers.map((inf) => inf.hasSynced));
     this.log(`syncing ${this.types.map((t) => (t.group ? `${t.resource}.${t.group}` : t.resource)).join(',')} for SyncTarget ${this.cluster}|${o.syncTargetName} (key ${this.key})`);
-    for (let w = 0; w < (o.workers ?? 4); w++) this.workers.push(this.work());
+    for (let w = 0; w < (o.workers ?? 32); w++) this.workers.push(this.work());
   }
 
   /** Stops informers, workers and the heartbeat. */
@@ -336,13 +340,15 @@ export class Syncer {
     for (const obj of this.downstream[i]?.values() ?? []) this.enqueueDownstream(i, obj);
   }
 
-  /** The upstream key a downstream object belongs to, from its namespace's (or its own) locator. */
-  private enqueueDownstream(i: number, obj: KubeObject): void {
+  /** Enqueues the upstream key a downstream object belongs to (from its namespace's, or its own, locator); returns it, if any. */
+  private enqueueDownstream(i: number, obj: KubeObject): string | undefined {
     const t = this.types[i]!;
     const ns = obj.metadata.namespace;
     const loc = ns ? locatorFromAnnotations(this.downstreamNamespaces.get(ns)?.metadata.annotations) : locatorFromAnnotations(obj.metadata.annotations);
-    if (!loc || loc.syncTarget.uid !== this.opts.syncTargetUID) return;
-    this.enqueue(i, `${loc.cluster ?? ''}|${ns ? loc.namespace : ''}|${upstreamName(t, obj.metadata.name!)}`);
+    if (!loc || loc.syncTarget.uid !== this.opts.syncTargetUID) return undefined;
+    const key = `${loc.cluster ?? ''}|${ns ? loc.namespace : ''}|${upstreamName(t, obj.metadata.name!)}`;
+    this.enqueue(i, key);
+    return key;
   }
 
   private enqueueDownstreamNamespace(ns: KubeObject): void {
@@ -454,12 +460,13 @@ export class Syncer {
     desired.kind = t.kind;
     const body = JSON.stringify(desired);
     const sum = digest(body);
-    if (!down || this.applied[i]!.get(item.key) !== sum) {
+    // Applied already (its event may not have come yet): not again until it changes or goes.
+    if (this.applied[i]!.get(item.key) !== sum) {
       await this.down.must('PATCH', `${this.downPath(t, dns, dname)}?fieldManager=${SYNCER_FIELD_MANAGER}&force=true`, body, APPLY);
       this.applied[i]!.set(item.key, sum);
       this.stats.applied++;
-      if (!down) return; // its status comes with the downstream informer's event
     }
+    if (!down) return; // its status comes with the downstream informer's event
     // Status up.
     const status = (down as KubeObject & { status?: unknown }).status;
     if (status !== undefined && !isDeepStrictEqual(status, view.status)) {
