@@ -16,7 +16,8 @@
  *   service-account token Secret does not); its status comes back up; heartbeats arrive; a
  *   `kill -9` of the syncer during writes, and changes while it is down, are resynced with nothing
  *   lost or duplicated (counted); deletion upstream goes down and the finalizer is released;
- *   removal from the SyncTarget (deletion annotation) removes the copy and the state label.
+ *   removal from the SyncTarget (deletion annotation) removes the copy and the state label; the
+ *   deletion of the workspace's namespace removes the downstream namespace; SIGTERM stops the syncer.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -269,6 +270,15 @@ describe('kcp-ts syncer against a real physical cluster', { timeout: 600_000 }, 
     }, 20_000);
     assert.equal((obj.metadata.finalizers ?? []).includes(`workload.kcp.io/syncer-${key}`), false);
     assert.equal(obj.metadata.annotations?.[`deletion.internal.workload.kcp.io/${key}`], undefined);
+  });
+
+  test('deleting the workspace\'s namespace: its objects and the downstream namespace go, every finalizer is released', async () => {
+    assert.equal((await up('DELETE', '/api/v1/namespaces/web')).status, 200);
+    await eventually('downstream namespace gone', async () => (await hostGet(['namespace', downstreamNs])) === undefined, 60_000)
+      .catch((err) => { throw new Error(`${(err as Error).message}\n${syncerOut}`); });
+    await eventually('upstream namespace gone', async () => (await up('GET', '/api/v1/namespaces/web')).status === 404, 60_000)
+      .catch(async (err) => { throw new Error(`${(err as Error).message}: ${(await up('GET', '/api/v1/namespaces/web')).body}\n${syncerOut}`); });
     await killSyncer('SIGTERM');
+    assert.equal(syncer!.exitCode, 0, syncerOut);
   });
 });
