@@ -16,7 +16,7 @@ import { KcpClient } from '../ws/client.js';
 import { clientConfig, loadConfig, loadingRules } from '../ws/kubeconfig.js';
 import { CONNECTION_HELP, connectionOverrides } from '../pflag.js';
 import { parseClusterURL } from '../ws/paths.js';
-import { BIND_FLAGS, CONNECTION_FLAGS, parseFlags, type FlagSpec } from './args.js';
+import { BIND_FLAGS, CONNECTION_FLAGS, UsageError, parseFlags, type FlagSpec } from './args.js';
 import { BindError, bindOptions, runBind } from './bind.js';
 import { SYNC_FLAGS, runSync, syncOptions } from './workload.js';
 
@@ -65,6 +65,11 @@ export async function kubectlKcp(argv: string[], io: WsIO = processIO(), opts: K
     const help = flags.bools['help'] === true;
     const [command, sub, ...rest] = flags.args;
     if (command === undefined) { io.stdout(ROOT_USAGE); return 0; }
+    // One parse for every command; a command's flags are not another's (pflag: unknown flag).
+    const foreign = command === 'workload' ? BIND_FLAGS : SYNC_FLAGS;
+    const given = new Set([...Object.keys(flags.strings), ...Object.keys(flags.bools), ...Object.keys(flags.slices), ...Object.keys(flags.durations)]);
+    const stray = foreign.find((f) => given.has(f.name) && !CONNECTION_FLAGS.some((c) => c.name === f.name));
+    if (stray) throw new UsageError(`unknown flag: --${stray.name}`);
     if (command === 'workload') {
       if (sub === undefined) { io.stdout(WORKLOAD_USAGE); return 0; }
       if (sub !== 'sync') throw new BindError(`unknown command ${JSON.stringify(sub)} for "kcp workload"`);
