@@ -7,11 +7,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { decodeKubernetesProtobuf, encodeKubernetesProtobuf } from '../src/apimachinery/protobuf.js';
 import type { Report } from './workspaces.js';
+import { cpuMsPerCall as timeIt } from './lib/cputime.js';
 
 type Json = Record<string, unknown>;
 
@@ -27,24 +27,6 @@ function configMap(i: number): Json {
     },
     data: { a: 'x'.repeat(512), b: 'y'.repeat(512) },
   };
-}
-
-/**
- * Median CPU milliseconds (user + system of this process) per call of `fn` over 5 rounds of ~300 ms:
- * CPU time rather than wall time, so other load on the machine inflates the figures less.
- */
-function timeIt(fn: () => unknown): number {
-  const rounds: number[] = [];
-  for (let r = 0; r < 5; r++) {
-    let n = 0;
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
-    do { fn(); n++; } while (performance.now() - t0 < 300);
-    const c = process.cpuUsage(c0);
-    rounds.push((c.user + c.system) / 1000 / n);
-  }
-  rounds.sort((a, b) => a - b);
-  return rounds[2]!;
 }
 
 const ms = (v: number): string => (v < 1 ? v.toFixed(3) : v.toFixed(1));

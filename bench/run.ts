@@ -9,6 +9,9 @@
  * appendfsync always, fresh root directory) so the load generator (this process) and the server
  * each have their own core; results go to stdout and bench/results.json (merged per scenario).
  *
+ * The servers run from dist/ (built first, as `kcp-ts start` runs); BENCH_SOURCE=tsx runs src/
+ * through tsx instead (its transform adds a naming helper to every function created: slower).
+ *
  * Environment: BENCH_CLIENT=raw|https (load-generator HTTP client, default raw),
  * BENCH_DURATION_MS (measured period of each closed-loop run, default 4000),
  * BENCH_CONCURRENCY (default 50), BENCH_REPEAT (measured runs of create/get/list, median
@@ -37,6 +40,7 @@ import { apisBind, apisVirtualWorkspace } from './apis.js';
 import { conversionBench, policyBench, webhookBench } from './admission.js';
 import { noisyNeighbour } from './noisyneighbour.js';
 import { protobufCodecBench } from './protobuf.js';
+import { flowControlCostBench } from './flowcontrol.js';
 import { protobufServingBench } from './protobufserving.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
@@ -639,6 +643,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   conversion: () => workspaceScenario('conversion', conversionBench),
   // The Kubernetes protobuf codec against JSON, in process: a 500-item ConfigMapList and a large CRD (bench/protobuf.ts).
   'protobuf-codec': () => instanceScenario('protobuf-codec', protobufCodecBench),
+  // The priority-and-fairness filter's CPU per request against max-in-flight, in process (bench/flowcontrol.ts).
+  'flowcontrol-cost': () => instanceScenario('flowcontrol-cost', flowControlCostBench),
   // JSON against Kubernetes protobuf through the server: GET and LIST of ConfigMaps, short runs (bench/protobufserving.ts).
   'protobuf-serving': () => workspaceScenario('protobuf-serving', protobufServingBench),
   // kcp-ts operator against a real kube-apiserver (bench/operator.ts; needs npm run build and test/tools/build.sh).
@@ -681,6 +687,12 @@ async function main(): Promise<void> {
   const asked = process.argv.slice(2).filter((a) => a !== '--');
   const names = asked.length ? asked : Object.keys(SCENARIOS);
   for (const n of names) if (!SCENARIOS[n]) { log(`unknown scenario "${n}"; known: ${Object.keys(SCENARIOS).join(', ')}`); process.exitCode = 2; return; }
+  // The servers run compiled, as users run them (bench/server-child.ts): build what is measured.
+  if (process.env.BENCH_SOURCE !== 'tsx') {
+    log('building (npm run build; BENCH_SOURCE=tsx runs the sources instead)…');
+    const build = spawnSync('npm', ['run', 'build'], { cwd: join(BENCH_DIR, '..'), stdio: ['ignore', 'ignore', 'inherit'] });
+    if (build.status !== 0) { log('npm run build failed'); process.exitCode = 1; return; }
+  }
   let failed = false;
   for (const n of names) {
     log(`running ${n}…`);

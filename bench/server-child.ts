@@ -1,7 +1,8 @@
 /**
  * Benchmark server process: `node --expose-gc --import tsx bench/server-child.ts <rootDir> [redisUrl]`.
  *
- * Starts one shard with `startServer` and prints one JSON line on stdout when ready:
+ * Starts one shard with `startServer` (from dist/, built by bench/run.ts; from src/ with
+ * BENCH_SOURCE=tsx) and prints one JSON line on stdout when ready:
  * `{"event":"ready","url":…,"port":…,"redisUrl":…,"startMs":…,"pid":…}` where `startMs` is the time
  * from calling `startServer` to its promise resolving (measured in this process).
  *
@@ -22,7 +23,11 @@ import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PerformanceObserver, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { startServer, type RunningServer } from '../src/index.js';
+import type { RunningServer, startServer as StartServer } from '../src/index.js';
+
+// The compiled server (what `kcp-ts start` runs) unless BENCH_SOURCE=tsx: tsx's transform wraps
+// every function it creates in a naming helper, which costs CPU on the request path.
+const { startServer } = (await import(process.env.BENCH_SOURCE === 'tsx' ? '../src/index.js' : '../dist/src/index.js')) as { startServer: typeof StartServer };
 
 const root = process.argv[2];
 const redisUrl = process.argv[3] || undefined;

@@ -13,6 +13,8 @@ import type { ShutdownSignals } from '../src/cli/signals.js';
 import { startOperator, type RunningOperator } from './manager.js';
 import { LeaderElector } from './leaderelection.js';
 import { HostClient } from './kube/client.js';
+import { QueueRedisMonitor, operatorHealthChecks } from './health.js';
+import { answerHealth, healthEndpointOf } from '../src/server/health.js';
 
 export const OPERATOR_USAGE = `Usage: kcp-ts operator [flags]
 
@@ -27,7 +29,9 @@ Flags:
                                     the pod's sidecar; needs no persistence)
   --metrics-bind-address ADDR:PORT  Prometheus /metrics (default :8080; 0 turns it off)
   --health-probe-bind-address ADDR:PORT
-                                    /healthz and /readyz (default :8081)
+                                    /livez (= /healthz: the process serves) and /readyz
+                                    (the queue's Redis answers, the informers listed)
+                                    (default :8081)
   --leader-elect                    hold a Lease before reconciling (run several replicas safely)
   --leader-election-namespace NS    namespace of the Lease (default $POD_NAMESPACE, else default)
   --leader-election-id NAME         name of the Lease (default kcp-ts-operator)
@@ -82,17 +86,31 @@ export async function operatorMain(args: string[], shutdown: ShutdownSignals): P
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   let operator: RunningOperator | undefined;
-  let ready = false;
+  let synced = false;
+  let leading = !values['leader-elect'];
+  let stopping = false;
   const servers: Server[] = [];
   let elector: LeaderElector | undefined;
   let exitCode = 0;
+  const queueRedisUrl = values['redis-url'] ?? 'redis://127.0.0.1:6379';
+  // Watched from the start, by standbys too: readiness says whether this process could reconcile.
+  // Logged once per change of state (the probes only read it).
+  const queue = new QueueRedisMonitor(queueRedisUrl, {
+    onChange: (reachable, reason) => {
+      log(reachable ? `controller queue Redis ${queueRedisUrl} is reachable${leading ? '; reconciling' : ''}`
+        : `controller queue Redis ${queueRedisUrl} is unreachable (${reason}): not ready, nothing is reconciled until it is back`);
+      operator?.queueReachable(reachable, reason);
+    },
+  });
+  const checks = operatorHealthChecks({ queue, leading: () => leading, synced: () => synced, stopping: () => stopping || shutdown.signal.aborted });
   try {
     if (healthBind) {
       const health = createServer((req, res) => {
-        const path = (req.url ?? '/').split('?')[0];
-        if (path === '/healthz' || path === '/livez') { res.end('ok'); return; }
-        if (path === '/readyz') { res.statusCode = ready ? 200 : 503; res.end(ready ? 'ok' : 'informers not synced'); return; }
-        res.statusCode = 404; res.end('not found');
+        const url = new URL(req.url ?? '/', 'http://operator');
+        const endpoint = healthEndpointOf(url.pathname);
+        const answer = endpoint ? answerHealth(endpoint[0], checks[endpoint[0]], endpoint[1], url.searchParams) : { code: 404, body: '404 page not found\n' };
+        res.writeHead(answer.code, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' });
+        res.end(answer.body);
       });
       await listen(health, healthBind);
       servers.push(health);
@@ -116,22 +134,29 @@ export async function operatorMain(args: string[], shutdown: ShutdownSignals): P
       // acquire() resolves once this process leads; until then it only campaigns.
       await Promise.race([elector.acquire(onLost), stopped]);
       if (shutdown.signal.aborted) return 0;
+      leading = true;
     }
     // Starting waits for the queue's Redis; a stop while it does must not wait for it.
-    const starting = startOperator({ kubeConfig: kc, namespace: values.namespace, queueRedisUrl: values['redis-url'] ?? 'redis://127.0.0.1:6379', log, registry });
+    const starting = startOperator({ kubeConfig: kc, namespace: values.namespace, queueRedisUrl, log, registry });
     const started = await Promise.race([starting, stopped.then(() => undefined)]);
     if (!started) {
       starting.then((op) => op.stop(), () => undefined);
       return 0;
     }
     operator = started;
-    operator.synced.then(() => { ready = true; log('informers synced; reconciling'); }, () => undefined);
+    if (queue.known && !queue.reachable) operator.queueReachable(false, queue.reason);
+    operator.synced.then(() => {
+      synced = true;
+      log(queue.reachable ? 'informers synced; reconciling' : `informers synced; reconciling waits for the controller queue Redis (${queue.reason})`);
+    }, () => undefined);
     await Promise.race([stopped, lost]);
     return exitCode;
   } catch (err) {
     log((err as Error).message);
     return 1;
   } finally {
+    stopping = true;
+    queue.stop();
     await operator?.stop().catch(() => undefined);
     await elector?.release();
     for (const s of servers) s.close();

@@ -17,6 +17,9 @@ import { MANAGED_SELECTOR, OWNED_KINDS, type OperatorContext, type OwnedKind } f
 import { reconcileInstance } from './reconcilers/instance.js';
 import { reconcileShard } from './reconcilers/shard.js';
 import { reconcileRootWorkspace } from './reconcilers/rootworkspace.js';
+import { markReadyUnknown, QUEUE_UNAVAILABLE } from './status.js';
+
+export { QUEUE_UNAVAILABLE };
 
 /** Options of {@link startOperator}. */
 export interface OperatorOptions {
@@ -46,6 +49,14 @@ export interface RunningOperator {
   client: HostClient;
   /** Reconciles that failed so far, other than by conflicts or vanished objects (all are retried with backoff). */
   errors: () => string[];
+  /**
+   * Tells the operator whether its queue's Redis answers (operator/health.ts watches it). While
+   * it does not, no reconcile runs: the `Ready` condition of every KcpInstance, Shard and
+   * RootWorkspace becomes `Unknown` (reason {@link QUEUE_UNAVAILABLE}), as the node lifecycle
+   * controller marks a Node whose kubelet stopped reporting; when it answers again every object
+   * is reconciled, which writes the conditions from what runs.
+   */
+  queueReachable(reachable: boolean, reason?: string): void;
   stop(): Promise<void>;
 }
 
@@ -99,6 +110,18 @@ export async function startOperator(opts: OperatorOptions): Promise<RunningOpera
     for (const s of ctx.shards.list(namespace)) if (s.spec.instanceRef.name === name) shards.enqueue(keyOf(s)).catch(() => undefined);
     for (const r of ctx.rootWorkspaces.list(namespace)) if (r.spec.instanceRef.name === name) rootWorkspaces.enqueue(keyOf(r)).catch(() => undefined);
   };
+  // While the queue's Redis does not answer: why (see RunningOperator.queueReachable).
+  let queueDown: string | undefined;
+  const markUnknown = (o: KcpInstance | Shard | RootWorkspace) => {
+    const why = queueDown;
+    if (why === undefined || o.metadata.deletionTimestamp) return;
+    markReadyUnknown(ctx, o, QUEUE_UNAVAILABLE, `the operator cannot reach its controller queue (${why}): this object is not reconciled and its other conditions may be out of date`)
+      .catch((err: Error) => log(`status ${o.kind} ${keyOf(o)}: ${err.message}`));
+  };
+  const markAllUnknown = () => { for (const o of [...ctx.instances.list(), ...ctx.shards.list(), ...ctx.rootWorkspaces.list()]) markUnknown(o); };
+  for (const inf of [ctx.instances, ctx.shards, ctx.rootWorkspaces] as HostInformer<KcpInstance | Shard | RootWorkspace>[]) {
+    inf.onChange((o, type) => { if (type !== 'delete') markUnknown(o); });
+  }
   ctx.rootWorkspaces.onChange((o) => { rootWorkspaces.enqueue(keyOf(o)).catch(() => undefined); });
   ctx.instances.onChange((o) => enqueueInstance(o.metadata.namespace!, o.metadata.name));
   ctx.shards.onChange((o) => {
@@ -127,6 +150,13 @@ export async function startOperator(opts: OperatorOptions): Promise<RunningOpera
 
   return {
     synced, client, errors: () => [...errors],
+    queueReachable(reachable, reason) {
+      const wasDown = queueDown !== undefined;
+      queueDown = reachable ? undefined : (reason || 'no answer');
+      // Only once the caches are listed: marking needs the objects, enqueueing them too.
+      if (!reachable && !wasDown) synced.then(markAllUnknown, () => undefined);
+      if (reachable && wasDown) synced.then(enqueueAll, () => undefined);
+    },
     async stop() {
       await Promise.all(informers.map((i) => i.stop().catch(() => undefined)));
       await instances.close();

@@ -52,3 +52,26 @@ export async function writeStatus(ctx: OperatorContext, obj: TypedObject & { sta
   await ctx.client.apply({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace }, status }, 'status');
   return true;
 }
+
+/** Reason of a `Ready=Unknown` condition while the operator's controller queue is unreachable. */
+export const QUEUE_UNAVAILABLE = 'OperatorQueueUnavailable';
+
+/**
+ * Sets `obj`'s `Ready` condition to `Unknown` with `reason` and `message`, keeping the other
+ * conditions and status fields as they are (the operator cannot tell what they are now); writes
+ * only when `Ready` is not already `Unknown` for that reason. The kube precedent: the node
+ * lifecycle controller sets a Node's `Ready` to `Unknown` when its kubelet stops reporting.
+ */
+export async function markReadyUnknown(ctx: OperatorContext, obj: TypedObject & { status?: { conditions?: Condition[] } }, reason: string, message: string): Promise<boolean> {
+  const status = (obj.status ?? {}) as { conditions?: Condition[] } & Record<string, unknown>;
+  const conditions = status.conditions ?? [];
+  const ready = conditions.find((c) => c.type === 'Ready');
+  if (ready?.status === 'Unknown' && ready.reason === reason) return false;
+  const unknown: Condition = {
+    type: 'Ready', status: 'Unknown', reason, message,
+    ...(ready?.observedGeneration !== undefined ? { observedGeneration: ready.observedGeneration } : {}),
+    lastTransitionTime: new Date(ctx.now()).toISOString().replace(/\.\d+Z$/, 'Z'),
+  };
+  const next = ready ? conditions.map((c) => (c === ready ? unknown : c)) : [...conditions, unknown];
+  return writeStatus(ctx, obj, { ...status, conditions: next });
+}

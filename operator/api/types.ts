@@ -64,6 +64,10 @@ export interface RedisSpec {
 
 /** `KcpInstance.spec`. */
 export interface KcpInstanceSpec {
+  /**
+   * kcp-ts version (image tag). Always set: the CRD defaults it to the chart's appVersion when
+   * the object is created (a unit test keeps the two equal).
+   */
   version: string;
   image?: { repository?: string; pullPolicy?: string; pullSecrets?: { name: string }[] };
   external?: { hostname?: string; port?: number };

@@ -21,6 +21,9 @@ export const EXPORTS_GR = 'apis.kcp.io/apiexports';
 export const BINDINGS_GR = 'apis.kcp.io/apibindings';
 export const ENDPOINT_SLICES_GR = 'apis.kcp.io/apiexportendpointslices';
 
+/** Single-word groups an APIResourceSchema may have (kcp's `singleSegmentGroupExceptions`). */
+const SINGLE_SEGMENT_GROUP_EXCEPTIONS = new Set(['apps', 'batch', 'extensions', 'policy', 'autoscaling']);
+
 /** The CRD an APIResourceSchema stands for (same uid and resourceVersion: compiled once). */
 export function crdOfSchema(schema: KubeObject): KubeObject {
   const spec = asObj(schema.spec);
@@ -62,25 +65,20 @@ export function validateSchemaName(schema: KubeObject): StatusCause[] {
 }
 
 /**
- * Kubernetes' single-word groups an APIResourceSchema may use although a CRD may not (kcp
- * pkg/admission/apiresourceschema validation.go `singleSegmentGroupExceptions`): TMC's
- * `kubernetes` export serves `deployments.apps` and the like.
- */
-export const SINGLE_SEGMENT_GROUP_EXCEPTIONS: ReadonlySet<string> = new Set(['apps', 'batch', 'extensions', 'policy', 'autoscaling']);
-
-/**
  * Validates an APIResourceSchema's spec as the CRD it stands for (kcp's apiresourceschema
  * admission runs kube's CRD validation): structural schema, types, defaults, CEL rules, names,
- * versions. Causes name the schema's fields (`spec.versions[i].schema…`). The groups of
- * {@link SINGLE_SEGMENT_GROUP_EXCEPTIONS} need no dot.
+ * versions. Causes name the schema's fields (`spec.versions[i].schema…`).
  */
 export function validateSchemaSpec(schema: KubeObject): StatusCause[] {
   const crd = crdOfSchema({ ...schema, metadata: { ...schema.metadata, uid: schema.metadata.uid ?? 'new' } }) as unknown as Obj;
   applyCRDDefaults(crd);
-  const singleSegment = SINGLE_SEGMENT_GROUP_EXCEPTIONS.has(String(asObj(schema.spec).group ?? ''));
+  // kcp's group rule for schemas (pkg/admission/apiresourceschema validation.go), not a CRD's:
+  // '' is the core group, and Kubernetes' single-word groups are allowed.
+  const group = String(asObj(schema.spec).group ?? '');
+  const kcpGroup = group === '' || SINGLE_SEGMENT_GROUP_EXCEPTIONS.has(group);
   return validateCRD(crd)
     .filter((c) => !c.field?.startsWith('metadata.'))
-    .filter((c) => !(singleSegment && c.field === 'spec.group' && /at least one dot/.test(c.message ?? "")))
+    .filter((c) => !(kcpGroup && c.field === 'spec.group'))
     .map((c) => ({ ...c, field: c.field?.replace(/^(spec\.versions\[\d+\]\.schema)\.openAPIV3Schema/, '$1') }));
 }
 

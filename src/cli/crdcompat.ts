@@ -59,9 +59,11 @@ const PROCESS_IO: CommandIO = {
 class InputError extends Error {}
 
 /** Runs `kcp-ts crd <subcommand> ...`; resolves to the exit status. */
-export function crdMain(argv: string[], io: CommandIO = PROCESS_IO): number {
+export function crdMain(argv: string[], io: CommandIO = PROCESS_IO): number | Promise<number> {
   const [sub, ...rest] = argv;
   if (sub === undefined || sub === '-h' || sub === '--help' || sub === 'help') { (sub ? io.stdout : io.stderr)(CRD_USAGE); return sub ? 0 : 2; }
+  // kcp's crd-puller (src/cli/crdpull.ts), loaded only for it.
+  if (sub === 'pull') return import('./crdpull.js').then(({ pullMain }) => pullMain(rest, io));
   if (sub !== 'compat') { io.stderr(`kcp-ts crd: unknown command "${sub}"\n\n${CRD_USAGE}`); return 2; }
   return compatMain(rest, io);
 }

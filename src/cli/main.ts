@@ -1,8 +1,9 @@
 /**
  * `kcp-ts` command line. `kcp-ts start [flags]` runs a shard (flag names as kcp's);
  * `kcp-ts front-proxy [flags]` the front-proxy (frontproxy.ts); `kcp-ts crd compat` checks two CRDs'
- * schemas for compatibility (crdcompat.ts, its own exit codes); `kcp-ts syncer` runs the syncer of a
- * SyncTarget (src/syncer/cli.ts).
+ * schemas for compatibility (crdcompat.ts, its own exit codes); `kcp-ts crd pull` pulls a
+ * cluster's resources as CRDs (crdpull.ts); `kcp-ts syncer` runs the syncer of a SyncTarget
+ * (src/syncer/cli.ts).
  * Exit codes: 0 after SIGTERM/SIGINT, 1 on start-up failure, 2 on usage errors.
  */
 import { parseDuration } from './pflag.js';
@@ -25,6 +26,8 @@ const USAGE = `Usage: kcp-ts start [flags]
        kcp-ts syncer [flags]        (kcp-ts syncer --help)
        kcp-ts crd compat [flags] OLD.yaml NEW.yaml
                                     (kcp-ts crd compat --help)
+       kcp-ts crd pull [flags] RESOURCE...
+                                    (kcp-ts crd pull --help)
 
 Runs a kcp-ts shard: a multi-tenant, Kubernetes-compatible API server. With --shards N, runs a
 whole instance in this process: the root shard, N-1 more shards and a front-proxy on

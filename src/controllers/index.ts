@@ -2,7 +2,8 @@
  * The controllers of a shard, all on the one BullMQ runtime (runtime.ts): namespace lifecycle,
  * CRD naming/establishing and cleanup, default ServiceAccounts, the garbage collector, the
  * ValidatingAdmissionPolicy status (type checking), ResourceQuota status (usage), and the
- * tenancy controllers (LogicalCluster lifecycle, Workspace scheduling/phase/deletion), with the
+ * tenancy controllers (LogicalCluster lifecycle, Workspace scheduling/phase/deletion), API
+ * negotiation (src/apinegotiation), with the
  * informers (watch-cache subscriptions) that feed them. Any number of server processes on one
  * Redis may run them: jobs are deduplicated per key across processes.
  */
@@ -34,6 +35,7 @@ import { POLICIES_GR } from '../admission/policies.js';
 import { policyStatusReconciler } from './admissionpolicy/controller.js';
 import { resourceQuotaInformer, resourceQuotaReconciler } from './resourcequota/controller.js';
 import type { QuotaReservations } from '../admission/plugins/resourcequota.js';
+import { startNegotiationController } from '../apinegotiation/index.js';
 
 /** What the controllers need from the shard they run in. */
 export interface ControllerHost {
@@ -207,6 +209,14 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   ];
   stops.push(async () => { for (const u of unsubscribeApis) u(); });
 
+  // API negotiation: NegotiatedAPIResources, the `kubernetes` APIExport and SyncTargets' synced
+  // resources from the APIResourceImports of syncers (src/apinegotiation).
+  const negotiation = startNegotiationController({
+    cache: h.cache, thread, prefix, metrics: h.metrics, storeOf: h.storeOf, masters: (c) => h.masters(c),
+    onError: (key, err) => h.log.warn({ key, err }, 'apinegotiation reconcile failed'),
+  });
+  stops.push(() => negotiation.stop());
+
   // CSRs of kubernetes.io/kube-apiserver-client, once approved (src/certificates/signer.ts).
   const signers: Controller[] = [];
   if (h.clientCA) {
@@ -347,7 +357,7 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   stops.push(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); unsubscribeRemote?.(); });
   const stop = async () => { for (const s of stops.reverse()) await s().catch(() => undefined); };
   try {
-    await Promise.all([nsController, crdController, saController, ...rootCAControllers, gc.controller, lcController, wsCtl, vapStatus, ...quotaControllers, ...apis, ...signers].map((c) => c.ready()));
+    await Promise.all([nsController, crdController, saController, ...rootCAControllers, gc.controller, lcController, wsCtl, vapStatus, ...quotaControllers, ...apis, ...signers, negotiation.controller].map((c) => c.ready()));
   } catch (err) {
     await stop();
     throw err;

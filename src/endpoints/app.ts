@@ -56,7 +56,9 @@ export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca
   if (ctx.audit) installAudit(app, ctx.audit);
   app.addHook('onResponse', (req, reply, done) => {
     const info = req.kcpInfo;
-    ctx.metrics.observeRequest(info?.verb ?? req.method.toLowerCase(), info?.resource ?? '', reply.statusCode, reply.elapsedTime / 1000);
+    // A failed request names its resource only when it resolved: a path a tenant made up is not a series.
+    const resource = info && (req.kcpStore || reply.statusCode < 400) ? info.resource : '';
+    ctx.metrics.observeRequest(info?.verb ?? req.method.toLowerCase(), resource, reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
   installAuthentication(app, ctx);

@@ -14,8 +14,8 @@ import type { KubeObject } from '../apimachinery/meta.js';
 import { StatusError } from '../apimachinery/errors.js';
 import { MANDATORY_FLOW_SCHEMAS, MANDATORY_PRIORITY_LEVELS } from './bootstrap.js';
 import { flowDistinguisher, matchesFlowSchema, type RequestDigest } from './match.js';
-import type { FlowControlMetrics } from './metrics.js';
-import { QueueSet, RejectedError, maxSeats, type Ticket, type WorkEstimate } from './queueset.js';
+import type { FlowControlMetrics, FlowControlSeries } from './metrics.js';
+import { QueueSet, RejectedError, maxSeats, type Cancellation, type Ticket, type WorkEstimate } from './queueset.js';
 import { hashFlow } from './shufflesharding.js';
 import { CATCH_ALL, DEFAULT_MATCHING_PRECEDENCE, EXEMPT, type FlowSchemaSpec, type PriorityLevelSpec } from './types.js';
 
@@ -172,44 +172,55 @@ export class Dispatcher {
    * Classifies a request and waits for its seats. `onClassified` sees the classification first
    * (for the response headers, set on refusals too).
    * @throws StatusError 429 TooManyRequests (Retry-After 1) when its queue is full, its level
-   *   rejects, it waited longer than the queue wait limit, or `signal` aborted while it waited
+   *   rejects, it waited longer than the queue wait limit, or `cancellation.cancel` was called
+   *   while it waited
    */
-  admit(d: RequestDigest, work: WorkEstimate, opts: { signal?: AbortSignal; onClassified?: (c: Classification) => void } = {}): Admission | Promise<Admission> {
+  admit(d: RequestDigest, work: WorkEstimate, opts: { cancellation?: Cancellation; onClassified?: (c: Classification) => void } = {}): Admission | Promise<Admission> {
     const c = this.classify(d);
     opts.onClassified?.(c);
-    const metrics = this.options.metrics;
+    const series = this.options.metrics?.of(c.priorityLevel, c.flowSchema);
     const level = this.levels.get(c.priorityLevel)!;
     const seats = maxSeats(work);
     if (!level.queueSet) {
-      metrics?.started(c.priorityLevel, c.flowSchema, seats, 0);
-      let done = false;
-      return { classification: c, release: () => { if (!done) { done = true; metrics?.finished(c.priorityLevel, c.flowSchema, seats); } } };
+      series?.started(seats, 0);
+      return new Grant(c, series, seats, undefined);
     }
-    const admitted = (t: Ticket): Admission => {
-      metrics?.started(c.priorityLevel, c.flowSchema, seats, t.waitedMs / 1000);
-      let done = false;
-      return { classification: c, release: () => { if (!done) { done = true; t.finish(); metrics?.finished(c.priorityLevel, c.flowSchema, seats); } } };
-    };
-    const refused = (err: unknown, waitedMs: number): never => {
-      if (err instanceof RejectedError) {
-        metrics?.rejectedRequest(c.priorityLevel, c.flowSchema, err.reason, waitedMs / 1000);
-        throw tooManyRequests();
-      }
-      throw err;
-    };
     let started: Ticket | Promise<Ticket>;
     try {
-      started = level.queueSet.start(this.hashOf(c.flowSchema, c.flow), work, { waitLimitMs: this.waitLimitMs, signal: opts.signal });
+      started = level.queueSet.start(this.hashOf(c.flowSchema, c.flow), work, { waitLimitMs: this.waitLimitMs, cancellation: opts.cancellation });
     } catch (err) {
-      return refused(err, 0);
+      return this.refused(c, err, 0);
     }
-    if (!(started instanceof Promise)) return admitted(started);
+    if (!(started instanceof Promise)) {
+      series?.started(seats, 0);
+      return new Grant(c, series, seats, started);
+    }
     const since = performance.now();
-    metrics?.queued(c.priorityLevel, c.flowSchema, 1);
+    series?.queued(1);
     return started.then(
-      (t) => { metrics?.queued(c.priorityLevel, c.flowSchema, -1); return admitted(t); },
-      (err: unknown) => { metrics?.queued(c.priorityLevel, c.flowSchema, -1); return refused(err, performance.now() - since); },
+      (t) => { series?.queued(-1); series?.started(seats, t.waitedMs / 1000); return new Grant(c, series, seats, t); },
+      (err: unknown) => { series?.queued(-1); return this.refused(c, err, performance.now() - since); },
     );
+  }
+
+  private refused(c: Classification, err: unknown, waitedMs: number): never {
+    if (err instanceof RejectedError) {
+      this.options.metrics?.rejectedRequest(c.priorityLevel, c.flowSchema, err.reason, waitedMs / 1000);
+      throw tooManyRequests();
+    }
+    throw err;
+  }
+}
+
+/** The seats of an admitted request (a class, not closures: one is made per request). */
+class Grant implements Admission {
+  private done = false;
+  constructor(readonly classification: Classification, private readonly series: FlowControlSeries | undefined, private readonly seats: number, private readonly ticket: Ticket | undefined) {}
+  release(): void {
+    if (this.done) return;
+    this.done = true;
+    this.ticket?.finish();
+    this.series?.finished(this.seats);
   }
 }
 

@@ -9,7 +9,7 @@ import type { UserInfo } from '../registry/store.js';
 import { Dispatcher, tooManyRequests, type Classification, type ConfigSource } from './controller.js';
 import { estimateWork, type WorkCounts } from './estimator.js';
 import type { FlowControlMetrics } from './metrics.js';
-import type { WorkEstimate } from './queueset.js';
+import type { Cancellation, WorkEstimate } from './queueset.js';
 
 /** kube's response headers naming the FlowSchema and priority level a request was classified into (their UIDs). */
 export const FLOW_SCHEMA_UID_HEADER = 'X-Kubernetes-PF-FlowSchema-UID';
@@ -40,8 +40,8 @@ export interface FlowControlRequest {
   query?: URLSearchParams;
   /** A precomputed estimate; without it the filter estimates from the watch cache's counts. */
   estimate?: WorkEstimate;
-  /** Aborts waiting in a queue (the client went away). */
-  signal?: AbortSignal;
+  /** Withdraws the request while it waits in a queue (the client went away): see {@link Cancellation}. */
+  cancellation?: Cancellation;
   /** Sets a response header (the X-Kubernetes-PF-* headers, on refusals too). */
   setHeader?: (name: string, value: string) => void;
 }
@@ -97,7 +97,7 @@ export function createRequestFilter(opts: RequestFilterOptions): RequestFilter {
     admit(req) {
       const work = req.estimate ?? estimateWork(req, opts.counts);
       return dispatcher.admit(req, work, {
-        signal: req.signal,
+        cancellation: req.cancellation,
         onClassified: req.setHeader && ((c) => {
           req.setHeader!(FLOW_SCHEMA_UID_HEADER, c.flowSchemaUID);
           req.setHeader!(PRIORITY_LEVEL_UID_HEADER, c.priorityLevelUID);

@@ -62,15 +62,24 @@ function matchesNonResourceRule(d: RequestDigest, r: NonResourcePolicyRule): boo
   return contains(r.verbs, d.verb) && matchesNonResourceURL(r.nonResourceURLs ?? [], d.path);
 }
 
+// Loops rather than `.some(closure)`: classification runs for every request, against every
+// FlowSchema before the one that matches.
 function matchesPolicyRule(d: RequestDigest, rule: PolicyRulesWithSubjects): boolean {
-  if (!(rule.subjects ?? []).some((s) => matchesSubject(d.user, s))) return false;
-  if (d.isResourceRequest) return (rule.resourceRules ?? []).some((r) => matchesResourceRule(d, r));
-  return (rule.nonResourceRules ?? []).some((r) => matchesNonResourceRule(d, r));
+  let subject = false;
+  for (const s of rule.subjects ?? []) if (matchesSubject(d.user, s)) { subject = true; break; }
+  if (!subject) return false;
+  if (d.isResourceRequest) {
+    for (const r of rule.resourceRules ?? []) if (matchesResourceRule(d, r)) return true;
+    return false;
+  }
+  for (const r of rule.nonResourceRules ?? []) if (matchesNonResourceRule(d, r)) return true;
+  return false;
 }
 
 /** Whether a request matches a FlowSchema: one of its rules matches the subject and the request. */
 export function matchesFlowSchema(d: RequestDigest, spec: FlowSchemaSpec): boolean {
-  return (spec.rules ?? []).some((r) => matchesPolicyRule(d, r));
+  for (const r of spec.rules ?? []) if (matchesPolicyRule(d, r)) return true;
+  return false;
 }
 
 /**

@@ -57,6 +57,13 @@ export interface QueueSetConfig {
   queueLengthLimit: number;
 }
 
+/**
+ * How the caller withdraws a request that waits in a queue: the queue set fills `cancel` when it
+ * queues the request; calling it refuses the request with reason `cancelled` (its client went
+ * away). A plain object: an AbortController per request costs more than the rest of a dispatch.
+ */
+export interface Cancellation { cancel?: () => void }
+
 /** A request admitted to execute: call `finish` once, when its work is done. */
 export interface Ticket {
   /** Milliseconds it waited in a queue (0 when dispatched at once). */
@@ -74,7 +81,8 @@ export const ESTIMATED_SERVICE_SECONDS = 0.003;
 /** Flows whose hand a queue set remembers (a deal costs BigInt divisions). */
 const HAND_CACHE_SIZE = 10_000;
 
-class Request {
+/** A request of the queue set; once dispatched it is its own ticket. */
+class Request implements Ticket {
   state: 'waiting' | 'executing' | 'finished' | 'rejected' = 'waiting';
   arrivalR = 0;
   startMs = 0;
@@ -82,11 +90,11 @@ class Request {
   resolve?: (t: Ticket) => void;
   reject?: (e: Error) => void;
   timer?: NodeJS.Timeout;
-  abort?: () => void;
-  signal?: AbortSignal;
-  constructor(readonly work: WorkEstimate, readonly seats: number, readonly totalWork: number, readonly queue: Queue | undefined, now: number) {
+  constructor(private readonly onFinish: (r: Request) => void, readonly work: WorkEstimate, readonly seats: number, readonly totalWork: number, readonly queue: Queue | undefined, now: number) {
     this.enqueuedMs = now;
   }
+  get waitedMs(): number { return this.startMs - this.enqueuedMs; }
+  finish(): void { this.onFinish(this); }
 }
 
 class Queue {
@@ -149,25 +157,26 @@ export class QueueSet {
    * at once, else a promise of one that resolves when it is dispatched.
    * @throws RejectedError `queue-full` when its queue is at `queueLengthLimit` and every seat is
    *   in use, `concurrency-limit` when the level has no queues and no free seat; the promise
-   *   rejects with `time-out` after `waitLimitMs` in the queue and `cancelled` when `signal` aborts
+   *   rejects with `time-out` after `waitLimitMs` in the queue and `cancelled` when
+   *   `cancellation.cancel` is called
    */
-  start(flowHash: bigint, work: WorkEstimate, opts: { waitLimitMs: number; signal?: AbortSignal }): Ticket | Promise<Ticket> {
+  start(flowHash: bigint, work: WorkEstimate, opts: { waitLimitMs: number; cancellation?: Cancellation }): Ticket | Promise<Ticket> {
     const now = this.syncTime();
     const seats = maxSeats(work);
     const totalWork = work.initialSeats * ESTIMATED_SERVICE_SECONDS + work.finalSeats * work.additionalLatencyMs / 1000;
     if (!this.dealer) {
       // No queues (limitResponse Reject): run now or refuse.
       if (!this.canAccommodate(seats)) throw new RejectedError('concurrency-limit');
-      const r = new Request(work, seats, totalWork, undefined, now);
+      const r = new Request(this.finishRequest, work, seats, totalWork, undefined, now);
       this.begin(r);
-      return this.ticketOf(r);
+      return r;
     }
     const queue = this.shuffleShard(flowHash);
     if (this.seatsInUse >= this.config.concurrencyLimit && queue.waiting.length >= this.config.queueLengthLimit) {
       if (queue.idle) this.queues.delete(queue.index);
       throw new RejectedError('queue-full');
     }
-    const r = new Request(work, seats, totalWork, queue, now);
+    const r = new Request(this.finishRequest, work, seats, totalWork, queue, now);
     // A queue that becomes active starts at the current virtual time.
     if (queue.waiting.length === 0 && queue.executing === 0) queue.nextDispatchR = this.currentR;
     r.arrivalR = this.currentR;
@@ -176,23 +185,13 @@ export class QueueSet {
     queue.waitingSeats += seats;
     this.waiting++;
     this.dispatchAsMuchAsPossible();
-    if (r.state === 'executing') return this.ticketOf(r);
+    if (r.state === 'executing') return r;
     return new Promise<Ticket>((resolve, reject) => {
       r.resolve = resolve;
       r.reject = reject;
       r.timer = setTimeout(() => this.cancel(r, 'time-out'), opts.waitLimitMs);
-      if (opts.signal) {
-        if (opts.signal.aborted) { this.cancel(r, 'cancelled'); return; }
-        r.signal = opts.signal;
-        r.abort = () => this.cancel(r, 'cancelled');
-        opts.signal.addEventListener('abort', r.abort, { once: true });
-      }
+      if (opts.cancellation) opts.cancellation.cancel = () => this.cancel(r, 'cancelled');
     });
-  }
-
-  private ticketOf(r: Request): Ticket {
-    const waitedMs = r.startMs - r.enqueuedMs;
-    return { waitedMs, finish: () => this.finish(r) };
   }
 
   /** The least loaded queue (by waiting work) of the flow's hand, visited from a rotating offset (kube's shuffleShardLocked). */
@@ -266,7 +265,7 @@ export class QueueSet {
     // a seat freed by a finishing request is not refilled by the next queued request's work before
     // the requests that just arrived have been read (and, if they fit, admitted).
     const resolve = head.resolve;
-    if (resolve) { const ticket = this.ticketOf(head); setImmediate(() => resolve(ticket)); }
+    if (resolve) setImmediate(() => resolve(head));
     return true;
   }
 
@@ -274,7 +273,6 @@ export class QueueSet {
     r.state = 'executing';
     r.startMs = this.lastMs;
     if (r.timer) clearTimeout(r.timer);
-    if (r.abort) r.signal?.removeEventListener('abort', r.abort);
     this.executing++;
     this.seatsInUse += r.seats;
     if (r.queue) { r.queue.executing++; r.queue.seatsInUse += r.seats; }
@@ -286,7 +284,8 @@ export class QueueSet {
     if (head && q.nextDispatchR < head.arrivalR) q.nextDispatchR = head.arrivalR;
   }
 
-  private finish(r: Request): void {
+  /** Ends an executing request (its Ticket.finish): frees its seats after its additional latency. One function per queue set, not a closure per request. */
+  private readonly finishRequest = (r: Request): void => {
     if (r.state !== 'executing') return;
     r.state = 'finished';
     const now = this.syncTime();
@@ -299,18 +298,20 @@ export class QueueSet {
       q.nextDispatchR -= r.work.initialSeats * (ESTIMATED_SERVICE_SECONDS - actual);
       this.boundNextDispatch(q);
     }
-    const release = () => {
-      this.seatsInUse -= r.seats;
-      if (q) {
-        q.seatsInUse -= r.seats;
-        if (q.idle) this.queues.delete(q.index);
-      }
-      this.dispatchAsMuchAsPossible();
-    };
     if (r.work.additionalLatencyMs > 0) {
-      const t = setTimeout(() => { this.syncTime(); release(); }, r.work.additionalLatencyMs);
+      const t = setTimeout(() => { this.syncTime(); this.releaseSeats(r); }, r.work.additionalLatencyMs);
       t.unref?.();
-    } else release();
+    } else this.releaseSeats(r);
+  };
+
+  private releaseSeats(r: Request): void {
+    this.seatsInUse -= r.seats;
+    const q = r.queue;
+    if (q) {
+      q.seatsInUse -= r.seats;
+      if (q.idle) this.queues.delete(q.index);
+    }
+    this.dispatchAsMuchAsPossible();
   }
 
   private cancel(r: Request, reason: RejectReason): void {
@@ -318,7 +319,6 @@ export class QueueSet {
     this.syncTime();
     r.state = 'rejected';
     if (r.timer) clearTimeout(r.timer);
-    if (r.abort) r.signal?.removeEventListener('abort', r.abort);
     const q = r.queue!;
     const i = q.waiting.indexOf(r);
     if (i >= 0) {

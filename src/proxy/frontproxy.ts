@@ -27,6 +27,7 @@ import type { UserInfo } from '../registry/store.js';
 import type { Connection } from '../client/rest.js';
 import { ShardDirectory } from '../shards/directory.js';
 import { ROOT } from '../tenancy/paths.js';
+import { answerHealth, healthEndpointOf, type HealthCheck } from '../server/health.js';
 
 /** Options of {@link startFrontProxy} (flags of `kcp-ts front-proxy`). */
 export interface FrontProxyOptions {
@@ -50,6 +51,11 @@ export interface FrontProxyOptions {
   revoked?: { has(serialHex: string): boolean };
   /** Notices. */
   log?: (message: string) => void;
+  /**
+   * Checks `/readyz` runs besides `ping` and `shard-index` (the root shard's Shard objects were
+   * listed), e.g. `kcp-ts start --shards N`'s "every shard registered" (src/server/instance.ts).
+   */
+  readyChecks?: readonly HealthCheck[];
 }
 
 /** A running front-proxy. */
@@ -129,14 +135,20 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
   server.headersTimeout = 60_000;
   server.requestTimeout = 0;
 
+  // kube's health endpoints (src/server/health.ts). Ready once the index knows the shards (the
+  // root shard's Shard objects were listed), and whatever the caller adds.
+  const ping: HealthCheck = { name: 'ping', check: () => undefined };
+  const index: HealthCheck = { name: 'shard-index', check: () => (directory.get(ROOT) ? undefined : 'the root shard\'s Shard objects are not listed yet') };
+  const healthChecks = { livez: [ping], healthz: [ping, index], readyz: [ping, index, ...(opts.readyChecks ?? [])] };
+
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = req.url ?? '/';
     const path = url.split('?')[0]!;
-    if (path === '/livez' || path === '/readyz' || path === '/healthz') {
-      // Ready once the index knows the shards (the root shard's Shard objects were listed).
-      const ready = path === '/livez' || directory.get(ROOT) !== undefined;
-      res.writeHead(ready ? 200 : 500, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end(ready ? 'ok' : 'index not synced');
+    const health = healthEndpointOf(path);
+    if (health) {
+      const r = answerHealth(health[0], healthChecks[health[0]], health[1], new URLSearchParams(url.slice(path.length + 1)));
+      res.writeHead(r.code, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' });
+      res.end(r.body);
       return;
     }
     // Authentication: a bearer token in the token file, else any other token is the shard's to

@@ -12,6 +12,7 @@ import { startFrontProxy, type RunningFrontProxy } from '../proxy/frontproxy.js'
 import { startServer, writeAdminKubeconfig, type RunningServer, type ServerOptions } from './shard.js';
 import { ensurePki } from '../pki/store.js';
 import { loadTokenFile } from '../auth/authn.js';
+import type { ShardDirectory } from '../shards/directory.js';
 
 /** Options of {@link startInstance}. */
 export interface InstanceOptions extends Pick<ServerOptions, 'rootDirectory' | 'bindAddress' | 'tokenAuthFile' | 'logger' | 'signal'> {
@@ -31,10 +32,34 @@ export interface RunningInstance {
   stop(): Promise<void>;
 }
 
+/** How long {@link startInstance} waits for every shard to be registered and known everywhere (ms). */
+export const INSTANCE_READY_TIMEOUT_MS = 120_000;
+
 /**
- * Starts the instance; resolves once every shard is ready and the front-proxy has indexed them.
- * On failure (or abort) stops what it started and rejects with the first error.
+ * Why an instance is not ready yet, or undefined when it is: every shard of `names` is registered
+ * (its core.kcp.io Shard object in root) and its watches are connected, as the front-proxy sees
+ * it and as every shard sees it — the shard of a parent workspace schedules its children among
+ * the shards it knows and reaches, so a workspace created the moment this says ready can go to
+ * any of them.
+ */
+export function instanceNotReady(names: readonly string[], proxy: Pick<ShardDirectory, 'get' | 'reachable'> | undefined, shards: readonly { name: string; shards: Pick<ShardDirectory, 'get' | 'reachable'> }[]): string | undefined {
+  if (!proxy) return 'the front-proxy is not running yet';
+  for (const [who, directory] of [['the front-proxy', proxy], ...shards.map((s) => [`shard ${s.name}`, s.shards] as const)] as const) {
+    for (const n of names) {
+      if (!directory.get(n)) return `${who} does not know shard ${n} yet (not registered, or its Shard object not seen)`;
+      if (!directory.reachable(n)) return `${who} has not connected to shard ${n} yet`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Starts the instance; resolves once it is ready ({@link instanceNotReady}): every shard is
+ * registered and known to the front-proxy and to every shard. The front-proxy's `/readyz` says
+ * the same (check `shards-registered`). On failure (or abort) stops what it started and rejects
+ * with the first error.
  * @throws RangeError for fewer than one shard
+ * @throws Error when the instance is not ready within {@link INSTANCE_READY_TIMEOUT_MS}, naming what it waits for
  */
 export async function startInstance(opts: InstanceOptions): Promise<RunningInstance> {
   if (!Number.isInteger(opts.shards) || opts.shards < 1) throw new RangeError(`--shards must be a positive integer, got ${opts.shards}`);
@@ -62,15 +87,23 @@ export async function startInstance(opts: InstanceOptions): Promise<RunningInsta
     for (let i = 1; i < opts.shards; i++) {
       shards.push(await startServer({ ...common, rootDirectory: join(root, 'shards', `shard-${i}`), shardName: `shard-${i}`, securePort: portOf(i), rootShard: rootConnection }));
     }
+    const names = Array.from({ length: opts.shards }, (_, i) => (i === 0 ? 'root' : `shard-${i}`));
+    const notReady = () => instanceNotReady(names, proxy?.directory, shards.map((s, i) => ({ name: names[i]!, shards: s.shards })));
     proxy = await startFrontProxy({
+      readyChecks: [{ name: 'shards-registered', check: notReady }],
       securePort: base, bindAddress: opts.bindAddress,
       servingCert: pki.serving.certPem, servingKey: pki.serving.keyPem, clientCA: pki.ca.certPem,
       rootShard: rootConnection, proxyClientCert: pki.frontProxyClient.certPem, proxyClientKey: pki.frontProxyClient.keyPem,
       tokens: opts.tokenAuthFile ? loadTokenFile(opts.tokenAuthFile) : undefined,
     });
-    // Until every shard is in the index, a new workspace could be placed where the proxy cannot route.
-    const deadline = Date.now() + 10_000;
-    while (shards.some((s, i) => i > 0 && !proxy!.directory.get(`shard-${i}`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // Until every shard is known everywhere, a new workspace could be placed where the proxy
+    // cannot route, or not on every shard asked for.
+    const deadline = Date.now() + INSTANCE_READY_TIMEOUT_MS;
+    for (let why = notReady(); why !== undefined; why = notReady()) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      if (Date.now() > deadline) throw new Error(`the instance did not become ready within ${INSTANCE_READY_TIMEOUT_MS / 1000} s: ${why}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
     const kubeconfigPath = writeAdminKubeconfig(root, proxy.url, pki);
     return { url: proxy.url, kubeconfigPath, shards, proxy, stop: stopAll };
   } catch (err) {

@@ -3,22 +3,30 @@
  * `apiserver_request_duration_seconds`, `apiserver_longrunning_requests`). One registry per
  * server instance so several servers can run in one process.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ControllerMetrics } from '../controllers/runtime.js';
+import { SeriesCounter, SeriesHistogram, type CounterSeries, type HistogramSeries } from '../metrics/series.js';
+
+/** Most (verb, resource, code) series of the request metrics; more resources are counted as `(other)`. */
+const MAX_REQUEST_SERIES = 10_000;
 
 /** Request and watch metrics. */
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests: Counter<'verb' | 'resource' | 'code'>;
-  private readonly duration: Histogram<'verb' | 'resource'>;
+  private readonly requests: SeriesCounter;
+  private readonly duration: SeriesHistogram;
+  /** The series of one (verb, resource, code), found with one map lookup per request. */
+  private readonly requestSeries = new Map<string, { count: CounterSeries; duration?: HistogramSeries }>();
   /** Metrics of the controllers running in this server. */
   readonly controllers: ControllerMetrics;
 
   constructor(openWatches: () => number, objects: () => number) {
-    this.requests = new Counter({ name: 'apiserver_request_total', help: 'Requests by verb, resource and HTTP code.', labelNames: ['verb', 'resource', 'code'], registers: [this.registry] });
-    this.duration = new Histogram({
+    // Resource names come from tenants' CRDs: at most MAX_REQUEST_SERIES label sets, then `(other)`.
+    const overflowLabels = (l: readonly string[]) => l.map((v, i) => (i === 1 ? '(other)' : v));
+    this.requests = new SeriesCounter({ name: 'apiserver_request_total', help: 'Requests by verb, resource and HTTP code.', labelNames: ['verb', 'resource', 'code'], registry: this.registry, maxSeries: MAX_REQUEST_SERIES, overflowLabels });
+    this.duration = new SeriesHistogram({
       name: 'apiserver_request_duration_seconds', help: 'Request latency in seconds by verb and resource.', labelNames: ['verb', 'resource'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [this.registry],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registry: this.registry, maxSeries: MAX_REQUEST_SERIES, overflowLabels,
     });
     new Gauge({ name: 'apiserver_longrunning_requests', help: 'Open long-running requests (watches).', registers: [this.registry], collect() { this.set(openWatches()); } });
     new Gauge({ name: 'kcp_watch_cache_objects', help: 'Objects held by the watch cache.', registers: [this.registry], collect() { this.set(objects()); } });
@@ -26,10 +34,17 @@ export class Metrics {
     this.controllers = new ControllerMetrics(this.registry);
   }
 
-  /** Records one finished request; `seconds` is its duration. */
+  /** Records one finished request; `resource` is its resolved plural ('' when none), `seconds` its duration. */
   observeRequest(verb: string, resource: string, code: number, seconds: number): void {
-    this.requests.inc({ verb, resource, code: String(code) });
-    if (verb !== 'watch') this.duration.observe({ verb, resource }, seconds);
+    const key = `${verb} ${resource} ${code}`;
+    let s = this.requestSeries.get(key);
+    if (!s) {
+      if (this.requestSeries.size >= MAX_REQUEST_SERIES) this.requestSeries.clear();
+      s = { count: this.requests.series(verb, resource, String(code)), duration: verb === 'watch' ? undefined : this.duration.series(verb, resource) };
+      this.requestSeries.set(key, s);
+    }
+    s.count.value++;
+    s.duration?.observe(seconds);
   }
 
   get contentType(): string { return this.registry.contentType; }

@@ -201,6 +201,8 @@ export interface RunningServer {
   /** Redis URL in use (embedded or external). */
   redisUrl: string;
   app: FastifyInstance;
+  /** The instance's shards as this one knows them (their Shard objects, whether their watches are connected). */
+  shards: Pick<ShardDirectory, 'get' | 'list' | 'reachable'>;
   /** Stops serving: ends watches, closes controllers, storage and the embedded Redis. */
   stop(): Promise<void>;
 }
@@ -681,7 +683,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     started = true;
 
     return {
-      url, port, kubeconfigPath, caPem: pki.ca.certPem, redisUrl, app,
+      url, port, kubeconfigPath, caPem: pki.ca.certPem, redisUrl, app, shards: directory,
       stop() {
         stopping ??= (async () => {
           hub.closeAll();

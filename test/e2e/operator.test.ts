@@ -47,14 +47,21 @@ describe('operator and Helm chart on a real kube-apiserver', { timeout: 600_000 
     const lint = await host.helm(['lint', CHART, '--strict']);
     assert.match(lint.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
     await host.kubectl(['create', 'namespace', NS]);
+    // Without flags, helm assumes the Kubernetes version of its own client-go (as its releases are built).
+    const plain = await host.helm(['template', 'kcp-operator', CHART, '-n', NS]);
+    assert.match(plain.stdout, /^kind: Deployment$/m, 'helm template renders without --kube-version');
     // Rendered for the cluster's version, as GitOps tools do (--kube-version); the chart needs 1.29+ (native sidecars).
     const rendered = (await host.helm(['template', 'kcp-operator', CHART, '-n', NS, '--kube-version', 'v1.34.4'])).stdout;
+    assert.equal(rendered, plain.stdout, 'nothing in the chart depends on the version beyond its minimum');
     const old = await host.helm(['template', 'kcp-operator', CHART, '--kube-version', 'v1.28.0'], { allowFail: true });
     assert.match(old.stderr, /chart requires kubeVersion: >=1.29.0-0/);
     for (const kind of ['CustomResourceDefinition', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Deployment', 'Service']) {
       assert.match(rendered, new RegExp(`^kind: ${kind}$`, 'm'), `renders a ${kind}`);
     }
-    const dry = await host.kubectl(['apply', '--dry-run=server', '-f', '-'], { input: rendered });
+    // Strict field validation: a CRD schema with a key JSONSchemaProps does not have (a YAML flow
+    // mapping cut at a comma) is refused instead of warned about.
+    const dry = await host.kubectl(['apply', '--dry-run=server', '--validate=strict', '-f', '-'], { input: rendered });
+    assert.doesNotMatch(dry.stderr, /unknown field/);
     assert.match(dry.stdout, /customresourcedefinition.apiextensions.k8s.io\/kcpinstances.operator.kcp-ts.io created \(server dry run\)/);
     assert.match(dry.stdout, /deployment.apps\/kcp-operator created \(server dry run\)/);
     // values.schema.json refuses a mistyped value with a clear error.

@@ -59,7 +59,10 @@ kube_version="$(version_of kube k8s.io/kubernetes)"
 kube="kube-$kube_version-$recipe"
 # protoref is this repository's own code too: its key follows its sources.
 protoref="protoref-$kube_version-$(source_hash kube cmd/protoref)"
-helm="helm-$(version_of helm helm.sh/helm/v3)-kstatus-$(version_of helm sigs.k8s.io/cli-utils)-$recipe"
+# helm's recipe: r4 links it as helm's own release build does (its Makefile), see helm_ldflags.
+helm_recipe=r4
+helm_version="$(version_of helm helm.sh/helm/v3)"
+helm="helm-$helm_version-kstatus-$(version_of helm sigs.k8s.io/cli-utils)-$helm_recipe"
 # Its own recipe number: changing how e2e.test is built must not rebuild kube-apiserver.
 e2e_recipe=r1
 e2e="e2e-$(version_of e2e k8s.io/kubernetes)-$e2e_recipe"
@@ -72,7 +75,15 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   kube_ldflags="$kube_ldflags -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 done
 build kube "$kube" "$kube_ldflags" ./cmd/kube-apiserver ./cmd/kube-controller-manager
-build helm "$helm" "" helm.sh/helm/v3/cmd/helm ./cmd/kstatus
+# helm's Makefile sets its version and the Kubernetes version `helm template` and `helm lint`
+# assume without a cluster (.Capabilities.KubeVersion: that of the client-go it was built with);
+# a plain `go build` leaves helm's fallback, v1.20.0, which a chart's kubeVersion then refuses.
+client_go_minor="$(version_of helm k8s.io/client-go)"; client_go_minor="${client_go_minor#v0.}"; client_go_minor="${client_go_minor%%.*}"
+helm_ldflags="-X helm.sh/helm/v3/internal/version.version=$helm_version"
+for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+  helm_ldflags="$helm_ldflags -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$client_go_minor"
+done
+build helm "$helm" "$helm_ldflags" helm.sh/helm/v3/cmd/helm ./cmd/kstatus
 build kube "$protoref" "" ./cmd/protoref
 # e2e.test reports the same version as the kube-apiserver it comes with.
 build_e2e "$e2e" "$kube_ldflags"

@@ -125,7 +125,7 @@ test('usage: two files, known flags, --help', () => {
   assert.equal(help.code, 0);
   assert.match(help.stdout, /^Usage: kcp-ts crd compat \[flags\] OLD.yaml NEW.yaml\n/);
   assert.match(help.stdout, /--old-version NAME/);
-  assert.equal(crdMain(['pull'], { stdout: () => {}, stderr: () => {} }), 2);
+  assert.equal(crdMain(['frobnicate'], { stdout: () => {}, stderr: () => {} }), 2);
 });
 
 test('kcp-ts crd compat as a process: the exit status and streams', () => {

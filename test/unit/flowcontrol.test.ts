@@ -12,7 +12,7 @@ import { Dispatcher, type ConfigSource } from '../../src/flowcontrol/controller.
 import { estimateWork, type EstimateInput, type WorkCounts } from '../../src/flowcontrol/estimator.js';
 import { createRequestFilter, type FlowControlRequest } from '../../src/flowcontrol/filter.js';
 import type { RequestDigest } from '../../src/flowcontrol/match.js';
-import { QueueSet, RejectedError, type Ticket, type WorkEstimate } from '../../src/flowcontrol/queueset.js';
+import { QueueSet, RejectedError, type Cancellation, type Ticket, type WorkEstimate } from '../../src/flowcontrol/queueset.js';
 import { Dealer, hashFlow } from '../../src/flowcontrol/shufflesharding.js';
 import { defaultPriorityLevel } from '../../src/flowcontrol/types.js';
 import { validateFlowSchema, validatePriorityLevel } from '../../src/flowcontrol/validation.js';
@@ -119,9 +119,10 @@ test('queue set: 429 reasons — queue full, no seat at a Reject level, wait lim
 
   const busy = qs.start(h, one, { waitLimitMs: 60_000 }) as Ticket;
   await assert.rejects(qs.start(h, one, { waitLimitMs: 20 }) as Promise<Ticket>, (e: unknown) => e instanceof RejectedError && e.reason === 'time-out');
-  const gone = new AbortController();
-  const p = qs.start(h, one, { waitLimitMs: 60_000, signal: gone.signal });
-  gone.abort();
+  const gone: Cancellation = {};
+  const p = qs.start(h, one, { waitLimitMs: 60_000, cancellation: gone });
+  assert.equal(typeof gone.cancel, 'function', 'the queue set fills the hook when the request waits');
+  gone.cancel!();
   await assert.rejects(p as Promise<Ticket>, (e: unknown) => e instanceof RejectedError && e.reason === 'cancelled');
   busy.finish();
   assert.equal(qs.idle, true);

@@ -9,6 +9,7 @@
  * resolution (a LIST's seats come from the object count of its resource), before authorization.
  */
 import type { FlowControlGrant } from '../../flowcontrol/filter.js';
+import type { Cancellation } from '../../flowcontrol/queueset.js';
 import { queryOf, type Filter } from '../context.js';
 import { scopeNamespace } from './resource.js';
 
@@ -17,9 +18,8 @@ export const withPriorityAndFairness: Filter = async (ctx, req, reply, next) => 
   const flowControl = ctx.flowControl;
   if (!flowControl) return next(ctx, req, reply);
   const info = req.kcpInfo!;
-  // Only priority and fairness queues requests: its waits end when the client goes. (An
-  // AbortController and its AbortError cost a few microseconds: none for what never waits.)
-  const gone = flowControl.dispatcher ? new AbortController() : undefined;
+  // Filled by the queue set when the request waits: withdraws it when the client goes.
+  const waiting: Cancellation = {};
   let grant: FlowControlGrant | undefined;
   let closed = false;
   // Released when the response is done or the client goes, whichever comes first; a client that
@@ -27,7 +27,7 @@ export const withPriorityAndFairness: Filter = async (ctx, req, reply, next) => 
   const done = () => {
     if (closed) return;
     closed = true;
-    if (grant) grant.release(); else gone?.abort();
+    if (grant) grant.release(); else waiting.cancel?.();
   };
   // 'finish': the whole answer is handed to the socket (streamed lists included), the request's
   // work is over; 'close' alone comes later on a kept-alive connection, and covers a client that
@@ -37,7 +37,7 @@ export const withPriorityAndFairness: Filter = async (ctx, req, reply, next) => 
   grant = await flowControl.admit({
     user: req.kcpUser!, cluster: info.cluster, verb: info.verb, apiGroup: info.apiGroup, resource: info.resource, subresource: info.subresource,
     namespace: req.kcpStore ? scopeNamespace(req) : info.namespace, isResourceRequest: info.isResourceRequest, path: info.path,
-    isLongRunning: info.verb === 'watch', groupResource: req.kcpStore?.groupResource, query: queryOf(req), signal: gone?.signal,
+    isLongRunning: info.verb === 'watch', groupResource: req.kcpStore?.groupResource, query: queryOf(req), cancellation: waiting,
     setHeader: (name, value) => { reply.raw.setHeader(name, value); },
   });
   if (closed) { grant.release(); return; }
