@@ -3,9 +3,11 @@
  * (contrib-tmc cmd/syncer options): `--from-kubeconfig` (kcp, the kubeconfig `kubectl kcp
  * workload sync` puts in the syncer's Secret), `--from-cluster`, `--sync-target-name`,
  * `--sync-target-uid`, `--resources` (repeatable, comma-separated), `--kubeconfig` (the physical
- * cluster; in-cluster service account when not given), `--qps`, `--burst`. kcp's
- * `--api-import-poll-interval`, `--downstream-namespace-clean-delay`, `--dns-image` and
- * `--feature-gates` are accepted (the manifest kcp's format writes passes them) and have no effect.
+ * cluster; in-cluster service account when not given), `--qps`, `--burst`,
+ * `--api-import-poll-interval` (how often the schemas of `--resources` are imported again, API
+ * negotiation's `importAPIResources`; default 1 m). kcp's `--downstream-namespace-clean-delay`,
+ * `--dns-image` and `--feature-gates` are accepted (the manifest kcp's format writes passes them)
+ * and have no effect.
  * Exit codes: 0 after SIGTERM/SIGINT, 1 when it cannot start, 2 on usage errors.
  */
 import { readFileSync } from 'node:fs';
@@ -13,6 +15,9 @@ import { parseArgs } from 'node:util';
 import type { Connection } from '../client/rest.js';
 import { clientConfig, loadConfig, loadingRules } from '../cli/ws/kubeconfig.js';
 import type { ShutdownSignals } from '../cli/signals.js';
+import { RestClient } from '../client/rest.js';
+import { importAPIResources } from '../apinegotiation/index.js';
+import { parseDuration } from '../cli/pflag.js';
 import { Syncer } from './syncer.js';
 
 const USAGE = `Usage: kcp-ts syncer [flags]
@@ -29,6 +34,8 @@ Flags:
       --qps float                    requests per second to each side (default 20)
       --burst int                    burst of requests to each side (default 30)
       --heartbeat-interval duration  interval of SyncTarget heartbeats (default 20s)
+      --api-import-poll-interval duration
+                                     interval of the API imports of --resources (default 1m0s)
 `;
 
 /** The connection of a kubeconfig's current context (inline data or files; token or client certificate). @throws Error for a kubeconfig it cannot use */
@@ -54,11 +61,10 @@ export function inClusterConnection(env: NodeJS.ProcessEnv = process.env): Conne
   return { url: `https://${host.includes(':') ? `[${host}]` : host}:${port}`, ca: readFileSync(`${dir}/ca.crt`, 'utf8'), token: readFileSync(`${dir}/token`, 'utf8').trim() };
 }
 
-/** Go duration of the flags (`20s`, `1m`, `500ms`) in ms; undefined when malformed. */
+/** A Go duration flag (`20s`, `1m0s`, `500ms`) in ms; undefined when malformed or not positive. */
 function durationMs(s: string): number | undefined {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(s);
-  if (!m) return undefined;
-  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
+  const ms = parseDuration(s);
+  return ms !== undefined && ms > 0 ? ms : undefined;
 }
 
 /** Runs `kcp-ts syncer` with `argv` (after `syncer`) until a shutdown signal; resolves to the exit code. */
@@ -89,13 +95,31 @@ export async function syncerMain(argv: string[], shutdown: ShutdownSignals): Pro
       : !heartbeat ? `invalid --heartbeat-interval ${JSON.stringify(str('heartbeat-interval'))}` : '';
   if (usage) { process.stderr.write(`kcp-ts syncer: ${usage}\n\n${USAGE}`); return 2; }
   const resources = ((values.resources ?? []) as string[]).flatMap((r) => r.split(',')).map((r) => r.trim()).filter(Boolean);
+  const pollMs = str('api-import-poll-interval') === undefined ? 60_000 : durationMs(str('api-import-poll-interval')!);
+  if (!pollMs) { process.stderr.write(`kcp-ts syncer: invalid --api-import-poll-interval ${JSON.stringify(str('api-import-poll-interval'))}\n\n${USAGE}`); return 2; }
   let syncer: Syncer;
+  let importer: NodeJS.Timeout | undefined;
+  const clients: RestClient[] = [];
   try {
+    const upstream = connectionFromKubeconfigFile(str('from-kubeconfig')!);
+    const downstream = str('kubeconfig') ? connectionFromKubeconfigFile(str('kubeconfig')!) : inClusterConnection();
+    const fromCluster = str('from-cluster')!; const name = str('sync-target-name')!;
     syncer = new Syncer({
-      upstream: connectionFromKubeconfigFile(str('from-kubeconfig')!),
-      downstream: str('kubeconfig') ? connectionFromKubeconfigFile(str('kubeconfig')!) : inClusterConnection(),
-      fromCluster: str('from-cluster')!, syncTargetName: str('sync-target-name')!, syncTargetUID: str('sync-target-uid')!,
+      upstream, downstream, fromCluster, syncTargetName: name, syncTargetUID: str('sync-target-uid')!,
       resources, qps, burst, heartbeatIntervalMs: heartbeat,
+      // API negotiation (src/apinegotiation): the schemas of --resources as APIResourceImports, at
+      // start and every --api-import-poll-interval, as kcp's syncer API importer.
+      negotiate: async (rs) => {
+        if (!rs.length) return;
+        const up = new RestClient(upstream, 4); const down = new RestClient(downstream, 4);
+        clients.push(up, down);
+        const run = () => importAPIResources({ client: up, path: `/clusters/${fromCluster}` }, { client: down }, name, rs)
+          .then((r) => { for (const e of r.errors) process.stderr.write(`${new Date().toISOString()} api import ${e.resource}: ${e.message}\n`); })
+          .catch((err: Error) => process.stderr.write(`${new Date().toISOString()} api import: ${err.message}\n`));
+        await run();
+        importer = setInterval(() => { void run(); }, pollMs);
+        importer.unref();
+      },
     });
     await syncer.start();
   } catch (err) {
@@ -103,6 +127,8 @@ export async function syncerMain(argv: string[], shutdown: ShutdownSignals): Pro
     return 1;
   }
   await new Promise<void>((r) => shutdown.onShutdown(r));
+  if (importer) clearInterval(importer);
   await syncer.stop();
+  for (const c of clients) c.close();
   return 0;
 }

@@ -8,10 +8,11 @@
  *   the Deployment cannot run, so the test runs `kcp-ts syncer` as a process with the manifest's
  *   arguments, the manifest's kubeconfig Secret for kcp, and a token of the manifest's service
  *   account (its downstream RBAC) for the physical cluster.
- * - Deployments are served in the workspace by binding the workspace's own `kubernetes` APIExport with an
- *   APIResourceSchema for `deployments.apps` (kube allows no CRD in the group `apps`); the
- *   test plays the scheduler (labels `state.workload.kcp.io/<key>: Sync`) and API negotiation
- *   (`status.syncedResources`), which are other components.
+ * - Deployments are served in the workspace by API negotiation: the syncer imports
+ *   `deployments.apps` from the physical cluster, the shard publishes it in the workspace's
+ *   `kubernetes` APIExport and marks it Accepted in the SyncTarget's `status.syncedResources`,
+ *   and the workspace binds that export. The test plays the scheduler (labels
+ *   `state.workload.kcp.io/<key>: Sync`), another component.
  * - A labelled Deployment appears downstream in `kcp-<hash>` with its ConfigMap and Secret (a
  *   service-account token Secret does not); its status comes back up; heartbeats arrive; a
  *   `kill -9` of the syncer during writes, and changes while it is down, are resynced with nothing
@@ -53,35 +54,7 @@ const hostGet = async (args: string[]): Promise<any> => {
   return r.code === 0 ? JSON.parse(r.stdout) : undefined;
 };
 
-/** What API negotiation publishes for deployments.apps (kcp's schema name `rev-0.<resource>.<group>`), reduced. */
-const DEPLOYMENTS_SCHEMA = {
-  apiVersion: 'apis.kcp.io/v1alpha1', kind: 'APIResourceSchema', metadata: { name: 'rev-0.deployments.apps' },
-  spec: {
-    group: 'apps', scope: 'Namespaced', names: { plural: 'deployments', singular: 'deployment', kind: 'Deployment', listKind: 'DeploymentList' },
-    versions: [{
-      name: 'v1', served: true, storage: true, subresources: { status: {} },
-      schema: {
-        type: 'object',
-        properties: {
-          spec: {
-            type: 'object', required: ['selector', 'template'],
-            properties: {
-              replicas: { type: 'integer', format: 'int32' },
-              selector: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-              template: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-              strategy: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-            },
-          },
-          status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-        },
-      },
-    }],
-  },
-};
-const KUBERNETES_EXPORT = {
-  apiVersion: 'apis.kcp.io/v1alpha2', kind: 'APIExport', metadata: { name: 'kubernetes' },
-  spec: { resources: [{ name: 'deployments', group: 'apps', schema: 'rev-0.deployments.apps', storage: { crd: {} } }] },
-};
+/** The binding of the workspace's own `kubernetes` export, which API negotiation fills. */
 const KUBERNETES_BINDING = {
   apiVersion: 'apis.kcp.io/v1alpha2', kind: 'APIBinding', metadata: { name: 'kubernetes' },
   spec: { reference: { export: { path: 'root:tmc', name: 'kubernetes' } } },
@@ -169,20 +142,23 @@ describe('kcp-ts syncer against a real physical cluster', { timeout: 600_000 }, 
   });
 
   test('the syncer starts, heartbeats arrive', async () => {
-    // What API negotiation does: deployments.apps in the `kubernetes` export, bound, Accepted.
-    for (const [path, obj] of [['/apis/apis.kcp.io/v1alpha1/apiresourceschemas', DEPLOYMENTS_SCHEMA], ['/apis/apis.kcp.io/v1alpha2/apiexports', KUBERNETES_EXPORT], ['/apis/apis.kcp.io/v1alpha2/apibindings', KUBERNETES_BINDING]] as const) {
-      const r = await up('POST', path, obj);
-      assert.equal(r.status, 201, r.body);
-    }
-    const st = await up('PATCH', '/apis/workload.kcp.io/v1alpha1/synctargets/west/status', { status: { syncedResources: [{ group: 'apps', resource: 'deployments', versions: ['v1'], state: 'Accepted' }] } }, merge);
-    assert.equal(st.status, 200, st.body);
-    await eventually('deployments served upstream', async () => (await up('GET', '/apis/apps/v1/deployments')).status === 200, 15_000);
     startSyncer();
     const first = await eventually('a heartbeat', async () => (await up('GET', '/apis/workload.kcp.io/v1alpha1/synctargets/west')).json?.status?.lastSyncerHeartbeatTime, 30_000);
     await eventually('a later heartbeat', async () => {
       const t = (await up('GET', '/apis/workload.kcp.io/v1alpha1/synctargets/west')).json?.status?.lastSyncerHeartbeatTime;
       return t && t !== first;
     }, 10_000).catch((err) => { throw new Error(`${(err as Error).message}\n${syncerOut}`); });
+  });
+
+  test('API negotiation: the syncer imports deployments.apps, the workspace binds the `kubernetes` export', async () => {
+    const accepted = await eventually('deployments.apps Accepted in status.syncedResources', async () => {
+      const st = (await up('GET', '/apis/workload.kcp.io/v1alpha1/synctargets/west')).json;
+      return (st?.status?.syncedResources ?? []).find((r: any) => r.group === 'apps' && r.resource === 'deployments' && r.state === 'Accepted');
+    }, 90_000).catch((err) => { throw new Error(`${(err as Error).message}\n${syncerOut}`); });
+    assert.ok(accepted.versions.includes('v1'));
+    const r = await up('POST', '/apis/apis.kcp.io/v1alpha2/apibindings', KUBERNETES_BINDING);
+    assert.equal(r.status, 201, r.body);
+    await eventually('deployments served upstream', async () => (await up('GET', '/apis/apps/v1/deployments')).status === 200, 30_000);
   });
 
   test('a labelled Deployment goes down into kcp-<hash> with its ConfigMap and Secret; a token Secret does not', async () => {
