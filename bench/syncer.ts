@@ -6,7 +6,8 @@
  * - spec down: ConfigMaps labelled for the SyncTarget created upstream at BENCH_SYNCER_RATE/s
  *   (default 100) for BENCH_SYNCER_SECONDS (default 10); latency from the create's answer to the
  *   downstream copy's ADDED event (a watch on the physical cluster);
- * - status up: the status of synced widgets (a CRD with `/status` on both sides) written downstream
+ * - status up: the status of synced widgets (a CRD with `/status` downstream, published upstream by
+ *   API negotiation in the workspace's `kubernetes` export and bound there) written downstream
  *   at the same rate; latency from the downstream write's answer to the upstream MODIFIED event
  *   showing it;
  * - memory: resident set of the syncer process holding BENCH_SYNCER_OBJECTS (default 10,000)
@@ -78,18 +79,24 @@ export async function syncerBench(): Promise<Report> {
   try {
     const cluster = await createWorkspace(srv, 'bench');
     const ws = '/clusters/root:bench';
-    await must(up, 'POST', `${ws}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, widgetsCRD);
+    // Widgets exist downstream; API negotiation publishes them in the workspace's `kubernetes` export.
     await host.kubectl(['apply', '-f', '-'], { input: JSON.stringify(widgetsCRD) });
     const st = await must(up, 'POST', `${ws}/apis/workload.kcp.io/v1alpha1/synctargets`, { apiVersion: 'workload.kcp.io/v1alpha1', kind: 'SyncTarget', metadata: { name: 'bench' } });
-    await must(up, 'PATCH', `${ws}/apis/workload.kcp.io/v1alpha1/synctargets/bench/status`, { status: { syncedResources: [{ group: 'bench.example.com', resource: 'widgets', versions: ['v1'], state: 'Accepted' }] } });
     const key = syncTargetKey(cluster, 'bench');
     const labels = { [`state.workload.kcp.io/${key}`]: 'Sync' };
     await must(up, 'POST', `${ws}/api/v1/namespaces`, { metadata: { name: 'load', labels } });
-    for (let i = 0; i < 50; i++) { const r = await up.request('GET', `${ws}/apis/bench.example.com/v1/widgets`); if (r.status === 200) break; await sleep(100); }
     syncer = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src', 'cli', 'bin.ts'), 'syncer', `--from-kubeconfig=${srv.kubeconfigPath}`, `--from-cluster=${cluster}`,
-      '--sync-target-name=bench', `--sync-target-uid=${st.metadata.uid}`, `--kubeconfig=${host.kubeconfig}`, '--qps=2000', '--burst=4000'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      '--sync-target-name=bench', `--sync-target-uid=${st.metadata.uid}`, `--kubeconfig=${host.kubeconfig}`, '--resources=widgets.bench.example.com', '--qps=2000', '--burst=4000'], { stdio: ['ignore', 'ignore', 'pipe'] });
     let syncerLog = '';
     syncer.stderr!.on('data', (d) => { syncerLog = (syncerLog + String(d)).slice(-4000); });
+    for (let i = 0; ; i++) {
+      const s = await must(up, 'GET', `${ws}/apis/workload.kcp.io/v1alpha1/synctargets/bench`);
+      if ((s.status?.syncedResources ?? []).some((r: { resource?: string; state?: string }) => r.resource === 'widgets' && r.state === 'Accepted')) break;
+      if (i > 1200) throw new Error(`widgets not negotiated\n${syncerLog}`);
+      await sleep(100);
+    }
+    await must(up, 'POST', `${ws}/apis/apis.kcp.io/v1alpha2/apibindings`, { apiVersion: 'apis.kcp.io/v1alpha2', kind: 'APIBinding', metadata: { name: 'kubernetes' }, spec: { reference: { export: { path: 'root:bench', name: 'kubernetes' } } } });
+    for (let i = 0; i < 300; i++) { const r = await up.request('GET', `${ws}/apis/bench.example.com/v1/widgets`); if (r.status === 200) break; await sleep(100); }
     const selector = `labelSelector=${encodeURIComponent(`internal.workload.kcp.io/cluster=${key}`)}`;
     // Arrival times of downstream ConfigMaps and upstream widget statuses.
     const arrivedDown = new Map<string, number>();
