@@ -23,17 +23,6 @@ const as = (token: string | undefined, method: string, path: string, body?: unkn
   token ? call(srv, { ca: srv.creds.ca }, method, path, body, { authorization: `Bearer ${token}`, ...headers }) : call(srv, srv.creds, method, path, body, headers);
 const merge = { 'content-type': 'application/merge-patch+json' };
 
-const WIDGETS_CRD = {
-  apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.example.com' },
-  spec: {
-    group: 'example.com', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
-    versions: [{
-      name: 'v1', served: true, storage: true, subresources: { status: {} },
-      schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } } },
-    }],
-  },
-};
-
 describe('syncer virtual workspace', () => {
   let cluster = '';
   let uid = '';
@@ -97,22 +86,22 @@ describe('syncer virtual workspace', () => {
   });
 
   test('status through /status: promoted to the upstream object (one SyncTarget), shown back in the view', async () => {
-    assert.equal((await as(undefined, 'POST', `${ws}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, WIDGETS_CRD)).status, 201);
-    const st = await as(undefined, 'PATCH', `${ws}/apis/workload.kcp.io/v1alpha1/synctargets/west/status`, { status: { syncedResources: [{ group: 'example.com', resource: 'widgets', versions: ['v1'], state: 'Accepted' }] } }, merge);
-    assert.equal(st.status, 200, st.body);
-    const labels = { [`state.workload.kcp.io/${key}`]: 'Sync' };
-    await eventually('widgets served', async () => (await as(undefined, 'POST', `${ws}/apis/example.com/v1/namespaces/web/widgets`, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w', labels }, spec: { size: 1 } })).status === 201);
-    const path = `${vw}/clusters/${cluster}/apis/example.com/v1/namespaces/web/widgets/w`;
+    // Namespaces have a status and are always in the view (the types negotiation accepts need a cluster to import from).
+    const path = `${vw}/clusters/${cluster}/api/v1/namespaces/web`;
     const fin = `workload.kcp.io/syncer-${key}`;
+    let view = (await as('sync-token', 'GET', path)).json;
+    assert.equal(view.status, undefined, 'no status before the syncer reported one');
     assert.equal((await as('sync-token', 'PATCH', path, { metadata: { finalizers: [fin] } }, merge)).status, 200);
-    const res = await as('sync-token', 'PATCH', `${path}/status`, { status: { ready: true } }, merge);
+    const reported = { phase: 'Active', conditions: [{ type: 'NamespaceDeletionDiscoveryFailure', status: 'False', reason: 'ResourcesDiscovered', message: 'reported by the syncer', lastTransitionTime: '2026-01-01T00:00:00Z' }] };
+    const res = await as('sync-token', 'PATCH', `${path}/status`, { status: reported }, merge);
     assert.equal(res.status, 200, res.body);
-    assert.deepEqual(res.json.status, { ready: true });
-    const up = (await as(undefined, 'GET', `${ws}/apis/example.com/v1/namespaces/web/widgets/w`)).json;
-    assert.deepEqual(up.status, { ready: true });
+    assert.deepEqual(res.json.status, reported);
+    const up = (await as(undefined, 'GET', `${ws}/api/v1/namespaces/web`)).json;
+    assert.deepEqual(up.status, reported);
+    assert.deepEqual(up.metadata.finalizers, [fin]);
     assert.equal(up.metadata.annotations[`diff.syncer.internal.kcp.io/${key}`], '{"status":"##promoted##"}');
-    const view = (await as('sync-token', 'GET', path)).json;
-    assert.deepEqual(view.status, { ready: true });
+    view = (await as('sync-token', 'GET', path)).json;
+    assert.deepEqual(view.status, reported);
     assert.equal(view.metadata.annotations?.[`diff.syncer.internal.kcp.io/${key}`], undefined);
   });
 
@@ -140,11 +129,14 @@ describe('syncer virtual workspace', () => {
       assert.equal((await as('sync-token', 'GET', `${vw}/clusters/${cluster}/api/v1/namespaces/web/configmaps/shown`)).status, 404);
     } finally { w.close(); }
     // An object deleted upstream while the syncer holds it: deletionTimestamp shown, released by the syncer.
-    const wpath = `${vw}/clusters/${cluster}/apis/example.com/v1/namespaces/web/widgets/w`;
-    assert.equal((await as(undefined, 'DELETE', `${ws}/apis/example.com/v1/namespaces/web/widgets/w`)).status, 200);
-    const view = (await as('sync-token', 'GET', wpath)).json;
+    const labels = { [`state.workload.kcp.io/${key}`]: 'Sync' };
+    const fin = `workload.kcp.io/syncer-${key}`;
+    assert.equal((await as(undefined, 'POST', `${ws}/api/v1/namespaces/web/configmaps`, { metadata: { name: 'held', labels, finalizers: [fin] }, data: { a: '1' } })).status, 201);
+    const hpath = `${vw}/clusters/${cluster}/api/v1/namespaces/web/configmaps/held`;
+    assert.equal((await as(undefined, 'DELETE', `${ws}/api/v1/namespaces/web/configmaps/held`)).status, 200);
+    const view = (await as('sync-token', 'GET', hpath)).json;
     assert.ok(view.metadata.deletionTimestamp);
-    assert.equal((await as('sync-token', 'PATCH', wpath, { metadata: { finalizers: null } }, merge)).status, 200);
-    await eventually('widget gone', async () => (await as(undefined, 'GET', `${ws}/apis/example.com/v1/namespaces/web/widgets/w`)).status === 404);
+    assert.equal((await as('sync-token', 'PATCH', hpath, { metadata: { finalizers: null } }, merge)).status, 200);
+    await eventually('held gone', async () => (await as(undefined, 'GET', `${ws}/api/v1/namespaces/web/configmaps/held`)).status === 404);
   });
 });
