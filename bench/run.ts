@@ -35,6 +35,7 @@ import { nowMs, openWatches } from './lib/watchers.js';
 import { wsCreate, wsDelete, wsMemory, type Report } from './workspaces.js';
 import { killInstancesSync, proxyOverhead, proxyRestart, shardsWs } from './shards.js';
 import { operatorBench } from './operator.js';
+import { syncerBench } from './syncer.js';
 import { apisBind, apisVirtualWorkspace } from './apis.js';
 import { conversionBench, policyBench, webhookBench } from './admission.js';
 import { noisyNeighbour } from './noisyneighbour.js';
@@ -651,6 +652,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   operator: () => instanceScenario('operator', operatorBench),
   // kcp-ts backup and restore of 100,000 ConfigMaps, the CLI as a child process (bench/backup.ts; needs npm run build).
   backup: () => instanceScenario('backup', backupBench),
+  // The syncer between a shard and a real kube-apiserver: spec down, status up, memory (bench/syncer.ts; needs test/tools/build.sh).
+  syncer: () => instanceScenario('syncer', syncerBench),
 };
 
 /** Runs an instance scenario (bench/shards.ts, which starts its own processes) and records its report. */

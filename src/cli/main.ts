@@ -2,7 +2,8 @@
  * `kcp-ts` command line. `kcp-ts start [flags]` runs a shard (flag names as kcp's);
  * `kcp-ts front-proxy [flags]` the front-proxy (frontproxy.ts); `kcp-ts crd compat` checks two CRDs'
  * schemas for compatibility (crdcompat.ts, its own exit codes); `kcp-ts crd pull` pulls a
- * cluster's resources as CRDs (crdpull.ts).
+ * cluster's resources as CRDs (crdpull.ts); `kcp-ts syncer` runs the syncer of a SyncTarget
+ * (src/syncer/cli.ts).
  * Exit codes: 0 after SIGTERM/SIGINT, 1 on start-up failure, 2 on usage errors.
  */
 import { parseDuration } from './pflag.js';
@@ -22,6 +23,7 @@ import { parseRuntimeConfig } from '../apis/runtimeconfig.js';
 const USAGE = `Usage: kcp-ts start [flags]
        kcp-ts front-proxy [flags]   (kcp-ts front-proxy --help)
        kcp-ts operator [flags]      (kcp-ts operator --help)
+       kcp-ts syncer [flags]        (kcp-ts syncer --help)
        kcp-ts crd compat [flags] OLD.yaml NEW.yaml
                                     (kcp-ts crd compat --help)
        kcp-ts crd pull [flags] RESOURCE...
@@ -112,6 +114,10 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     // Loaded only here: a shard needs none of the operator's modules (nor client-node).
     const { operatorMain } = await import('../../operator/main.js');
     return operatorMain(rest, shutdown);
+  }
+  if (command === 'syncer') {
+    const { syncerMain } = await import('../syncer/cli.js');
+    return syncerMain(rest, shutdown);
   }
   if (command === 'crd') {
     const { crdMain } = await import('./crdcompat.js');

@@ -1090,7 +1090,7 @@ export class Store {
     }
   }
 
-  private applyPatch(old: KubeObject, contentType: string, patch: unknown): unknown {
+  protected applyPatch(old: KubeObject, contentType: string, patch: unknown): unknown {
     switch (contentType) {
       case PATCH_TYPES.json: {
         if (!Array.isArray(patch)) throw badRequest('a JSON patch must be an array of operations');

@@ -45,6 +45,7 @@ import { classifyClusterSegment } from '../tenancy/paths.js';
 import { APICatalog, CATALOG_PATHS } from '../apiexports/catalog.js';
 import { apisAdmission, crdOverlapAdmission } from '../apiexports/admission.js';
 import { BINDINGS_GR } from '../apiexports/schemas.js';
+import { syncerVirtualWorkspace } from '../syncer/virtualworkspace.js';
 import { APIExportVirtualWorkspace } from '../apiexports/virtualworkspace.js';
 import { maximalPermissionPolicy } from '../apiexports/maximalpermission.js';
 import { Webhooks, WEBHOOK_CONFIGURATION_PATHS } from '../admission/webhooks.js';
@@ -631,6 +632,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         apiexport: { segments: 2, view: ([cluster, name]) => apiExportVW.view(cluster!, name!, resolvePath) },
         initializingworkspaces: lifecycleVirtualWorkspace(INITIALIZING, { cache, registry, backend, resolvePath, authorizeIn }),
         terminatingworkspaces: lifecycleVirtualWorkspace(TERMINATING, { cache, registry, backend, resolvePath, authorizeIn }),
+        syncer: syncerVirtualWorkspace({ cache, registry, backend, resolvePath, authorizeIn }),
       },
       logger: options.logger, audit, requestTimeoutMs: options.requestTimeoutMs, flowControl,
     }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: requestHeader ? [pki.ca.certPem, requestHeader.clientCA] : pki.ca.certPem });

@@ -6,6 +6,8 @@
  * kubectl kcp bind apiexport <path>:<export> [--name <binding>] [--timeout 30s]
  *     [--accept-permission-claim resource.group ...] [--reject-permission-claim resource.group ...]
  *     [--accept-all-permission-claims | --reject-all-permission-claims]
+ * kubectl kcp workload sync <synctarget> --syncer-image IMAGE -o syncer.yaml [--resources r.g,...]
+ *     [--labels k=v] [--apiexports path:export] [-n namespace] [--kcp-namespace ns] [--replicas 0|1] [--qps N] [--burst N]
  * kubectl kcp workspace|ws ...      the `kubectl ws` plugin
  * ```
  */
@@ -14,8 +16,9 @@ import { KcpClient } from '../ws/client.js';
 import { clientConfig, loadConfig, loadingRules } from '../ws/kubeconfig.js';
 import { CONNECTION_HELP, connectionOverrides } from '../pflag.js';
 import { parseClusterURL } from '../ws/paths.js';
-import { BIND_FLAGS, CONNECTION_FLAGS, parseFlags, type FlagSpec } from './args.js';
+import { BIND_FLAGS, CONNECTION_FLAGS, UsageError, parseFlags, type FlagSpec } from './args.js';
 import { BindError, bindOptions, runBind } from './bind.js';
+import { SYNC_FLAGS, runSync, syncOptions } from './workload.js';
 
 /** Options of {@link kubectlKcp} beyond the IO. */
 export interface KcpOptions {
@@ -52,7 +55,7 @@ function firstPositional(argv: string[], specs: FlagSpec[]): number {
  *   `Error: …` line on stderr as cobra prints the errors of kcp's commands.
  */
 export async function kubectlKcp(argv: string[], io: WsIO = processIO(), opts: KcpOptions = {}): Promise<number> {
-  const specs = [...CONNECTION_FLAGS, ...BIND_FLAGS];
+  const specs = [...CONNECTION_FLAGS, ...BIND_FLAGS, ...SYNC_FLAGS];
   const first = firstPositional(argv, specs);
   if (first >= 0 && WORKSPACE_COMMANDS.has(argv[first]!)) {
     return kubectlWs([...argv.slice(0, first), ...argv.slice(first + 1)], io, opts.ws);
@@ -62,6 +65,22 @@ export async function kubectlKcp(argv: string[], io: WsIO = processIO(), opts: K
     const help = flags.bools['help'] === true;
     const [command, sub, ...rest] = flags.args;
     if (command === undefined) { io.stdout(ROOT_USAGE); return 0; }
+    // One parse for every command; a command's flags are not another's (pflag: unknown flag).
+    const foreign = command === 'workload' ? BIND_FLAGS : SYNC_FLAGS;
+    const given = new Set([...Object.keys(flags.strings), ...Object.keys(flags.bools), ...Object.keys(flags.slices), ...Object.keys(flags.durations)]);
+    const stray = foreign.find((f) => given.has(f.name) && !CONNECTION_FLAGS.some((c) => c.name === f.name));
+    if (stray) throw new UsageError(`unknown flag: --${stray.name}`);
+    if (command === 'workload') {
+      if (sub === undefined) { io.stdout(WORKLOAD_USAGE); return 0; }
+      if (sub !== 'sync') throw new BindError(`unknown command ${JSON.stringify(sub)} for "kcp workload"`);
+      if (help) { io.stdout(WORKLOAD_SYNC_USAGE); return 0; }
+      const o = syncOptions(flags, rest);
+      const cfg = clientConfig(loadConfig(loadingRules(flags.strings['kubeconfig'], io.env)).config, { ...connectionOverrides(flags), namespace: undefined });
+      const current = parseClusterURL(cfg.server);
+      if (!current) throw new BindError(`current URL ${JSON.stringify(cfg.server)} does not point to workspace`);
+      await runSync(o, new KcpClient(cfg, 'kubectl-kcp'), cfg, current.path, (t) => io.stdout(t), (t) => io.stderr(t));
+      return 0;
+    }
     if (command !== 'bind') throw new BindError(`unknown command ${JSON.stringify(command)} for "kcp"`);
     if (sub === undefined) { io.stdout(BIND_USAGE); return 0; }
     if (sub !== 'apiexport') throw new BindError(`unknown command ${JSON.stringify(sub)} for "kcp bind"`);
@@ -87,6 +106,7 @@ Usage:
 
 Commands:
   bind apiexport <path>:<export>   Bind to an APIExport in the current workspace
+  workload sync <synctarget>       Create a SyncTarget and the manifest of its syncer
   workspace (alias: ws)            Manages kcp workspaces (same as 'kubectl ws')
 
 Use "kubectl kcp <command> --help" for more information about a command.
@@ -124,5 +144,43 @@ Flags:
       --reject-permission-claim strings   Rejected permission claims, resource.group
       --accept-all-permission-claims      Accept all permission claims of the APIExport
       --reject-all-permission-claims      Reject all permission claims of the APIExport
+
+${CONNECTION_HELP}`;
+
+const WORKLOAD_USAGE = `Manages workloads of kcp's transparent multi-cluster.
+
+Usage:
+  kubectl kcp workload [command]
+
+Commands:
+  sync <synctarget-name>   Create a SyncTarget and the manifest of its syncer for a physical cluster
+
+`;
+
+const WORKLOAD_SYNC_USAGE = `Create a SyncTarget in the current workspace, the syncer's service account and RBAC, and write the
+manifest that installs the syncer in a physical cluster.
+
+Usage:
+  kubectl kcp workload sync <synctarget-name> --syncer-image <image> -o <output-file> [flags]
+
+Examples:
+  # Write the manifest of the syncer of SyncTarget "west", syncing deployments too.
+  kubectl kcp workload sync west --syncer-image ghcr.io/kcp-ts/kcp-ts:latest -o syncer.yaml --resources deployments.apps
+  KUBECONFIG=<pcluster-config> kubectl apply -f syncer.yaml
+
+Flags:
+      --syncer-image string                         The syncer image to use in the syncer's deployment YAML (the kcp-ts image)
+  -o, --output-file string                          The manifest file to be created and applied to the physical cluster. Use - for stdout.
+      --resources strings                           Resources to synchronize with kcp (resource.group)
+      --apiexports strings                          APIExports to be supported by the syncer (<workspace path>:<export>)
+      --labels strings                              Labels to apply on the SyncTarget created in kcp (key=value)
+  -n, --namespace string                            The namespace to create the syncer in the physical cluster (default "kcp-syncer-<synctarget-name>-<uid hash>")
+      --kcp-namespace string                        The kcp namespace to create the service account in (default "default")
+      --replicas int                                Number of replicas of the syncer deployment, 0 or 1 (default 1)
+      --qps float                                   QPS to use when talking to API servers (default 20)
+      --burst int                                   Burst to use when talking to API servers (default 30)
+      --api-import-poll-interval duration           Polling interval for API import (default 1m0s)
+      --downstream-namespace-clean-delay duration   Time to wait before deleting a downstream namespace (default 30s)
+      --feature-gates string                        Feature gates of the syncer
 
 ${CONNECTION_HELP}`;

@@ -1,0 +1,179 @@
+/**
+ * `npm run bench -- syncer`: the syncer between a kcp-ts shard and a real physical cluster
+ * (kube-apiserver, etcd and kube-controller-manager as test/hostcluster.ts starts them), the
+ * syncer a child process (`kcp-ts syncer`, `--qps 2000 --burst 4000`).
+ *
+ * - spec down: ConfigMaps labelled for the SyncTarget created upstream at BENCH_SYNCER_RATE/s
+ *   (default 100) for BENCH_SYNCER_SECONDS (default 10); latency from the create's answer to the
+ *   downstream copy's ADDED event (a watch on the physical cluster);
+ * - status up: the status of synced widgets (a CRD with `/status` downstream, published upstream by
+ *   API negotiation in the workspace's `kubernetes` export and bound there) written downstream
+ *   at the same rate; latency from the downstream write's answer to the upstream MODIFIED event
+ *   showing it;
+ * - memory: resident set of the syncer process holding BENCH_SYNCER_OBJECTS (default 10,000)
+ *   synced ConfigMaps, all downstream.
+ * The shard runs in this process (the load is light); on 2 cores the three servers, the syncer and
+ * the load generator share them.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { startHostCluster } from '../test/hostcluster.js';
+import { adminCreds, createWorkspace, startRedis, startTestServer } from '../test/helpers.js';
+import { RemoteInformer } from '../src/client/informer.js';
+import { RestClient } from '../src/client/rest.js';
+import { connectionFromKubeconfigFile } from '../src/syncer/cli.js';
+import { syncTargetKey } from '../src/workload/keys.js';
+import { summarize, type LatencySummary } from './lib/load.js';
+import type { Report, Row } from './workspaces.js';
+
+const REPO = fileURLToPath(new URL('..', import.meta.url));
+const RATE = Number(process.env.BENCH_SYNCER_RATE ?? 100);
+const SECONDS = Number(process.env.BENCH_SYNCER_SECONDS ?? 10);
+const OBJECTS = Number(process.env.BENCH_SYNCER_OBJECTS ?? 10_000);
+const log = (s: string) => process.stderr.write(`[syncer] ${s}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
+
+const widgetsCRD = {
+  apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.bench.example.com' },
+  spec: {
+    group: 'bench.example.com', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+    versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+  },
+};
+
+async function must(c: RestClient, method: string, path: string, body?: unknown, ok = [200, 201]): Promise<any> {
+  const r = await c.request(method, path, body, method === 'PATCH' ? { contentType: 'application/merge-patch+json' } : {});
+  if (!ok.includes(r.status)) throw new Error(`${method} ${path}: ${r.status} ${r.body.slice(0, 300)}`);
+  return r.json;
+}
+
+/** Open-loop: `fn(i)` every 1/RATE s for SECONDS; resolves when all answered. */
+async function paced(fn: (i: number) => Promise<void>): Promise<void> {
+  const n = RATE * SECONDS; const t0 = performance.now(); const all: Promise<void>[] = [];
+  for (let i = 0; i < n; i++) {
+    const due = t0 + (i * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait);
+    all.push(fn(i));
+  }
+  await Promise.all(all);
+}
+
+function rssMiB(p: ChildProcess): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p.pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** The scenario (see the module comment). */
+export async function syncerBench(): Promise<Report> {
+  const [host, redis] = await Promise.all([startHostCluster(), startRedis()]);
+  const srv = await startTestServer(redis);
+  let syncer: ChildProcess | undefined;
+  const informers: RemoteInformer[] = [];
+  const up = new RestClient({ url: srv.url, ...adminCreds(srv.root) }, 64);
+  const down = new RestClient(connectionFromKubeconfigFile(host.kubeconfig), 64);
+  try {
+    const cluster = await createWorkspace(srv, 'bench');
+    const ws = '/clusters/root:bench';
+    // Widgets exist downstream; API negotiation publishes them in the workspace's `kubernetes` export.
+    await host.kubectl(['apply', '-f', '-'], { input: JSON.stringify(widgetsCRD) });
+    const st = await must(up, 'POST', `${ws}/apis/workload.kcp.io/v1alpha1/synctargets`, { apiVersion: 'workload.kcp.io/v1alpha1', kind: 'SyncTarget', metadata: { name: 'bench' } });
+    const key = syncTargetKey(cluster, 'bench');
+    const labels = { [`state.workload.kcp.io/${key}`]: 'Sync' };
+    await must(up, 'POST', `${ws}/api/v1/namespaces`, { metadata: { name: 'load', labels } });
+    syncer = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src', 'cli', 'bin.ts'), 'syncer', `--from-kubeconfig=${srv.kubeconfigPath}`, `--from-cluster=${cluster}`,
+      '--sync-target-name=bench', `--sync-target-uid=${st.metadata.uid}`, `--kubeconfig=${host.kubeconfig}`, '--resources=widgets.bench.example.com', '--qps=2000', '--burst=4000'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let syncerLog = '';
+    syncer.stderr!.on('data', (d) => { syncerLog = (syncerLog + String(d)).slice(-4000); });
+    for (let i = 0; ; i++) {
+      const s = await must(up, 'GET', `${ws}/apis/workload.kcp.io/v1alpha1/synctargets/bench`);
+      if ((s.status?.syncedResources ?? []).some((r: { resource?: string; state?: string }) => r.resource === 'widgets' && r.state === 'Accepted')) break;
+      if (i > 1200) throw new Error(`widgets not negotiated\n${syncerLog}`);
+      await sleep(100);
+    }
+    await must(up, 'POST', `${ws}/apis/apis.kcp.io/v1alpha2/apibindings`, { apiVersion: 'apis.kcp.io/v1alpha2', kind: 'APIBinding', metadata: { name: 'kubernetes' }, spec: { reference: { export: { path: 'root:bench', name: 'kubernetes' } } } });
+    for (let i = 0; i < 300; i++) { const r = await up.request('GET', `${ws}/apis/bench.example.com/v1/widgets`); if (r.status === 200) break; await sleep(100); }
+    const selector = `labelSelector=${encodeURIComponent(`internal.workload.kcp.io/cluster=${key}`)}`;
+    // Arrival times of downstream ConfigMaps and upstream widget statuses.
+    const arrivedDown = new Map<string, number>();
+    const statusUp = new Map<string, number>();
+    informers.push(new RemoteInformer(down, { path: '/api/v1/configmaps', query: selector }, {
+      replace: (items) => { for (const o of items) if (!arrivedDown.has(o.metadata.name!)) arrivedDown.set(o.metadata.name!, performance.now()); },
+      event: (type, o) => { if (type === 'ADDED' && !arrivedDown.has(o.metadata.name!)) arrivedDown.set(o.metadata.name!, performance.now()); },
+    }));
+    informers.push(new RemoteInformer(up, { path: `${ws}/apis/bench.example.com/v1/widgets` }, {
+      replace: () => undefined,
+      event: (_t, o) => { const mark = (o as { status?: { mark?: string } }).status?.mark; if (mark && !statusUp.has(mark)) statusUp.set(mark, performance.now()); },
+    }));
+    await Promise.all(informers.map((i) => i.hasSynced));
+    const waitFor = async (what: string, done: () => boolean, ms: number) => {
+      const end = Date.now() + ms;
+      while (!done()) { if (Date.now() > end) throw new Error(`${what} not done after ${ms} ms\n${syncerLog}`); await sleep(50); }
+    };
+
+    // Warm-up: one object through, so the syncer is listening.
+    await must(up, 'POST', `${ws}/api/v1/namespaces/load/configmaps`, { metadata: { name: 'warm', labels }, data: { a: '1' } });
+    await waitFor('warm-up', () => arrivedDown.has('warm'), 60_000);
+
+    log(`spec down: ${RATE} ConfigMap creates/s for ${SECONDS} s`);
+    const sent = new Map<string, number>();
+    await paced(async (i) => {
+      const name = `cm-${i}`;
+      await must(up, 'POST', `${ws}/api/v1/namespaces/load/configmaps`, { metadata: { name, labels }, data: { i: String(i) } });
+      sent.set(name, performance.now());
+    });
+    await waitFor('spec down', () => [...sent.keys()].every((n) => arrivedDown.has(n)), 120_000);
+    const specDown = summarize([...sent].map(([n, t]) => Math.max(0, arrivedDown.get(n)! - t)));
+
+    log(`status up: ${RATE} downstream status writes/s for ${SECONDS} s`);
+    const widgets = Math.min(100, RATE);
+    for (let i = 0; i < widgets; i++) await must(up, 'POST', `${ws}/apis/bench.example.com/v1/namespaces/load/widgets`, { apiVersion: 'bench.example.com/v1', kind: 'Widget', metadata: { name: `w-${i}`, labels } });
+    // The downstream namespace of `load`: the one the ConfigMaps went to.
+    const cms = await must(down, 'GET', `/api/v1/configmaps?${selector}&limit=1`);
+    const downstreamNs = cms.items[0].metadata.namespace as string;
+    for (let i = 0; i < widgets; i++) {
+      for (let a = 0; ; a++) { const r = await down.request('GET', `/apis/bench.example.com/v1/namespaces/${downstreamNs}/widgets/w-${i}`); if (r.status === 200) break; if (a > 600) throw new Error(`widget w-${i} not downstream\n${syncerLog}`); await sleep(100); }
+    }
+    const written = new Map<string, number>();
+    await paced(async (i) => {
+      const mark = `m-${i}`;
+      const r = await down.request('PATCH', `/apis/bench.example.com/v1/namespaces/${downstreamNs}/widgets/w-${i % widgets}/status`, { status: { mark } }, { contentType: 'application/merge-patch+json' });
+      if (r.status !== 200) throw new Error(`downstream status: ${r.status} ${r.body.slice(0, 200)}`);
+      written.set(mark, performance.now());
+    });
+    // A widget's later mark may overtake an earlier one not yet carried up: those are never seen; measured are those seen.
+    await sleep(3000);
+    const seen = [...written].filter(([m]) => statusUp.has(m));
+    const statusUpLat = summarize(seen.map(([m, t]) => Math.max(0, statusUp.get(m)! - t)));
+
+    log(`memory: ${OBJECTS} synced ConfigMaps`);
+    const existing = RATE * SECONDS + 1;
+    const more = Math.max(0, OBJECTS - existing);
+    const t0 = performance.now();
+    for (let base = 0; base < more; base += 50) {
+      await Promise.all(Array.from({ length: Math.min(50, more - base) }, (_, j) =>
+        must(up, 'POST', `${ws}/api/v1/namespaces/load/configmaps`, { metadata: { name: `fill-${base + j}`, labels }, data: { i: String(base + j), pad: 'x'.repeat(200) } })));
+    }
+    await waitFor('all synced', () => arrivedDown.size >= OBJECTS, 900_000);
+    const fillSeconds = (performance.now() - t0) / 1000;
+    await sleep(2000);
+    const rss = rssMiB(syncer);
+
+    const lat = (s: LatencySummary) => `p50 ${round(s.p50)} ms, p99 ${round(s.p99)} ms, max ${round(s.max)} ms, n=${s.count}`;
+    const rows: Row[] = [
+      { scenario: 'syncer', figure: `spec down (upstream create → downstream object) p99 at ${RATE} writes/s`, value: `${round(specDown.p99)} ms`, target: '< 100 ms', met: specDown.p99 < 100 ? 'yes' : 'NO', detail: lat(specDown) },
+      { scenario: 'syncer', figure: `status up (downstream status → upstream) p99 at ${RATE} writes/s`, value: `${round(statusUpLat.p99)} ms`, target: '< 100 ms', met: statusUpLat.p99 < 100 ? 'yes' : 'NO', detail: `${lat(statusUpLat)} (of ${written.size} written; the rest overtaken by a later write of the same widget)` },
+      { scenario: 'syncer', figure: `syncer resident memory with ${OBJECTS.toLocaleString('en-US')} synced objects`, value: `${round(rss)} MiB`, target: '< 200 MiB', met: rss < 200 ? 'yes' : 'NO', detail: `${more} more ConfigMaps created 50 at a time and synced in ${round(fillSeconds)} s` },
+    ];
+    return { result: { rate: RATE, seconds: SECONDS, specDown, statusUp: statusUpLat, statusWritten: written.size, objects: OBJECTS, rssMiB: round(rss), fillSeconds: round(fillSeconds) }, rows };
+  } finally {
+    if (syncer && syncer.exitCode === null) syncer.kill('SIGKILL');
+    await Promise.all(informers.map((i) => i.stop()));
+    up.close(); down.close();
+    await srv.stop(); await redis.stop(); await host.stop();
+  }
+}
