@@ -52,6 +52,8 @@ import { MutatingPolicies } from '../admission/mutating.js';
 import { chainAdmission } from '../admission/index.js';
 import type { AdmissionPlugin } from '../admission/plugins.js';
 import { QuotaReservations, ResourceQuotaAdmission } from '../admission/plugins/resourcequota.js';
+import type { AuthenticationConfiguration } from '../auth/authconfig.js';
+import { JWTAuthenticators } from '../auth/oidc.js';
 import type { AdmissionAuthorize } from '../admission/celauthorizer.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
@@ -131,6 +133,12 @@ export interface ServerOptions {
   queueRedisUrl?: string;
   /** Static token file (kube-apiserver CSV format). */
   tokenAuthFile?: string;
+  /**
+   * JWT (OpenID Connect) authenticators: a validated `--authentication-config` or the
+   * `--oidc-*` flags (src/auth/authconfig.ts `authenticationConfigFromFlags`); `algorithms` the
+   * accepted signature algorithms (default all kube allows; kube's `--oidc-*` default is RS256).
+   */
+  authentication?: { config: AuthenticationConfiguration; algorithms?: readonly string[] };
   /**
    * Audit (src/endpoints/filters/audit.ts), kube-apiserver's `--audit-policy-file` (a parsed policy, or the
    * file: then an invalid one rejects the start with an `AuditPolicyError`) and `--audit-log-*`
@@ -528,7 +536,9 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     };
     const revoked = options.revokedClientCertificatesFile ? new RevokedCertificates(options.revokedClientCertificatesFile, (m) => warn(m)) : undefined;
     if (revoked) cleanups.unshift(async () => revoked.close());
-    const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map(), saTokens, requestHeader, revoked);
+    const jwt = options.authentication?.config.jwt.length ? new JWTAuthenticators(options.authentication.config, options.authentication.algorithms) : undefined;
+    if (jwt) { jwt.start(); cleanups.unshift(() => jwt.close()); }
+    const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map(), saTokens, requestHeader, revoked, jwt);
     const hub = new WatchHub(cache, () => storage.currentRevision(), options.bookmarkIntervalMs);
     let audit: Auditor | undefined;
     if (options.audit) {
