@@ -104,6 +104,7 @@ function shapeErrors(doc: Record<string, unknown>): string[] {
     if (!isObj(v)) { errs.push(`${path}: Invalid value: expected an object`); return undefined; }
     for (const k of Object.keys(v)) if (!KNOWN_FIELDS[kind]!.includes(k)) errs.push(`${path ? `${path}.` : ''}${k}: unknown field`);
     for (const [k, val] of Object.entries(v)) {
+      if (!KNOWN_FIELDS[kind]!.includes(k)) continue;
       if (k === 'audiences') {
         if (!Array.isArray(val) || val.some((a) => typeof a !== 'string')) errs.push(`${path}.audiences: Invalid value: expected a list of strings`);
       } else if (!KNOWN_FIELDS[k] && val !== undefined && val !== null && typeof val !== 'string' && !(kind === '' && (k === 'jwt' || k === 'anonymous'))) {

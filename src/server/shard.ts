@@ -620,7 +620,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       createVirtual: (desc, body, user, cluster, deep) => {
         const exists = cache.getEntry(LOGICAL_CLUSTERS_GR, cluster, '', 'cluster') !== undefined;
         if (desc.kind === 'SelfSubjectReview') return evaluateSelfSubjectReview(body, user);
-        if (desc.kind === 'TokenReview') return evaluateTokenReview({ authn, apiAudiences: saTokens.audiences }, body);
+        if (desc.kind === 'TokenReview') return evaluateTokenReview({ authn, apiAudiences: saTokens.audiences, serviceAccountIssuer: saTokens.issuer }, body);
         return desc.kind === 'SelfSubjectRulesReview' ? evaluateRulesReview(authz, body, user, cluster, exists) : evaluateAccessReview(authz, body, user, cluster, exists, deep);
       },
       maximalPermission: maximalPermissionPolicy({

@@ -84,6 +84,12 @@ describe('--authentication-config with a JWT issuer', () => {
     assert.deepEqual(info.groups, ['oidc:devs', 'system:authenticated']);
     assert.deepEqual(info.extra['example.com/tier'], ['gold']);
     assert.deepEqual(info.extra['authentication.kubernetes.io/credential-id'], ['JTI=j-1']);
+    // TokenReview: an OpenID Connect token is audience-agnostic (kube), reviewed for the API audiences.
+    const review = await kubectl(srv.kubeconfigPath, ['create', '-o', 'json', '-f', '-'], { input: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } }) });
+    const status = JSON.parse(review.stdout).status;
+    assert.equal(status.authenticated, true, JSON.stringify(status));
+    assert.equal(status.user.username, 'oidc:alice');
+    assert.deepEqual(status.audiences, ['https://kcp.default.svc']);
   });
 
   test('a second audience of MatchAny is accepted; a user outside the group is authenticated but forbidden', async () => {
