@@ -19,6 +19,8 @@ export interface TestOIDCProvider {
   ca: string;
   /** Requests served per path. */
   hits: Map<string, number>;
+  /** Time (ms since the epoch) of the last request per path. */
+  lastHit: Map<string, number>;
   /** Signs a token with the current key (or `opts.key`); `iss` defaults to the issuer, `exp` to one hour. */
   sign(claims: Record<string, unknown>, opts?: { kid?: string; key?: Key; alg?: string }): Promise<string>;
   /** A new key; with `publish` it is served in the JWKS from now on and signs later tokens. */
@@ -43,9 +45,11 @@ export async function startOIDCProvider(alg = 'RS256'): Promise<TestOIDCProvider
   let published = 1;
   let current = keys[0]!;
   const hits = new Map<string, number>();
+  const lastHit = new Map<string, number>();
   const server: Server = createServer({ cert: serving.certPem, key: serving.keyPem }, (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
     hits.set(path, (hits.get(path) ?? 0) + 1);
+    lastHit.set(path, Date.now());
     const json = (v: unknown) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify(v)); };
     if (path === '/.well-known/openid-configuration') json({ issuer, jwks_uri: `${issuer}/jwks`, id_token_signing_alg_values_supported: [alg], response_types_supported: ['id_token'], subject_types_supported: ['public'] });
     else if (path === '/jwks') json({ keys: keys.slice(0, published).map((k) => k.jwk) });
@@ -54,7 +58,7 @@ export async function startOIDCProvider(alg = 'RS256'): Promise<TestOIDCProvider
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   issuer = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    issuer, ca: ca.certPem, hits,
+    issuer, ca: ca.certPem, hits, lastHit,
     async sign(claims, opts = {}) {
       const key = opts.key ?? current;
       const now = Math.floor(Date.now() / 1000);

@@ -15,6 +15,7 @@ import type { UserInfo } from '../registry/store.js';
 import { certificateScopes } from './serviceaccounts.js';
 import type { ServiceAccountTokens } from './serviceaccounts.js';
 import type { JWTAuthenticators } from './oidc.js';
+import type { WorkspaceAuthenticators } from './workspaceauth.js';
 
 /** Group every authenticated request carries. */
 export const AUTHENTICATED_GROUP = 'system:authenticated';
@@ -105,7 +106,7 @@ export class Authenticator {
    * stated by a front-proxy. The TLS server must trust `requestHeader.clientCA` besides the client
    * CA; a certificate of the request-header CA never authenticates as its own CN.
    */
-  constructor(private readonly tokens: Map<string, UserInfo> = new Map(), private readonly serviceAccounts?: ServiceAccountTokens, private readonly requestHeader?: RequestHeaderConfig, private readonly revoked?: { has(serialHex: string): boolean }, private readonly jwt?: JWTAuthenticators) {
+  constructor(private readonly tokens: Map<string, UserInfo> = new Map(), private readonly serviceAccounts?: ServiceAccountTokens, private readonly requestHeader?: RequestHeaderConfig, private readonly revoked?: { has(serialHex: string): boolean }, private readonly jwt?: JWTAuthenticators, private readonly workspace?: WorkspaceAuthenticators) {
     this.requestHeaderCA = requestHeader ? new X509Certificate(requestHeader.clientCA) : undefined;
   }
 
@@ -115,9 +116,10 @@ export class Authenticator {
    * verified once, then cached) and OpenID Connect tokens: then a promise of the same. Order as kube's union authenticator:
    * request header (a front-proxy's certificate and a user header), bearer token, client certificate.
    * A client certificate whose serial number is in `revoked` is refused on every request (also on
-   * connections opened before it was revoked).
+   * connections opened before it was revoked). `cluster`: the logical cluster the request targets,
+   * whose workspace authenticators (src/auth/workspaceauth.ts) a bearer token may also satisfy.
    */
-  authenticate(socket: TLSSocket | undefined, authorization: string | undefined, headers: NodeJS.Dict<string[]> = {}): AuthnResult | Promise<AuthnResult> {
+  authenticate(socket: TLSSocket | undefined, authorization: string | undefined, headers: NodeJS.Dict<string[]> = {}, cluster?: string): AuthnResult | Promise<AuthnResult> {
     const proxy = socket ? this.proxyOf(socket) : null;
     if (proxy !== null) {
       if (proxy !== true) return proxy;
@@ -133,10 +135,17 @@ export class Authenticator {
       if (user) return { user: withAuthenticated(user) };
       const oidc = this.jwt?.authenticate(m[1]!);
       if (oidc) return oidc.then((r) => (r && 'user' in r ? { user: withAuthenticated(r.user) } : r ?? { error: 'invalid bearer token' }));
-      const sa = this.serviceAccounts?.authenticate(m[1]!);
-      if (sa === undefined) return { error: 'invalid bearer token' };
-      if (sa instanceof Promise) return sa.then((r) => r ?? { error: 'invalid bearer token' });
-      return sa;
+      const token = m[1]!;
+      // kcp's per-workspace authenticators of the target cluster's WorkspaceType: an alternative
+      // to the shard's own (a union), tried when those do not accept the token.
+      const orWorkspace = (r: AuthnResult): AuthnResult | Promise<AuthnResult> => {
+        if (r && 'user' in r) return r;
+        const ws = cluster === undefined ? undefined : this.workspace?.authenticate(cluster, token);
+        return ws ? ws.then((w) => w ?? r ?? { error: 'invalid bearer token' }) : r ?? { error: 'invalid bearer token' };
+      };
+      const sa = this.serviceAccounts?.authenticate(token);
+      if (sa instanceof Promise) return sa.then(orWorkspace);
+      return orWorkspace(sa);
     }
     if (!socket || typeof socket.getPeerCertificate !== 'function' || proxy !== null) return undefined;
     let cached = this.certUsers.get(socket);

@@ -54,6 +54,7 @@ import type { AdmissionPlugin } from '../admission/plugins.js';
 import { QuotaReservations, ResourceQuotaAdmission } from '../admission/plugins/resourcequota.js';
 import type { AuthenticationConfiguration } from '../auth/authconfig.js';
 import { JWTAuthenticators } from '../auth/oidc.js';
+import { WorkspaceAuthenticators } from '../auth/workspaceauth.js';
 import type { AdmissionAuthorize } from '../admission/celauthorizer.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
@@ -538,7 +539,9 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     if (revoked) cleanups.unshift(async () => revoked.close());
     const jwt = options.authentication?.config.jwt.length ? new JWTAuthenticators(options.authentication.config, options.authentication.algorithms) : undefined;
     if (jwt) { jwt.start(); cleanups.unshift(() => jwt.close()); }
-    const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map(), saTokens, requestHeader, revoked, jwt);
+    const workspaceAuth = new WorkspaceAuthenticators(cache, index, saTokens.audiences, [saTokens.issuer], (m) => warn(m));
+    cleanups.unshift(() => workspaceAuth.close());
+    const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map(), saTokens, requestHeader, revoked, jwt, workspaceAuth);
     const hub = new WatchHub(cache, () => storage.currentRevision(), options.bookmarkIntervalMs);
     let audit: Auditor | undefined;
     if (options.audit) {

@@ -18,7 +18,6 @@ import { KEY_REFRESH_INTERVAL_MS } from '../../src/auth/oidc.js';
 let redis: TestRedis;
 let idp: TestOIDCProvider;
 let srv: TestServer;
-let startedAt = 0;
 const dir = mkdtempSync(join(tmpdir(), 'kcp-oidc-'));
 
 /** The admin kubeconfig with its user replaced by `user` (kubeconfig `users[].user`). */
@@ -56,7 +55,6 @@ before(async () => {
     }],
   }));
   writeFileSync(join(dir, 'tokens.csv'), 'static-token,static-user,42,"static-group"\n');
-  startedAt = Date.now();
   srv = await startTestServer(redis, { authentication: { config: loadAuthenticationConfig(configPath) }, tokenAuthFile: join(dir, 'tokens.csv') });
   // RBAC in root: group oidc:devs may enter and read configmaps.
   const admin = (args: string[], input?: string) => kubectl(srv.kubeconfigPath, args, input === undefined ? {} : { input });
@@ -137,8 +135,8 @@ describe('--authentication-config with a JWT issuer', () => {
   });
 
   test('a token signed with a new key (unknown kid) makes the keys be fetched again; random kids do not hammer the issuer', async () => {
-    // Keys are fetched again at most once per interval: let the one since start-up pass.
-    await sleep(Math.max(0, startedAt + KEY_REFRESH_INTERVAL_MS + 100 - Date.now()));
+    // Keys are fetched again at most once per interval: let the last fetch's interval pass.
+    await sleep(Math.max(0, (idp.lastHit.get('/jwks') ?? 0) + KEY_REFRESH_INTERVAL_MS + 100 - Date.now()));
     await idp.rotate(true);
     const before = idp.hits.get('/jwks') ?? 0;
     const token = await idp.sign({ sub: 'carol', aud: 'kcp', groups: ['devs'] });
@@ -165,6 +163,55 @@ describe('--authentication-config with a JWT issuer', () => {
     assert.equal(who.stdout, 'oidc:dave');
     const cm = await kubectl(kc, ['-n', 'default', 'get', 'configmap', 'shared', '-o', 'jsonpath={.data.k}']);
     assert.equal(cm.stdout, 'v');
+  });
+});
+
+describe('per-workspace authentication: WorkspaceAuthenticationConfiguration referenced by a WorkspaceType', () => {
+  test("a tenant's issuer authenticates only in workspaces of that type, scoped to the workspace", async () => {
+    const tenantIdp = await startOIDCProvider('ES256');
+    try {
+      const admin = (args: string[], input?: string) => kubectl(srv.kubeconfigPath, args, input === undefined ? {} : { input });
+      await admin(['apply', '-f', '-'], [
+        { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceAuthenticationConfiguration', metadata: { name: 'tenant-idp' },
+          spec: { jwt: [{ issuer: { url: tenantIdp.issuer, certificateAuthority: tenantIdp.ca, audiences: ['tenant'] },
+            claimMappings: { username: { claim: 'sub', prefix: 'tenant:' }, groups: { claim: 'groups', prefix: 'tenant:' }, extra: [{ key: 'example.com/kcp.io-like', valueExpression: '"x"' }] } }] } },
+        { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceType', metadata: { name: 'tenant' }, spec: { authenticationConfigurations: [{ name: 'tenant-idp' }] } },
+      ].map((o) => stringify(o)).join('---\n'));
+      for (const [name, type] of [['tenant-ws', 'tenant'], ['other-ws', 'universal']] as const) {
+        await admin(['apply', '-f', '-'], stringify({ apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name }, spec: { type: { name: type, path: 'root' } } }));
+      }
+      await admin(['wait', '--for=jsonpath={.status.phase}=Ready', 'workspace/tenant-ws', 'workspace/other-ws', '--timeout=60s']);
+      const grant = stringify({
+        apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'tenant-reader' },
+        rules: [{ nonResourceURLs: ['/'], verbs: ['access'] }, { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }],
+      });
+      for (const ws of ['tenant-ws', 'other-ws']) {
+        await admin(['--server', `${srv.url}/clusters/root:${ws}`, 'apply', '-f', '-'], grant);
+        await admin(['--server', `${srv.url}/clusters/root:${ws}`, 'create', 'clusterrolebinding', 'tenant-devs', '--clusterrole=tenant-reader', '--group=tenant:devs']);
+      }
+      const token = await tenantIdp.sign({ sub: 'tina', aud: ['tenant', 'https://kcp.default.svc'], groups: ['devs', 'system:masters'] });
+      const inTenant = await kubectlToken(token, ['--server', `${srv.url}/clusters/root:tenant-ws`, 'auth', 'whoami', '-o', 'json']);
+      assert.equal(inTenant.code, 0, inTenant.stderr);
+      const info = JSON.parse(inTenant.stdout).status.userInfo;
+      assert.equal(info.username, 'tenant:tina');
+      assert.deepEqual(info.groups, ['tenant:devs', 'tenant:system:masters', 'system:authenticated']);
+      assert.equal(info.extra['example.com/kcp.io-like'], undefined);
+      const cluster = info.extra['authentication.kcp.io/cluster-name']?.[0];
+      assert.ok(cluster);
+      assert.deepEqual(info.extra['authentication.kcp.io/scopes'], [`cluster:${cluster}`]);
+      const list = await kubectlToken(token, ['--server', `${srv.url}/clusters/root:tenant-ws`, 'get', 'configmaps', '-n', 'default', '-o', 'name']);
+      assert.equal(list.code, 0, list.stderr);
+      // Elsewhere the tenant's issuer is nobody: 401 in root and in a workspace of another type.
+      for (const where of ['root', 'root:other-ws']) {
+        const r = await kubectlToken(token, ['--server', `${srv.url}/clusters/${where}`, 'get', 'configmaps', '-n', 'default']);
+        assert.match(r.stderr, UNAUTHORIZED, where);
+      }
+      // kcp: a workspace token must also name an API audience.
+      const noApiAudience = await tenantIdp.sign({ sub: 'tina', aud: 'tenant', groups: ['devs'] });
+      assert.match((await kubectlToken(noApiAudience, ['--server', `${srv.url}/clusters/root:tenant-ws`, 'get', 'configmaps', '-n', 'default'])).stderr, UNAUTHORIZED);
+    } finally {
+      await tenantIdp.stop();
+    }
   });
 });
 
