@@ -21,8 +21,9 @@
  * {@link MAX_CACHED_TYPES} (least recently used closed first). Fetches from a tenant's issuer are
  * bounded as src/auth/oidc.ts states (1 MiB, 30 s, keys refetched at most every 10 s).
  *
- * Only the WorkspaceType and configurations on this shard are seen (kcp's shard-local
- * authenticator has the same limit; its front-proxy form is not implemented).
+ * The WorkspaceType and its configurations are read from this shard, else from those replicated
+ * from the instance's other shards (kcp reads them from its cache server). kcp's front-proxy form
+ * (the proxy authenticating) is not implemented: the proxy passes such tokens on to the shard.
  */
 import { LRUCache } from 'lru-cache';
 import type { KubeObject } from '../apimachinery/meta.js';
@@ -44,6 +45,16 @@ export const SCOPES_EXTRA = 'authentication.kcp.io/scopes';
 /** kcp's cluster-name extra key. */
 export const CLUSTER_NAME_EXTRA = 'authentication.kcp.io/cluster-name';
 
+/**
+ * WorkspaceTypes and WorkspaceAuthenticationConfigurations of the instance's other shards, as
+ * replicated to this one (src/shards/directory.ts), and the logical cluster of a workspace path.
+ */
+export interface RemoteObjects {
+  resolvePath(path: string): string | undefined;
+  /** `groupResource` e.g. `tenancy.kcp.io/workspacetypes`. */
+  get(groupResource: string, cluster: string, name: string): KubeObject | undefined;
+}
+
 /** Per-workspace JWT authenticators of a shard. */
 export class WorkspaceAuthenticators {
   private readonly built = new LRUCache<string, { key: string; jwt: JWTAuthenticators }>({
@@ -54,7 +65,15 @@ export class WorkspaceAuthenticators {
    * `disallowedIssuers`: issuers a workspace may not configure (the service-account issuer);
    * `apiAudiences`: one of them must be in every token's `aud`; `warn` receives skipped entries.
    */
-  constructor(private readonly cache: WatchCache, private readonly index: LogicalClusterIndex, private readonly apiAudiences: readonly string[], private readonly disallowedIssuers: readonly string[], private readonly warn: (m: string) => void = () => undefined) {}
+  constructor(private readonly cache: WatchCache, private readonly index: LogicalClusterIndex, private readonly apiAudiences: readonly string[], private readonly disallowedIssuers: readonly string[], private readonly warn: (m: string) => void = () => undefined, private readonly remote?: RemoteObjects) {}
+
+  /** An object of this shard's cache, else one replicated from another shard; with its revision. */
+  private lookup(gr: string, cluster: string, name: string): { obj: KubeObject; rv: string } | undefined {
+    const e = this.cache.getEntry(gr, cluster, '', name);
+    if (e) return { obj: JSON.parse(e.json) as KubeObject, rv: String(e.rv) };
+    const o = this.remote?.get(gr, cluster, name);
+    return o ? { obj: o, rv: `r${o.metadata.resourceVersion ?? ''}` } : undefined;
+  }
 
   /** Closes every issuer connection. */
   async close(): Promise<void> {
@@ -69,13 +88,14 @@ export class WorkspaceAuthenticators {
     if (!type) return undefined;
     const colon = type.lastIndexOf(':');
     if (colon <= 0) return undefined;
-    const typeCluster = this.index.resolvePath(type.slice(0, colon)) ?? type.slice(0, colon);
-    const wst = this.cache.getEntry(WORKSPACE_TYPES_GR, typeCluster, '', type.slice(colon + 1));
+    const typePath = type.slice(0, colon);
+    const typeCluster = this.index.resolvePath(typePath) ?? this.remote?.resolvePath(typePath) ?? typePath;
+    const wst = this.lookup(WORKSPACE_TYPES_GR, typeCluster, type.slice(colon + 1));
     if (!wst) return undefined;
-    const refs = ((JSON.parse(wst.json) as KubeObject).spec as { authenticationConfigurations?: { name?: unknown }[] } | undefined)?.authenticationConfigurations ?? [];
+    const refs = (wst.obj.spec as { authenticationConfigurations?: { name?: unknown }[] } | undefined)?.authenticationConfigurations ?? [];
     const names = refs.map((r) => r?.name).filter((n): n is string => typeof n === 'string' && n !== '').slice(0, MAX_CONFIGS_PER_TYPE);
     if (!names.length) return undefined;
-    const entries = names.map((n) => this.cache.getEntry(WORKSPACE_AUTH_CONFIGS_GR, typeCluster, '', n));
+    const entries = names.map((n) => this.lookup(WORKSPACE_AUTH_CONFIGS_GR, typeCluster, n));
     const key = `${wst.rv}|${entries.map((e, i) => `${names[i]}@${e?.rv ?? 0}`).join(',')}`;
     const id = `${typeCluster}|${type}`;
     const hit = this.built.get(id);
@@ -84,7 +104,7 @@ export class WorkspaceAuthenticators {
     const seen = new Set<string>();
     for (const e of entries) {
       if (!e) continue;
-      const obj = JSON.parse(e.json) as KubeObject;
+      const obj = e.obj;
       const list = ((obj.spec as { jwt?: unknown } | undefined)?.jwt ?? []) as JWTAuthenticatorConfig[];
       if (!Array.isArray(list)) continue;
       list.slice(0, 64).forEach((a, i) => {

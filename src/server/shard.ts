@@ -54,7 +54,7 @@ import type { AdmissionPlugin } from '../admission/plugins.js';
 import { QuotaReservations, ResourceQuotaAdmission } from '../admission/plugins/resourcequota.js';
 import type { AuthenticationConfiguration } from '../auth/authconfig.js';
 import { JWTAuthenticators } from '../auth/oidc.js';
-import { WorkspaceAuthenticators } from '../auth/workspaceauth.js';
+import { WORKSPACE_AUTH_CONFIGS_GR, WorkspaceAuthenticators } from '../auth/workspaceauth.js';
 import type { AdmissionAuthorize } from '../admission/celauthorizer.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
@@ -294,6 +294,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
 
 /** Path (under a logical cluster) of the WorkspaceTypes every shard reads from every shard. */
 const WORKSPACE_TYPES_PATH = 'apis/tenancy.kcp.io/v1alpha1/workspacetypes';
+const WORKSPACE_AUTH_CONFIGS_PATH = 'apis/tenancy.kcp.io/v1alpha1/workspaceauthenticationconfigurations';
 
 /** Feeds `listener` the Shard objects of the root workspace in `cache`, now and on every change. */
 function watchLocalShards(cache: WatchCache, listener: (shards: ShardInfo[]) => void): void {
@@ -419,7 +420,8 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       credentials: shardCredentials,
       // Webhook configurations: a provider's webhooks apply to its bound resources in consumers
       // on every shard (kcp replicates them to its cache server for the same reason).
-      replicate: [WORKSPACE_TYPES_PATH, ...CATALOG_PATHS, ...WEBHOOK_CONFIGURATION_PATHS],
+      // WorkspaceAuthenticationConfigurations: per-workspace authentication in workspaces whose type is elsewhere.
+      replicate: [WORKSPACE_TYPES_PATH, WORKSPACE_AUTH_CONFIGS_PATH, ...CATALOG_PATHS, ...WEBHOOK_CONFIGURATION_PATHS],
       log: (m) => warn(m),
     });
     cleanups.unshift(() => directory.stop());
@@ -539,7 +541,10 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     if (revoked) cleanups.unshift(async () => revoked.close());
     const jwt = options.authentication?.config.jwt.length ? new JWTAuthenticators(options.authentication.config, options.authentication.algorithms) : undefined;
     if (jwt) { jwt.start(); cleanups.unshift(() => jwt.close()); }
-    const workspaceAuth = new WorkspaceAuthenticators(cache, index, saTokens.audiences, [saTokens.issuer], (m) => warn(m));
+    const workspaceAuth = new WorkspaceAuthenticators(cache, index, saTokens.audiences, [saTokens.issuer], (m) => warn(m), {
+      resolvePath: (path) => directory.locate(path)?.cluster,
+      get: (gr, cluster, name) => directory.replicated(gr === WORKSPACE_AUTH_CONFIGS_GR ? WORKSPACE_AUTH_CONFIGS_PATH : WORKSPACE_TYPES_PATH, cluster, name),
+    });
     cleanups.unshift(() => workspaceAuth.close());
     const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map(), saTokens, requestHeader, revoked, jwt, workspaceAuth);
     const hub = new WatchHub(cache, () => storage.currentRevision(), options.bookmarkIntervalMs);

@@ -10,10 +10,11 @@ import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { call, freePort, kubectl, sleep, spawnCli, startRedis, startTestServer, stopCli, type TestRedis, type TestServer } from '../helpers.js';
+import { call, eventually, freePort, kubectl, sleep, spawnCli, startRedis, startTestServer, stopCli, type TestRedis, type TestServer } from '../helpers.js';
 import { startOIDCProvider, type TestOIDCProvider } from '../oidcprovider.js';
 import { loadAuthenticationConfig } from '../../src/auth/authconfig.js';
 import { KEY_REFRESH_INTERVAL_MS } from '../../src/auth/oidc.js';
+import { startInstance } from '../../src/server/instance.js';
 
 let redis: TestRedis;
 let idp: TestOIDCProvider;
@@ -210,6 +211,42 @@ describe('per-workspace authentication: WorkspaceAuthenticationConfiguration ref
       const noApiAudience = await tenantIdp.sign({ sub: 'tina', aud: 'tenant', groups: ['devs'] });
       assert.match((await kubectlToken(noApiAudience, ['--server', `${srv.url}/clusters/root:tenant-ws`, 'get', 'configmaps', '-n', 'default'])).stderr, UNAUTHORIZED);
     } finally {
+      await tenantIdp.stop();
+    }
+  });
+});
+
+describe('per-workspace authentication across shards', () => {
+  test('a workspace on shard-1 whose type is in root: the tenant issuer works through the front-proxy', { timeout: 240_000 }, async () => {
+    const tenantIdp = await startOIDCProvider();
+    const inst = await startInstance({ rootDirectory: mkdtempSync(join(tmpdir(), 'kcp-oidc-shards-')), securePort: 0, shards: 2 });
+    try {
+      const admin = (args: string[], input?: string) => kubectl(inst.kubeconfigPath, ['--server', `${inst.url}/clusters/root`, ...args], input === undefined ? {} : { input });
+      await admin(['label', 'shard', 'shard-1', 'oidc-test=one']);
+      await admin(['apply', '-f', '-'], [
+        { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceAuthenticationConfiguration', metadata: { name: 'tenant-idp' },
+          spec: { jwt: [{ issuer: { url: tenantIdp.issuer, certificateAuthority: tenantIdp.ca, audiences: ['tenant'] }, claimMappings: { username: { claim: 'sub', prefix: 'tenant:' } } }] } },
+        { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceType', metadata: { name: 'tenant' }, spec: { authenticationConfigurations: [{ name: 'tenant-idp' }] } },
+        { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name: 'far' }, spec: { type: { name: 'tenant', path: 'root' }, location: { selector: { matchLabels: { 'oidc-test': 'one' } } } } },
+      ].map((o) => stringify(o)).join('---\n'));
+      await admin(['wait', '--for=jsonpath={.status.phase}=Ready', 'workspace/far', '--timeout=90s']);
+      const shard = await admin(['get', 'workspace', 'far', '-o', 'jsonpath={.metadata.annotations.core\\.kcp\\.io/shard}']);
+      assert.equal(shard.stdout, 'shard-1');
+      const inFar = (args: string[], input?: string) => kubectl(inst.kubeconfigPath, ['--server', `${inst.url}/clusters/root:far`, ...args], input === undefined ? {} : { input });
+      await inFar(['apply', '-f', '-'], stringify({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'enter' }, rules: [{ nonResourceURLs: ['/'], verbs: ['access'] }] }));
+      await inFar(['create', 'clusterrolebinding', 'tom-enters', '--clusterrole=enter', '--user=tenant:tom']);
+      const token = await tenantIdp.sign({ sub: 'tom', aud: ['tenant', 'https://kcp.default.svc'] });
+      const server = { kubeconfigPath: inst.kubeconfigPath } as TestServer;
+      let last = '';
+      const who = await eventually('the tenant token authenticates on shard-1', async () => {
+        const r = await kubectlToken(token, ['--server', `${inst.url}/clusters/root:far`, 'auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'], server);
+        last = r.stderr.split('\n').filter((l) => !l.includes('memcache.go')).join('\n');
+        return r.code === 0 && r.stdout;
+      }, 30_000).catch((err: Error) => { throw new Error(`${err.message}: ${last}`); });
+      assert.equal(who, 'tenant:tom');
+      assert.match((await kubectlToken(token, ['--server', `${inst.url}/clusters/root`, 'auth', 'whoami'], server)).stderr, UNAUTHORIZED);
+    } finally {
+      await inst.stop();
       await tenantIdp.stop();
     }
   });
