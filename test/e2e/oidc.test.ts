@@ -13,8 +13,10 @@ import { parse, stringify } from 'yaml';
 import { call, eventually, freePort, kubectl, sleep, spawnCli, startRedis, startTestServer, stopCli, type TestRedis, type TestServer } from '../helpers.js';
 import { startOIDCProvider, type TestOIDCProvider } from '../oidcprovider.js';
 import { loadAuthenticationConfig } from '../../src/auth/authconfig.js';
-import { KEY_REFRESH_INTERVAL_MS } from '../../src/auth/oidc.js';
 import { startInstance } from '../../src/server/instance.js';
+import { ensurePki } from '../../src/pki/store.js';
+import { startFrontProxy } from '../../src/proxy/frontproxy.js';
+import { JWTAuthenticators, KEY_REFRESH_INTERVAL_MS } from '../../src/auth/oidc.js';
 
 let redis: TestRedis;
 let idp: TestOIDCProvider;
@@ -217,9 +219,10 @@ describe('per-workspace authentication: WorkspaceAuthenticationConfiguration ref
 });
 
 describe('per-workspace authentication across shards', () => {
-  test('a workspace on shard-1 whose type is in root: the tenant issuer works through the front-proxy', { timeout: 240_000 }, async () => {
+  test('a workspace on shard-1 whose type is in root: the tenant issuer works through the front-proxy; a front-proxy with an issuer of its own', { timeout: 240_000 }, async () => {
     const tenantIdp = await startOIDCProvider();
-    const inst = await startInstance({ rootDirectory: mkdtempSync(join(tmpdir(), 'kcp-oidc-shards-')), securePort: 0, shards: 2 });
+    const rootDir = mkdtempSync(join(tmpdir(), 'kcp-oidc-shards-'));
+    const inst = await startInstance({ rootDirectory: rootDir, securePort: 0, shards: 2 });
     try {
       const admin = (args: string[], input?: string) => kubectl(inst.kubeconfigPath, ['--server', `${inst.url}/clusters/root`, ...args], input === undefined ? {} : { input });
       await admin(['label', 'shard', 'shard-1', 'oidc-test=one']);
@@ -245,6 +248,34 @@ describe('per-workspace authentication across shards', () => {
       }, 30_000).catch((err: Error) => { throw new Error(`${err.message}: ${last}`); });
       assert.equal(who, 'tenant:tom');
       assert.match((await kubectlToken(token, ['--server', `${inst.url}/clusters/root`, 'auth', 'whoami'], server)).stderr, UNAUTHORIZED);
+
+      // A front-proxy with its own --authentication-config verifies the issuer's tokens itself
+      // and forwards the user (the shards here know no OpenID Connect issuer).
+      const pki = await ensurePki(rootDir, { hostnames: [], ipAddresses: [] });
+      const jwt = new JWTAuthenticators({ jwt: [{ issuer: { url: idp.issuer, certificateAuthority: idp.ca, audiences: ['kcp'] }, claimMappings: { username: { claim: 'sub', prefix: 'proxy:' } } }] });
+      jwt.start();
+      const proxy = await startFrontProxy({
+        securePort: 0, servingCert: pki.serving.certPem, servingKey: pki.serving.keyPem, clientCA: pki.ca.certPem,
+        rootShard: { url: inst.shards[0]!.url, ca: pki.ca.certPem, cert: pki.systemAdmin.certPem, key: pki.systemAdmin.keyPem },
+        proxyClientCert: pki.frontProxyClient.certPem, proxyClientKey: pki.frontProxyClient.keyPem, jwt,
+      });
+      try {
+        const viaProxy = await idp.sign({ sub: 'pat', aud: 'kcp' });
+        const r = await eventually('the front-proxy authenticates', async () => {
+          const w = await kubectlToken(viaProxy, ['--server', `${proxy.url}/clusters/root`, 'auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'], server);
+          return w.code === 0 && w.stdout;
+        }, 20_000);
+        assert.equal(r, 'proxy:pat');
+        const expired = await idp.sign({ sub: 'pat', aud: 'kcp', exp: Math.floor(Date.now() / 1000) - 10 });
+        const refused = await call(proxy, { ca: pki.ca.certPem }, 'GET', '/clusters/root/api/v1/namespaces', undefined, { authorization: `Bearer ${expired}` });
+        assert.equal(refused.status, 401);
+        assert.equal(refused.json?.reason, 'Unauthorized');
+        // Through the instance's own proxy (no issuer configured) the shard knows no such issuer.
+        assert.match((await kubectlToken(viaProxy, ['--server', `${inst.url}/clusters/root`, 'auth', 'whoami'], server)).stderr, UNAUTHORIZED);
+      } finally {
+        await proxy.stop();
+        await jwt.close();
+      }
     } finally {
       await inst.stop();
       await tenantIdp.stop();
