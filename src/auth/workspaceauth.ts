@@ -57,6 +57,8 @@ export interface RemoteObjects {
 
 /** Per-workspace JWT authenticators of a shard. */
 export class WorkspaceAuthenticators {
+  /** Configuration names of a WorkspaceType revision (`<cluster>|<type>@<rv>`). */
+  private readonly typeNames = new LRUCache<string, string[]>({ max: MAX_CACHED_TYPES });
   private readonly built = new LRUCache<string, { key: string; jwt: JWTAuthenticators }>({
     max: MAX_CACHED_TYPES, dispose: (v) => { void v.jwt.close(); },
   });
@@ -68,11 +70,11 @@ export class WorkspaceAuthenticators {
   constructor(private readonly cache: WatchCache, private readonly index: LogicalClusterIndex, private readonly apiAudiences: readonly string[], private readonly disallowedIssuers: readonly string[], private readonly warn: (m: string) => void = () => undefined, private readonly remote?: RemoteObjects) {}
 
   /** An object of this shard's cache, else one replicated from another shard; with its revision. */
-  private lookup(gr: string, cluster: string, name: string): { obj: KubeObject; rv: string } | undefined {
+  private lookup(gr: string, cluster: string, name: string): { obj: () => KubeObject; rv: string } | undefined {
     const e = this.cache.getEntry(gr, cluster, '', name);
-    if (e) return { obj: JSON.parse(e.json) as KubeObject, rv: String(e.rv) };
+    if (e) return { obj: () => JSON.parse(e.json) as KubeObject, rv: String(e.rv) };
     const o = this.remote?.get(gr, cluster, name);
-    return o ? { obj: o, rv: `r${o.metadata.resourceVersion ?? ''}` } : undefined;
+    return o ? { obj: () => o, rv: `r${o.metadata.resourceVersion ?? ''}` } : undefined;
   }
 
   /** Closes every issuer connection. */
@@ -92,8 +94,14 @@ export class WorkspaceAuthenticators {
     const typeCluster = this.index.resolvePath(typePath) ?? this.remote?.resolvePath(typePath) ?? typePath;
     const wst = this.lookup(WORKSPACE_TYPES_GR, typeCluster, type.slice(colon + 1));
     if (!wst) return undefined;
-    const refs = (wst.obj.spec as { authenticationConfigurations?: { name?: unknown }[] } | undefined)?.authenticationConfigurations ?? [];
-    const names = refs.map((r) => r?.name).filter((n): n is string => typeof n === 'string' && n !== '').slice(0, MAX_CONFIGS_PER_TYPE);
+    // Parsed once per WorkspaceType revision: requests only compare revisions.
+    const namesKey = `${typeCluster}|${type}@${wst.rv}`;
+    let names = this.typeNames.get(namesKey);
+    if (!names) {
+      const refs = (wst.obj().spec as { authenticationConfigurations?: { name?: unknown }[] } | undefined)?.authenticationConfigurations ?? [];
+      names = refs.map((r) => r?.name).filter((n): n is string => typeof n === 'string' && n !== '').slice(0, MAX_CONFIGS_PER_TYPE);
+      this.typeNames.set(namesKey, names);
+    }
     if (!names.length) return undefined;
     const entries = names.map((n) => this.lookup(WORKSPACE_AUTH_CONFIGS_GR, typeCluster, n));
     const key = `${wst.rv}|${entries.map((e, i) => `${names[i]}@${e?.rv ?? 0}`).join(',')}`;
@@ -104,7 +112,7 @@ export class WorkspaceAuthenticators {
     const seen = new Set<string>();
     for (const e of entries) {
       if (!e) continue;
-      const obj = e.obj;
+      const obj = e.obj();
       const list = ((obj.spec as { jwt?: unknown } | undefined)?.jwt ?? []) as JWTAuthenticatorConfig[];
       if (!Array.isArray(list)) continue;
       list.slice(0, 64).forEach((a, i) => {
