@@ -407,22 +407,37 @@ export const AUTHENTICATION_FLAG_OPTIONS = {
   'oidc-signing-algs': { type: 'string' },
 } as const;
 
-/** Usage lines of {@link AUTHENTICATION_FLAG_OPTIONS}. */
-export const AUTHENTICATION_FLAGS_USAGE = `  --authentication-config FILE
-                            apiserver.config.k8s.io/v1 AuthenticationConfiguration: JWT (OpenID
-                            Connect) issuers, audiences, claim mappings and CEL rules, as kube 1.34
-  --oidc-issuer-url URL, --oidc-client-id ID
-                            one OpenID Connect issuer and the audience its tokens must name
-                            (kube's classic flags; not with --authentication-config)
-  --oidc-ca-file FILE       CA of the issuer's discovery and JWKS endpoints (default: system roots)
-  --oidc-username-claim C   claim of the user name (default "sub")
-  --oidc-username-prefix P  prefix of user names (default "<issuer>#" unless the claim is
-                            "email"; "-": none)
-  --oidc-groups-claim C, --oidc-groups-prefix P
-                            claim (string or list) of the groups, and their prefix
-  --oidc-required-claim K=V claim K must be the string V (repeatable)
-  --oidc-signing-algs LIST  accepted signature algorithms (default RS256)
-`;
+const AUTHENTICATION_FLAGS_HELP: [string, string][] = [
+  ['--authentication-config FILE', 'apiserver.config.k8s.io/v1 AuthenticationConfiguration: JWT (OpenID Connect) issuers, audiences, claim mappings and CEL rules, as kube 1.34'],
+  ['--oidc-issuer-url URL, --oidc-client-id ID', "one OpenID Connect issuer and the audience its tokens must name (kube's classic flags; not with --authentication-config)"],
+  ['--oidc-ca-file FILE', "CA of the issuer's discovery and JWKS endpoints (default: system roots)"],
+  ['--oidc-username-claim C', 'claim of the user name (default "sub")'],
+  ['--oidc-username-prefix P', 'prefix of user names (default "<issuer>#" unless the claim is "email"; "-": none)'],
+  ['--oidc-groups-claim C, --oidc-groups-prefix P', 'claim (string or list) of the groups, and their prefix'],
+  ['--oidc-required-claim K=V', 'claim K must be the string V (repeatable)'],
+  ['--oidc-signing-algs LIST', 'accepted signature algorithms (default RS256)'],
+];
+
+/**
+ * Usage lines of {@link AUTHENTICATION_FLAG_OPTIONS}, descriptions starting at `column` (as the
+ * command's other flags) and wrapped before `width` characters.
+ */
+export function authenticationFlagsUsage(column: number, width = 100): string {
+  let out = '';
+  for (const [name, desc] of AUTHENTICATION_FLAGS_HELP) {
+    const head = `  ${name}`;
+    const lines: string[] = [];
+    let line = '';
+    for (const word of desc.split(' ')) {
+      if (line && column + line.length + 1 + word.length > width) { lines.push(line); line = word; } else line = line ? `${line} ${word}` : word;
+    }
+    lines.push(line);
+    const pad = ' '.repeat(column);
+    if (head.length < column) out += `${head.padEnd(column)}${lines[0]}\n${lines.slice(1).map((l) => `${pad}${l}\n`).join('')}`;
+    else out += `${head}\n${lines.map((l) => `${pad}${l}\n`).join('')}`;
+  }
+  return out;
+}
 
 /**
  * The authentication configuration of parsed flag values ({@link AUTHENTICATION_FLAG_OPTIONS}),

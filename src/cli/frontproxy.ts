@@ -15,7 +15,7 @@ import { readKubeconfig, resolveKubeconfigContext } from '../pki/kubeconfig.js';
 import type { Connection } from '../client/rest.js';
 import type { ShutdownSignals } from './signals.js';
 import { readFlagFile } from './flags.js';
-import { AUTHENTICATION_FLAG_OPTIONS, AUTHENTICATION_FLAGS_USAGE, authenticationFromFlagValues } from '../auth/authconfig.js';
+import { AUTHENTICATION_FLAG_OPTIONS, authenticationFlagsUsage, authenticationFromFlagValues } from '../auth/authconfig.js';
 import { JWTAuthenticators } from '../auth/oidc.js';
 import { DEFAULT_SA_ISSUER } from '../auth/serviceaccounts.js';
 
@@ -43,7 +43,7 @@ Flags:
                                  shards' request-header CA)
   --proxy-client-key-file FILE   its key
   --token-auth-file FILE         static bearer tokens, kube-apiserver CSV format
-${AUTHENTICATION_FLAGS_USAGE}  --revoked-client-certificates-file FILE
+${authenticationFlagsUsage(33)}  --revoked-client-certificates-file FILE
                                  serial numbers (hex, one per line) of client certificates to
                                  refuse; re-read when it changes
   -h, --help                     this help

@@ -15,7 +15,7 @@ import { ShutdownSignals } from './signals.js';
 import { frontProxyMain } from './frontproxy.js';
 import { readFlagFile } from './flags.js';
 import type { RequestHeaderConfig } from '../auth/authn.js';
-import { AUTHENTICATION_FLAG_OPTIONS, AUTHENTICATION_FLAGS_USAGE, authenticationFromFlagValues } from '../auth/authconfig.js';
+import { AUTHENTICATION_FLAG_OPTIONS, authenticationFlagsUsage, authenticationFromFlagValues } from '../auth/authconfig.js';
 import { DEFAULT_SA_ISSUER } from '../auth/serviceaccounts.js';
 import { loadAuditPolicy } from '../endpoints/filters/audit.js';
 import { parseRuntimeConfig } from '../apis/runtimeconfig.js';
@@ -42,7 +42,7 @@ Flags:
   --queue-redis-url URL     Redis of the controllers' queues, needs no persistence (default: the
                             --redis-url Redis, else a second embedded, non-persistent redis-server)
   --token-auth-file FILE    static bearer tokens, kube-apiserver CSV format
-${AUTHENTICATION_FLAGS_USAGE}  --shards N                run N shards and a front-proxy (default 1: one shard, no proxy)
+${authenticationFlagsUsage(28)}  --shards N                run N shards and a front-proxy (default 1: one shard, no proxy)
   --root-shard-kubeconfig-file FILE
                             this shard is not the root: register it in the root shard the
                             kubeconfig's current context names (URL, CA, client certificate)
