@@ -22,6 +22,7 @@ const SOURCES: Record<string, Source> = {
     files: [
       'tenancy.kcp.io_workspaces.yaml',
       'tenancy.kcp.io_workspacetypes.yaml',
+      'tenancy.kcp.io_workspaceauthenticationconfigurations.yaml',
       'core.kcp.io_logicalclusters.yaml',
       'core.kcp.io_shards.yaml',
       'apis.kcp.io_apiresourceschemas.yaml',
@@ -32,7 +33,7 @@ const SOURCES: Record<string, Source> = {
     out: 'crds.ts',
     constant: 'KCP_CRDS',
     header: (commit) => `/**
- * kcp's own APIs (tenancy.kcp.io Workspace, WorkspaceType; core.kcp.io LogicalCluster, Shard;
+ * kcp's own APIs (tenancy.kcp.io Workspace, WorkspaceType, WorkspaceAuthenticationConfiguration; core.kcp.io LogicalCluster, Shard;
  * apis.kcp.io APIResourceSchema, APIExport, APIExportEndpointSlice, APIBinding) as
  * CustomResourceDefinitions: the same groups, kinds, fields, descriptions, defaults and printer
  * columns as kcp (github kcp-dev/kcp config/crds at commit ${commit}, Apache-2.0, copyright The

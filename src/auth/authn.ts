@@ -2,8 +2,11 @@
  * Authentication: client certificates (CN = user, O = groups, verified against the shard's CA),
  * static bearer tokens (`--token-auth-file`, kube-apiserver's CSV format:
  * `token,user,uid,"group1,group2"`; https://kubernetes.io/docs/reference/access-authn-authz/authentication/#static-token-file)
- * and service account tokens (JWTs issued by the shard, src/auth/serviceaccounts.ts), tried in
- * that order for bearer tokens as kube-apiserver's union authenticator does.
+ * JWTs of the configured OpenID Connect issuers (`--authentication-config`/`--oidc-*`,
+ * src/auth/oidc.ts) and service account tokens (JWTs issued by the shard,
+ * src/auth/serviceaccounts.ts), tried in that order for bearer tokens as kube-apiserver's union
+ * authenticator does: a JWT whose `iss` names a configured issuer is that issuer's to accept or
+ * refuse; other tokens go on to the service-account authenticator.
  */
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -11,6 +14,8 @@ import type { TLSSocket } from 'node:tls';
 import type { UserInfo } from '../registry/store.js';
 import { certificateScopes } from './serviceaccounts.js';
 import type { ServiceAccountTokens } from './serviceaccounts.js';
+import type { JWTAuthenticators } from './oidc.js';
+import type { WorkspaceAuthenticators } from './workspaceauth.js';
 
 /** Group every authenticated request carries. */
 export const AUTHENTICATED_GROUP = 'system:authenticated';
@@ -101,19 +106,20 @@ export class Authenticator {
    * stated by a front-proxy. The TLS server must trust `requestHeader.clientCA` besides the client
    * CA; a certificate of the request-header CA never authenticates as its own CN.
    */
-  constructor(private readonly tokens: Map<string, UserInfo> = new Map(), private readonly serviceAccounts?: ServiceAccountTokens, private readonly requestHeader?: RequestHeaderConfig, private readonly revoked?: { has(serialHex: string): boolean }) {
+  constructor(private readonly tokens: Map<string, UserInfo> = new Map(), private readonly serviceAccounts?: ServiceAccountTokens, private readonly requestHeader?: RequestHeaderConfig, private readonly revoked?: { has(serialHex: string): boolean }, private readonly jwt?: JWTAuthenticators, private readonly workspace?: WorkspaceAuthenticators) {
     this.requestHeaderCA = requestHeader ? new X509Certificate(requestHeader.clientCA) : undefined;
   }
 
   /**
    * Returns the user, an error (bad credentials → 401), or undefined when no credentials were
    * presented. Synchronous except for the first use of a service account token (its signature is
-   * verified once, then cached): then a promise of the same. Order as kube's union authenticator:
+   * verified once, then cached) and OpenID Connect tokens: then a promise of the same. Order as kube's union authenticator:
    * request header (a front-proxy's certificate and a user header), bearer token, client certificate.
    * A client certificate whose serial number is in `revoked` is refused on every request (also on
-   * connections opened before it was revoked).
+   * connections opened before it was revoked). `cluster`: the logical cluster the request targets,
+   * whose workspace authenticators (src/auth/workspaceauth.ts) a bearer token may also satisfy.
    */
-  authenticate(socket: TLSSocket | undefined, authorization: string | undefined, headers: NodeJS.Dict<string[]> = {}): AuthnResult | Promise<AuthnResult> {
+  authenticate(socket: TLSSocket | undefined, authorization: string | undefined, headers: NodeJS.Dict<string[]> = {}, cluster?: string): AuthnResult | Promise<AuthnResult> {
     const proxy = socket ? this.proxyOf(socket) : null;
     if (proxy !== null) {
       if (proxy !== true) return proxy;
@@ -127,10 +133,19 @@ export class Authenticator {
       if (!m) return { error: 'invalid bearer token' };
       const user = this.tokens.get(m[1]!);
       if (user) return { user: withAuthenticated(user) };
-      const sa = this.serviceAccounts?.authenticate(m[1]!);
-      if (sa === undefined) return { error: 'invalid bearer token' };
-      if (sa instanceof Promise) return sa.then((r) => r ?? { error: 'invalid bearer token' });
-      return sa;
+      const oidc = this.jwt?.authenticate(m[1]!);
+      if (oidc) return oidc.then((r) => (r && 'user' in r ? { user: withAuthenticated(r.user) } : r ?? { error: 'invalid bearer token' }));
+      const token = m[1]!;
+      // kcp's per-workspace authenticators of the target cluster's WorkspaceType: an alternative
+      // to the shard's own (a union), tried when those do not accept the token.
+      const orWorkspace = (r: AuthnResult): AuthnResult | Promise<AuthnResult> => {
+        if (r && 'user' in r) return r;
+        const ws = cluster === undefined ? undefined : this.workspace?.authenticate(cluster, token);
+        return ws ? ws.then((w) => w ?? r ?? { error: 'invalid bearer token' }) : r ?? { error: 'invalid bearer token' };
+      };
+      const sa = this.serviceAccounts?.authenticate(token);
+      if (sa instanceof Promise) return sa.then(orWorkspace);
+      return orWorkspace(sa);
     }
     if (!socket || typeof socket.getPeerCertificate !== 'function' || proxy !== null) return undefined;
     let cached = this.certUsers.get(socket);

@@ -9,8 +9,9 @@
  * - a token nobody recognises → 201 with `authenticated` false and `error` (`invalid bearer
  *   token`, or the service-account authenticator's reason), never a 401;
  * - `spec.audiences` empty → the API audiences; a token must share one of them. Static tokens
- *   are audience-agnostic (kube's `WrapAudienceAgnosticToken`): they authenticate only for the API
- *   audiences. `status.audiences` is the intersection.
+ *   and OpenID Connect tokens are audience-agnostic (kube's `WrapAudienceAgnosticToken` around its
+ *   token file and JWT authenticators, pkg/kubeapiserver/authenticator/config.go): they
+ *   authenticate only for the API audiences. `status.audiences` is the intersection.
  * - A service-account token of another logical cluster authenticates as the authenticator
  *   answers everywhere: the service account with its `authentication.kcp.io/cluster-name` extra
  *   naming its own cluster (the authorizer, not the authenticator, scopes it down elsewhere).
@@ -25,6 +26,11 @@ export interface TokenReviewDeps {
   authn: Pick<Authenticator, 'authenticate'>;
   /** The API audiences (`--api-audiences`; the service-account issuer by default). */
   apiAudiences: readonly string[];
+  /**
+   * `iss` of the shard's service-account tokens: only their `aud` counts; every other credential
+   * (static and OpenID Connect tokens) is audience-agnostic. Undefined: any JWT's `aud` counts.
+   */
+  serviceAccountIssuer?: string;
 }
 
 /**
@@ -46,8 +52,9 @@ export async function evaluateTokenReview(deps: TokenReviewDeps, review: KubeObj
     // Audiences of the credential: a JWT's `aud`, else (static tokens) the API audiences.
     let tokenAuds = [...deps.apiAudiences];
     try {
-      const aud = decodeJwt(token).aud;
-      if (aud !== undefined) tokenAuds = Array.isArray(aud) ? aud : [aud];
+      const { aud, iss } = decodeJwt(token);
+      const own = deps.serviceAccountIssuer === undefined || iss === deps.serviceAccountIssuer;
+      if (aud !== undefined && own) tokenAuds = Array.isArray(aud) ? aud : [aud];
     } catch { /* not a JWT */ }
     const common = auds.filter((a) => tokenAuds.includes(a));
     if (!common.length) status.error = 'invalid bearer token';

@@ -15,6 +15,9 @@ import { readKubeconfig, resolveKubeconfigContext } from '../pki/kubeconfig.js';
 import type { Connection } from '../client/rest.js';
 import type { ShutdownSignals } from './signals.js';
 import { readFlagFile } from './flags.js';
+import { AUTHENTICATION_FLAG_OPTIONS, authenticationFlagsUsage, authenticationFromFlagValues } from '../auth/authconfig.js';
+import { JWTAuthenticators } from '../auth/oidc.js';
+import { DEFAULT_SA_ISSUER } from '../auth/serviceaccounts.js';
 
 export const FRONT_PROXY_USAGE = `Usage: kcp-ts front-proxy [flags]
 
@@ -40,7 +43,7 @@ Flags:
                                  shards' request-header CA)
   --proxy-client-key-file FILE   its key
   --token-auth-file FILE         static bearer tokens, kube-apiserver CSV format
-  --revoked-client-certificates-file FILE
+${authenticationFlagsUsage(33)}  --revoked-client-certificates-file FILE
                                  serial numbers (hex, one per line) of client certificates to
                                  refuse; re-read when it changes
   -h, --help                     this help
@@ -58,6 +61,7 @@ export async function frontProxyMain(args: string[], shutdown: ShutdownSignals):
         'tls-cert-file': { type: 'string' }, 'tls-private-key-file': { type: 'string' }, 'client-ca-file': { type: 'string' },
         'proxy-client-cert-file': { type: 'string' }, 'proxy-client-key-file': { type: 'string' }, 'token-auth-file': { type: 'string' },
         'revoked-client-certificates-file': { type: 'string' },
+        ...AUTHENTICATION_FLAG_OPTIONS,
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -76,6 +80,7 @@ export async function frontProxyMain(args: string[], shutdown: ShutdownSignals):
     return readFlagFile(flag, path);
   };
   let rootShard: Connection;
+  let authentication: ReturnType<typeof authenticationFromFlagValues>;
   let material: { servingCert: string; servingKey: string; clientCA: string; proxyClientCert: string; proxyClientKey: string };
   try {
     if (values['root-kubeconfig']) {
@@ -92,6 +97,7 @@ export async function frontProxyMain(args: string[], shutdown: ShutdownSignals):
     } else {
       throw new Error('the root shard is required: --root-kubeconfig FILE, or --root-shard-url URL with --pki-directory DIR');
     }
+    authentication = authenticationFromFlagValues(values, [DEFAULT_SA_ISSUER]);
     material = {
       servingCert: file('tls-cert-file', `${PKI_FILE_NAMES.serving}.crt`), servingKey: file('tls-private-key-file', `${PKI_FILE_NAMES.serving}.key`),
       clientCA: file('client-ca-file', `${PKI_FILE_NAMES.ca}.crt`),
@@ -103,14 +109,18 @@ export async function frontProxyMain(args: string[], shutdown: ShutdownSignals):
   try {
     const t0 = performance.now();
     let proxy;
+    const jwt = authentication?.config.jwt.length ? new JWTAuthenticators(authentication.config, authentication.algorithms) : undefined;
+    jwt?.start();
     try {
       proxy = await startFrontProxy({
+        jwt,
         securePort: port, bindAddress: values['bind-address'], rootShard, ...material,
         tokens: values['token-auth-file'] ? loadTokenFile(values['token-auth-file']) : undefined,
         revoked: values['revoked-client-certificates-file'] ? new RevokedCertificates(values['revoked-client-certificates-file'], (m) => process.stderr.write(`kcp-ts front-proxy: ${m}\n`)) : undefined,
         log: (m) => process.stderr.write(`kcp-ts front-proxy: ${m}\n`),
       });
     } catch (err) {
+      await jwt?.close();
       if (shutdown.signal.aborted) return 0;
       process.stderr.write(`kcp-ts front-proxy: ${(err as Error).message}\n`);
       return 1;
@@ -118,7 +128,7 @@ export async function frontProxyMain(args: string[], shutdown: ShutdownSignals):
     process.stdout.write(`kcp-ts front-proxy ready in ${Math.round(performance.now() - t0)} ms at ${proxy.url} (${proxy.directory.list().length} shards, ${proxy.directory.size} logical clusters indexed)\n`);
     const running = proxy;
     return await new Promise<number>((resolveExit) => {
-      shutdown.onShutdown(() => { running.stop().then(() => resolveExit(0), () => resolveExit(1)); });
+      shutdown.onShutdown(() => { running.stop().then(() => jwt?.close()).then(() => resolveExit(0), () => resolveExit(1)); });
     });
   } finally {
     shutdown.dispose();

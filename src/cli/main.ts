@@ -17,6 +17,8 @@ import { ShutdownSignals } from './signals.js';
 import { frontProxyMain } from './frontproxy.js';
 import { readFlagFile } from './flags.js';
 import type { RequestHeaderConfig } from '../auth/authn.js';
+import { AUTHENTICATION_FLAG_OPTIONS, authenticationFlagsUsage, authenticationFromFlagValues } from '../auth/authconfig.js';
+import { DEFAULT_SA_ISSUER } from '../auth/serviceaccounts.js';
 import { loadAuditPolicy } from '../endpoints/filters/audit.js';
 import { parseRuntimeConfig } from '../apis/runtimeconfig.js';
 
@@ -47,7 +49,7 @@ Flags:
   --queue-redis-url URL     Redis of the controllers' queues, needs no persistence (default: the
                             --redis-url Redis, else a second embedded, non-persistent redis-server)
   --token-auth-file FILE    static bearer tokens, kube-apiserver CSV format
-  --shards N                run N shards and a front-proxy (default 1: one shard, no proxy)
+${authenticationFlagsUsage(28)}  --shards N                run N shards and a front-proxy (default 1: one shard, no proxy)
   --root-shard-kubeconfig-file FILE
                             this shard is not the root: register it in the root shard the
                             kubeconfig's current context names (URL, CA, client certificate)
@@ -150,6 +152,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
         'audit-log-maxbackup': { type: 'string' }, 'audit-log-maxage': { type: 'string' }, 'runtime-config': { type: 'string' },
         'request-timeout': { type: 'string' }, 'sync-target-heartbeat-threshold': { type: 'string' },
         'max-requests-inflight': { type: 'string' }, 'max-mutating-requests-inflight': { type: 'string' }, 'enable-priority-and-fairness': { type: 'string' },
+        ...AUTHENTICATION_FLAG_OPTIONS,
       },
     }));
   } catch (err) {
@@ -170,6 +173,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   let runtimeConfig: ServerOptions['runtimeConfig'];
   let requestTimeoutMs: number | undefined;
   let syncTargetHeartbeatThresholdMs: number | undefined;
+  let authentication: ServerOptions['authentication'];
   let flowControl: Pick<ServerOptions, 'maxRequestsInflight' | 'maxMutatingRequestsInflight' | 'enablePriorityAndFairness'>;
   const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
   try {
@@ -198,6 +202,8 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     if (values['requestheader-group-headers']) requestHeader.groupHeaders = list(values['requestheader-group-headers']);
     if (values['requestheader-extra-headers-prefix']) requestHeader.extraHeaderPrefixes = list(values['requestheader-extra-headers-prefix']);
     audit = auditOptions(values);
+    // The service-account issuer may not be an OIDC issuer (kube's disallowedIssuers).
+    authentication = authenticationFromFlagValues(values, [DEFAULT_SA_ISSUER]);
     runtimeConfig = values['runtime-config'] === undefined ? undefined : parseRuntimeConfig(values['runtime-config']);
     if (values['request-timeout'] !== undefined) {
       const ms = parseDuration(values['request-timeout']);
@@ -228,7 +234,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     rootShard, shardBaseURL: values['shard-base-url'], shardExternalURL: values['shard-external-url'],
     shardVirtualWorkspaceURL: values['shard-virtual-workspace-url'], shardLabels: labels, pkiDirectory: values['pki-directory'],
     shardClientCert, requestHeader, certificates, revokedClientCertificatesFile: values['revoked-client-certificates-file'], audit, runtimeConfig,
-    requestTimeoutMs, syncTargetHeartbeatThresholdMs,
+    requestTimeoutMs, syncTargetHeartbeatThresholdMs, authentication,
     ...flowControl,
   };
   try {
@@ -238,7 +244,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
       // Loaded here, not at the top: `kcp-ts front-proxy` needs none of the server's modules.
       const [{ startServer }, { startInstance }] = await Promise.all([import('../server/shard.js'), import('../server/instance.js')]);
       server = shardCount > 1
-        ? await startInstance({ rootDirectory: opts.rootDirectory, securePort: port, bindAddress: opts.bindAddress, tokenAuthFile: opts.tokenAuthFile, logger: opts.logger, shards: shardCount, signal: shutdown.signal })
+        ? await startInstance({ rootDirectory: opts.rootDirectory, securePort: port, bindAddress: opts.bindAddress, tokenAuthFile: opts.tokenAuthFile, authentication, logger: opts.logger, shards: shardCount, signal: shutdown.signal })
         : await startServer({ ...opts, signal: shutdown.signal });
     } catch (err) {
       if (shutdown.signal.aborted) return 0;
@@ -264,7 +270,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
  * the policy is read and validated here, so that a bad one is a usage error naming the file and
  * the field. As kube, a policy without a log path (or a path without a policy) audits nothing.
  */
-function auditOptions(values: Record<string, string | boolean | undefined>): ServerOptions['audit'] {
+function auditOptions(values: Record<string, string | string[] | boolean | undefined>): ServerOptions['audit'] {
   const num = (flag: string): number | undefined => {
     const v = values[flag];
     if (v === undefined) return undefined;

@@ -23,6 +23,7 @@ import type { TLSSocket } from 'node:tls';
 import { StatusError, workspaceAccessDenied } from '../apimachinery/errors.js';
 import { encodeStatus } from '../endpoints/negotiation.js';
 import { AUTHENTICATED_GROUP } from '../auth/authn.js';
+import type { JWTAuthenticators } from '../auth/oidc.js';
 import type { UserInfo } from '../registry/store.js';
 import type { Connection } from '../client/rest.js';
 import { ShardDirectory } from '../shards/directory.js';
@@ -49,6 +50,12 @@ export interface FrontProxyOptions {
   tokens?: Map<string, UserInfo>;
   /** Revoked client certificates (src/auth/revocation.ts): refused with 401. */
   revoked?: { has(serialHex: string): boolean };
+  /**
+   * OpenID Connect issuers (`--authentication-config`/`--oidc-*`, src/auth/oidc.ts): a token one of
+   * them issued is verified here and the user forwarded in headers; one it refuses is a 401.
+   * Other tokens still go to the shards.
+   */
+  jwt?: JWTAuthenticators;
   /** Notices. */
   log?: (message: string) => void;
   /**
@@ -159,7 +166,11 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
     if (auth) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
       const known = m ? opts.tokens?.get(m[1]!) : undefined;
-      if (known) user = known.groups.includes(AUTHENTICATED_GROUP) ? known : { ...known, groups: [...known.groups, AUTHENTICATED_GROUP] };
+      const oidc = !known && m ? opts.jwt?.authenticate(m[1]!) : undefined;
+      const verified = oidc ? await oidc : undefined;
+      if (verified && 'error' in verified) { answer(res, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
+      const found = known ?? verified?.user;
+      if (found) user = found.groups.includes(AUTHENTICATED_GROUP) ? found : { ...found, groups: [...found.groups, AUTHENTICATED_GROUP] };
       else passToken = true;
     } else {
       const u = certUser(req.socket as TLSSocket);

@@ -54,6 +54,9 @@ import { MutatingPolicies } from '../admission/mutating.js';
 import { chainAdmission } from '../admission/index.js';
 import type { AdmissionPlugin } from '../admission/plugins.js';
 import { QuotaReservations, ResourceQuotaAdmission } from '../admission/plugins/resourcequota.js';
+import type { AuthenticationConfiguration } from '../auth/authconfig.js';
+import { JWTAuthenticators } from '../auth/oidc.js';
+import { WORKSPACE_AUTH_CONFIGS_GR, WorkspaceAuthenticators } from '../auth/workspaceauth.js';
 import type { AdmissionAuthorize } from '../admission/celauthorizer.js';
 import { INITIALIZING, TERMINATING, lifecycleVirtualWorkspace } from '../tenancy/virtualworkspaces.js';
 import { lockRootDirectory } from './rootlock.js';
@@ -133,6 +136,12 @@ export interface ServerOptions {
   queueRedisUrl?: string;
   /** Static token file (kube-apiserver CSV format). */
   tokenAuthFile?: string;
+  /**
+   * JWT (OpenID Connect) authenticators: a validated `--authentication-config` or the
+   * `--oidc-*` flags (src/auth/authconfig.ts `authenticationConfigFromFlags`); `algorithms` the
+   * accepted signature algorithms (default all kube allows; kube's `--oidc-*` default is RS256).
+   */
+  authentication?: { config: AuthenticationConfiguration; algorithms?: readonly string[] };
   /**
    * Audit (src/endpoints/filters/audit.ts), kube-apiserver's `--audit-policy-file` (a parsed policy, or the
    * file: then an invalid one rejects the start with an `AuditPolicyError`) and `--audit-log-*`
@@ -293,6 +302,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
 
 /** Path (under a logical cluster) of the WorkspaceTypes every shard reads from every shard. */
 const WORKSPACE_TYPES_PATH = 'apis/tenancy.kcp.io/v1alpha1/workspacetypes';
+const WORKSPACE_AUTH_CONFIGS_PATH = 'apis/tenancy.kcp.io/v1alpha1/workspaceauthenticationconfigurations';
 
 /** Feeds `listener` the Shard objects of the root workspace in `cache`, now and on every change. */
 function watchLocalShards(cache: WatchCache, listener: (shards: ShardInfo[]) => void): void {
@@ -421,7 +431,8 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       credentials: shardCredentials,
       // Webhook configurations: a provider's webhooks apply to its bound resources in consumers
       // on every shard (kcp replicates them to its cache server for the same reason).
-      replicate: [WORKSPACE_TYPES_PATH, ...CATALOG_PATHS, ...WEBHOOK_CONFIGURATION_PATHS],
+      // WorkspaceAuthenticationConfigurations: per-workspace authentication in workspaces whose type is elsewhere.
+      replicate: [WORKSPACE_TYPES_PATH, WORKSPACE_AUTH_CONFIGS_PATH, ...CATALOG_PATHS, ...WEBHOOK_CONFIGURATION_PATHS],
       log: (m) => warn(m),
     });
     cleanups.unshift(() => directory.stop());
@@ -539,7 +550,14 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     };
     const revoked = options.revokedClientCertificatesFile ? new RevokedCertificates(options.revokedClientCertificatesFile, (m) => warn(m)) : undefined;
     if (revoked) cleanups.unshift(async () => revoked.close());
-    const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map(), saTokens, requestHeader, revoked);
+    const jwt = options.authentication?.config.jwt.length ? new JWTAuthenticators(options.authentication.config, options.authentication.algorithms) : undefined;
+    if (jwt) { jwt.start(); cleanups.unshift(() => jwt.close()); }
+    const workspaceAuth = new WorkspaceAuthenticators(cache, index, saTokens.audiences, [saTokens.issuer], (m) => warn(m), {
+      resolvePath: (path) => directory.locate(path)?.cluster,
+      get: (gr, cluster, name) => directory.replicated(gr === WORKSPACE_AUTH_CONFIGS_GR ? WORKSPACE_AUTH_CONFIGS_PATH : WORKSPACE_TYPES_PATH, cluster, name),
+    });
+    cleanups.unshift(() => workspaceAuth.close());
+    const authn = new Authenticator(options.tokenAuthFile ? loadTokenFile(options.tokenAuthFile) : new Map(), saTokens, requestHeader, revoked, jwt, workspaceAuth);
     const hub = new WatchHub(cache, () => storage.currentRevision(), options.bookmarkIntervalMs);
     let audit: Auditor | undefined;
     if (options.audit) {
@@ -621,7 +639,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       createVirtual: (desc, body, user, cluster, deep) => {
         const exists = cache.getEntry(LOGICAL_CLUSTERS_GR, cluster, '', 'cluster') !== undefined;
         if (desc.kind === 'SelfSubjectReview') return evaluateSelfSubjectReview(body, user);
-        if (desc.kind === 'TokenReview') return evaluateTokenReview({ authn, apiAudiences: saTokens.audiences }, body);
+        if (desc.kind === 'TokenReview') return evaluateTokenReview({ authn, apiAudiences: saTokens.audiences, serviceAccountIssuer: saTokens.issuer }, body);
         return desc.kind === 'SelfSubjectRulesReview' ? evaluateRulesReview(authz, body, user, cluster, exists) : evaluateAccessReview(authz, body, user, cluster, exists, deep);
       },
       maximalPermission: maximalPermissionPolicy({

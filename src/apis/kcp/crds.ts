@@ -1,5 +1,5 @@
 /**
- * kcp's own APIs (tenancy.kcp.io Workspace, WorkspaceType; core.kcp.io LogicalCluster, Shard;
+ * kcp's own APIs (tenancy.kcp.io Workspace, WorkspaceType, WorkspaceAuthenticationConfiguration; core.kcp.io LogicalCluster, Shard;
  * apis.kcp.io APIResourceSchema, APIExport, APIExportEndpointSlice, APIBinding) as
  * CustomResourceDefinitions: the same groups, kinds, fields, descriptions, defaults and printer
  * columns as kcp (github kcp-dev/kcp config/crds at commit dac74f5955f1d4c703e87dd5cfecbc9a0a514643, Apache-2.0, copyright The
@@ -802,6 +802,275 @@ export const KCP_CRDS: KubeObject[] = [
      "subresources": {
       "status": {}
      }
+    }
+   ]
+  }
+ },
+ {
+  "apiVersion": "apiextensions.k8s.io/v1",
+  "kind": "CustomResourceDefinition",
+  "metadata": {
+   "name": "workspaceauthenticationconfigurations.tenancy.kcp.io"
+  },
+  "spec": {
+   "group": "tenancy.kcp.io",
+   "names": {
+    "categories": [
+     "kcp"
+    ],
+    "kind": "WorkspaceAuthenticationConfiguration",
+    "listKind": "WorkspaceAuthenticationConfigurationList",
+    "plural": "workspaceauthenticationconfigurations",
+    "singular": "workspaceauthenticationconfiguration"
+   },
+   "scope": "Cluster",
+   "versions": [
+    {
+     "name": "v1alpha1",
+     "schema": {
+      "openAPIV3Schema": {
+       "description": "WorkspaceAuthenticationConfiguration specifies additional authentication options\nfor workspaces.",
+       "properties": {
+        "apiVersion": {
+         "description": "APIVersion defines the versioned schema of this representation of an object.\nServers should convert recognized schemas to the latest internal value, and\nmay reject unrecognized values.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+         "type": "string"
+        },
+        "kind": {
+         "description": "Kind is a string value representing the REST resource this object represents.\nServers may infer this from the endpoint the client submits requests to.\nCannot be updated.\nIn CamelCase.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+         "type": "string"
+        },
+        "metadata": {
+         "type": "object"
+        },
+        "spec": {
+         "properties": {
+          "jwt": {
+           "items": {
+            "properties": {
+             "claimMappings": {
+              "description": "ClaimMappings provides the configuration for claim mapping.",
+              "properties": {
+               "extra": {
+                "items": {
+                 "description": "ExtraMapping provides the configuration for a single extra mapping.",
+                 "properties": {
+                  "key": {
+                   "type": "string"
+                  },
+                  "valueExpression": {
+                   "type": "string"
+                  }
+                 },
+                 "required": [
+                  "key",
+                  "valueExpression"
+                 ],
+                 "type": "object"
+                },
+                "type": "array"
+               },
+               "groups": {
+                "description": "PrefixedClaimOrExpression provides the configuration for a single prefixed claim or expression.",
+                "properties": {
+                 "claim": {
+                  "minLength": 1,
+                  "type": "string"
+                 },
+                 "expression": {
+                  "minLength": 1,
+                  "type": "string"
+                 },
+                 "prefix": {
+                  "type": "string"
+                 }
+                },
+                "type": "object",
+                "x-kubernetes-validations": [
+                 {
+                  "message": "either claim or expression must be specified",
+                  "rule": "has(self.claim) || has(self.expression)"
+                 },
+                 {
+                  "message": "claim and expression cannot both be specified",
+                  "rule": "!(has(self.claim) && has(self.expression))"
+                 },
+                 {
+                  "message": "prefix can only be specified when claim is specified",
+                  "rule": "!(has(self.prefix)) || has(self.claim)"
+                 }
+                ]
+               },
+               "uid": {
+                "description": "ClaimOrExpression provides the configuration for a single claim or expression.",
+                "properties": {
+                 "claim": {
+                  "minLength": 1,
+                  "type": "string"
+                 },
+                 "expression": {
+                  "minLength": 1,
+                  "type": "string"
+                 }
+                },
+                "type": "object",
+                "x-kubernetes-validations": [
+                 {
+                  "message": "claim and expression cannot both be specified",
+                  "rule": "!(has(self.claim) && has(self.expression))"
+                 }
+                ]
+               },
+               "username": {
+                "description": "PrefixedClaimOrExpression provides the configuration for a single prefixed claim or expression.",
+                "properties": {
+                 "claim": {
+                  "minLength": 1,
+                  "type": "string"
+                 },
+                 "expression": {
+                  "minLength": 1,
+                  "type": "string"
+                 },
+                 "prefix": {
+                  "type": "string"
+                 }
+                },
+                "type": "object",
+                "x-kubernetes-validations": [
+                 {
+                  "message": "either claim or expression must be specified",
+                  "rule": "has(self.claim) || has(self.expression)"
+                 },
+                 {
+                  "message": "claim and expression cannot both be specified",
+                  "rule": "!(has(self.claim) && has(self.expression))"
+                 },
+                 {
+                  "message": "prefix can only be specified when claim is specified",
+                  "rule": "!(has(self.prefix)) || has(self.claim)"
+                 }
+                ]
+               }
+              },
+              "type": "object"
+             },
+             "claimValidationRules": {
+              "items": {
+               "description": "ClaimValidationRule provides the configuration for a single claim validation rule.",
+               "properties": {
+                "claim": {
+                 "minLength": 1,
+                 "type": "string"
+                },
+                "expression": {
+                 "minLength": 1,
+                 "type": "string"
+                },
+                "message": {
+                 "minLength": 1,
+                 "type": "string"
+                },
+                "requiredValue": {
+                 "minLength": 1,
+                 "type": "string"
+                }
+               },
+               "type": "object",
+               "x-kubernetes-validations": [
+                {
+                 "message": "either claim or expression must be specified",
+                 "rule": "has(self.claim) || has(self.expression)"
+                },
+                {
+                 "message": "claim and expression cannot both be specified",
+                 "rule": "!(has(self.claim) && has(self.expression))"
+                },
+                {
+                 "message": "requiredValue can only be specified when claim is specified",
+                 "rule": "(has(self.expression) && !has(self.requiredValue)) || (has(self.claim) && has(self.requiredValue))"
+                },
+                {
+                 "message": "message can only be specified when expression is specified",
+                 "rule": "(has(self.expression) && has(self.message)) || (has(self.claim) && !has(self.message))"
+                }
+               ]
+              },
+              "type": "array"
+             },
+             "issuer": {
+              "description": "Issuer provides the configuration for an external provider's specific settings.",
+              "properties": {
+               "audienceMatchPolicy": {
+                "description": "AudienceMatchPolicyType is a set of valid values for Issuer.AudienceMatchPolicy.",
+                "type": "string"
+               },
+               "audiences": {
+                "items": {
+                 "type": "string"
+                },
+                "type": "array"
+               },
+               "certificateAuthority": {
+                "type": "string"
+               },
+               "discoveryURL": {
+                "description": "discoveryURL, if specified, overrides the URL used to fetch discovery\ninformation instead of using \"{url}/.well-known/openid-configuration\".\nThe exact value specified is used, so \"/.well-known/openid-configuration\"\nmust be included in discoveryURL if needed.\n\nThe \"issuer\" field in the fetched discovery information must match the \"issuer.url\" field\nin the AuthenticationConfiguration and will be used to validate the \"iss\" claim in the presented JWT.\nThis is for scenarios where the well-known and jwks endpoints are hosted at a different\nlocation than the issuer (such as locally in the cluster).\n\nExample:\nA discovery url that is exposed using kubernetes service 'oidc' in namespace 'oidc-namespace'\nand discovery information is available at '/.well-known/openid-configuration'.\ndiscoveryURL: \"https://oidc.oidc-namespace/.well-known/openid-configuration\"\ncertificateAuthority is used to verify the TLS connection and the hostname on the leaf certificate\nmust be set to 'oidc.oidc-namespace'.\n\ncurl https://oidc.oidc-namespace/.well-known/openid-configuration (.discoveryURL field)\n{\n    issuer: \"https://oidc.example.com\" (.url field)\n}\n\ndiscoveryURL must be different from url.\nRequired to be unique across all JWT authenticators.\nNote that egress selection configuration is not used for this network connection.",
+                "type": "string"
+               },
+               "url": {
+                "description": "url points to the issuer URL in a format https://url or https://url/path.\nThis must match the \"iss\" claim in the presented JWT, and the issuer returned from discovery.\nSame value as the --oidc-issuer-url flag.\nDiscovery information is fetched from \"{url}/.well-known/openid-configuration\" unless overridden by discoveryURL.\nRequired to be unique across all JWT authenticators.\nNote that egress selection configuration is not used for this network connection.",
+                "type": "string"
+               }
+              },
+              "required": [
+               "url"
+              ],
+              "type": "object"
+             },
+             "userValidationRules": {
+              "items": {
+               "description": "UserValidationRule provides the configuration for a single user validation rule.",
+               "properties": {
+                "expression": {
+                 "type": "string"
+                },
+                "message": {
+                 "type": "string"
+                }
+               },
+               "required": [
+                "expression",
+                "message"
+               ],
+               "type": "object"
+              },
+              "type": "array"
+             }
+            },
+            "required": [
+             "claimMappings",
+             "issuer"
+            ],
+            "type": "object"
+           },
+           "type": "array"
+          }
+         },
+         "required": [
+          "jwt"
+         ],
+         "type": "object"
+        }
+       },
+       "required": [
+        "metadata",
+        "spec"
+       ],
+       "type": "object"
+      }
+     },
+     "served": true,
+     "storage": true
     }
    ]
   }

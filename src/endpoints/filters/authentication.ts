@@ -28,8 +28,12 @@ export function installAuthentication(app: FastifyInstance, ctx: AppContext): vo
       if (isPublic(req.url.split('?')[0]!)) { done(); return; }
       sendStatus(reply, new StatusError(401, 'Unauthorized', 'Unauthorized'));
     };
-    const result = ctx.authn.authenticate(req.raw.socket as TLSSocket, req.headers.authorization, req.raw.headersDistinct);
-    // Only a service account token's first use is asynchronous (signature verification).
+    // The target logical cluster (`/clusters/<name or path>/…`), for per-workspace authentication.
+    const segment = req.headers.authorization ? /^\/clusters\/([^/?]+)/.exec(req.url)?.[1] : undefined;
+    let cluster: string | undefined;
+    if (segment !== undefined && segment !== '*') { try { cluster = ctx.resolveCluster(decodeURIComponent(segment)); } catch { cluster = undefined; } }
+    const result = ctx.authn.authenticate(req.raw.socket as TLSSocket, req.headers.authorization, req.raw.headersDistinct, cluster);
+    // Service account tokens' first use and OpenID Connect tokens are asynchronous (signatures).
     if (result instanceof Promise) result.then(finish, (err: unknown) => sendStatus(reply, toStatusError(err)));
     else finish(result);
   });
