@@ -16,10 +16,9 @@
  */
 import { certificateScopes } from '../auth/serviceaccounts.js';
 import { X509Certificate } from 'node:crypto';
-import { createServer, type Server } from 'node:https';
-import { Pool, type Dispatcher } from 'undici';
-import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
+import { connect as connectHttp2, constants as h2, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders as Http2Headers, type OutgoingHttpHeaders as Http2OutgoingHeaders } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
+import type { ServerResponse } from 'node:http';
 import { StatusError, workspaceAccessDenied } from '../apimachinery/errors.js';
 import { encodeStatus } from '../endpoints/negotiation.js';
 import { AUTHENTICATED_GROUP } from '../auth/authn.js';
@@ -27,6 +26,7 @@ import type { UserInfo } from '../registry/store.js';
 import type { Connection } from '../client/rest.js';
 import { ShardDirectory } from '../shards/directory.js';
 import { ROOT } from '../tenancy/paths.js';
+import { HTTP2_STREAM_WINDOW_BYTES, connectionOf, createServingServer, type AnyRequest, type AnyResponse, type ServingServer } from '../server/serving.js';
 
 /** Options of {@link startFrontProxy} (flags of `kcp-ts front-proxy`). */
 export interface FrontProxyOptions {
@@ -46,6 +46,11 @@ export interface FrontProxyOptions {
   proxyClientKey: string;
   /** Static tokens (kube CSV format, loaded): token → user. */
   tokens?: Map<string, UserInfo>;
+  /**
+   * Streams one HTTP/2 client may have open at once (`--http2-max-streams-per-connection`,
+   * default 1,000 as kube); 0 serves HTTP/1.1 only. Requests to the shards always go over HTTP/2.
+   */
+  http2MaxStreamsPerConnection?: number;
   /** Revoked client certificates (src/auth/revocation.ts): refused with 401. */
   revoked?: { has(serialHex: string): boolean };
   /** Notices. */
@@ -57,7 +62,7 @@ export interface RunningFrontProxy {
   url: string;
   port: number;
   directory: ShardDirectory;
-  server: Server;
+  server: ServingServer;
   stop(): Promise<void>;
 }
 
@@ -68,16 +73,23 @@ export interface RunningFrontProxy {
  */
 export const PROXY_BUFFER_BYTES = 1024 * 1024;
 
-/** Request headers never passed on: hop-by-hop ones (RFC 9110 §7.6.1) and identity a client might forge. */
-const DROPPED = /^(connection|keep-alive|proxy-connection|transfer-encoding|te|trailer|upgrade|host|x-remote-.*)$/i;
+/**
+ * Request headers never passed on: HTTP/2 pseudo-headers (the upstream request has its own),
+ * hop-by-hop ones (RFC 9110 §7.6.1, forbidden in HTTP/2 by RFC 9113 §8.2.2) and identity a client
+ * might forge.
+ */
+const DROPPED = /^(:.*|connection|keep-alive|proxy-connection|transfer-encoding|te|trailer|upgrade|host|http2-settings|x-remote-.*)$/i;
+
+/** Response headers of a shard never passed on: pseudo-headers and connection-specific ones. */
+const DROPPED_RESPONSE = /^(:.*|connection|keep-alive|transfer-encoding|proxy-connection|upgrade)$/i;
 
 /**
  * Answers the proxy's own refusal as a kube Status in the form the client accepts (JSON, YAML or
  * protobuf: kube's responsewriters.ErrorNegotiated). Shard answers pass through as they are.
  */
-function answer(res: ServerResponse, err: StatusError, retryAfter?: number): void {
+function answer(req: AnyRequest, res: AnyResponse, err: StatusError, retryAfter?: number): void {
   if (res.headersSent) { res.destroy(); return; }
-  const { contentType, body } = encodeStatus(err, res.req?.headers.accept);
+  const { contentType, body } = encodeStatus(err, req.headers.accept);
   res.writeHead(err.code, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), ...(retryAfter ? { 'retry-after': String(retryAfter) } : {}) });
   res.end(body);
 }
@@ -122,14 +134,13 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
     return u ? u.user : null;
   };
 
-  const server = createServer({ key: opts.servingKey, cert: opts.servingCert, ca: opts.clientCA, requestCert: true, rejectUnauthorized: false }, (req, res) => {
-    void route(req, res).catch((err: unknown) => answer(res, new StatusError(503, 'ServiceUnavailable', `front-proxy: ${err instanceof Error ? err.message : String(err)}`), 1));
+  const server = createServingServer({
+    tls: { key: opts.servingKey, cert: opts.servingCert, ca: opts.clientCA }, http2MaxStreamsPerConnection: opts.http2MaxStreamsPerConnection,
+  }, (req, res) => {
+    void route(req, res).catch((err: unknown) => answer(req, res, new StatusError(503, 'ServiceUnavailable', `front-proxy: ${err instanceof Error ? err.message : String(err)}`), 1));
   });
-  // Watches are long; a slow client must not hold a socket forever before sending its headers.
-  server.headersTimeout = 60_000;
-  server.requestTimeout = 0;
 
-  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function route(req: AnyRequest, res: AnyResponse): Promise<void> {
     const url = req.url ?? '/';
     const path = url.split('?')[0]!;
     if (path === '/livez' || path === '/readyz' || path === '/healthz') {
@@ -150,77 +161,71 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
       if (known) user = known.groups.includes(AUTHENTICATED_GROUP) ? known : { ...known, groups: [...known.groups, AUTHENTICATED_GROUP] };
       else passToken = true;
     } else {
-      const u = certUser(req.socket as TLSSocket);
-      if (u && 'error' in u) { answer(res, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
+      const u = certUser(connectionOf(req));
+      if (u && 'error' in u) { answer(req, res, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
       if (u) user = u;
     }
 
     let segment: string | undefined;
-    try { segment = clusterSegment(path); } catch { answer(res, new StatusError(400, 'BadRequest', `invalid path ${JSON.stringify(path)}`)); return; }
+    try { segment = clusterSegment(path); } catch { answer(req, res, new StatusError(400, 'BadRequest', `invalid path ${JSON.stringify(path)}`)); return; }
     let shard = segment === undefined ? directory.get(ROOT) : undefined;
     if (segment !== undefined) {
-      if (!user && !passToken) { answer(res, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
-      if (segment === '*') { answer(res, new StatusError(403, 'Forbidden', 'wildcard requests (/clusters/*) are not served through the front-proxy')); return; }
+      if (!user && !passToken) { answer(req, res, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
+      if (segment === '*') { answer(req, res, new StatusError(403, 'Forbidden', 'wildcard requests (/clusters/*) are not served through the front-proxy')); return; }
       const loc = directory.locate(segment);
       // Worded as a shard words a workspace one may not enter: existence does not leak.
-      if (!loc) { answer(res, workspaceAccessDenied(segment)); return; }
+      if (!loc) { answer(req, res, workspaceAccessDenied(segment)); return; }
       shard = directory.get(loc.shard);
     }
-    if (!shard) { answer(res, new StatusError(503, 'ServiceUnavailable', 'the root shard is not known yet'), 1); return; }
+    if (!shard) { answer(req, res, new StatusError(503, 'ServiceUnavailable', 'the root shard is not known yet'), 1); return; }
 
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (!DROPPED.test(k) && v !== undefined) headers[k] = v;
+    const headers: Http2OutgoingHeaders = {};
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !DROPPED.test(k)) headers[k] = v;
     if (user) {
       delete headers.authorization;
       headers['x-remote-user'] = user.name;
       if (user.groups.length) headers['x-remote-group'] = user.groups;
       for (const [k, vs] of Object.entries(user.extra ?? {})) headers[`x-remote-extra-${encodeURIComponent(k)}`] = vs;
     }
-    const aborted = new AbortController();
-    res.on('close', () => { if (!res.writableFinished) aborted.abort(); });
-    const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
-    let upstream;
+    headers[h2.HTTP2_HEADER_METHOD] = req.method ?? 'GET';
+    headers[h2.HTTP2_HEADER_PATH] = url;
+    const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0'
+      : req.headers['transfer-encoding'] !== undefined || (req.httpVersionMajor === 2 && !(req as { stream?: { endAfterHeaders?: boolean } }).stream?.endAfterHeaders);
+    const name = shard.name;
+    let upstream: ClientHttp2Stream;
     try {
-      upstream = await poolFor(shard.baseURL).request({
-        path: url, method: req.method as Dispatcher.HttpMethod, headers, body: hasBody ? req : undefined, signal: aborted.signal,
-        // A watch may stay silent between bookmarks; the client's own timeouts govern it.
-        headersTimeout: 60_000, bodyTimeout: 0,
-      });
+      upstream = upstreams.request(shard.baseURL, headers, !hasBody);
     } catch (err) {
-      if (aborted.signal.aborted) return;
-      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      answer(res, new StatusError(503, 'ServiceUnavailable', `shard ${shard.name} is unavailable: ${code}`, { retryAfterSeconds: 1 }), 1);
+      answer(req, res, unavailable(name, err), 1);
       return;
     }
-    const out: OutgoingHttpHeaders = {};
-    for (const [k, v] of Object.entries(upstream.headers)) if (!/^(connection|keep-alive|transfer-encoding)$/i.test(k) && v !== undefined) out[k] = v;
-    res.writeHead(upstream.statusCode, out);
-    upstream.body.on('error', () => res.destroy());
-    const length = upstream.headers['content-length'];
-    if (length === undefined || Number(length) > PROXY_BUFFER_BYTES) {
-      // Streamed (a watch, or a large answer such as a big LIST): the headers now, then the body
-      // as it arrives, at the pace the client reads it.
-      res.flushHeaders();
-      upstream.body.pipe(res);
-      return;
-    }
-    // A small sized answer leaves in one write with its headers (each write is a TLS record and
-    // a system call: half of the proxy's cost per request when sent apart).
-    const chunks: Buffer[] = [];
-    upstream.body.on('data', (c: Buffer) => chunks.push(c));
-    upstream.body.on('end', () => res.end(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+    // The client went away (or reset its stream): the shard's stream is cancelled with it.
+    res.on('close', () => { if (!res.writableFinished && !upstream.closed) upstream.close(h2.NGHTTP2_CANCEL); });
+    if (hasBody) req.pipe(upstream);
+    upstream.on('error', (err) => { if (!res.headersSent) answer(req, res, unavailable(name, err), 1); else res.destroy(); });
+    upstream.once('response', (head: Http2Headers) => {
+      const out: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(head)) if (v !== undefined && !DROPPED_RESPONSE.test(k)) out[k] = v;
+      const status = Number(head[h2.HTTP2_HEADER_STATUS]);
+      const length = head['content-length'];
+      if (length === undefined || Number(length) > PROXY_BUFFER_BYTES) {
+        // Streamed (a watch, or a large answer such as a big LIST): the headers now, then the
+        // body as it arrives, at the pace the client reads it (the shard's stream window fills
+        // and the shard waits, as on HTTP/1.1 its socket would).
+        res.writeHead(status, out);
+        (res as ServerResponse).flushHeaders();
+        upstream.pipe(res as NodeJS.WritableStream);
+        return;
+      }
+      // A small sized answer leaves in one write with its headers (each write is a TLS record
+      // and a system call).
+      const chunks: Buffer[] = [];
+      upstream.on('data', (c: Buffer) => chunks.push(c));
+      upstream.on('end', () => { res.writeHead(status, out); res.end(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)); });
+    });
   }
 
-  // One connection pool per shard, over mTLS with the front-proxy's client certificate.
-  const pools = new Map<string, Pool>();
-  function poolFor(base: string): Pool {
-    let p = pools.get(base);
-    if (!p) {
-      p = new Pool(base, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000, connect: { ca: opts.rootShard.ca, cert: opts.proxyClientCert, key: opts.proxyClientKey } });
-      pools.set(base, p);
-    }
-    return p;
-  }
+  const upstreams = new ShardSessions({ ca: opts.rootShard.ca, cert: opts.proxyClientCert, key: opts.proxyClientKey });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -233,10 +238,80 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
   return {
     url: `https://${host.includes(':') ? `[${host}]` : host}:${port}`, port, directory, server,
     async stop() {
+      // GOAWAY to HTTP/2 clients (they reconnect elsewhere), HTTP/1.1 connections closed.
       server.closeAllConnections();
       await new Promise((r) => server.close(() => r(undefined)));
-      await Promise.all([...pools.values()].map((p) => p.destroy()));
+      upstreams.close();
       await directory.stop();
     },
   };
+}
+
+/** The 503 for a shard that cannot be reached. */
+function unavailable(shard: string, err: unknown): StatusError {
+  const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+  return new StatusError(503, 'ServiceUnavailable', `shard ${shard} is unavailable: ${code}`, { retryAfterSeconds: 1 });
+}
+
+/**
+ * HTTP/2 connections to the shards, over mTLS with the front-proxy's client certificate: every
+ * request and watch of every client to one shard is a stream of one connection, a second
+ * connection opened only when the first has as many streams open as the shard allows
+ * (SETTINGS_MAX_CONCURRENT_STREAMS; beyond it nghttp2 would queue a stream, and a watch queued
+ * behind a thousand others would never start). A connection the shard closes or sends GOAWAY on
+ * takes no new stream; its open streams finish on it.
+ */
+export class ShardSessions {
+  private readonly byShard = new Map<string, { session: ClientHttp2Session; open: number }[]>();
+
+  constructor(private readonly tls: { ca: string; cert: string; key: string }) {}
+
+  /**
+   * Opens a stream to `base` (`https://host:port`) carrying `headers` (pseudo-headers included).
+   * @throws when the session cannot take a stream (it failed synchronously); connection errors
+   * arrive as the stream's `error` event
+   */
+  request(base: string, headers: Http2OutgoingHeaders, endStream: boolean): ClientHttp2Stream {
+    const entry = this.pick(base);
+    entry.open++;
+    let stream: ClientHttp2Stream;
+    try {
+      stream = entry.session.request(headers, { endStream });
+    } catch (err) {
+      entry.open--;
+      throw err;
+    }
+    stream.once('close', () => { entry.open--; });
+    return stream;
+  }
+
+  /** A usable session to `base` with room for one more stream, connecting one if none has. */
+  private pick(base: string): { session: ClientHttp2Session; open: number } {
+    let list = this.byShard.get(base);
+    if (!list) this.byShard.set(base, list = []);
+    for (const e of list) {
+      const limit = e.session.remoteSettings?.maxConcurrentStreams ?? 100;
+      if (!e.session.closed && !e.session.destroyed && e.open < limit) return e;
+    }
+    const session = connectHttp2(base, {
+      ca: this.tls.ca, cert: this.tls.cert, key: this.tls.key,
+      settings: { enablePush: false, initialWindowSize: HTTP2_STREAM_WINDOW_BYTES },
+    });
+    const entry = { session, open: 0 };
+    list.push(entry);
+    const drop = () => { const i = list.indexOf(entry); if (i >= 0) list.splice(i, 1); };
+    session.on('error', drop);
+    session.once('goaway', drop);
+    session.once('close', drop);
+    session.once('connect', () => { try { session.setLocalWindowSize(16 * HTTP2_STREAM_WINDOW_BYTES); } catch { /* closed meanwhile */ } });
+    // Idle connections do not keep the process alive.
+    session.unref();
+    return entry;
+  }
+
+  /** Closes every connection (streams still open are cancelled). */
+  close(): void {
+    for (const list of this.byShard.values()) for (const e of list.splice(0)) e.session.destroy();
+    this.byShard.clear();
+  }
 }

@@ -4,11 +4,11 @@
  * service account token (src/auth/authn.ts) — or is answered 401.
  */
 import type { FastifyInstance } from 'fastify';
-import type { TLSSocket } from 'node:tls';
 import { StatusError } from '../../apimachinery/errors.js';
 import type { AuthnResult } from '../../auth/authn.js';
 import type { AppContext } from '../context.js';
 import { sendStatus, toStatusError } from '../response.js';
+import { connectionOf, headersDistinctOf } from '../../server/serving.js';
 
 const PUBLIC_PATHS = new Set(['/healthz', '/livez', '/readyz', '/version']);
 
@@ -28,7 +28,7 @@ export function installAuthentication(app: FastifyInstance, ctx: AppContext): vo
       if (isPublic(req.url.split('?')[0]!)) { done(); return; }
       sendStatus(reply, new StatusError(401, 'Unauthorized', 'Unauthorized'));
     };
-    const result = ctx.authn.authenticate(req.raw.socket as TLSSocket, req.headers.authorization, req.raw.headersDistinct);
+    const result = ctx.authn.authenticate(connectionOf(req.raw), req.headers.authorization, headersDistinctOf(req.raw));
     // Only a service account token's first use is asynchronous (signature verification).
     if (result instanceof Promise) result.then(finish, (err: unknown) => sendStatus(reply, toStatusError(err)));
     else finish(result);
