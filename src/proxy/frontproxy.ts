@@ -235,14 +235,17 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : opts.securePort;
   const host = opts.bindAddress && opts.bindAddress !== '0.0.0.0' && opts.bindAddress !== '::' ? opts.bindAddress : '127.0.0.1';
+  let stopped: Promise<void> | undefined;
   return {
     url: `https://${host.includes(':') ? `[${host}]` : host}:${port}`, port, directory, server,
-    async stop() {
-      // GOAWAY to HTTP/2 clients (they reconnect elsewhere), HTTP/1.1 connections closed.
-      server.closeAllConnections();
-      await new Promise((r) => server.close(() => r(undefined)));
-      upstreams.close();
-      await directory.stop();
+    stop() {
+      return stopped ??= (async () => {
+        // GOAWAY to HTTP/2 clients (they reconnect elsewhere), HTTP/1.1 connections closed.
+        server.closeAllConnections();
+        await new Promise((r) => server.close(() => r(undefined)));
+        upstreams.close();
+        await directory.stop();
+      })();
     },
   };
 }

@@ -25,6 +25,7 @@
  */
 import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type ServerHttp2Session } from 'node:http2';
 import { maxHeaderSize, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 
@@ -63,8 +64,8 @@ export interface ServingOptions {
   http2MaxStreamsPerConnection?: number;
 }
 
-/** The server with the connection accounting {@link createServingServer} adds. */
-export interface ServingServer extends Http2SecureServer {
+/** The connection accounting {@link createServingServer} adds to its server. */
+export interface ServingControls {
   /**
    * Shutdown of every connection: GOAWAY to each HTTP/2 client (it opens no new stream here and
    * retries elsewhere; streams already open finish, those still open after
@@ -76,6 +77,9 @@ export interface ServingServer extends Http2SecureServer {
   connectionCounts(): { h2: number; http1: number };
 }
 
+/** The server: HTTP/2 with HTTP/1.1 fallback, or HTTP/1.1 alone when HTTP/2 is turned off. */
+export type ServingServer = (Http2SecureServer | HttpsServer) & ServingControls;
+
 /**
  * Creates the server (not listening). `handler` receives requests of both protocols.
  * @throws RangeError for a negative or fractional stream limit
@@ -84,12 +88,12 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
   const maxStreams = opts.http2MaxStreamsPerConnection ?? DEFAULT_HTTP2_MAX_STREAMS;
   if (!Number.isInteger(maxStreams) || maxStreams < 0 || maxStreams > 2 ** 31 - 1) throw new RangeError(`--http2-max-streams-per-connection must be a non-negative integer, got ${maxStreams}`);
   const http2 = maxStreams > 0;
-  const server = createSecureServer({
-    key: opts.tls.key, cert: opts.tls.cert, ca: opts.tls.ca, requestCert: true, rejectUnauthorized: false,
-    allowHTTP1: true,
-    ALPNProtocols: http2 ? ['h2', 'http/1.1'] : ['http/1.1'],
+  const tls = { key: opts.tls.key, cert: opts.tls.cert, ca: opts.tls.ca, requestCert: true, rejectUnauthorized: false };
+  // Node's HTTP/2 server with allowHTTP1 always offers both by ALPN: HTTP/1.1 alone is the HTTPS server.
+  const server = (http2 ? createSecureServer({
+    ...tls, allowHTTP1: true,
     settings: {
-      maxConcurrentStreams: maxStreams || 1,
+      maxConcurrentStreams: maxStreams,
       initialWindowSize: HTTP2_STREAM_WINDOW_BYTES,
       maxFrameSize: HTTP2_STREAM_WINDOW_BYTES,
       maxHeaderListSize: maxHeaderSize,
@@ -97,7 +101,7 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
     maxSessionMemory: 10,
     maxSessionRejectedStreams: 100,
     maxSessionInvalidFrames: 1000,
-  }) as ServingServer;
+  }) : createHttpsServer(tls)) as ServingServer;
   if (handler) server.on('request', handler);
   // HTTP/1.1 connections (served by Node's http machinery inside this server): as Fastify set
   // them before, no limit on a whole request (watches are long), 60 s for a request's headers.
@@ -115,7 +119,7 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  server.on('session', (session: ServerHttp2Session) => {
+  (server as Http2SecureServer).on('session', (session: ServerHttp2Session) => {
     if (closing) { session.close(); return; }
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
@@ -124,7 +128,7 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
     trackIdle(session);
   });
   // A stream error (a client resetting its stream) is the stream's end, not the server's.
-  server.on('stream', (stream) => stream.on('error', () => undefined));
+  (server as Http2SecureServer).on('stream', (stream) => stream.on('error', () => undefined));
   server.closeAllConnections = () => {
     closing = true;
     for (const s of sockets) s.destroy();
