@@ -16,7 +16,7 @@
  */
 import { certificateScopes } from '../auth/serviceaccounts.js';
 import { X509Certificate } from 'node:crypto';
-import { connect as connectHttp2, constants as h2, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders as Http2Headers, type OutgoingHttpHeaders as Http2OutgoingHeaders } from 'node:http2';
+import { connect as connectHttp2, constants as h2, type ClientHttp2Session, type ClientHttp2Stream, type ServerHttp2Stream, type IncomingHttpHeaders as Http2Headers, type OutgoingHttpHeaders as Http2OutgoingHeaders } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import type { ServerResponse } from 'node:http';
 import { StatusError, workspaceAccessDenied } from '../apimachinery/errors.js';
@@ -87,11 +87,64 @@ const DROPPED_RESPONSE = /^(:.*|connection|keep-alive|transfer-encoding|proxy-co
  * Answers the proxy's own refusal as a kube Status in the form the client accepts (JSON, YAML or
  * protobuf: kube's responsewriters.ErrorNegotiated). Shard answers pass through as they are.
  */
-function answer(req: AnyRequest, res: AnyResponse, err: StatusError, retryAfter?: number): void {
-  if (res.headersSent) { res.destroy(); return; }
-  const { contentType, body } = encodeStatus(err, req.headers.accept);
-  res.writeHead(err.code, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), ...(retryAfter ? { 'retry-after': String(retryAfter) } : {}) });
-  res.end(body);
+function answer(ex: Exchange, err: StatusError, retryAfter?: number): void {
+  if (ex.headersSent) { ex.destroy(); return; }
+  const { contentType, body } = encodeStatus(err, ex.headers.accept);
+  ex.send(err.code, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), ...(retryAfter ? { 'retry-after': String(retryAfter) } : {}) }, body);
+}
+
+/**
+ * One request and its answer, whichever the protocol: HTTP/1.1 (Node's request and response) or
+ * an HTTP/2 stream in Node's core API (what most clients use, and cheaper per request than
+ * HTTP/2's compatibility objects).
+ */
+interface Exchange {
+  method: string;
+  /** Path and query. */
+  url: string;
+  /** Request headers (HTTP/2's pseudo-headers included). */
+  headers: Http2Headers;
+  /** The TLS connection (one object per connection: the client certificate's cache key). */
+  connection: TLSSocket;
+  /** The request body; undefined when the request has none. */
+  body: NodeJS.ReadableStream | undefined;
+  readonly headersSent: boolean;
+  /** Answers with `body` in one write with the headers. */
+  send(status: number, headers: Record<string, string | string[] | number>, body: string | Buffer): void;
+  /** Sends the headers now; the body is written to what it returns (with backpressure). */
+  start(status: number, headers: Record<string, string | string[]>): NodeJS.WritableStream;
+  /** Cuts the answer off (an error after the headers left). */
+  destroy(): void;
+  /** `done` once the exchange is over: `finished` when the whole answer went out. */
+  onClose(done: (finished: boolean) => void): void;
+}
+
+function http1Exchange(req: AnyRequest, res: AnyResponse): Exchange {
+  const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+  return {
+    method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, connection: connectionOf(req), body: hasBody ? req as NodeJS.ReadableStream : undefined,
+    get headersSent() { return res.headersSent; },
+    send(status, headers, body) { res.writeHead(status, headers); res.end(body); },
+    start(status, headers) { res.writeHead(status, headers); (res as ServerResponse).flushHeaders(); return res as NodeJS.WritableStream; },
+    destroy() { res.destroy(); },
+    onClose(done) { res.once('close', () => done(res.writableFinished)); },
+  };
+}
+
+function http2Exchange(stream: ServerHttp2Stream, headers: Http2Headers): Exchange {
+  return {
+    method: String(headers[h2.HTTP2_HEADER_METHOD] ?? 'GET'), url: String(headers[h2.HTTP2_HEADER_PATH] ?? '/'), headers,
+    connection: stream.session?.socket as TLSSocket, body: stream.endAfterHeaders ? undefined : stream,
+    get headersSent() { return stream.headersSent; },
+    send(status, out, body) {
+      if (stream.destroyed || stream.closed || stream.headersSent) return;
+      stream.respond({ ...out, [h2.HTTP2_HEADER_STATUS]: status });
+      stream.end(body);
+    },
+    start(status, out) { stream.respond({ ...out, [h2.HTTP2_HEADER_STATUS]: status }); return stream; },
+    destroy() { stream.close(h2.NGHTTP2_INTERNAL_ERROR); },
+    onClose(done) { stream.once('close', () => done(stream.writableFinished)); },
+  };
 }
 
 /** The `/clusters/<segment>` of a path, or undefined for paths outside any logical cluster. */
@@ -136,73 +189,77 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
 
   const server = createServingServer({
     tls: { key: opts.servingKey, cert: opts.servingCert, ca: opts.clientCA }, http2MaxStreamsPerConnection: opts.http2MaxStreamsPerConnection,
-  }, (req, res) => {
-    void route(req, res).catch((err: unknown) => answer(req, res, new StatusError(503, 'ServiceUnavailable', `front-proxy: ${err instanceof Error ? err.message : String(err)}`), 1));
+  }, (req, res) => serve(http1Exchange(req, res)), (stream, headers) => {
+    // Opened on a session that is closing, or reset by the client at once: nothing to answer.
+    if (stream.destroyed || stream.closed) return;
+    serve(http2Exchange(stream, headers));
   });
+  const serve = (ex: Exchange) => {
+    void route(ex).catch((err: unknown) => answer(ex, new StatusError(503, 'ServiceUnavailable', `front-proxy: ${err instanceof Error ? err.message : String(err)}`), 1));
+  };
 
-  async function route(req: AnyRequest, res: AnyResponse): Promise<void> {
-    const url = req.url ?? '/';
+  async function route(ex: Exchange): Promise<void> {
+    const url = ex.url;
     const path = url.split('?')[0]!;
     if (path === '/livez' || path === '/readyz' || path === '/healthz') {
       // Ready once the index knows the shards (the root shard's Shard objects were listed).
       const ready = path === '/livez' || directory.get(ROOT) !== undefined;
-      res.writeHead(ready ? 200 : 500, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end(ready ? 'ok' : 'index not synced');
+      const text = ready ? 'ok' : 'index not synced';
+      ex.send(ready ? 200 : 500, { 'content-type': 'text/plain; charset=utf-8', 'content-length': text.length }, text);
       return;
     }
     // Authentication: a bearer token in the token file, else any other token is the shard's to
     // verify; else the client certificate; else anonymous (the shard answers 401 where kube would).
     let user: UserInfo | undefined;
     let passToken = false;
-    const auth = req.headers.authorization;
+    const auth = ex.headers.authorization;
     if (auth) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
       const known = m ? opts.tokens?.get(m[1]!) : undefined;
       if (known) user = known.groups.includes(AUTHENTICATED_GROUP) ? known : { ...known, groups: [...known.groups, AUTHENTICATED_GROUP] };
       else passToken = true;
     } else {
-      const u = certUser(connectionOf(req));
-      if (u && 'error' in u) { answer(req, res, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
+      const u = certUser(ex.connection);
+      if (u && 'error' in u) { answer(ex, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
       if (u) user = u;
     }
 
     let segment: string | undefined;
-    try { segment = clusterSegment(path); } catch { answer(req, res, new StatusError(400, 'BadRequest', `invalid path ${JSON.stringify(path)}`)); return; }
+    try { segment = clusterSegment(path); } catch { answer(ex, new StatusError(400, 'BadRequest', `invalid path ${JSON.stringify(path)}`)); return; }
     let shard = segment === undefined ? directory.get(ROOT) : undefined;
     if (segment !== undefined) {
-      if (!user && !passToken) { answer(req, res, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
-      if (segment === '*') { answer(req, res, new StatusError(403, 'Forbidden', 'wildcard requests (/clusters/*) are not served through the front-proxy')); return; }
+      if (!user && !passToken) { answer(ex, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
+      if (segment === '*') { answer(ex, new StatusError(403, 'Forbidden', 'wildcard requests (/clusters/*) are not served through the front-proxy')); return; }
       const loc = directory.locate(segment);
       // Worded as a shard words a workspace one may not enter: existence does not leak.
-      if (!loc) { answer(req, res, workspaceAccessDenied(segment)); return; }
+      if (!loc) { answer(ex, workspaceAccessDenied(segment)); return; }
       shard = directory.get(loc.shard);
     }
-    if (!shard) { answer(req, res, new StatusError(503, 'ServiceUnavailable', 'the root shard is not known yet'), 1); return; }
+    if (!shard) { answer(ex, new StatusError(503, 'ServiceUnavailable', 'the root shard is not known yet'), 1); return; }
 
     const headers: Http2OutgoingHeaders = {};
-    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !DROPPED.test(k)) headers[k] = v;
+    for (const [k, v] of Object.entries(ex.headers)) if (v !== undefined && !DROPPED.test(k)) headers[k] = v;
     if (user) {
       delete headers.authorization;
       headers['x-remote-user'] = user.name;
       if (user.groups.length) headers['x-remote-group'] = user.groups;
       for (const [k, vs] of Object.entries(user.extra ?? {})) headers[`x-remote-extra-${encodeURIComponent(k)}`] = vs;
     }
-    headers[h2.HTTP2_HEADER_METHOD] = req.method ?? 'GET';
+    headers[h2.HTTP2_HEADER_METHOD] = ex.method;
     headers[h2.HTTP2_HEADER_PATH] = url;
-    const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0'
-      : req.headers['transfer-encoding'] !== undefined || (req.httpVersionMajor === 2 && !(req as { stream?: { endAfterHeaders?: boolean } }).stream?.endAfterHeaders);
+    const hasBody = ex.body !== undefined;
     const name = shard.name;
     let upstream: ClientHttp2Stream;
     try {
       upstream = upstreams.request(shard.baseURL, headers, !hasBody);
     } catch (err) {
-      answer(req, res, unavailable(name, err), 1);
+      answer(ex, unavailable(name, err), 1);
       return;
     }
     // The client went away (or reset its stream): the shard's stream is cancelled with it.
-    res.on('close', () => { if (!res.writableFinished && !upstream.closed) upstream.close(h2.NGHTTP2_CANCEL); });
-    if (hasBody) req.pipe(upstream);
-    upstream.on('error', (err) => { if (!res.headersSent) answer(req, res, unavailable(name, err), 1); else res.destroy(); });
+    ex.onClose((finished) => { if (!finished && !upstream.closed) upstream.close(h2.NGHTTP2_CANCEL); });
+    if (ex.body) ex.body.pipe(upstream);
+    upstream.on('error', (err) => { if (!ex.headersSent) answer(ex, unavailable(name, err), 1); else ex.destroy(); });
     upstream.once('response', (head: Http2Headers) => {
       const out: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(head)) if (v !== undefined && !DROPPED_RESPONSE.test(k)) out[k] = v;
@@ -212,16 +269,17 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
         // Streamed (a watch, or a large answer such as a big LIST): the headers now, then the
         // body as it arrives, at the pace the client reads it (the shard's stream window fills
         // and the shard waits, as on HTTP/1.1 its socket would).
-        res.writeHead(status, out);
-        (res as ServerResponse).flushHeaders();
-        upstream.pipe(res as NodeJS.WritableStream);
+        let sink: NodeJS.WritableStream;
+        // The client's stream may have been reset in this very moment: nothing left to answer.
+        try { sink = ex.start(status, out); } catch { upstream.close(h2.NGHTTP2_CANCEL); return; }
+        upstream.pipe(sink);
         return;
       }
       // A small sized answer leaves in one write with its headers (each write is a TLS record
       // and a system call).
       const chunks: Buffer[] = [];
       upstream.on('data', (c: Buffer) => chunks.push(c));
-      upstream.on('end', () => { res.writeHead(status, out); res.end(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)); });
+      upstream.on('end', () => ex.send(status, out, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
     });
   }
 

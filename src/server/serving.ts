@@ -23,7 +23,7 @@
  * stream resets (Node ≥ 20.8.1), CONTINUATION floods (CVE-2024-27983) by Node ≥ 20.12.1. The
  * request body limit, request timeout and priority and fairness apply per stream as per request.
  */
-import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type ServerHttp2Session } from 'node:http2';
+import { createSecureServer, type IncomingHttpHeaders, type ServerHttp2Stream, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type ServerHttp2Session } from 'node:http2';
 import { maxHeaderSize, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
@@ -81,10 +81,13 @@ export interface ServingControls {
 export type ServingServer = (Http2SecureServer | HttpsServer) & ServingControls;
 
 /**
- * Creates the server (not listening). `handler` receives requests of both protocols.
+ * Creates the server (not listening). `handler` receives requests of both protocols — unless
+ * `onStream` is given: then HTTP/2 streams go to it in Node's core API (no compatibility objects,
+ * the front-proxy's hot path) and `handler` receives HTTP/1.1 requests only.
  * @throws RangeError for a negative or fractional stream limit
  */
-export function createServingServer(opts: ServingOptions, handler?: (req: AnyRequest, res: AnyResponse) => void): ServingServer {
+export function createServingServer(opts: ServingOptions, handler?: (req: AnyRequest, res: AnyResponse) => void,
+  onStream?: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void): ServingServer {
   const maxStreams = opts.http2MaxStreamsPerConnection ?? DEFAULT_HTTP2_MAX_STREAMS;
   if (!Number.isInteger(maxStreams) || maxStreams < 0 || maxStreams > 2 ** 31 - 1) throw new RangeError(`--http2-max-streams-per-connection must be a non-negative integer, got ${maxStreams}`);
   const http2 = maxStreams > 0;
@@ -103,6 +106,9 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
     maxSessionInvalidFrames: 1000,
   }) : createHttpsServer(tls)) as ServingServer;
   if (handler) server.on('request', handler);
+  // Adding a 'request' listener made Node route HTTP/2 streams through its compatibility layer
+  // (a 'stream' listener): replaced by `onStream`.
+  if (onStream && http2) (server as Http2SecureServer).removeAllListeners('stream').on('stream', onStream);
   // HTTP/1.1 connections (served by Node's http machinery inside this server): as Fastify set
   // them before, no limit on a whole request (watches are long), 60 s for a request's headers.
   const h1 = server as unknown as { keepAliveTimeout: number; requestTimeout: number; headersTimeout: number };
