@@ -26,7 +26,7 @@ import type { UserInfo } from '../registry/store.js';
 import type { Connection } from '../client/rest.js';
 import { ShardDirectory } from '../shards/directory.js';
 import { ROOT } from '../tenancy/paths.js';
-import { HTTP2_STREAM_WINDOW_BYTES, connectionOf, createServingServer, type AnyRequest, type AnyResponse, type ServingServer } from '../server/serving.js';
+import { connectionOf, createServingServer, type AnyRequest, type AnyResponse, type ServingServer } from '../server/serving.js';
 
 /** Options of {@link startFrontProxy} (flags of `kcp-ts front-proxy`). */
 export interface FrontProxyOptions {
@@ -308,6 +308,13 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
   };
 }
 
+/**
+ * Receive window of each stream from a shard (64 KiB, the proxy's buffer per stream whose client
+ * does not read); the connection's window is this times the shard's stream limit (at most 1,000:
+ * 64 MiB), so stalled streams cannot exhaust it (kube sizes its upload buffers the same way).
+ */
+export const UPSTREAM_STREAM_WINDOW_BYTES = 64 * 1024;
+
 /** The 503 for a shard that cannot be reached. */
 function unavailable(shard: string, err: unknown): StatusError {
   const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
@@ -356,7 +363,7 @@ export class ShardSessions {
     }
     const session = connectHttp2(base, {
       ca: this.tls.ca, cert: this.tls.cert, key: this.tls.key,
-      settings: { enablePush: false, initialWindowSize: HTTP2_STREAM_WINDOW_BYTES },
+      settings: { enablePush: false, initialWindowSize: UPSTREAM_STREAM_WINDOW_BYTES },
     });
     const entry = { session, open: 0 };
     list.push(entry);
@@ -364,7 +371,12 @@ export class ShardSessions {
     session.on('error', drop);
     session.once('goaway', drop);
     session.once('close', drop);
-    session.once('connect', () => { try { session.setLocalWindowSize(16 * HTTP2_STREAM_WINDOW_BYTES); } catch { /* closed meanwhile */ } });
+    // The connection's window covers every stream's: a client that stops reading stalls its own
+    // streams (each holds at most its window here), never another tenant's on this connection.
+    session.once('remoteSettings', (settings) => {
+      const streams = Math.min(settings.maxConcurrentStreams ?? 100, 1000);
+      try { session.setLocalWindowSize(Math.max(65_535, streams * UPSTREAM_STREAM_WINDOW_BYTES)); } catch { /* closed meanwhile */ }
+    });
     // Idle connections do not keep the process alive.
     session.unref();
     return entry;
