@@ -142,6 +142,7 @@ describe('a Deployment split across two real clusters', { timeout: 900_000 }, ()
   };
 
   test('replicas: 5 gives 3 + 2 downstream (remainder to the first key) and status replicas 5 upstream', async () => {
+    const t0 = performance.now();
     const dep = await up('POST', '/apis/apps/v1/namespaces/shop/deployments', {
       apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' },
       spec: { replicas: 5, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'registry.k8s.io/pause:3.9' }] } } },
@@ -160,6 +161,7 @@ describe('a Deployment split across two real clusters', { timeout: 900_000 }, ()
       const d = await downstream();
       return members.every((m) => d[m.name]?.spec?.replicas === share(m) && d[m.name]?.status?.replicas === share(m)) && d;
     }, 90_000).catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
+    process.stderr.write(`# 3 + 2 downstream, reported by both clusters, ${Math.round(performance.now() - t0)} ms after the create\n`);
     for (const m of members) {
       assert.equal(down[m.name].status.readyReplicas ?? 0, 0, 'no kubelet: the pods stay Pending');
       const pods = await hostGet(m, ['pods', '-n', downstreamNs(m, 'shop'), '-l', 'app=web']);
@@ -187,11 +189,22 @@ describe('a Deployment split across two real clusters', { timeout: 900_000 }, ()
     }, 60_000).catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
     await eventually('upstream status replicas 4', async () => (await up('GET', DEPLOYMENT)).json?.status?.replicas === 4, 60_000);
     const [east, west] = members as [Member, Member];
+    const t1 = performance.now();
     assert.equal((await up('DELETE', `/apis/scheduling.kcp.io/v1alpha1/placements/${west.name}`)).status, 200);
     await eventually('all 4 on east, none on west', async () => {
       const d = await downstream();
       return d[east.name]?.spec?.replicas === 4 && d[west.name] === undefined;
     }, 90_000).catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
-    await eventually('one SyncTarget left: its status is the upstream status', async () => (await up('GET', DEPLOYMENT)).json?.status?.replicas === 4, 60_000);
+    process.stderr.write(`# all 4 on east, west's copy gone, ${Math.round(performance.now() - t1)} ms after its Placement was deleted\n`);
+    const westKey = syncTargetKey(cluster, west.name);
+    const eastKey = syncTargetKey(cluster, east.name);
+    const left = await eventually('west released: label, spec diff and status annotation gone upstream', async () => {
+      const o = (await up('GET', DEPLOYMENT)).json;
+      const a = o?.metadata?.annotations ?? {};
+      return o?.metadata?.labels?.[`state.workload.kcp.io/${westKey}`] === undefined && a[`experimental.spec-diff.workload.kcp.io/${westKey}`] === undefined
+        && a[`diff.syncer.internal.kcp.io/${westKey}`] === undefined && o.status?.replicas === 4 && o;
+    }, 60_000).catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
+    assert.deepEqual(JSON.parse(left.metadata.annotations[`experimental.spec-diff.workload.kcp.io/${eastKey}`]), [{ op: 'replace', path: '/replicas', value: 4 }]);
+    assert.equal(left.spec.replicas, 4, 'the upstream spec is the workspace\'s, untouched');
   });
 });
