@@ -34,6 +34,7 @@ import { cpuSecondsOf, freshRoot, killAllSync, removeRoot, startServerProc, wait
 import { nowMs, openWatches } from './lib/watchers.js';
 import { wsCreate, wsDelete, wsMemory, type Report } from './workspaces.js';
 import { killInstancesSync, proxyOverhead, proxyRestart, shardsWs } from './shards.js';
+import { proxyHttp2 } from './http2.js';
 import { operatorBench } from './operator.js';
 import { syncerBench } from './syncer.js';
 import { apisBind, apisVirtualWorkspace } from './apis.js';
@@ -626,6 +627,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'shards-ws': () => instanceScenario('shards-ws', shardsWs),
   'proxy-overhead': () => instanceScenario('proxy-overhead', proxyOverhead),
   'proxy-restart': () => instanceScenario('proxy-restart', proxyRestart),
+  'proxy-h2': () => instanceScenario('proxy-h2', proxyHttp2),
   // Shared APIs: APIBinding → served, and a virtual workspace over 1,000 consumers (bench/apis.ts).
   'apis-bind': () => workspaceScenario('apis-bind', apisBind),
   'apis-vw': async () => {

@@ -64,17 +64,17 @@ export function killInstancesSync(): void {
   roots.clear();
 }
 
-async function freePorts(n: number): Promise<number[]> {
+export async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((res) => { const s = createServer(); s.listen(0, '127.0.0.1', () => res(s)); })));
   const ports = servers.map((s) => (s.address() as { port: number }).port);
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
   return ports;
 }
 
-interface Proc { child: ChildProcess; url: string; readyMs: number; spawnToReadyMs: number; output(): string }
+export interface Proc { child: ChildProcess; url: string; readyMs: number; spawnToReadyMs: number; output(): string }
 
 /** Spawns `kcp-ts <args>` and waits for its "ready in N ms at URL" line. */
-async function spawnKcp(args: string[], timeoutMs = 60_000): Promise<Proc> {
+export async function spawnKcp(args: string[], timeoutMs = 60_000): Promise<Proc> {
   const t0 = performance.now();
   // BENCH_CPU_PROF=<dir>: CPU profiles of every process, one directory per command.
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF, args[0] === 'front-proxy' ? 'front-proxy' : 'shard')}`] : [];
@@ -96,7 +96,7 @@ async function spawnKcp(args: string[], timeoutMs = 60_000): Promise<Proc> {
   });
 }
 
-async function stopProc(p: Proc, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+export async function stopProc(p: Proc, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (p.child.exitCode !== null || p.child.signalCode !== null) return;
   const exited = new Promise((r) => p.child.once('exit', r));
   p.child.kill(signal);

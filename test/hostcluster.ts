@@ -63,6 +63,10 @@ export interface HostCluster {
   helm(args: string[], opts?: { allowFail?: boolean }): Promise<{ stdout: string; stderr: string; code: number }>;
   /** A kubeconfig for a ServiceAccount's token (TokenRequest), written to a file; returns its path. */
   serviceAccountKubeconfig(namespace: string, name: string): Promise<string>;
+  /** Stops its kube-apiserver (SIGTERM, then SIGKILL after 5 s), the cluster's outage as clients see it; etcd and the controller manager keep running. */
+  stopApiserver(): Promise<void>;
+  /** Starts its kube-apiserver again with the same flags and port; resolves once `/readyz` answers. */
+  startApiserver(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -131,14 +135,15 @@ export async function startHostCluster(options: { controllers?: string[] } = {})
 
     const url = `https://127.0.0.1:${apiPort}`;
     const apiLog = join(dir, 'kube-apiserver.log');
-    const api = spawn(tools.kubeApiserver, [
+    const apiArgs = [
       `--etcd-servers=http://127.0.0.1:${etcdClient}`, '--bind-address=127.0.0.1', `--secure-port=${apiPort}`, '--advertise-address=127.0.0.1',
       `--tls-cert-file=${f('apiserver.crt', serving.certPem)}`, `--tls-private-key-file=${f('apiserver.key', serving.keyPem)}`, `--client-ca-file=${caFile}`,
       `--service-account-issuer=https://kubernetes.default.svc`, `--service-account-key-file=${saPub}`, `--service-account-signing-key-file=${saKey}`,
       '--authorization-mode=Node,RBAC', '--service-cluster-ip-range=10.96.0.0/16', `--cert-dir=${join(dir, 'certs')}`,
       '--enable-priority-and-fairness=false', '--endpoint-reconciler-type=none', '--disable-admission-plugins=ServiceAccount',
       '--profiling=false', '--v=1',
-    ], { stdio: ['ignore', openSync(apiLog, 'a'), openSync(apiLog, 'a')] });
+    ];
+    let api = spawn(tools.kubeApiserver, apiArgs, { stdio: ['ignore', openSync(apiLog, 'a'), openSync(apiLog, 'a')] });
     procs.push(api);
     await waitHttpOk(`${url}/readyz`, ca.certPem, admin.certPem, admin.keyPem, 90_000, 'kube-apiserver', api, apiLog);
 
@@ -171,6 +176,20 @@ export async function startHostCluster(options: { controllers?: string[] } = {})
           clusters: [{ name: 'host', server: url, caPem: ca.certPem }], users: [{ name, token: stdout.trim() }],
           contexts: [{ name: 'host', cluster: 'host', user: name, namespace }], currentContext: 'host',
         }));
+      },
+      async stopApiserver() {
+        if (api.exitCode !== null || api.signalCode !== null) return;
+        const exited = new Promise((r) => api.once('exit', r));
+        api.kill('SIGTERM');
+        await Promise.race([exited, sleep(5000)]);
+        api.kill('SIGKILL');
+        await exited;
+      },
+      async startApiserver() {
+        if (api.exitCode === null && api.signalCode === null) return;
+        api = spawn(tools.kubeApiserver, apiArgs, { stdio: ['ignore', openSync(apiLog, 'a'), openSync(apiLog, 'a')] });
+        procs.push(api);
+        await waitHttpOk(`${url}/readyz`, ca.certPem, admin.certPem, admin.keyPem, 90_000, 'kube-apiserver', api, apiLog);
       },
       stop: stopAll,
     };

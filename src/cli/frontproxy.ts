@@ -14,7 +14,7 @@ import { PKI_FILE_NAMES } from '../pki/store.js';
 import { readKubeconfig, resolveKubeconfigContext } from '../pki/kubeconfig.js';
 import type { Connection } from '../client/rest.js';
 import type { ShutdownSignals } from './signals.js';
-import { readFlagFile } from './flags.js';
+import { HTTP2_STREAMS_USAGE, http2StreamsFlag, readFlagFile } from './flags.js';
 import { AUTHENTICATION_FLAG_OPTIONS, authenticationFlagsUsage, authenticationFromFlagValues } from '../auth/authconfig.js';
 import { JWTAuthenticators } from '../auth/oidc.js';
 import { DEFAULT_SA_ISSUER } from '../auth/serviceaccounts.js';
@@ -46,7 +46,7 @@ Flags:
 ${authenticationFlagsUsage(33)}  --revoked-client-certificates-file FILE
                                  serial numbers (hex, one per line) of client certificates to
                                  refuse; re-read when it changes
-  -h, --help                     this help
+${HTTP2_STREAMS_USAGE.replace(/^ {28}/gm, ' '.repeat(33))}  -h, --help                     this help
 `;
 
 /** Runs `kcp-ts front-proxy` with its arguments; resolves to the exit code. */
@@ -60,7 +60,7 @@ export async function frontProxyMain(args: string[], shutdown: ShutdownSignals):
         'root-kubeconfig-context': { type: 'string' }, 'secure-port': { type: 'string' }, 'bind-address': { type: 'string' },
         'tls-cert-file': { type: 'string' }, 'tls-private-key-file': { type: 'string' }, 'client-ca-file': { type: 'string' },
         'proxy-client-cert-file': { type: 'string' }, 'proxy-client-key-file': { type: 'string' }, 'token-auth-file': { type: 'string' },
-        'revoked-client-certificates-file': { type: 'string' },
+        'revoked-client-certificates-file': { type: 'string' }, 'http2-max-streams-per-connection': { type: 'string' },
         ...AUTHENTICATION_FLAG_OPTIONS,
         help: { type: 'boolean', short: 'h' },
       },
@@ -73,6 +73,8 @@ export async function frontProxyMain(args: string[], shutdown: ShutdownSignals):
   const usage = (m: string) => { process.stderr.write(`kcp-ts front-proxy: ${m}\n`); return 2; };
   const port = values['secure-port'] === undefined ? 6443 : Number(values['secure-port']);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return usage(`invalid --secure-port "${values['secure-port']}"`);
+  let http2MaxStreamsPerConnection: number | undefined;
+  try { http2MaxStreamsPerConnection = http2StreamsFlag(values['http2-max-streams-per-connection']); } catch (err) { return usage((err as Error).message); }
   const pki = values['pki-directory'] ? resolve(values['pki-directory']) : undefined;
   const file = (flag: string, fromPki: string | undefined): string => {
     const path = (values as Record<string, string | undefined>)[flag] ?? (pki && fromPki ? join(pki, fromPki) : undefined);
@@ -114,7 +116,7 @@ export async function frontProxyMain(args: string[], shutdown: ShutdownSignals):
     try {
       proxy = await startFrontProxy({
         jwt,
-        securePort: port, bindAddress: values['bind-address'], rootShard, ...material,
+        securePort: port, bindAddress: values['bind-address'], rootShard, ...material, http2MaxStreamsPerConnection,
         tokens: values['token-auth-file'] ? loadTokenFile(values['token-auth-file']) : undefined,
         revoked: values['revoked-client-certificates-file'] ? new RevokedCertificates(values['revoked-client-certificates-file'], (m) => process.stderr.write(`kcp-ts front-proxy: ${m}\n`)) : undefined,
         log: (m) => process.stderr.write(`kcp-ts front-proxy: ${m}\n`),

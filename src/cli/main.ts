@@ -15,7 +15,7 @@ import { readKubeconfig, resolveKubeconfigContext } from '../pki/kubeconfig.js';
 import type { Connection } from '../client/rest.js';
 import { ShutdownSignals } from './signals.js';
 import { frontProxyMain } from './frontproxy.js';
-import { readFlagFile } from './flags.js';
+import { HTTP2_STREAMS_USAGE, http2StreamsFlag, readFlagFile } from './flags.js';
 import type { RequestHeaderConfig } from '../auth/authn.js';
 import { AUTHENTICATION_FLAG_OPTIONS, authenticationFlagsUsage, authenticationFromFlagValues } from '../auth/authconfig.js';
 import { DEFAULT_SA_ISSUER } from '../auth/serviceaccounts.js';
@@ -99,7 +99,7 @@ ${authenticationFlagsUsage(28)}  --shards N                run N shards and a fr
   --enable-priority-and-fairness[=true|false]
                             API priority and fairness (default true); false: kube's max-in-flight
                             limits (429 beyond either limit, watches not counted)
-  -v, --verbose             log every request
+${HTTP2_STREAMS_USAGE}  -v, --verbose             log every request
   -h, --help                this help
 `;
 
@@ -150,7 +150,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
         'service-account-signing-key-file': { type: 'string' }, 'revoked-client-certificates-file': { type: 'string' },
         'audit-policy-file': { type: 'string' }, 'audit-log-path': { type: 'string' }, 'audit-log-maxsize': { type: 'string' },
         'audit-log-maxbackup': { type: 'string' }, 'audit-log-maxage': { type: 'string' }, 'runtime-config': { type: 'string' },
-        'request-timeout': { type: 'string' }, 'sync-target-heartbeat-threshold': { type: 'string' },
+        'request-timeout': { type: 'string' }, 'sync-target-heartbeat-threshold': { type: 'string' }, 'http2-max-streams-per-connection': { type: 'string' },
         'max-requests-inflight': { type: 'string' }, 'max-mutating-requests-inflight': { type: 'string' }, 'enable-priority-and-fairness': { type: 'string' },
         ...AUTHENTICATION_FLAG_OPTIONS,
       },
@@ -174,6 +174,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
   let requestTimeoutMs: number | undefined;
   let syncTargetHeartbeatThresholdMs: number | undefined;
   let authentication: ServerOptions['authentication'];
+  let http2MaxStreamsPerConnection: number | undefined;
   let flowControl: Pick<ServerOptions, 'maxRequestsInflight' | 'maxMutatingRequestsInflight' | 'enablePriorityAndFairness'>;
   const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
   try {
@@ -218,6 +219,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
       if (ms <= 0) throw new Error(`--sync-target-heartbeat-threshold must be >0 (${v})`);
       syncTargetHeartbeatThresholdMs = ms;
     }
+    http2MaxStreamsPerConnection = http2StreamsFlag(values['http2-max-streams-per-connection']);
     flowControl = {
       maxRequestsInflight: countFlag('max-requests-inflight', values['max-requests-inflight']),
       maxMutatingRequestsInflight: countFlag('max-mutating-requests-inflight', values['max-mutating-requests-inflight']),
@@ -234,7 +236,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     rootShard, shardBaseURL: values['shard-base-url'], shardExternalURL: values['shard-external-url'],
     shardVirtualWorkspaceURL: values['shard-virtual-workspace-url'], shardLabels: labels, pkiDirectory: values['pki-directory'],
     shardClientCert, requestHeader, certificates, revokedClientCertificatesFile: values['revoked-client-certificates-file'], audit, runtimeConfig,
-    requestTimeoutMs, syncTargetHeartbeatThresholdMs, authentication,
+    requestTimeoutMs, syncTargetHeartbeatThresholdMs, authentication, http2MaxStreamsPerConnection,
     ...flowControl,
   };
   try {
@@ -244,7 +246,7 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
       // Loaded here, not at the top: `kcp-ts front-proxy` needs none of the server's modules.
       const [{ startServer }, { startInstance }] = await Promise.all([import('../server/shard.js'), import('../server/instance.js')]);
       server = shardCount > 1
-        ? await startInstance({ rootDirectory: opts.rootDirectory, securePort: port, bindAddress: opts.bindAddress, tokenAuthFile: opts.tokenAuthFile, authentication, logger: opts.logger, shards: shardCount, signal: shutdown.signal })
+        ? await startInstance({ rootDirectory: opts.rootDirectory, securePort: port, bindAddress: opts.bindAddress, tokenAuthFile: opts.tokenAuthFile, authentication, logger: opts.logger, shards: shardCount, http2MaxStreamsPerConnection, signal: shutdown.signal })
         : await startServer({ ...opts, signal: shutdown.signal });
     } catch (err) {
       if (shutdown.signal.aborted) return 0;

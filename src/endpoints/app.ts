@@ -25,14 +25,24 @@ import { withWorkspaceAccess } from './filters/workspaceaccess.js';
 import { serveRequest } from './handlers/index.js';
 import { serveHealth } from './handlers/nonresource.js';
 import { HEALTH_ENDPOINTS } from '../server/health.js';
+import { createServingServer, type AnyRequest, type AnyResponse } from '../server/serving.js';
 
 /** The filters of the API paths, outermost first. */
 export const DEFAULT_FILTERS: readonly Filter[] = [withRequestInfo, withWorkspaceAccess, withImpersonation, withResource, withPriorityAndFairness, withAuthorization, withTimeout];
 
-/** Builds the Fastify app (not listening). `https` holds the TLS options. */
-export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca: string | string[] }): FastifyInstance {
+/**
+ * Builds the Fastify app (not listening). `https` holds the TLS options; the server speaks HTTP/2
+ * and HTTP/1.1 (src/server/serving.ts), `http2MaxStreamsPerConnection` as kube's
+ * `--http2-max-streams-per-connection` (0: HTTP/1.1 only).
+ */
+export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca: string | string[] }, serving: { http2MaxStreamsPerConnection?: number } = {}): FastifyInstance {
+  // Typed as Fastify's HTTP/1.1 instance, as the rest of the chain is written: the raw request and
+  // response may be HTTP/2's compatibility objects, which the few places touching them allow
+  // for (connectionOf, headersDistinctOf; no connection-specific headers).
   const app = Fastify({
-    https: { key: https.key, cert: https.cert, ca: https.ca, requestCert: true, rejectUnauthorized: false },
+    http2: true,
+    https: { allowHTTP1: true },
+    serverFactory: (handler: (req: AnyRequest, res: AnyResponse) => void) => createServingServer({ tls: https, http2MaxStreamsPerConnection: serving.http2MaxStreamsPerConnection }, handler),
     logger: ctx.logger ?? false,
     bodyLimit: MAX_BODY_BYTES,
     forceCloseConnections: true,
@@ -40,8 +50,8 @@ export function buildApp(ctx: AppContext, https: { key: string; cert: string; ca
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
     // Errors the router finds before a handler runs (a path with malformed percent-encoding): a
     // 400 Status like every other client mistake, not Fastify's own body.
-    frameworkErrors: (err, _req, reply) => sendStatus(reply, err.statusCode && err.statusCode < 500 ? badRequest(err.message) : toStatusError(err)),
-  });
+    frameworkErrors: (err: Error & { statusCode?: number }, _req: FastifyRequest, reply: FastifyReply) => sendStatus(reply, err.statusCode && err.statusCode < 500 ? badRequest(err.message) : toStatusError(err)),
+  } as unknown as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_req, body, done) => done(null, body));
 

@@ -16,10 +16,9 @@
  */
 import { certificateScopes } from '../auth/serviceaccounts.js';
 import { X509Certificate } from 'node:crypto';
-import { createServer, type Server } from 'node:https';
-import { Pool, type Dispatcher } from 'undici';
-import type { IncomingMessage, ServerResponse, OutgoingHttpHeaders } from 'node:http';
+import { connect as connectHttp2, constants as h2, type ClientHttp2Session, type ClientHttp2Stream, type ServerHttp2Stream, type IncomingHttpHeaders as Http2Headers, type OutgoingHttpHeaders as Http2OutgoingHeaders } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
+import type { ServerResponse } from 'node:http';
 import { StatusError, workspaceAccessDenied } from '../apimachinery/errors.js';
 import { encodeStatus } from '../endpoints/negotiation.js';
 import { AUTHENTICATED_GROUP } from '../auth/authn.js';
@@ -29,6 +28,7 @@ import type { Connection } from '../client/rest.js';
 import { ShardDirectory } from '../shards/directory.js';
 import { ROOT } from '../tenancy/paths.js';
 import { answerHealth, healthEndpointOf, type HealthCheck } from '../server/health.js';
+import { connectionOf, createServingServer, type AnyRequest, type AnyResponse, type ServingServer } from '../server/serving.js';
 
 /** Options of {@link startFrontProxy} (flags of `kcp-ts front-proxy`). */
 export interface FrontProxyOptions {
@@ -48,6 +48,11 @@ export interface FrontProxyOptions {
   proxyClientKey: string;
   /** Static tokens (kube CSV format, loaded): token → user. */
   tokens?: Map<string, UserInfo>;
+  /**
+   * Streams one HTTP/2 client may have open at once (`--http2-max-streams-per-connection`,
+   * default 1,000 as kube); 0 serves HTTP/1.1 only. Requests to the shards always go over HTTP/2.
+   */
+  http2MaxStreamsPerConnection?: number;
   /** Revoked client certificates (src/auth/revocation.ts): refused with 401. */
   revoked?: { has(serialHex: string): boolean };
   /**
@@ -70,7 +75,7 @@ export interface RunningFrontProxy {
   url: string;
   port: number;
   directory: ShardDirectory;
-  server: Server;
+  server: ServingServer;
   stop(): Promise<void>;
 }
 
@@ -81,18 +86,78 @@ export interface RunningFrontProxy {
  */
 export const PROXY_BUFFER_BYTES = 1024 * 1024;
 
-/** Request headers never passed on: hop-by-hop ones (RFC 9110 §7.6.1) and identity a client might forge. */
-const DROPPED = /^(connection|keep-alive|proxy-connection|transfer-encoding|te|trailer|upgrade|host|x-remote-.*)$/i;
+/**
+ * Request headers never passed on: HTTP/2 pseudo-headers (the upstream request has its own),
+ * hop-by-hop ones (RFC 9110 §7.6.1, forbidden in HTTP/2 by RFC 9113 §8.2.2) and identity a client
+ * might forge.
+ */
+const DROPPED = /^(:.*|connection|keep-alive|proxy-connection|transfer-encoding|te|trailer|upgrade|host|http2-settings|x-remote-.*)$/i;
+
+/** Response headers of a shard never passed on: pseudo-headers and connection-specific ones. */
+const DROPPED_RESPONSE = /^(:.*|connection|keep-alive|transfer-encoding|proxy-connection|upgrade)$/i;
 
 /**
  * Answers the proxy's own refusal as a kube Status in the form the client accepts (JSON, YAML or
  * protobuf: kube's responsewriters.ErrorNegotiated). Shard answers pass through as they are.
  */
-function answer(res: ServerResponse, err: StatusError, retryAfter?: number): void {
-  if (res.headersSent) { res.destroy(); return; }
-  const { contentType, body } = encodeStatus(err, res.req?.headers.accept);
-  res.writeHead(err.code, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), ...(retryAfter ? { 'retry-after': String(retryAfter) } : {}) });
-  res.end(body);
+function answer(ex: Exchange, err: StatusError, retryAfter?: number): void {
+  if (ex.headersSent) { ex.destroy(); return; }
+  const { contentType, body } = encodeStatus(err, ex.headers.accept);
+  ex.send(err.code, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), ...(retryAfter ? { 'retry-after': String(retryAfter) } : {}) }, body);
+}
+
+/**
+ * One request and its answer, whichever the protocol: HTTP/1.1 (Node's request and response) or
+ * an HTTP/2 stream in Node's core API (what most clients use, and cheaper per request than
+ * HTTP/2's compatibility objects).
+ */
+interface Exchange {
+  method: string;
+  /** Path and query. */
+  url: string;
+  /** Request headers (HTTP/2's pseudo-headers included). */
+  headers: Http2Headers;
+  /** The TLS connection (one object per connection: the client certificate's cache key). */
+  connection: TLSSocket;
+  /** The request body; undefined when the request has none. */
+  body: NodeJS.ReadableStream | undefined;
+  readonly headersSent: boolean;
+  /** Answers with `body` in one write with the headers. */
+  send(status: number, headers: Record<string, string | string[] | number>, body: string | Buffer): void;
+  /** Sends the headers now; the body is written to what it returns (with backpressure). */
+  start(status: number, headers: Record<string, string | string[]>): NodeJS.WritableStream;
+  /** Cuts the answer off (an error after the headers left). */
+  destroy(): void;
+  /** `done` once the exchange is over: `finished` when the whole answer went out. */
+  onClose(done: (finished: boolean) => void): void;
+}
+
+function http1Exchange(req: AnyRequest, res: AnyResponse): Exchange {
+  const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+  return {
+    method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, connection: connectionOf(req), body: hasBody ? req as NodeJS.ReadableStream : undefined,
+    get headersSent() { return res.headersSent; },
+    send(status, headers, body) { res.writeHead(status, headers); res.end(body); },
+    start(status, headers) { res.writeHead(status, headers); (res as ServerResponse).flushHeaders(); return res as NodeJS.WritableStream; },
+    destroy() { res.destroy(); },
+    onClose(done) { res.once('close', () => done(res.writableFinished)); },
+  };
+}
+
+function http2Exchange(stream: ServerHttp2Stream, headers: Http2Headers): Exchange {
+  return {
+    method: String(headers[h2.HTTP2_HEADER_METHOD] ?? 'GET'), url: String(headers[h2.HTTP2_HEADER_PATH] ?? '/'), headers,
+    connection: stream.session?.socket as TLSSocket, body: stream.endAfterHeaders ? undefined : stream,
+    get headersSent() { return stream.headersSent; },
+    send(status, out, body) {
+      if (stream.destroyed || stream.closed || stream.headersSent) return;
+      stream.respond({ ...out, [h2.HTTP2_HEADER_STATUS]: status });
+      stream.end(body);
+    },
+    start(status, out) { stream.respond({ ...out, [h2.HTTP2_HEADER_STATUS]: status }); return stream; },
+    destroy() { stream.close(h2.NGHTTP2_INTERNAL_ERROR); },
+    onClose(done) { stream.once('close', () => done(stream.writableFinished)); },
+  };
 }
 
 /** The `/clusters/<segment>` of a path, or undefined for paths outside any logical cluster. */
@@ -135,12 +200,16 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
     return u ? u.user : null;
   };
 
-  const server = createServer({ key: opts.servingKey, cert: opts.servingCert, ca: opts.clientCA, requestCert: true, rejectUnauthorized: false }, (req, res) => {
-    void route(req, res).catch((err: unknown) => answer(res, new StatusError(503, 'ServiceUnavailable', `front-proxy: ${err instanceof Error ? err.message : String(err)}`), 1));
+  const server = createServingServer({
+    tls: { key: opts.servingKey, cert: opts.servingCert, ca: opts.clientCA }, http2MaxStreamsPerConnection: opts.http2MaxStreamsPerConnection,
+  }, (req, res) => serve(http1Exchange(req, res)), (stream, headers) => {
+    // Opened on a session that is closing, or reset by the client at once: nothing to answer.
+    if (stream.destroyed || stream.closed) return;
+    serve(http2Exchange(stream, headers));
   });
-  // Watches are long; a slow client must not hold a socket forever before sending its headers.
-  server.headersTimeout = 60_000;
-  server.requestTimeout = 0;
+  const serve = (ex: Exchange) => {
+    void route(ex).catch((err: unknown) => answer(ex, new StatusError(503, 'ServiceUnavailable', `front-proxy: ${err instanceof Error ? err.message : String(err)}`), 1));
+  };
 
   // kube's health endpoints (src/server/health.ts). Ready once the index knows the shards (the
   // root shard's Shard objects were listed), and whatever the caller adds.
@@ -148,102 +217,95 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
   const index: HealthCheck = { name: 'shard-index', check: () => (directory.get(ROOT) ? undefined : 'the root shard\'s Shard objects are not listed yet') };
   const healthChecks = { livez: [ping], healthz: [ping, index], readyz: [ping, index, ...(opts.readyChecks ?? [])] };
 
-  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = req.url ?? '/';
+  async function route(ex: Exchange): Promise<void> {
+    const url = ex.url;
     const path = url.split('?')[0]!;
     const health = healthEndpointOf(path);
     if (health) {
       const r = answerHealth(health[0], healthChecks[health[0]], health[1], new URLSearchParams(url.slice(path.length + 1)));
-      res.writeHead(r.code, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' });
-      res.end(r.body);
+      ex.send(r.code, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', 'content-length': Buffer.byteLength(r.body) }, r.body);
       return;
     }
     // Authentication: a bearer token in the token file, else any other token is the shard's to
     // verify; else the client certificate; else anonymous (the shard answers 401 where kube would).
     let user: UserInfo | undefined;
     let passToken = false;
-    const auth = req.headers.authorization;
+    const auth = ex.headers.authorization;
     if (auth) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
       const known = m ? opts.tokens?.get(m[1]!) : undefined;
       const oidc = !known && m ? opts.jwt?.authenticate(m[1]!) : undefined;
       const verified = oidc ? await oidc : undefined;
-      if (verified && 'error' in verified) { answer(res, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
+      if (verified && 'error' in verified) { answer(ex, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
       const found = known ?? verified?.user;
       if (found) user = found.groups.includes(AUTHENTICATED_GROUP) ? found : { ...found, groups: [...found.groups, AUTHENTICATED_GROUP] };
       else passToken = true;
     } else {
-      const u = certUser(req.socket as TLSSocket);
-      if (u && 'error' in u) { answer(res, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
+      const u = certUser(ex.connection);
+      if (u && 'error' in u) { answer(ex, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
       if (u) user = u;
     }
 
     let segment: string | undefined;
-    try { segment = clusterSegment(path); } catch { answer(res, new StatusError(400, 'BadRequest', `invalid path ${JSON.stringify(path)}`)); return; }
+    try { segment = clusterSegment(path); } catch { answer(ex, new StatusError(400, 'BadRequest', `invalid path ${JSON.stringify(path)}`)); return; }
     let shard = segment === undefined ? directory.get(ROOT) : undefined;
     if (segment !== undefined) {
-      if (!user && !passToken) { answer(res, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
-      if (segment === '*') { answer(res, new StatusError(403, 'Forbidden', 'wildcard requests (/clusters/*) are not served through the front-proxy')); return; }
+      if (!user && !passToken) { answer(ex, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
+      if (segment === '*') { answer(ex, new StatusError(403, 'Forbidden', 'wildcard requests (/clusters/*) are not served through the front-proxy')); return; }
       const loc = directory.locate(segment);
       // Worded as a shard words a workspace one may not enter: existence does not leak.
-      if (!loc) { answer(res, workspaceAccessDenied(segment)); return; }
+      if (!loc) { answer(ex, workspaceAccessDenied(segment)); return; }
       shard = directory.get(loc.shard);
     }
-    if (!shard) { answer(res, new StatusError(503, 'ServiceUnavailable', 'the root shard is not known yet'), 1); return; }
+    if (!shard) { answer(ex, new StatusError(503, 'ServiceUnavailable', 'the root shard is not known yet'), 1); return; }
 
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (!DROPPED.test(k) && v !== undefined) headers[k] = v;
+    const headers: Http2OutgoingHeaders = {};
+    for (const [k, v] of Object.entries(ex.headers)) if (v !== undefined && !DROPPED.test(k)) headers[k] = v;
     if (user) {
       delete headers.authorization;
       headers['x-remote-user'] = user.name;
       if (user.groups.length) headers['x-remote-group'] = user.groups;
       for (const [k, vs] of Object.entries(user.extra ?? {})) headers[`x-remote-extra-${encodeURIComponent(k)}`] = vs;
     }
-    const aborted = new AbortController();
-    res.on('close', () => { if (!res.writableFinished) aborted.abort(); });
-    const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
-    let upstream;
+    headers[h2.HTTP2_HEADER_METHOD] = ex.method;
+    headers[h2.HTTP2_HEADER_PATH] = url;
+    const hasBody = ex.body !== undefined;
+    const name = shard.name;
+    let upstream: ClientHttp2Stream;
     try {
-      upstream = await poolFor(shard.baseURL).request({
-        path: url, method: req.method as Dispatcher.HttpMethod, headers, body: hasBody ? req : undefined, signal: aborted.signal,
-        // A watch may stay silent between bookmarks; the client's own timeouts govern it.
-        headersTimeout: 60_000, bodyTimeout: 0,
-      });
+      upstream = upstreams.request(shard.baseURL, headers, !hasBody);
     } catch (err) {
-      if (aborted.signal.aborted) return;
-      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      answer(res, new StatusError(503, 'ServiceUnavailable', `shard ${shard.name} is unavailable: ${code}`, { retryAfterSeconds: 1 }), 1);
+      answer(ex, unavailable(name, err), 1);
       return;
     }
-    const out: OutgoingHttpHeaders = {};
-    for (const [k, v] of Object.entries(upstream.headers)) if (!/^(connection|keep-alive|transfer-encoding)$/i.test(k) && v !== undefined) out[k] = v;
-    res.writeHead(upstream.statusCode, out);
-    upstream.body.on('error', () => res.destroy());
-    const length = upstream.headers['content-length'];
-    if (length === undefined || Number(length) > PROXY_BUFFER_BYTES) {
-      // Streamed (a watch, or a large answer such as a big LIST): the headers now, then the body
-      // as it arrives, at the pace the client reads it.
-      res.flushHeaders();
-      upstream.body.pipe(res);
-      return;
-    }
-    // A small sized answer leaves in one write with its headers (each write is a TLS record and
-    // a system call: half of the proxy's cost per request when sent apart).
-    const chunks: Buffer[] = [];
-    upstream.body.on('data', (c: Buffer) => chunks.push(c));
-    upstream.body.on('end', () => res.end(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+    // The client went away (or reset its stream): the shard's stream is cancelled with it.
+    ex.onClose((finished) => { if (!finished && !upstream.closed) upstream.close(h2.NGHTTP2_CANCEL); });
+    if (ex.body) ex.body.pipe(upstream);
+    upstream.on('error', (err) => { if (!ex.headersSent) answer(ex, unavailable(name, err), 1); else ex.destroy(); });
+    upstream.once('response', (head: Http2Headers) => {
+      const out: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(head)) if (v !== undefined && !DROPPED_RESPONSE.test(k)) out[k] = v;
+      const status = Number(head[h2.HTTP2_HEADER_STATUS]);
+      const length = head['content-length'];
+      if (length === undefined || Number(length) > PROXY_BUFFER_BYTES) {
+        // Streamed (a watch, or a large answer such as a big LIST): the headers now, then the
+        // body as it arrives, at the pace the client reads it (the shard's stream window fills
+        // and the shard waits, as on HTTP/1.1 its socket would).
+        let sink: NodeJS.WritableStream;
+        // The client's stream may have been reset in this very moment: nothing left to answer.
+        try { sink = ex.start(status, out); } catch { upstream.close(h2.NGHTTP2_CANCEL); return; }
+        upstream.pipe(sink);
+        return;
+      }
+      // A small sized answer leaves in one write with its headers (each write is a TLS record
+      // and a system call).
+      const chunks: Buffer[] = [];
+      upstream.on('data', (c: Buffer) => chunks.push(c));
+      upstream.on('end', () => ex.send(status, out, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    });
   }
 
-  // One connection pool per shard, over mTLS with the front-proxy's client certificate.
-  const pools = new Map<string, Pool>();
-  function poolFor(base: string): Pool {
-    let p = pools.get(base);
-    if (!p) {
-      p = new Pool(base, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000, connect: { ca: opts.rootShard.ca, cert: opts.proxyClientCert, key: opts.proxyClientKey } });
-      pools.set(base, p);
-    }
-    return p;
-  }
+  const upstreams = new ShardSessions({ ca: opts.rootShard.ca, cert: opts.proxyClientCert, key: opts.proxyClientKey });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -253,13 +315,98 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : opts.securePort;
   const host = opts.bindAddress && opts.bindAddress !== '0.0.0.0' && opts.bindAddress !== '::' ? opts.bindAddress : '127.0.0.1';
+  let stopped: Promise<void> | undefined;
   return {
     url: `https://${host.includes(':') ? `[${host}]` : host}:${port}`, port, directory, server,
-    async stop() {
-      server.closeAllConnections();
-      await new Promise((r) => server.close(() => r(undefined)));
-      await Promise.all([...pools.values()].map((p) => p.destroy()));
-      await directory.stop();
+    stop() {
+      return stopped ??= (async () => {
+        // GOAWAY to HTTP/2 clients (they reconnect elsewhere), HTTP/1.1 connections closed.
+        server.closeAllConnections();
+        await new Promise((r) => server.close(() => r(undefined)));
+        upstreams.close();
+        await directory.stop();
+      })();
     },
   };
+}
+
+/**
+ * Receive window of each stream from a shard (64 KiB, the proxy's buffer per stream whose client
+ * does not read); the connection's window is this times the shard's stream limit (at most 1,000:
+ * 64 MiB), so stalled streams cannot exhaust it (kube sizes its upload buffers the same way).
+ */
+export const UPSTREAM_STREAM_WINDOW_BYTES = 64 * 1024;
+
+/** The 503 for a shard that cannot be reached. */
+function unavailable(shard: string, err: unknown): StatusError {
+  const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+  return new StatusError(503, 'ServiceUnavailable', `shard ${shard} is unavailable: ${code}`, { retryAfterSeconds: 1 });
+}
+
+/**
+ * HTTP/2 connections to the shards, over mTLS with the front-proxy's client certificate: every
+ * request and watch of every client to one shard is a stream of one connection, a second
+ * connection opened only when the first has as many streams open as the shard allows
+ * (SETTINGS_MAX_CONCURRENT_STREAMS; beyond it nghttp2 would queue a stream, and a watch queued
+ * behind a thousand others would never start). A connection the shard closes or sends GOAWAY on
+ * takes no new stream; its open streams finish on it.
+ */
+export class ShardSessions {
+  private readonly byShard = new Map<string, { session: ClientHttp2Session; open: number }[]>();
+
+  constructor(private readonly tls: { ca: string; cert: string; key: string }) {}
+
+  /**
+   * Opens a stream to `base` (`https://host:port`) carrying `headers` (pseudo-headers included).
+   * @throws when the session cannot take a stream (it failed synchronously); connection errors
+   * arrive as the stream's `error` event
+   */
+  request(base: string, headers: Http2OutgoingHeaders, endStream: boolean): ClientHttp2Stream {
+    const entry = this.pick(base);
+    entry.open++;
+    let stream: ClientHttp2Stream;
+    try {
+      stream = entry.session.request(headers, { endStream });
+    } catch (err) {
+      entry.open--;
+      throw err;
+    }
+    stream.once('close', () => { entry.open--; });
+    return stream;
+  }
+
+  /** A usable session to `base` with room for one more stream, connecting one if none has. */
+  private pick(base: string): { session: ClientHttp2Session; open: number } {
+    let list = this.byShard.get(base);
+    if (!list) this.byShard.set(base, list = []);
+    for (const e of list) {
+      const limit = e.session.remoteSettings?.maxConcurrentStreams ?? 100;
+      if (!e.session.closed && !e.session.destroyed && e.open < limit) return e;
+    }
+    const session = connectHttp2(base, {
+      ca: this.tls.ca, cert: this.tls.cert, key: this.tls.key,
+      settings: { enablePush: false, initialWindowSize: UPSTREAM_STREAM_WINDOW_BYTES },
+    });
+    const entry = { session, open: 0 };
+    list.push(entry);
+    const drop = () => { const i = list.indexOf(entry); if (i >= 0) list.splice(i, 1); };
+    session.on('error', drop);
+    session.once('goaway', drop);
+    session.once('close', drop);
+    // The connection's window covers every stream's: a client that stops reading stalls its own
+    // streams (each holds at most its window here), never another tenant's on this connection.
+    session.once('remoteSettings', (settings) => {
+      const streams = Math.min(settings.maxConcurrentStreams ?? 100, 1000);
+      try { session.setLocalWindowSize(Math.max(65_535, streams * UPSTREAM_STREAM_WINDOW_BYTES)); } catch { /* closed meanwhile */ }
+    });
+    // Idle connections do not keep the process alive.
+    session.unref();
+    return entry;
+  }
+
+  /** Closes every connection (streams still open are cancelled). */
+  close(): void {
+    for (const list of this.byShard.values()) for (const e of list.splice(0)) e.session.destroy();
+    this.byShard.clear();
+  }
 }

@@ -15,7 +15,7 @@ import { loadTokenFile } from '../auth/authn.js';
 import type { ShardDirectory } from '../shards/directory.js';
 
 /** Options of {@link startInstance}. */
-export interface InstanceOptions extends Pick<ServerOptions, 'rootDirectory' | 'bindAddress' | 'tokenAuthFile' | 'authentication' | 'logger' | 'signal'> {
+export interface InstanceOptions extends Pick<ServerOptions, 'rootDirectory' | 'bindAddress' | 'tokenAuthFile' | 'authentication' | 'logger' | 'signal' | 'http2MaxStreamsPerConnection'> {
   /** Shards in all, the root shard included (≥ 1). */
   shards: number;
   /** Port of the front-proxy; shards listen on the following ports (0: all pick free ports). Default 6443. */
@@ -79,7 +79,7 @@ export async function startInstance(opts: InstanceOptions): Promise<RunningInsta
     for (const s of shards.reverse()) await s.stop().catch(() => undefined);
   };
   try {
-    const common = { bindAddress: opts.bindAddress, tokenAuthFile: opts.tokenAuthFile, authentication: opts.authentication, logger: opts.logger, signal: opts.signal, pkiDirectory: root, shardExternalURL: proxyURL };
+    const common = { bindAddress: opts.bindAddress, tokenAuthFile: opts.tokenAuthFile, authentication: opts.authentication, logger: opts.logger, signal: opts.signal, pkiDirectory: root, shardExternalURL: proxyURL, http2MaxStreamsPerConnection: opts.http2MaxStreamsPerConnection };
     const rootShard = await startServer({ ...common, rootDirectory: root, securePort: portOf(0) });
     shards.push(rootShard);
     const pki = await ensurePki(root, { hostnames: [], ipAddresses: [] });
@@ -94,7 +94,7 @@ export async function startInstance(opts: InstanceOptions): Promise<RunningInsta
       securePort: base, bindAddress: opts.bindAddress,
       servingCert: pki.serving.certPem, servingKey: pki.serving.keyPem, clientCA: pki.ca.certPem,
       rootShard: rootConnection, proxyClientCert: pki.frontProxyClient.certPem, proxyClientKey: pki.frontProxyClient.keyPem,
-      tokens: opts.tokenAuthFile ? loadTokenFile(opts.tokenAuthFile) : undefined,
+      tokens: opts.tokenAuthFile ? loadTokenFile(opts.tokenAuthFile) : undefined, http2MaxStreamsPerConnection: opts.http2MaxStreamsPerConnection,
     });
     // Until every shard is known everywhere, a new workspace could be placed where the proxy
     // cannot route, or not on every shard asked for.

@@ -160,6 +160,12 @@ export interface ServerOptions {
    * (src/endpoints/filters/timeout.ts). Default 60,000 as kube-apiserver; 0: no limit.
    */
   requestTimeoutMs?: number;
+  /**
+   * kube's `--http2-max-streams-per-connection` (default 1,000): the streams one HTTP/2 client
+   * may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); 0 serves HTTP/1.1 only
+   * (src/server/serving.ts).
+   */
+  http2MaxStreamsPerConnection?: number;
   /** Watch events kept in memory for resuming watches. */
   watchHistorySize?: number;
   /** Events kept in the Redis stream (approximate). */
@@ -653,7 +659,8 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         syncer: syncerVirtualWorkspace({ cache, registry, backend, resolvePath, authorizeIn }),
       },
       logger: options.logger, audit, requestTimeoutMs: options.requestTimeoutMs, flowControl,
-    }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: requestHeader ? [pki.ca.certPem, requestHeader.clientCA] : pki.ca.certPem });
+    }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: requestHeader ? [pki.ca.certPem, requestHeader.clientCA] : pki.ca.certPem },
+    { http2MaxStreamsPerConnection: options.http2MaxStreamsPerConnection });
     cleanups.unshift(() => app.close());
     if (options.logger) warn = (m) => app.log.warn(m);
 

@@ -88,7 +88,9 @@ export class WatchHub {
     }
     const w = new ActiveWatch(req, res, this);
     const replay = cache.addWatcher(w, initial ? undefined : fromRv);
-    res.writeHead(200, { 'Content-Type': req.encoder.contentType, 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
+    // No Transfer-Encoding: HTTP/1.1 chunks an answer without a length by itself, and HTTP/2
+    // forbids connection-specific headers (RFC 9113 §8.2.2).
+    res.writeHead(200, { 'Content-Type': req.encoder.contentType, 'Cache-Control': 'no-cache, private' });
     res.flushHeaders();
     this.open.add(w);
     if (initial) {

@@ -20,7 +20,7 @@
  *   upstream object is not in the view (any more) is deleted, and so is a downstream namespace
  *   left without upstream objects.
  * - Heartbeat: `status.lastSyncerHeartbeatTime` of the SyncTarget every 20 s (kcp's
- *   `heartbeatInterval`), with a test of its uid.
+ *   `heartbeatInterval`), with a test of its uid, while the physical cluster's `/readyz` answers.
  * - Restarts: state is derived from both sides only (informers list then watch, and list again
  *   after a 410 or a cut); nothing is kept on disk. Names downstream are deterministic and writes
  *   idempotent (apply by name), so a syncer killed at any point and started again neither loses
@@ -104,6 +104,9 @@ export function parseGroupResource(s: string): { group: string; resource: string
 class SideError extends Error {
   constructor(readonly status: number, message: string) { super(message); }
 }
+
+/** Longest wait for the physical cluster's `/readyz` before a heartbeat (ms). */
+const HEARTBEAT_READY_TIMEOUT_MS = 5_000;
 
 /** A rate-limited client of one side. */
 class Side {
@@ -278,8 +281,17 @@ export class Syncer {
     return Array.isArray(names) && typeof names[0] === 'string' ? names[0] : undefined;
   }
 
-  /** kcp `StartHeartbeat`: `status.lastSyncerHeartbeatTime` now (RFC 3339, seconds), if the SyncTarget still has our uid. */
+  /**
+   * kcp `StartHeartbeat`: `status.lastSyncerHeartbeatTime` now (RFC 3339, seconds), if the
+   * SyncTarget still has our uid — and only while the physical cluster answers its `/readyz`: a
+   * heartbeat says this SyncTarget can run workloads, so a cluster whose API server is down goes
+   * stale and its namespaces move (kcp's syncer heartbeats while it runs, whatever the cluster).
+   * @throws Error when the cluster is not ready (no heartbeat sent) or the patch fails
+   */
   private async sendHeartbeat(stPath: string): Promise<void> {
+    const ready = await this.down.client.request('GET', '/readyz', undefined, { timeoutMs: HEARTBEAT_READY_TIMEOUT_MS })
+      .then((r) => (r.status === 200 ? '' : `/readyz answered ${r.status}`), (e: Error) => e.message);
+    if (ready) throw new Error(`physical cluster not ready, heartbeat withheld: ${ready}`);
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
     const patch = [{ op: 'test', path: '/metadata/uid', value: this.opts.syncTargetUID }, { op: 'add', path: '/status/lastSyncerHeartbeatTime', value: now }];
     let r = await this.up.request('PATCH', `${stPath}/status`, patch, 'application/json-patch+json');

@@ -5,8 +5,9 @@
 #   kube/  kube-apiserver, kube-controller-manager (the operator tests' host cluster)
 #   helm/  helm, kstatus
 #   e2e/   Kubernetes' e2e.test (test/e2e, for `npm run conformance:upstream`), and typedclients
-#          (client-go's typed clients against a workspace, test/e2e/typedclients.test.ts) in a
-#          directory of its own keyed by the hash of its sources
+#          (client-go's typed clients against a workspace, test/e2e/typedclients.test.ts) with
+#          h2informer (50 informers of one client-go clientset, test/e2e/http2.test.ts) in a
+#          directory of their own keyed by the hash of their sources
 #
 #   test/tools/build.sh            -> builds when missing, prints the five cache directories
 #   test/tools/build.sh --print    -> prints them only (what the tests use to find the binaries)
@@ -67,7 +68,7 @@ helm="helm-$helm_version-kstatus-$(version_of helm sigs.k8s.io/cli-utils)-$helm_
 e2e_recipe=r1
 e2e="e2e-$(version_of e2e k8s.io/kubernetes)-$e2e_recipe"
 # typedclients is this repository's own code: keyed by the hash of its sources and modules.
-typedclients="typedclients-$(source_hash e2e go.mod go.sum cmd/typedclients)"
+typedclients="typedclients-$(source_hash e2e go.mod go.sum cmd/typedclients cmd/h2informer)"
 # The version kube-apiserver reports (/version): what helm's kubeVersion and clients check.
 minor="${kube_version#v1.}"; minor="${minor%%.*}"
 kube_ldflags=""
@@ -87,7 +88,7 @@ build helm "$helm" "$helm_ldflags" helm.sh/helm/v3/cmd/helm ./cmd/kstatus
 build kube "$protoref" "" ./cmd/protoref
 # e2e.test reports the same version as the kube-apiserver it comes with.
 build_e2e "$e2e" "$kube_ldflags"
-build e2e "$typedclients" "" ./cmd/typedclients
+build e2e "$typedclients" "" ./cmd/typedclients ./cmd/h2informer
 echo "$cache/$kube"
 echo "$cache/$helm"
 echo "$cache/$protoref"

@@ -10,8 +10,8 @@ import { basename, join } from 'node:path';
 
 const BUILD_SH = join(import.meta.dirname, '..', 'tools', 'build.sh');
 
-/** Paths of the two programs (they may not exist yet). */
-export interface E2eTools { e2eTest: string; typedClients: string }
+/** Paths of the programs (they may not exist yet); `h2Informer` beside typedclients (`H2INFORMER` overrides it). */
+export interface E2eTools { e2eTest: string; typedClients: string; h2Informer: string }
 
 /** The paths build.sh's cache (or the environment) names; does not build. */
 export function e2eToolPaths(): E2eTools {
@@ -22,6 +22,7 @@ export function e2eToolPaths(): E2eTools {
   return {
     e2eTest: process.env.E2E_TEST ?? join(e2eDir, 'e2e.test'),
     typedClients: process.env.TYPEDCLIENTS ?? join(typedDir, 'typedclients'),
+    h2Informer: process.env.H2INFORMER ?? join(typedDir, 'h2informer'),
   };
 }
 

@@ -4,11 +4,11 @@
  * service account token (src/auth/authn.ts) — or is answered 401.
  */
 import type { FastifyInstance } from 'fastify';
-import type { TLSSocket } from 'node:tls';
 import { StatusError } from '../../apimachinery/errors.js';
 import type { AuthnResult } from '../../auth/authn.js';
 import type { AppContext } from '../context.js';
 import { sendStatus, toStatusError } from '../response.js';
+import { connectionOf, headersDistinctOf } from '../../server/serving.js';
 
 const PUBLIC_PATHS = new Set(['/healthz', '/livez', '/readyz', '/version']);
 
@@ -32,7 +32,7 @@ export function installAuthentication(app: FastifyInstance, ctx: AppContext): vo
     const segment = req.headers.authorization ? /^\/clusters\/([^/?]+)/.exec(req.url)?.[1] : undefined;
     let cluster: string | undefined;
     if (segment !== undefined && segment !== '*') { try { cluster = ctx.resolveCluster(decodeURIComponent(segment)); } catch { cluster = undefined; } }
-    const result = ctx.authn.authenticate(req.raw.socket as TLSSocket, req.headers.authorization, req.raw.headersDistinct, cluster);
+    const result = ctx.authn.authenticate(connectionOf(req.raw), req.headers.authorization, headersDistinctOf(req.raw), cluster);
     // Service account tokens' first use and OpenID Connect tokens are asynchronous (signatures).
     if (result instanceof Promise) result.then(finish, (err: unknown) => sendStatus(reply, toStatusError(err)));
     else finish(result);

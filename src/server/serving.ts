@@ -1,0 +1,193 @@
+/**
+ * The HTTPS server of shards and the front-proxy: HTTP/2 with HTTP/1.1 fallback, negotiated by
+ * ALPN (`h2`, `http/1.1`), as kube-apiserver serves (k8s.io/apiserver/pkg/server/secure_serving.go).
+ * One client (client-go, kubectl) sends all its requests and watches as streams of one HTTP/2
+ * connection; an HTTP/1.1 client (or one offering no ALPN) is served as before. Both protocols
+ * reach the same request handler through Node's compatibility API (`Http2ServerRequest` /
+ * `Http2ServerResponse` or `IncomingMessage` / `ServerResponse`).
+ *
+ * HTTP/2 settings, from kube's secure_serving.go and recommended.go:
+ * - SETTINGS_MAX_CONCURRENT_STREAMS: `--http2-max-streams-per-connection`, default 1,000 (kube's
+ *   recommended options); a client opening more gets REFUSED_STREAM.
+ * - SETTINGS_INITIAL_WINDOW_SIZE and SETTINGS_MAX_FRAME_SIZE 256 KiB (kube's
+ *   `resourceBody99Percentile`: most request bodies fit one frame and one window).
+ * - an idle connection (no open stream) gets GOAWAY after 90 s (kube's `IdleTimeout`).
+ *
+ * What bounds a hostile client (one connection, any number of connections): streams per
+ * connection (above); the header list (SETTINGS_MAX_HEADER_LIST_SIZE) as large as HTTP/1.1's
+ * header limit (Node's `http.maxHeaderSize`, 16 KiB unless `--max-http-header-size`); the
+ * memory nghttp2 may hold per connection (`maxSessionMemory`, 10 MiB; past it new streams are
+ * refused with ENHANCE_YOUR_CALM); streams it refuses (`maxSessionRejectedStreams`, 100) and
+ * invalid frames (`maxSessionInvalidFrames`, 1,000) before the connection is closed. Rapid reset
+ * (CVE-2023-44487: open and cancel streams in a loop) is bounded by nghttp2's own limit on
+ * stream resets (Node ≥ 20.8.1), CONTINUATION floods (CVE-2024-27983) by Node ≥ 20.12.1. The
+ * request body limit, request timeout and priority and fairness apply per stream as per request.
+ */
+import { createSecureServer, type IncomingHttpHeaders, type ServerHttp2Stream, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type ServerHttp2Session } from 'node:http2';
+import { maxHeaderSize, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+
+/** kube-apiserver's `--http2-max-streams-per-connection` default (k8s.io/apiserver/pkg/server/options/recommended.go). */
+export const DEFAULT_HTTP2_MAX_STREAMS = 1000;
+
+/** Per-stream receive window and largest frame (kube's `resourceBody99Percentile`, 256 KiB). */
+export const HTTP2_STREAM_WINDOW_BYTES = 256 * 1024;
+
+/**
+ * Receive window of a whole connection: 16 streams' windows (4 MiB). kube multiplies the stream
+ * window by the stream limit (256 MiB at 1,000); nghttp2 holds what a client sends within it, so
+ * here it is kept well under the session memory limit.
+ */
+export const HTTP2_CONNECTION_WINDOW_BYTES = 16 * HTTP2_STREAM_WINDOW_BYTES;
+
+/** A connection with no open stream gets GOAWAY after this long (kube's `IdleTimeout`, 90 s). */
+export const HTTP2_IDLE_TIMEOUT_MS = 90_000;
+
+/** After GOAWAY at shutdown, streams still open are reset after this long (ms). */
+export const SHUTDOWN_GRACE_MS = 2_000;
+
+/** A request of either protocol. */
+export type AnyRequest = IncomingMessage | Http2ServerRequest;
+/** A response of either protocol. */
+export type AnyResponse = ServerResponse | Http2ServerResponse;
+
+/** Options of {@link createServingServer}. */
+export interface ServingOptions {
+  /** TLS: serving certificate and key, client CA(s) (PEM). Client certificates are requested, not required. */
+  tls: { key: string; cert: string; ca: string | string[] };
+  /**
+   * `--http2-max-streams-per-connection` (default {@link DEFAULT_HTTP2_MAX_STREAMS}); 0 turns
+   * HTTP/2 off (only `http/1.1` is offered by ALPN), as kube's `DisableHTTP2`.
+   */
+  http2MaxStreamsPerConnection?: number;
+}
+
+/** The connection accounting {@link createServingServer} adds to its server. */
+export interface ServingControls {
+  /**
+   * Shutdown of every connection: GOAWAY to each HTTP/2 client (it opens no new stream here and
+   * retries elsewhere; streams already open finish, those still open after
+   * {@link SHUTDOWN_GRACE_MS} are reset) and HTTP/1.1 connections closed. Fastify calls it on
+   * `close()` (`forceCloseConnections`).
+   */
+  closeAllConnections(): void;
+  /** Open connections by protocol (`h2`, `http/1.1`). */
+  connectionCounts(): { h2: number; http1: number };
+}
+
+/** The server: HTTP/2 with HTTP/1.1 fallback, or HTTP/1.1 alone when HTTP/2 is turned off. */
+export type ServingServer = (Http2SecureServer | HttpsServer) & ServingControls;
+
+/**
+ * Creates the server (not listening). `handler` receives requests of both protocols — unless
+ * `onStream` is given: then HTTP/2 streams go to it in Node's core API (no compatibility objects,
+ * the front-proxy's hot path) and `handler` receives HTTP/1.1 requests only.
+ * @throws RangeError for a negative or fractional stream limit
+ */
+export function createServingServer(opts: ServingOptions, handler?: (req: AnyRequest, res: AnyResponse) => void,
+  onStream?: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void): ServingServer {
+  const maxStreams = opts.http2MaxStreamsPerConnection ?? DEFAULT_HTTP2_MAX_STREAMS;
+  if (!Number.isInteger(maxStreams) || maxStreams < 0 || maxStreams > 2 ** 31 - 1) throw new RangeError(`--http2-max-streams-per-connection must be a non-negative integer, got ${maxStreams}`);
+  const http2 = maxStreams > 0;
+  const tls = { key: opts.tls.key, cert: opts.tls.cert, ca: opts.tls.ca, requestCert: true, rejectUnauthorized: false };
+  // Node's HTTP/2 server with allowHTTP1 always offers both by ALPN: HTTP/1.1 alone is the HTTPS server.
+  const server = (http2 ? createSecureServer({
+    ...tls, allowHTTP1: true,
+    settings: {
+      maxConcurrentStreams: maxStreams,
+      initialWindowSize: HTTP2_STREAM_WINDOW_BYTES,
+      maxFrameSize: HTTP2_STREAM_WINDOW_BYTES,
+      maxHeaderListSize: maxHeaderSize,
+    },
+    maxSessionMemory: 10,
+    maxSessionRejectedStreams: 100,
+    maxSessionInvalidFrames: 1000,
+  }) : createHttpsServer(tls)) as ServingServer;
+  if (handler) server.on('request', handler);
+  // Adding a 'request' listener made Node route HTTP/2 streams through its compatibility layer
+  // (a 'stream' listener): replaced by `onStream`.
+  if (onStream && http2) (server as Http2SecureServer).removeAllListeners('stream').on('stream', onStream);
+  // HTTP/1.1 connections (served by Node's http machinery inside this server): as Fastify set
+  // them before, no limit on a whole request (watches are long), 60 s for a request's headers.
+  const h1 = server as unknown as { keepAliveTimeout: number; requestTimeout: number; headersTimeout: number };
+  h1.keepAliveTimeout = 72_000;
+  h1.requestTimeout = 0;
+  h1.headersTimeout = 60_000;
+  server.setTimeout(0);
+
+  const sessions = new Set<ServerHttp2Session>();
+  const sockets = new Set<Socket>();
+  let closing = false;
+  server.on('secureConnection', (socket: TLSSocket) => {
+    if (socket.alpnProtocol === 'h2') return;
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  (server as Http2SecureServer).on('session', (session: ServerHttp2Session) => {
+    if (closing) { session.close(); return; }
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+    session.on('error', () => undefined);
+    session.once('connect', () => { try { session.setLocalWindowSize(HTTP2_CONNECTION_WINDOW_BYTES); } catch { /* closed meanwhile */ } });
+    trackIdle(session);
+  });
+  // A stream error (a client resetting its stream) is the stream's end, not the server's.
+  (server as Http2SecureServer).on('stream', (stream) => stream.on('error', () => undefined));
+  server.closeAllConnections = () => {
+    closing = true;
+    for (const s of sockets) s.destroy();
+    for (const session of sessions) goAway(session);
+  };
+  server.connectionCounts = () => ({ h2: sessions.size, http1: sockets.size });
+  return server;
+}
+
+/** GOAWAY (NO_ERROR): the client opens no new stream here; what is still open after the grace period is reset. */
+function goAway(session: Http2Session): void {
+  if (session.closed || session.destroyed) return;
+  session.close();
+  setTimeout(() => { if (!session.destroyed) session.destroy(); }, SHUTDOWN_GRACE_MS).unref();
+}
+
+/** Closes `session` with GOAWAY once it has had no open stream for {@link HTTP2_IDLE_TIMEOUT_MS}. */
+function trackIdle(session: ServerHttp2Session): void {
+  let open = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => { timer = setTimeout(() => goAway(session), HTTP2_IDLE_TIMEOUT_MS); timer.unref(); };
+  arm();
+  session.on('stream', (stream) => {
+    open++;
+    if (timer) { clearTimeout(timer); timer = undefined; }
+    stream.once('close', () => { if (--open === 0 && !session.closed) arm(); });
+  });
+  session.once('close', () => { if (timer) clearTimeout(timer); });
+}
+
+/**
+ * The TLS connection a request came on, the same object for every request of a connection (a
+ * key for per-connection caches such as the client certificate's user): for HTTP/2 the session's
+ * socket (each stream's `req.socket` is a distinct proxy), for HTTP/1.1 the socket itself.
+ */
+export function connectionOf(req: AnyRequest): TLSSocket {
+  const stream = (req as Http2ServerRequest).stream;
+  return (stream?.session?.socket ?? req.socket) as TLSSocket;
+}
+
+/**
+ * The request's headers with every value kept apart, as HTTP/1.1's `headersDistinct` (Node's
+ * HTTP/2 request has none; its `rawHeaders` hold each field line, pseudo-headers included).
+ */
+export function headersDistinctOf(req: AnyRequest): NodeJS.Dict<string[]> {
+  const distinct = (req as IncomingMessage).headersDistinct;
+  if (distinct) return distinct;
+  const out: NodeJS.Dict<string[]> = {};
+  const raw = req.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (name.startsWith(':')) continue;
+    (out[name] ??= []).push(raw[i + 1]!);
+  }
+  return out;
+}
