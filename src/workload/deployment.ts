@@ -13,13 +13,15 @@
  * - Status ("syncer view"): when the status of the Deployment is kept per SyncTarget — the syncer
  *   virtual workspace keeps it in `diff.syncer.internal.kcp.io/<key>` as `{"status": …}` once more
  *   than one SyncTarget syncs the object (src/syncer/virtualworkspace.ts) — the upstream `status`
- *   is their summary: `replicas`, `updatedReplicas`, `readyReplicas`, `availableReplicas` and
+ *   is the summary of those of the SyncTargets it is split over (not those being removed): `replicas`, `updatedReplicas`, `readyReplicas`, `availableReplicas` and
  *   `unavailableReplicas` summed, and one condition per type, consolidated as kcp's (the first
  *   seen; replaced by a later one when it is `Unknown`, or when it is `False` and the later is
  *   `True`), sorted by type. When one SyncTarget's status is the object's own (the view's
  *   `##promoted##` marker) the status is left alone.
  *
- * Differences from kcp: views are visited in key order (kcp: map order, so its condition choice
+ * Differences from kcp: the status of a SyncTarget the object is being removed from is not summed
+ * (kcp sums every syncer view: after a failover the unreachable cluster's last status would count
+ * until its syncer returns); views are visited in key order (kcp: map order, so its condition choice
  * among equals is random); an absent `spec.replicas` is taken as kube's default 1 and split with
  * `add` operations (kcp dereferences it), one that is not a non-negative integer writes no
  * spec-diff; summed
@@ -130,18 +132,19 @@ export function coordinateDeployment(obj: KubeObject): KubeObject {
   const raw = next.spec?.replicas;
   const replicas = raw === undefined || raw === null ? 1 : raw;
   const diffs = new Map<string, string>();
+  const active = activeSyncTargets(next);
   if (typeof replicas === 'number' && Number.isSafeInteger(replicas) && replicas >= 0) {
     const op = raw === undefined || raw === null ? 'add' : 'replace';
-    for (const [key, n] of splitReplicas(replicas, activeSyncTargets(next))) diffs.set(SPEC_DIFF_ANNOTATION_PREFIX + key, replicasSpecDiff(n, op));
+    for (const [key, n] of splitReplicas(replicas, active)) diffs.set(SPEC_DIFF_ANNOTATION_PREFIX + key, replicasSpecDiff(n, op));
   }
   for (const k of Object.keys(annotations)) if (k.startsWith(SPEC_DIFF_ANNOTATION_PREFIX) && !diffs.has(k)) delete annotations[k];
   for (const [k, v] of diffs) annotations[k] = v;
-  // Per-SyncTarget statuses, in key order; one promoted status means one SyncTarget owns `.status`.
-  const viewKeys = Object.keys(annotations).filter((k) => k.startsWith(SYNCER_VIEW_ANNOTATION_PREFIX)).sort();
+  // Per-SyncTarget statuses of the SyncTargets it runs on, in key order (one being removed — failed
+  // over, unreachable — counts no more); one promoted status means one SyncTarget owns `.status`.
   const statuses: unknown[] = [];
   let promoted = false;
-  for (const k of viewKeys) {
-    const status = syncerViewFields(next, k.slice(SYNCER_VIEW_ANNOTATION_PREFIX.length)).status;
+  for (const key of active) {
+    const status = syncerViewFields(next, key).status;
     if (status === PROMOTED_TO_UPSTREAM) promoted = true;
     else if (status !== undefined) statuses.push(status);
   }

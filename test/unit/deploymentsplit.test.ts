@@ -99,6 +99,14 @@ test('per-SyncTarget statuses are summed; conditions consolidated as kcp (True o
   assert.equal(next.status.replicas, 5);
   assert.equal(next.status.readyReplicas, 3);
   assert.equal(next.status.observedGeneration, undefined, 'kcp writes no observedGeneration');
+  // A SyncTarget being removed (failed over) counts no more; its promoted marker neither.
+  const failover = dep(2, sync('a', 'b'), {
+    'deletion.internal.workload.kcp.io/a': '2026-01-01T00:00:00Z',
+    'diff.syncer.internal.kcp.io/a': JSON.stringify({ status: { replicas: 2 } }), 'diff.syncer.internal.kcp.io/b': JSON.stringify({ status: { replicas: 2, readyReplicas: 1 } }),
+  }, { replicas: 2 });
+  assert.deepEqual((coordinateDeployment(failover) as { status?: unknown }).status, { replicas: 2, readyReplicas: 1 });
+  failover.metadata.annotations!['diff.syncer.internal.kcp.io/a'] = '{"status":"##promoted##"}';
+  assert.deepEqual((coordinateDeployment(failover) as { status?: unknown }).status, { replicas: 2, readyReplicas: 1 });
   // One status that is the object's own (promoted): left alone.
   const promoted = dep(5, sync('a', 'b'), { 'diff.syncer.internal.kcp.io/a': '{"status":"##promoted##"}' }, { replicas: 5 });
   assert.deepEqual((coordinateDeployment(promoted) as { status?: unknown }).status, { replicas: 5 });
