@@ -161,7 +161,7 @@ describe('a Deployment split across two real clusters', { timeout: 900_000 }, ()
       const d = await downstream();
       return members.every((m) => d[m.name]?.spec?.replicas === share(m) && d[m.name]?.status?.replicas === share(m)) && d;
     }, 90_000).catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
-    process.stderr.write(`# 3 + 2 downstream, reported by both clusters, ${Math.round(performance.now() - t0)} ms after the create\n`);
+    process.stderr.write(`# 3 + 2 downstream, reported by both clusters, ${Math.round(performance.now() - t0)} ms after the create; downstream generations ${members.map((m) => `${m.name} ${down[m.name].metadata.generation}`).join(', ')} (1: the first apply had the share)\n`);
     for (const m of members) {
       assert.equal(down[m.name].status.readyReplicas ?? 0, 0, 'no kubelet: the pods stay Pending');
       const pods = await hostGet(m, ['pods', '-n', downstreamNs(m, 'shop'), '-l', 'app=web']);
