@@ -414,6 +414,11 @@ export class WatchCache {
     return this.resources.get(groupResource)?.get(cluster)?.get(namespace)?.byName.get(name);
   }
 
+  /** Group/resources (`<group | core>/<resource>[:<identity>]`) with objects in the cache. */
+  groupResources(): string[] {
+    return [...this.resources.keys()];
+  }
+
   /** Logical clusters that hold at least one object of the resource. */
   clustersOf(groupResource: string): string[] {
     return [...(this.resources.get(groupResource)?.keys() ?? [])];

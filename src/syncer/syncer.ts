@@ -9,7 +9,9 @@
  * - Spec down: each upstream object is applied downstream (server-side apply, field manager
  *   `syncer`, forced) into the namespace `kcp-<hash>` named from its namespace locator
  *   (names.ts), created on demand with the `kcp.io/namespace-locator` annotation and the
- *   `kcp.io/tenant-id` label, transformed as kcp (transform.ts). Service-account token Secrets
+ *   `kcp.io/tenant-id` label, transformed as kcp (transform.ts; with this SyncTarget's
+ *   `experimental.spec-diff.workload.kcp.io/<key>` patch applied to the spec, how a Deployment's
+ *   replicas are split across SyncTargets). Service-account token Secrets
  *   are not synced. Before its first write downstream the syncer takes its finalizer upstream.
  * - Status up: a downstream object's status is written to the view's `/status`.
  * - Deletion: an upstream object whose view has a deletionTimestamp (deleted, or being removed
@@ -33,8 +35,7 @@
  * (service-account token volumes, KUBERNETES_SERVICE_HOST), the DNS resolver Deployment per
  * workspace, the upsyncer, the tunneler, the delayed downstream namespace cleaning
  * (`--downstream-namespace-clean-delay`: here a namespace is removed as soon as it is empty
- * upstream), advanced scheduling's spec diff annotation, and following changes of the synced types
- * while running (the types are read once at start).
+ * upstream), and following changes of the synced types while running (the types are read once at start).
  */
 import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';

@@ -5,7 +5,8 @@
  * - tmc-scheduling-location-status (location.ts),
  * - tmc-scheduling-placement (placement.ts: kcp's scheduling and workload Placement reconcilers),
  * - tmc-namespace-scheduling-placement (namespace.ts),
- * - tmc-workload-resource-scheduler (resource.ts).
+ * - tmc-workload-resource-scheduler (resource.ts),
+ * - tmc-deployment-coordination (deployment.ts: a Deployment split across its SyncTargets).
  *
  * Fan-out is bounded by what changed: a SyncTarget's heartbeat (the one field its syncer writes
  * every few seconds) wakes only the heartbeat controller; a SyncTarget or Location change wakes
@@ -30,6 +31,7 @@ import { locationReconciler } from './location.js';
 import { placementReconciler } from './placement.js';
 import { namespaceSchedulingReconciler } from './namespace.js';
 import { resourceSchedulerReconciler, UNSCHEDULED_RESOURCES } from './resource.js';
+import { coordinationDigest, DEPLOYMENT_COORDINATION_CONTROLLER, deploymentCoordinationReconciler, deploymentKey, isDeploymentsGR } from './deployment.js';
 
 /** Default of `--sync-target-heartbeat-threshold` (ms): 30 s, as issue's; kcp's default is 1 minute. */
 export const DEFAULT_HEARTBEAT_THRESHOLD_MS = 30_000;
@@ -116,7 +118,11 @@ export function startWorkloadControllers(h: ControllerHost, thread: QueueThread,
     cache: h.cache, scope, syncTargetExists: (k) => syncTargetKeys.has(k),
     namespacedStores: (cluster) => h.registry.forCluster(cluster).namespacedStores(),
   }), 8);
-  const controllers = [syncTargetCtl, heartbeatCtl, locationCtl, placementCtl, namespaceCtl, resourceCtl];
+  const deploymentCtl = make(DEPLOYMENT_COORDINATION_CONTROLLER, deploymentCoordinationReconciler({
+    cache: h.cache, scope,
+    storeOf: (cluster, gr) => h.registry.forCluster(cluster).namespacedStores().find((st) => st.groupResource === gr),
+  }));
+  const controllers = [syncTargetCtl, heartbeatCtl, locationCtl, placementCtl, namespaceCtl, resourceCtl, deploymentCtl];
 
   // Placements by the workspace they take Locations from (spec.locationWorkspace as written, its
   // logical cluster, their own cluster when unset, and status.selectedLocation.path).
@@ -160,6 +166,10 @@ export function startWorkloadControllers(h: ControllerHost, thread: QueueThread,
       if (h.cache.count(PLACEMENTS_GR, e.cluster) > 0 || tmcMarked(e)) enqueue(namespaceCtl, `${e.cluster}|${e.name}`);
       if (tmcMarked(e)) enqueue(resourceCtl, `${e.cluster}|${e.name}`);
     }
+    for (const gr of h.cache.groupResources()) {
+      if (!isDeploymentsGR(gr)) continue;
+      for (const e of h.cache.list(gr, '*')) if (coordinationDigest(e)) enqueue(deploymentCtl, deploymentKey(e));
+    }
   };
   const unsubscribe = h.cache.subscribe((ev) => {
     if (!ev) { resync(); return; }
@@ -198,6 +208,8 @@ export function startWorkloadControllers(h: ControllerHost, thread: QueueThread,
         return;
       }
       default: {
+        // A Deployment whose split or per-SyncTarget status changed.
+        if (!deleted && isDeploymentsGR(e.groupResource) && coordinationDigest(e) !== coordinationDigest(ev.prev)) enqueue(deploymentCtl, deploymentKey(e));
         // An object in a namespace: queue the namespace when the object's scheduling differs.
         if (deleted || !e.namespace || UNSCHEDULED_RESOURCES.has(e.groupResource)) return;
         const ns = h.cache.getEntry(NAMESPACES_GR, e.cluster, '', e.namespace);

@@ -16,6 +16,12 @@ export const SYNC_TARGET_FINALIZERS_ANNOTATION_PREFIX = 'finalizers.workload.kcp
 export const STATUS_ANNOTATION_PREFIX = 'experimental.status.workload.kcp.io/';
 /** `diff.syncer.internal.kcp.io/<sync-target-key>`: field values as the syncer reported them for that SyncTarget. */
 export const SYNCER_VIEW_ANNOTATION_PREFIX = 'diff.syncer.internal.kcp.io/';
+/**
+ * `experimental.spec-diff.workload.kcp.io/<sync-target-key>`: a JSON Patch (RFC 6902) whose root is
+ * the object's `spec`, applied to the copy the syncer of that SyncTarget writes downstream (how a
+ * Deployment's replicas are divided among SyncTargets). Source: contrib-tmc ClusterSpecDiffAnnotationPrefix.
+ */
+export const SPEC_DIFF_ANNOTATION_PREFIX = 'experimental.spec-diff.workload.kcp.io/';
 /** The finalizer prefix the syncer holds on an upstream object while a downstream copy exists (`workload.kcp.io/syncer-<key>`). */
 export const SYNCER_FINALIZER_PREFIX = 'workload.kcp.io/syncer-';
 

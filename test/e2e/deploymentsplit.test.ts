@@ -1,0 +1,210 @@
+/**
+ * Deployment splitting end to end (issue 23 item 6, kcp TMC's deployment coordination): two real
+ * physical clusters (east and west: kube-apiserver, etcd and kube-controller-manager each,
+ * test/hostcluster.ts), a syncer each (`kcp-ts syncer` as a process with the arguments of the
+ * manifest `kubectl kcp workload sync` wrote), Deployments from API negotiation, and a namespace
+ * placed on both clusters: one Location per SyncTarget and one Placement per Location selecting
+ * the same namespace (the scheduler puts such a namespace on one SyncTarget of each Placement).
+ *
+ * - `replicas: 5` gives 3 replicas on the cluster whose SyncTarget key sorts first and 2 on the
+ *   other (the spec-diff annotations of tmc-deployment-coordination, applied by each syncer);
+ * - each cluster's deployment controller reports its replicas; the upstream status is their sum,
+ *   5. No kubelet runs the pods (they stay Pending), so no replica is ready: readyReplicas is 0
+ *   on both clusters and upstream;
+ * - scaled to 4 upstream: 2 + 2; one Placement deleted: the other cluster gets all 4.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { call, createWorkspace, eventually, kubectlWithPlugins, pluginBinDir, settleAll, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
+import { startHostCluster, type HostCluster } from '../hostcluster.js';
+import { namespaceLocator, physicalClusterNamespaceName } from '../../src/syncer/names.js';
+import { syncTargetKey } from '../../src/workload/keys.js';
+
+const REPO = join(import.meta.dirname, '..', '..');
+const WS = '/clusters/root:split';
+const GVR = { group: 'workload.kcp.io', version: 'v1alpha1', resource: 'synctargets' };
+const merge = { 'content-type': 'application/merge-patch+json' };
+const DEPLOYMENT = '/apis/apps/v1/namespaces/shop/deployments/web';
+
+interface Member { name: 'east' | 'west'; host: HostCluster; uid: string; args: string[]; syncer?: ChildProcess; out: string }
+
+let redis: TestRedis;
+let srv: TestServer;
+let dir: string;
+let binDir: string;
+let cluster = '';
+const members: Member[] = [];
+
+const up = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res> => call(srv, srv.creds, method, `${WS}${path}`, body, headers);
+const downstreamNs = (m: Member, ns: string) => physicalClusterNamespaceName(namespaceLocator(cluster, cluster, m.uid, m.name, ns));
+async function hostGet(m: Member, args: string[]): Promise<any> {
+  const r = await m.host.kubectl(['get', ...args, '-o', 'json'], { allowFail: true });
+  return r.code === 0 ? JSON.parse(r.stdout) : undefined;
+}
+const logs = () => members.map((m) => `--- syncer ${m.name}:\n${m.out.slice(-3000)}`).join('\n');
+
+function startSyncer(m: Member): void {
+  m.out = '';
+  m.syncer = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src', 'cli', 'bin.ts'), ...m.args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  m.syncer.stdout!.on('data', (d) => { m.out += String(d); });
+  m.syncer.stderr!.on('data', (d) => { m.out += String(d); });
+}
+
+/** Stops a syncer process. */
+async function killSyncer(m: Member, signal: NodeJS.Signals): Promise<void> {
+  const p = m.syncer;
+  if (!p || p.exitCode !== null || p.signalCode !== null) return;
+  const exited = new Promise((r) => p.once('exit', r));
+  p.kill(signal);
+  await exited;
+}
+
+
+before(async () => {
+  const hosts: HostCluster[] = [];
+  await settleAll([startHostCluster().then((h) => { hosts[0] = h; }), startHostCluster().then((h) => { hosts[1] = h; }), startRedis().then((r) => { redis = r; })]);
+  srv = await startTestServer(redis, { syncTargetHeartbeatThresholdMs: 3_000 });
+  dir = mkdtempSync(join(tmpdir(), 'kcp-deploymentsplit-e2e-'));
+  binDir = pluginBinDir({ 'kubectl-kcp': 'src/cli/kcp/bin.ts' });
+  cluster = await createWorkspace(srv, 'split');
+  members.push({ name: 'east', host: hosts[0]!, uid: '', args: [], out: '' }, { name: 'west', host: hosts[1]!, uid: '', args: [], out: '' });
+});
+
+after(async () => {
+  for (const m of members) await killSyncer(m, 'SIGKILL');
+  await srv?.stop();
+  await redis?.stop();
+  for (const m of members) await m.host.stop();
+});
+
+describe('a Deployment split across two real clusters', { timeout: 900_000 }, () => {
+  test('two clusters join: kubectl kcp workload sync --labels, kubectl apply on each cluster, a syncer each', async () => {
+    for (const m of members) {
+      const out = join(dir, `${m.name}.yaml`);
+      const r = await kubectlWithPlugins(binDir, { HOME: dir, KUBECONFIG: srv.kubeconfigPath }, [
+        'kcp', 'workload', 'sync', m.name, '--syncer-image', 'ghcr.io/kcp-ts/kcp-ts:test', '-o', out, '--resources', 'deployments.apps',
+        '--labels', `region=${m.name}`, `--server=${srv.url}${WS}`,
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      m.uid = (await up('GET', `/apis/workload.kcp.io/v1alpha1/synctargets/${m.name}`)).json.metadata.uid;
+      await m.host.kubectl(['apply', '-f', out]);
+      // No kubelet runs the manifest's Deployment: its arguments run as a process, with the
+      // manifest's kubeconfig for kcp and a token of its service account for the cluster.
+      const docs = parseAllDocuments(readFileSync(out, 'utf8')).map((d) => d.toJS()).filter(Boolean) as any[];
+      const deployment = docs.find((d) => d.kind === 'Deployment');
+      const id = deployment.metadata.name as string;
+      const secret = docs.find((d) => d.kind === 'Secret' && d.metadata.name === id);
+      const fromKubeconfig = join(dir, `${m.name}-from.kubeconfig`);
+      writeFileSync(fromKubeconfig, secret.stringData.kubeconfig);
+      const downKubeconfig = await m.host.serviceAccountKubeconfig(id, id);
+      m.args = [...deployment.spec.template.spec.containers[0].args.map((a: string) => (a === '--from-kubeconfig=/kcp/kubeconfig' ? `--from-kubeconfig=${fromKubeconfig}` : a)),
+        `--kubeconfig=${downKubeconfig}`, '--heartbeat-interval=1s'];
+      startSyncer(m);
+    }
+    await eventually('both SyncTargets Ready with deployments.apps Accepted', async () => {
+      for (const m of members) {
+        const st = (await up('GET', `/apis/workload.kcp.io/v1alpha1/synctargets/${m.name}`)).json;
+        const ready = st?.status?.conditions?.find((c: any) => c.type === 'Ready')?.status === 'True';
+        const accepted = (st?.status?.syncedResources ?? []).some((x: any) => x.resource === 'deployments' && x.state === 'Accepted');
+        if (!ready || !accepted) return false;
+      }
+      return true;
+    }, 120_000).catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
+  });
+
+  test('a Location per cluster, a Placement per Location, both selecting one namespace', async () => {
+    for (const m of members) {
+      let r = await up('POST', '/apis/scheduling.kcp.io/v1alpha1/locations', { apiVersion: 'scheduling.kcp.io/v1alpha1', kind: 'Location', metadata: { name: m.name, labels: { region: m.name } }, spec: { resource: GVR, instanceSelector: { matchLabels: { region: m.name } } } });
+      assert.equal(r.status, 201, r.body);
+      r = await up('POST', '/apis/scheduling.kcp.io/v1alpha1/placements', { apiVersion: 'scheduling.kcp.io/v1alpha1', kind: 'Placement', metadata: { name: m.name }, spec: { locationResource: GVR, locationSelectors: [{ matchLabels: { region: m.name } }], namespaceSelector: { matchLabels: { app: 'shop' } } } });
+      assert.equal(r.status, 201, r.body);
+    }
+    const r = await up('POST', '/apis/apis.kcp.io/v1alpha2/apibindings', { apiVersion: 'apis.kcp.io/v1alpha2', kind: 'APIBinding', metadata: { name: 'kubernetes' }, spec: { reference: { export: { path: 'root:split', name: 'kubernetes' } } } });
+    assert.equal(r.status, 201, r.body);
+    await eventually('deployments served', async () => (await up('GET', '/apis/apps/v1/deployments')).status === 200, 30_000);
+    assert.equal((await up('POST', '/api/v1/namespaces', { metadata: { name: 'shop', labels: { app: 'shop' } } })).status, 201);
+    await eventually('the namespace on both SyncTargets', async () => {
+      const labels = (await up('GET', '/api/v1/namespaces/shop')).json?.metadata?.labels ?? {};
+      return members.every((m) => labels[`state.workload.kcp.io/${syncTargetKey(cluster, m.name)}`] === 'Sync');
+    }, 60_000);
+  });
+
+  /** The replicas of the downstream copy on each member, by name (undefined: no copy). */
+  const downstream = async (): Promise<Record<string, any>> => {
+    const out: Record<string, any> = {};
+    for (const m of members) out[m.name] = await hostGet(m, ['deployment', '-n', downstreamNs(m, 'shop'), 'web']);
+    return out;
+  };
+
+  test('replicas: 5 gives 3 + 2 downstream (remainder to the first key) and status replicas 5 upstream', async () => {
+    const t0 = performance.now();
+    const dep = await up('POST', '/apis/apps/v1/namespaces/shop/deployments', {
+      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' },
+      spec: { replicas: 5, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'registry.k8s.io/pause:3.9' }] } } },
+    });
+    assert.equal(dep.status, 201, dep.body);
+    const [firstKey, secondKey] = members.map((m) => syncTargetKey(cluster, m.name)).sort();
+    const share = (m: Member) => (syncTargetKey(cluster, m.name) === firstKey ? 3 : 2);
+    const upstream = await eventually('the spec diffs written', async () => {
+      const o = (await up('GET', DEPLOYMENT)).json;
+      const a = o?.metadata?.annotations ?? {};
+      return a[`experimental.spec-diff.workload.kcp.io/${firstKey}`] && a[`experimental.spec-diff.workload.kcp.io/${secondKey}`] && o;
+    }, 60_000);
+    assert.deepEqual(JSON.parse(upstream.metadata.annotations[`experimental.spec-diff.workload.kcp.io/${firstKey}`]), [{ op: 'replace', path: '/replicas', value: 3 }]);
+    assert.deepEqual(JSON.parse(upstream.metadata.annotations[`experimental.spec-diff.workload.kcp.io/${secondKey}`]), [{ op: 'replace', path: '/replicas', value: 2 }]);
+    const down = await eventually('3 + 2 replicas downstream, each reported by its cluster', async () => {
+      const d = await downstream();
+      return members.every((m) => d[m.name]?.spec?.replicas === share(m) && d[m.name]?.status?.replicas === share(m)) && d;
+    }, 90_000).catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
+    process.stderr.write(`# 3 + 2 downstream, reported by both clusters, ${Math.round(performance.now() - t0)} ms after the create; downstream generations ${members.map((m) => `${m.name} ${down[m.name].metadata.generation}`).join(', ')} (1: the first apply had the share)\n`);
+    for (const m of members) {
+      assert.equal(down[m.name].status.readyReplicas ?? 0, 0, 'no kubelet: the pods stay Pending');
+      const pods = await hostGet(m, ['pods', '-n', downstreamNs(m, 'shop'), '-l', 'app=web']);
+      assert.equal(pods.items.length, share(m), `${m.name}: its share of pods`);
+    }
+    const status = await eventually('upstream status is the sum', async () => {
+      const s = (await up('GET', DEPLOYMENT)).json?.status;
+      return s?.replicas === 5 && s?.updatedReplicas === 5 && s;
+    }, 60_000).catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
+    assert.equal(status.readyReplicas ?? 0, 0, 'no pod is ready anywhere');
+    assert.equal(status.availableReplicas ?? 0, 0);
+    assert.equal(status.unavailableReplicas, 5);
+    assert.deepEqual(status.conditions.map((c: any) => c.type), ['Available', 'Progressing']);
+    assert.equal(status.conditions[0].status, 'False', 'Available: False on both clusters');
+    // Each cluster's own status, kept per SyncTarget by the syncer virtual workspace.
+    const annotations = (await up('GET', DEPLOYMENT)).json.metadata.annotations;
+    for (const m of members) assert.equal(JSON.parse(annotations[`diff.syncer.internal.kcp.io/${syncTargetKey(cluster, m.name)}`]).status.replicas, share(m));
+  });
+
+  test('scaled upstream to 4: 2 + 2; one Placement deleted: the other cluster gets all 4', async () => {
+    assert.equal((await up('PATCH', DEPLOYMENT, { spec: { replicas: 4 } }, merge)).status, 200);
+    await eventually('2 + 2 downstream', async () => {
+      const d = await downstream();
+      return members.every((m) => d[m.name]?.spec?.replicas === 2);
+    }, 60_000).catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
+    await eventually('upstream status replicas 4', async () => (await up('GET', DEPLOYMENT)).json?.status?.replicas === 4, 60_000);
+    const [east, west] = members as [Member, Member];
+    const t1 = performance.now();
+    assert.equal((await up('DELETE', `/apis/scheduling.kcp.io/v1alpha1/placements/${west.name}`)).status, 200);
+    await eventually('all 4 on east, none on west', async () => {
+      const d = await downstream();
+      return d[east.name]?.spec?.replicas === 4 && d[west.name] === undefined;
+    }, 90_000).catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
+    process.stderr.write(`# all 4 on east, west's copy gone, ${Math.round(performance.now() - t1)} ms after its Placement was deleted\n`);
+    const westKey = syncTargetKey(cluster, west.name);
+    const eastKey = syncTargetKey(cluster, east.name);
+    const left = await eventually('west released: label, spec diff and status annotation gone upstream', async () => {
+      const o = (await up('GET', DEPLOYMENT)).json;
+      const a = o?.metadata?.annotations ?? {};
+      return o?.metadata?.labels?.[`state.workload.kcp.io/${westKey}`] === undefined && a[`experimental.spec-diff.workload.kcp.io/${westKey}`] === undefined
+        && a[`diff.syncer.internal.kcp.io/${westKey}`] === undefined && o.status?.replicas === 4 && o;
+    }, 60_000).catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
+    assert.deepEqual(JSON.parse(left.metadata.annotations[`experimental.spec-diff.workload.kcp.io/${eastKey}`]), [{ op: 'replace', path: '/replicas', value: 4 }]);
+    assert.equal(left.spec.replicas, 4, 'the upstream spec is the workspace\'s, untouched');
+  });
+});
