@@ -10,7 +10,8 @@
  *    (unless its Placement's `Scheduled` is False: it only holds a SyncTarget that is not Ready); one on
  *    it that is no longer scheduled gets `deletion.internal.workload.kcp.io/<key>: <now, RFC 3339>`,
  *    and after a grace period of 5 s (kcp's `removingGracePeriod`) both are removed from the
- *    namespace. The objects of the namespace follow (resource.ts): they keep the label with the
+ *    namespace — unless that SyncTarget's syncer holds the namespace (finalizer
+ *    `workload.kcp.io/syncer-<key>`): it removes them itself once its copy is gone. The objects of the namespace follow (resource.ts): they keep the label with the
  *    deletion annotation while the old SyncTarget's syncer still holds them, so its downstream
  *    copies are removed when it comes back.
  * 3. **status**: condition `NamespaceScheduled` (False `Unschedulable`, "No available placements"
@@ -26,7 +27,7 @@ import type { RequestScope, Store } from '../registry/store.js';
 import { entryObject, type WatchCache } from '../storage/watchcache.js';
 import { getIfExists, type ReconcileResult } from '../controllers/runtime.js';
 import { isFalse, markFalse, markTrue } from './conditions.js';
-import { DELETION_TIMESTAMP_ANNOTATION_PREFIX, RESOURCE_STATE_LABEL_PREFIX } from './keys.js';
+import { DELETION_TIMESTAMP_ANNOTATION_PREFIX, RESOURCE_STATE_LABEL_PREFIX, SYNCER_FINALIZER_PREFIX } from './keys.js';
 import {
   commit, copyOf, deletingKeys, NAMESPACE_BLOCKLIST, PLACEMENT_ANNOTATION, PLACEMENT_SYNC_TARGET_ANNOTATION, PLACEMENTS_GR, selects, splitClusterKey,
   stateKeys, type Placement,
@@ -103,6 +104,10 @@ export function namespaceSchedulingReconciler(deps: NamespaceSchedulingDeps) {
     }
     for (const [k, at] of deleting) {
       if (!stateKeys(labels).has(k)) continue;
+      // While that SyncTarget's syncer holds the namespace (its finalizer) the label stays: the
+      // syncer sees the namespace only through the label, and removes both once its copy is gone
+      // (as the resource scheduler leaves held objects to their syncer).
+      if (ns.metadata.finalizers?.includes(SYNCER_FINALIZER_PREFIX + k)) continue;
       const since = Date.parse(at);
       const left = (Number.isFinite(since) ? since : 0) + grace - now();
       if (left < 0) {

@@ -11,13 +11,14 @@
  * - Deployments are served in the workspace by API negotiation: the syncer imports
  *   `deployments.apps` from the physical cluster, the shard publishes it in the workspace's
  *   `kubernetes` APIExport and marks it Accepted in the SyncTarget's `status.syncedResources`,
- *   and the workspace binds that export. The test plays the scheduler (labels
- *   `state.workload.kcp.io/<key>: Sync`), another component.
+ *   and the workspace binds that export. A Location and a Placement schedule the namespace (the
+ *   scheduler writes `state.workload.kcp.io/<key>: Sync`).
  * - A labelled Deployment appears downstream in `kcp-<hash>` with its ConfigMap and Secret (a
  *   service-account token Secret does not); its status comes back up; heartbeats arrive; a
  *   `kill -9` of the syncer during writes, and changes while it is down, are resynced with nothing
  *   lost or duplicated (counted); deletion upstream goes down and the finalizer is released;
- *   removal from the SyncTarget (deletion annotation) removes the copy and the state label; the
+ *   removal from the SyncTarget (the Placement stops selecting the namespace) removes the copies and
+ *   the state labels; the
  *   deletion of the workspace's namespace removes the downstream namespace; SIGTERM stops the syncer.
  */
 import { after, before, describe, test } from 'node:test';
@@ -159,10 +160,17 @@ describe('kcp-ts syncer against a real physical cluster', { timeout: 600_000 }, 
     const r = await up('POST', '/apis/apis.kcp.io/v1alpha2/apibindings', KUBERNETES_BINDING);
     assert.equal(r.status, 201, r.body);
     await eventually('deployments served upstream', async () => (await up('GET', '/apis/apps/v1/deployments')).status === 200, 30_000);
+    // The scheduler owns the state labels (a namespace no Placement selects loses them, as in kcp):
+    // a Location of the SyncTarget and a Placement of the namespaces labelled app=web.
+    const gvr = { group: 'workload.kcp.io', version: 'v1alpha1', resource: 'synctargets' };
+    assert.equal((await up('POST', '/apis/scheduling.kcp.io/v1alpha1/locations', { apiVersion: 'scheduling.kcp.io/v1alpha1', kind: 'Location', metadata: { name: 'west', labels: { region: 'west' } }, spec: { resource: gvr, instanceSelector: {} } })).status, 201);
+    assert.equal((await up('POST', '/apis/scheduling.kcp.io/v1alpha1/placements', { apiVersion: 'scheduling.kcp.io/v1alpha1', kind: 'Placement', metadata: { name: 'web' }, spec: { locationResource: gvr, locationSelectors: [{ matchLabels: { region: 'west' } }], namespaceSelector: { matchLabels: { app: 'web' } } } })).status, 201);
+    await eventually('the Placement chose the SyncTarget', async () => (await up('GET', '/apis/scheduling.kcp.io/v1alpha1/placements/web')).json?.metadata?.annotations?.['internal.workload.kcp.io/synctarget'] === key, 30_000);
   });
 
-  test('a labelled Deployment goes down into kcp-<hash> with its ConfigMap and Secret; a token Secret does not', async () => {
-    assert.equal((await up('POST', '/api/v1/namespaces', { metadata: { name: 'web', labels: labels() } })).status, 201);
+  test('a scheduled Deployment goes down into kcp-<hash> with its ConfigMap and Secret; a token Secret does not', async () => {
+    assert.equal((await up('POST', '/api/v1/namespaces', { metadata: { name: 'web', labels: { app: 'web' } } })).status, 201);
+    await eventually('the namespace scheduled to the SyncTarget', async () => (await up('GET', '/api/v1/namespaces/web')).json?.metadata?.labels?.[`state.workload.kcp.io/${key}`] === 'Sync', 30_000);
     assert.equal((await up('POST', '/api/v1/namespaces/web/configmaps', { metadata: { name: 'web-config', labels: labels() }, data: { GREETING: 'hello' } })).status, 201);
     assert.equal((await up('POST', '/api/v1/namespaces/web/secrets', { metadata: { name: 'web-secret', labels: labels() }, stringData: { PASSWORD: 's3cret' } })).status, 201);
     const tok = await up('POST', '/api/v1/namespaces/web/secrets', { metadata: { name: 'web-token', labels: labels(), annotations: { 'kubernetes.io/service-account.name': 'default' } }, type: 'kubernetes.io/service-account-token' });
@@ -225,7 +233,9 @@ describe('kcp-ts syncer against a real physical cluster', { timeout: 600_000 }, 
     const nss = await hostGet(['namespaces', '-l', `internal.workload.kcp.io/cluster=${key}`]);
     assert.deepEqual(nss.items.map((n: any) => n.metadata.name), [downstreamNs]);
     const cms = (await hostGet(['configmaps', '-n', downstreamNs, '-l', `internal.workload.kcp.io/cluster=${key}`])).items.map((c: any) => c.metadata.name).sort();
-    assert.deepEqual(cms, ['web-config', ...[...Array(29).keys()].map((i) => `cm-${i + 1}`)].sort());
+    // The namespace's kube-root-ca.crt goes down too, renamed kcp-root-ca.crt as kcp's syncer does
+    // (the physical cluster publishes its own kube-root-ca.crt there).
+    assert.deepEqual(cms, ['web-config', 'kcp-root-ca.crt', ...[...Array(29).keys()].map((i) => `cm-${i + 1}`)].sort());
     const deps = (await hostGet(['deployments', '-n', downstreamNs])).items.map((d: any) => d.metadata.name).sort();
     assert.deepEqual(deps, ['web', 'web2']);
   });
@@ -236,14 +246,14 @@ describe('kcp-ts syncer against a real physical cluster', { timeout: 600_000 }, 
     await eventually('released and gone upstream', async () => (await up('GET', '/apis/apps/v1/namespaces/web/deployments/web')).status === 404, 20_000);
   });
 
-  test('removal from the SyncTarget: the copy goes, the state label and the finalizer are removed', async () => {
-    const when = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-    assert.equal((await up('PATCH', '/apis/apps/v1/namespaces/web/deployments/web2', { metadata: { annotations: { [`deletion.internal.workload.kcp.io/${key}`]: when } } }, merge)).status, 200);
-    await eventually('removed downstream', async () => (await hostGet(['deployment', '-n', downstreamNs, 'web2'])) === undefined, 30_000);
+  test('removal from the SyncTarget (the Placement no longer selects the namespace): the copies go, the state labels and finalizers are removed', async () => {
+    assert.equal((await up('PATCH', '/api/v1/namespaces/web', { metadata: { labels: { app: null } } }, merge)).status, 200);
+    await eventually('removed downstream', async () => (await hostGet(['deployment', '-n', downstreamNs, 'web2'])) === undefined, 60_000)
+      .catch((err) => { throw new Error(`${(err as Error).message}\n${syncerOut}`); });
     const obj = await eventually('state label removed upstream', async () => {
       const o = (await up('GET', '/apis/apps/v1/namespaces/web/deployments/web2')).json;
       return o?.metadata && !o.metadata.labels?.[`state.workload.kcp.io/${key}`] && o;
-    }, 20_000);
+    }, 30_000);
     assert.equal((obj.metadata.finalizers ?? []).includes(`workload.kcp.io/syncer-${key}`), false);
     assert.equal(obj.metadata.annotations?.[`deletion.internal.workload.kcp.io/${key}`], undefined);
   });
