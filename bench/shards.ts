@@ -143,7 +143,7 @@ interface Instance {
 }
 
 async function startInstanceProcs(): Promise<Instance> {
-  if (!existsSync(join(REPO, 'dist', 'cli', 'bin.js'))) throw new Error('the shard benchmarks run the compiled kcp-ts: npm run build first');
+  if (!existsSync(join(REPO, 'dist', 'src', 'cli', 'bin.js'))) throw new Error('the shard benchmarks run the compiled kcp-ts: npm run build first');
   const root = mkdtempSync(join(tmpdir(), 'kcpb-sh-'));
   roots.add(root);
   const [pProxy, pRoot, p1, p2] = await freePorts(4);
