@@ -15,106 +15,33 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
-import { call, createWorkspace, eventually, kubectlWithPlugins, pluginBinDir, settleAll, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
-import { startHostCluster, type HostCluster } from '../hostcluster.js';
-import { namespaceLocator, physicalClusterNamespaceName } from '../../src/syncer/names.js';
+import { eventually } from '../helpers.js';
+import { startFleet, type Fleet, type FleetMember } from '../fleet.js';
 import { syncTargetKey } from '../../src/workload/keys.js';
 
-const REPO = join(import.meta.dirname, '..', '..');
-const WS = '/clusters/root:split';
 const GVR = { group: 'workload.kcp.io', version: 'v1alpha1', resource: 'synctargets' };
 const merge = { 'content-type': 'application/merge-patch+json' };
 const DEPLOYMENT = '/apis/apps/v1/namespaces/shop/deployments/web';
+type Member = FleetMember;
 
-interface Member { name: 'east' | 'west'; host: HostCluster; uid: string; args: string[]; syncer?: ChildProcess; out: string }
-
-let redis: TestRedis;
-let srv: TestServer;
-let dir: string;
-let binDir: string;
+let fleet: Fleet;
+let members: FleetMember[] = [];
 let cluster = '';
-const members: Member[] = [];
-
-const up = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res> => call(srv, srv.creds, method, `${WS}${path}`, body, headers);
-const downstreamNs = (m: Member, ns: string) => physicalClusterNamespaceName(namespaceLocator(cluster, cluster, m.uid, m.name, ns));
-async function hostGet(m: Member, args: string[]): Promise<any> {
-  const r = await m.host.kubectl(['get', ...args, '-o', 'json'], { allowFail: true });
-  return r.code === 0 ? JSON.parse(r.stdout) : undefined;
-}
-const logs = () => members.map((m) => `--- syncer ${m.name}:\n${m.out.slice(-3000)}`).join('\n');
-
-function startSyncer(m: Member): void {
-  m.out = '';
-  m.syncer = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src', 'cli', 'bin.ts'), ...m.args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  m.syncer.stdout!.on('data', (d) => { m.out += String(d); });
-  m.syncer.stderr!.on('data', (d) => { m.out += String(d); });
-}
-
-/** Stops a syncer process. */
-async function killSyncer(m: Member, signal: NodeJS.Signals): Promise<void> {
-  const p = m.syncer;
-  if (!p || p.exitCode !== null || p.signalCode !== null) return;
-  const exited = new Promise((r) => p.once('exit', r));
-  p.kill(signal);
-  await exited;
-}
-
+const up: Fleet['up'] = (...a) => fleet.up(...a);
+const hostGet: Fleet['hostGet'] = (...a) => fleet.hostGet(...a);
+const downstreamNs: Fleet['downstreamNs'] = (...a) => fleet.downstreamNs(...a);
+const logs = () => fleet.logs();
 
 before(async () => {
-  const hosts: HostCluster[] = [];
-  await settleAll([startHostCluster().then((h) => { hosts[0] = h; }), startHostCluster().then((h) => { hosts[1] = h; }), startRedis().then((r) => { redis = r; })]);
-  srv = await startTestServer(redis, { syncTargetHeartbeatThresholdMs: 3_000 });
-  dir = mkdtempSync(join(tmpdir(), 'kcp-deploymentsplit-e2e-'));
-  binDir = pluginBinDir({ 'kubectl-kcp': 'src/cli/kcp/bin.ts' });
-  cluster = await createWorkspace(srv, 'split');
-  members.push({ name: 'east', host: hosts[0]!, uid: '', args: [], out: '' }, { name: 'west', host: hosts[1]!, uid: '', args: [], out: '' });
+  fleet = await startFleet('split', ['east', 'west'], { syncTargetHeartbeatThresholdMs: 3_000 });
+  members = fleet.members;
+  cluster = fleet.cluster;
 });
-
-after(async () => {
-  for (const m of members) await killSyncer(m, 'SIGKILL');
-  await srv?.stop();
-  await redis?.stop();
-  for (const m of members) await m.host.stop();
-});
+after(async () => { await fleet?.stop(); });
 
 describe('a Deployment split across two real clusters', { timeout: 900_000 }, () => {
   test('two clusters join: kubectl kcp workload sync --labels, kubectl apply on each cluster, a syncer each', async () => {
-    for (const m of members) {
-      const out = join(dir, `${m.name}.yaml`);
-      const r = await kubectlWithPlugins(binDir, { HOME: dir, KUBECONFIG: srv.kubeconfigPath }, [
-        'kcp', 'workload', 'sync', m.name, '--syncer-image', 'ghcr.io/kcp-ts/kcp-ts:test', '-o', out, '--resources', 'deployments.apps',
-        '--labels', `region=${m.name}`, `--server=${srv.url}${WS}`,
-      ]);
-      assert.equal(r.code, 0, r.stderr);
-      m.uid = (await up('GET', `/apis/workload.kcp.io/v1alpha1/synctargets/${m.name}`)).json.metadata.uid;
-      await m.host.kubectl(['apply', '-f', out]);
-      // No kubelet runs the manifest's Deployment: its arguments run as a process, with the
-      // manifest's kubeconfig for kcp and a token of its service account for the cluster.
-      const docs = parseAllDocuments(readFileSync(out, 'utf8')).map((d) => d.toJS()).filter(Boolean) as any[];
-      const deployment = docs.find((d) => d.kind === 'Deployment');
-      const id = deployment.metadata.name as string;
-      const secret = docs.find((d) => d.kind === 'Secret' && d.metadata.name === id);
-      const fromKubeconfig = join(dir, `${m.name}-from.kubeconfig`);
-      writeFileSync(fromKubeconfig, secret.stringData.kubeconfig);
-      const downKubeconfig = await m.host.serviceAccountKubeconfig(id, id);
-      m.args = [...deployment.spec.template.spec.containers[0].args.map((a: string) => (a === '--from-kubeconfig=/kcp/kubeconfig' ? `--from-kubeconfig=${fromKubeconfig}` : a)),
-        `--kubeconfig=${downKubeconfig}`, '--heartbeat-interval=1s'];
-      startSyncer(m);
-    }
-    await eventually('both SyncTargets Ready with deployments.apps Accepted', async () => {
-      for (const m of members) {
-        const st = (await up('GET', `/apis/workload.kcp.io/v1alpha1/synctargets/${m.name}`)).json;
-        const ready = st?.status?.conditions?.find((c: any) => c.type === 'Ready')?.status === 'True';
-        const accepted = (st?.status?.syncedResources ?? []).some((x: any) => x.resource === 'deployments' && x.state === 'Accepted');
-        if (!ready || !accepted) return false;
-      }
-      return true;
-    }, 120_000).catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
+    await fleet.join((m) => ['--labels', `region=${m.name}`]);
   });
 
   test('a Location per cluster, a Placement per Location, both selecting one namespace', async () => {

@@ -19,110 +19,33 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
-import { call, createWorkspace, eventually, kubectlWithPlugins, pluginBinDir, settleAll, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
-import { startHostCluster, type HostCluster } from '../hostcluster.js';
-import { namespaceLocator, physicalClusterNamespaceName } from '../../src/syncer/names.js';
+import { eventually } from '../helpers.js';
+import { startFleet, type Fleet, type FleetMember } from '../fleet.js';
 
-const REPO = join(import.meta.dirname, '..', '..');
-const WS = '/clusters/root:fleet';
 const GVR = { group: 'workload.kcp.io', version: 'v1alpha1', resource: 'synctargets' };
 const merge = { 'content-type': 'application/merge-patch+json' };
 
-interface Member { name: 'east' | 'west'; host: HostCluster; uid: string; args: string[]; syncer?: ChildProcess; out: string }
-
-let redis: TestRedis;
-let srv: TestServer;
-let dir: string;
-let binDir: string;
-let cluster = '';
-const members: Member[] = [];
-
-const up = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res> => call(srv, srv.creds, method, `${WS}${path}`, body, headers);
-const byName = (n: string): Member => members.find((m) => m.name === n)!;
-const other = (m: Member): Member => members.find((x) => x !== m)!;
-const downstreamNs = (m: Member, ns: string) => physicalClusterNamespaceName(namespaceLocator(cluster, cluster, m.uid, m.name, ns));
-async function hostGet(m: Member, args: string[]): Promise<any> {
-  const r = await m.host.kubectl(['get', ...args, '-o', 'json'], { allowFail: true });
-  return r.code === 0 ? JSON.parse(r.stdout) : undefined;
-}
-const logs = () => members.map((m) => `--- syncer ${m.name}:\n${m.out.slice(-3000)}`).join('\n');
-
-function startSyncer(m: Member): void {
-  m.out = '';
-  m.syncer = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src', 'cli', 'bin.ts'), ...m.args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  m.syncer.stdout!.on('data', (d) => { m.out += String(d); });
-  m.syncer.stderr!.on('data', (d) => { m.out += String(d); });
-}
-
-async function killSyncer(m: Member, signal: NodeJS.Signals): Promise<void> {
-  const p = m.syncer;
-  if (!p || p.exitCode !== null || p.signalCode !== null) return;
-  const exited = new Promise((r) => p.once('exit', r));
-  p.kill(signal);
-  await exited;
-}
+let fleet: Fleet;
+const up: Fleet['up'] = (...a) => fleet.up(...a);
+const hostGet: Fleet['hostGet'] = (...a) => fleet.hostGet(...a);
+const downstreamNs: Fleet['downstreamNs'] = (...a) => fleet.downstreamNs(...a);
+const logs = () => fleet.logs();
+const byName = (n: string): FleetMember => fleet.members.find((m) => m.name === n)!;
+const other = (m: FleetMember): FleetMember => fleet.members.find((x) => x !== m)!;
 
 /** Where the Deployment runs now: the members whose cluster holds a copy. */
 async function runningOn(): Promise<string[]> {
   const on: string[] = [];
-  for (const m of members) if (await hostGet(m, ['deployment', '-n', downstreamNs(m, 'shop'), 'cart'])) on.push(m.name);
+  for (const m of fleet.members) if (await hostGet(m, ['deployment', '-n', downstreamNs(m, 'shop'), 'cart'])) on.push(m.name);
   return on;
 }
 
-before(async () => {
-  const hosts: HostCluster[] = [];
-  await settleAll([startHostCluster().then((h) => { hosts[0] = h; }), startHostCluster().then((h) => { hosts[1] = h; }), startRedis().then((r) => { redis = r; })]);
-  srv = await startTestServer(redis, { syncTargetHeartbeatThresholdMs: 3_000 });
-  dir = mkdtempSync(join(tmpdir(), 'kcp-multicluster-e2e-'));
-  binDir = pluginBinDir({ 'kubectl-kcp': 'src/cli/kcp/bin.ts' });
-  cluster = await createWorkspace(srv, 'fleet');
-  members.push({ name: 'east', host: hosts[0]!, uid: '', args: [], out: '' }, { name: 'west', host: hosts[1]!, uid: '', args: [], out: '' });
-});
-
-after(async () => {
-  for (const m of members) await killSyncer(m, 'SIGKILL');
-  await srv?.stop();
-  await redis?.stop();
-  for (const m of members) await m.host.stop();
-});
+before(async () => { fleet = await startFleet('fleet', ['east', 'west'], { syncTargetHeartbeatThresholdMs: 3_000 }); });
+after(async () => { await fleet?.stop(); });
 
 describe('a workload moves between two real clusters', { timeout: 900_000 }, () => {
   test('two clusters join: kubectl kcp workload sync, kubectl apply on each cluster, a syncer each', async () => {
-    for (const m of members) {
-      const out = join(dir, `${m.name}.yaml`);
-      const r = await kubectlWithPlugins(binDir, { HOME: dir, KUBECONFIG: srv.kubeconfigPath }, [
-        'kcp', 'workload', 'sync', m.name, '--syncer-image', 'ghcr.io/kcp-ts/kcp-ts:test', '-o', out, '--resources', 'deployments.apps', `--server=${srv.url}${WS}`,
-      ]);
-      assert.equal(r.code, 0, r.stderr);
-      m.uid = (await up('GET', `/apis/workload.kcp.io/v1alpha1/synctargets/${m.name}`)).json.metadata.uid;
-      await m.host.kubectl(['apply', '-f', out]);
-      // No kubelet runs the manifest's Deployment: its arguments run as a process, with the
-      // manifest's kubeconfig for kcp and a token of its service account for the cluster.
-      const docs = parseAllDocuments(readFileSync(out, 'utf8')).map((d) => d.toJS()).filter(Boolean) as any[];
-      const deployment = docs.find((d) => d.kind === 'Deployment');
-      const id = deployment.metadata.name as string;
-      const secret = docs.find((d) => d.kind === 'Secret' && d.metadata.name === id);
-      const fromKubeconfig = join(dir, `${m.name}-from.kubeconfig`);
-      writeFileSync(fromKubeconfig, secret.stringData.kubeconfig);
-      const downKubeconfig = await m.host.serviceAccountKubeconfig(id, id);
-      m.args = [...deployment.spec.template.spec.containers[0].args.map((a: string) => (a === '--from-kubeconfig=/kcp/kubeconfig' ? `--from-kubeconfig=${fromKubeconfig}` : a)),
-        `--kubeconfig=${downKubeconfig}`, '--heartbeat-interval=1s'];
-      startSyncer(m);
-    }
-    await eventually('both SyncTargets Ready with deployments.apps Accepted', async () => {
-      for (const m of members) {
-        const st = (await up('GET', `/apis/workload.kcp.io/v1alpha1/synctargets/${m.name}`)).json;
-        const ready = st?.status?.conditions?.find((c: any) => c.type === 'Ready')?.status === 'True';
-        const accepted = (st?.status?.syncedResources ?? []).some((x: any) => x.resource === 'deployments' && x.state === 'Accepted');
-        if (!ready || !accepted) return false;
-      }
-      return true;
-    }, 120_000).catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
+    await fleet.join();
   });
 
   test('a Location of both clusters, a Placement, Deployments from the negotiated `kubernetes` export', async () => {
@@ -135,10 +58,10 @@ describe('a workload moves between two real clusters', { timeout: 900_000 }, () 
     await eventually('deployments served', async () => (await up('GET', '/apis/apps/v1/deployments')).status === 200, 30_000);
     // Unbound until a namespace it selects exists (kcp's phases), with its Location chosen.
     const placement = await eventually('the Placement has selected the Location', async () => (await up('GET', '/apis/scheduling.kcp.io/v1alpha1/placements/shop')).json?.status?.selectedLocation && (await up('GET', '/apis/scheduling.kcp.io/v1alpha1/placements/shop')).json, 30_000);
-    assert.deepEqual(placement.status.selectedLocation, { path: cluster, locationName: 'fleet' });
+    assert.deepEqual(placement.status.selectedLocation, { path: fleet.cluster, locationName: 'fleet' });
   });
 
-  let first: Member;
+  let first: FleetMember;
   test('a Deployment and its ConfigMap run on exactly one cluster, the scheduler\'s choice', async () => {
     assert.equal((await up('POST', '/api/v1/namespaces', { metadata: { name: 'shop', labels: { app: 'shop' } } })).status, 201);
     assert.equal((await up('POST', '/api/v1/namespaces/shop/configmaps', { metadata: { name: 'cart-config' }, data: { CURRENCY: 'EUR' } })).status, 201);
@@ -184,14 +107,14 @@ describe('a workload moves between two real clusters', { timeout: 900_000 }, () 
     const second = other(first);
     await eventually('the returned SyncTarget Ready', async () => (await up('GET', `/apis/workload.kcp.io/v1alpha1/synctargets/${first.name}`)).json?.status?.conditions?.find((c: any) => c.type === 'Ready')?.status === 'True', 30_000);
     const t0 = performance.now();
-    await killSyncer(second, 'SIGKILL');
+    await fleet.killSyncer(second, 'SIGKILL');
     await eventually('the Deployment back on the first cluster', async () => (await hostGet(first, ['deployment', '-n', downstreamNs(first, 'shop'), 'cart'])) !== undefined, 60_000)
       .catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
     const moved = performance.now() - t0;
     process.stderr.write(`# moved ${Math.round(moved)} ms after the syncer was killed (threshold 3 s)\n`);
     assert.ok(moved >= 2_000, `moved only after the 3 s threshold (heartbeats every 1 s): ${Math.round(moved)} ms`);
     assert.equal((await up('GET', '/apis/apps/v1/namespaces/shop/deployments/cart')).json.spec.replicas, 2, 'nothing lost upstream');
-    startSyncer(second);
+    fleet.startSyncer(second);
     await eventually('the stale copy removed', async () => (await hostGet(second, ['deployment', '-n', downstreamNs(second, 'shop'), 'cart'])) === undefined, 60_000)
       .catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
     assert.deepEqual(await runningOn(), [first.name]);
