@@ -17,7 +17,8 @@
  */
 import { Worker as NodeWorker } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
+import { SeriesCounter, SeriesHistogram, type CounterSeries, type HistogramSeries } from '../metrics/series.js';
 import type { CacheEntry, EventType, WatchCache } from '../storage/watchcache.js';
 import { isStatus } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
@@ -40,23 +41,30 @@ export type Reconcile = (key: string) => Promise<ReconcileResult | void>;
  * `controller_runtime_reconcile_total{result}`, `controller_runtime_reconcile_errors_total`,
  * `controller_runtime_reconcile_time_seconds` (label `controller` / `name`).
  */
+/** The metric series of one controller. */
+export interface ControllerSeries {
+  adds: CounterSeries; retries: CounterSeries; errors: CounterSeries; duration: HistogramSeries;
+  success: CounterSeries; requeueAfter: CounterSeries; failed: CounterSeries;
+}
+
 export class ControllerMetrics {
-  readonly adds: Counter<'name'>;
-  readonly retries: Counter<'name'>;
-  readonly reconciles: Counter<'controller' | 'result'>;
-  readonly errors: Counter<'controller'>;
-  readonly duration: Histogram<'controller'>;
+  private readonly adds: SeriesCounter;
+  private readonly retries: SeriesCounter;
+  private readonly reconciles: SeriesCounter;
+  private readonly errors: SeriesCounter;
+  private readonly duration: SeriesHistogram;
   private readonly controllers = new Set<Controller>();
 
   constructor(registry: Registry) {
     const controllers = this.controllers;
-    this.adds = new Counter({ name: 'workqueue_adds_total', help: 'Keys added to a controller queue.', labelNames: ['name'], registers: [registry] });
-    this.retries = new Counter({ name: 'workqueue_retries_total', help: 'Failed reconciles retried under the rate limiter.', labelNames: ['name'], registers: [registry] });
-    this.reconciles = new Counter({ name: 'controller_runtime_reconcile_total', help: 'Reconciles by result (success, error, requeue_after).', labelNames: ['controller', 'result'], registers: [registry] });
-    this.errors = new Counter({ name: 'controller_runtime_reconcile_errors_total', help: 'Reconciles that failed (retried with backoff).', labelNames: ['controller'], registers: [registry] });
-    this.duration = new Histogram({
+    // Updated on every enqueue and reconcile: series objects (src/metrics/series.ts), no label hashing.
+    this.adds = new SeriesCounter({ name: 'workqueue_adds_total', help: 'Keys added to a controller queue.', labelNames: ['name'], registry });
+    this.retries = new SeriesCounter({ name: 'workqueue_retries_total', help: 'Failed reconciles retried under the rate limiter.', labelNames: ['name'], registry });
+    this.reconciles = new SeriesCounter({ name: 'controller_runtime_reconcile_total', help: 'Reconciles by result (success, error, requeue_after).', labelNames: ['controller', 'result'], registry });
+    this.errors = new SeriesCounter({ name: 'controller_runtime_reconcile_errors_total', help: 'Reconciles that failed (retried with backoff).', labelNames: ['controller'], registry });
+    this.duration = new SeriesHistogram({
       name: 'controller_runtime_reconcile_time_seconds', help: 'Time of one reconcile in seconds.', labelNames: ['controller'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [registry],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registry,
     });
     new Gauge({
       name: 'workqueue_depth', help: 'Keys waiting, delayed or being reconciled, per controller (shared by all processes of the shard).', labelNames: ['name'], registers: [registry],
@@ -67,8 +75,14 @@ export class ControllerMetrics {
     });
   }
 
-  /** Adds a controller to the depth gauge. */
-  track(c: Controller): void { this.controllers.add(c); }
+  /** Adds a controller to the depth gauge; returns its series, which it updates itself. */
+  track(c: Controller): ControllerSeries {
+    this.controllers.add(c);
+    return {
+      adds: this.adds.series(c.name), retries: this.retries.series(c.name), errors: this.errors.series(c.name), duration: this.duration.series(c.name),
+      success: this.reconciles.series(c.name, 'success'), requeueAfter: this.reconciles.series(c.name, 'requeue_after'), failed: this.reconciles.series(c.name, 'error'),
+    };
+  }
   /** Removes a closed controller. */
   untrack(c: Controller): void { this.controllers.delete(c); }
 }
@@ -256,6 +270,8 @@ export class Controller {
   private lastFlush = -Infinity;
   /** Keys this process is reconciling now. */
   private readonly active = new Set<string>();
+  /** Its metric series (when the shard has metrics). */
+  private readonly series: ControllerSeries | undefined;
   /** Active keys enqueued without delay since their reconcile started (an event to act on). */
   private readonly dirty = new Set<string>();
 
@@ -270,11 +286,11 @@ export class Controller {
       (id, key) => { void this.run(id, key); },
     );
     this.registered.catch(() => undefined);
-    opts.metrics?.track(this);
+    this.series = opts.metrics?.track(this);
   }
 
   private async run(id: number, key: string): Promise<void> {
-    const m = this.opts.metrics;
+    const m = this.series;
     const t0 = performance.now();
     let res: ReconcileResult | void;
     this.active.add(key);
@@ -282,18 +298,16 @@ export class Controller {
       try {
         res = await this.opts.reconcile(key);
       } finally {
-        m?.duration.observe({ controller: this.opts.name }, (performance.now() - t0) / 1000);
+        m?.duration.observe((performance.now() - t0) / 1000);
         this.active.delete(key);
       }
-      m?.reconciles.inc({ controller: this.opts.name, result: res?.requeueAfterMs !== undefined ? 'requeue_after' : 'success' });
+      if (m) (res?.requeueAfterMs !== undefined ? m.requeueAfter : m.success).value++;
       // The queue keeps one follow-up per key, the last one added: a requeue-after added now
       // would replace the immediate follow-up of an event seen during this reconcile, which
       // would then wait for the delay. Such an event makes the requeue immediate instead.
       if (res?.requeueAfterMs !== undefined) await this.enqueue(key, this.dirty.has(key) ? 0 : res.requeueAfterMs);
     } catch (err) {
-      m?.reconciles.inc({ controller: this.opts.name, result: 'error' });
-      m?.errors.inc({ controller: this.opts.name });
-      m?.retries.inc({ name: this.opts.name });
+      if (m) { m.failed.value++; m.errors.value++; m.retries.value++; }
       this.opts.onError?.(key, err);
       // An event seen during the reconcile is acted on at once, as client-go requeues a key
       // that became dirty while processing; the failure still counts towards the key's delay.
@@ -312,7 +326,7 @@ export class Controller {
    * Redis round trip. Resolves once the keys are in the queue.
    */
   enqueue(key: string, delayMs = 0): Promise<void> {
-    this.opts.metrics?.adds.inc({ name: this.opts.name });
+    if (this.series) this.series.adds.value++;
     if (delayMs === 0 && this.active.has(key)) this.dirty.add(key);
     const prev = this.batch.get(key);
     if (prev === undefined || delayMs < prev) this.batch.set(key, delayMs);
