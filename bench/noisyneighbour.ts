@@ -8,12 +8,15 @@
  * Floods of A (ws-a, namespace bench, 2,000 ConfigMaps of about 1 KiB):
  * - `list`: 64 concurrent LIST loops of the 2,000 ConfigMaps;
  * - `write`: 50 concurrent writers (ConfigMap updates);
- * - `watch`: 2,000 watches opened at once (from the current resourceVersion).
+ * - `watch`: 2,000 watches opened at once (from the current resourceVersion): as client-go opens
+ *   them, streams of HTTP/2 connections (1,000 each, the server's stream limit), or with
+ *   BENCH_NN_WATCH_PROTO=h1 each on its own TLS connection (a client that wants to cost the most);
+ *   opened/s counts until the server holds all of them.
  * Both workspaces are used with the same admin identity: flows are `<cluster>/<user>`, so A and
  * B are distinct flows of the global-default priority level.
  *
  * Environment: BENCH_NN_PHASE_MS (measured period of each flood, default 5000), BENCH_NN_MODES
- * (`on,off`), BENCH_NN_FLOODS (`list,write,watch`).
+ * (`on,off`), BENCH_NN_FLOODS (`list,write,watch`), BENCH_NN_WATCH_PROTO (`h2`, `h1`).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,12 +26,14 @@ import { Worker } from 'node:worker_threads';
 import { RawConnection, closeClients, makeClients, type Client, type Creds } from './lib/client.js';
 import { runCount, summarize, type LatencySummary } from './lib/load.js';
 import { killAllSync, removeRoot, startServerProc, type ServerProc } from './lib/procs.js';
-import { openWatches } from './lib/watchers.js';
+import { openWatches, openWatchesH2 } from './lib/watchers.js';
 import type { Report, Row } from './workspaces.js';
 
 const PHASE_MS = Number(process.env.BENCH_NN_PHASE_MS ?? 5000);
 const MODES = (process.env.BENCH_NN_MODES ?? 'on,off').split(',').filter(Boolean) as ('on' | 'off')[];
 const FLOODS = (process.env.BENCH_NN_FLOODS ?? 'list,write,watch').split(',').filter(Boolean);
+/** How A opens its watches: `h2`, streams of one HTTP/2 connection per 1,000 (client-go); `h1`, a TLS connection each. */
+const WATCH_PROTO = process.env.BENCH_NN_WATCH_PROTO === 'h1' ? 'h1' : 'h2';
 const OBJECTS = 2000;
 const LISTERS = 64;
 const WRITERS = 50;
@@ -152,20 +157,32 @@ async function serverGets(s: ServerProc): Promise<{ count: number; sum: number }
   return { count: num('count'), sum: num('sum') };
 }
 
+/** Watches the server holds open (its `apiserver_longrunning_requests`). */
+async function longRunning(c: Client): Promise<number> {
+  const text = (await c.request('GET', '/metrics')).body.toString();
+  return Number(/^apiserver_longrunning_requests (\d+)/m.exec(text)?.[1] ?? 0);
+}
+
 async function flood(s: ServerProc, kind: string): Promise<FloodResult> {
   const listReq = () => ({ method: 'GET', path: A });
   const writeReq = (c: number, i: number) => ({ method: 'PUT', path: `${A}/cm-${(c * 40 + i) % OBJECTS}`, body: cm(`cm-${(c * 40 + i) % OBJECTS}`, `${payload.slice(0, 990)}${i}`) });
   const run = async () => {
     if (kind === 'list') return loop(s, LISTERS, PHASE_MS, listReq);
     if (kind === 'write') return loop(s, WRITERS, PHASE_MS, writeReq);
-    // watch: 2,000 watches opened at once from the current resourceVersion; throughput = opened/s.
-    const r = await makeClients(s.url, s.creds, 1)[0]!.request('GET', A);
+    // watch: 2,000 watches opened at once from the current resourceVersion; throughput = opened/s
+    // until the server has registered all of them (apiserver_longrunning_requests).
+    const c = makeClients(s.url, s.creds, 1)[0]!;
+    const r = await c.request('GET', A);
     const rv = (JSON.parse(r.body.toString()) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+    const base = await longRunning(c);
+    const paths = Array.from({ length: WATCHES }, () => `${A}?watch=true&resourceVersion=${rv}`);
     const t0 = performance.now();
-    const set = await openWatches(s.url, s.creds, Array.from({ length: WATCHES }, () => `${A}?watch=true&resourceVersion=${rv}`), WATCHES);
+    const set = WATCH_PROTO === 'h1' ? await openWatches(s.url, s.creds, paths, WATCHES) : await openWatchesH2(s.url, s.creds, paths);
+    while (await longRunning(c) < base + WATCHES - set.ended && performance.now() - t0 < 60_000) await sleep(20);
     const opened = performance.now() - t0;
     await sleep(Math.max(0, PHASE_MS - opened));
     set.close();
+    c.close();
     return { perSec: WATCHES / (opened / 1000), codes: { errors: set.errors.length } };
   };
   const alone = await run();

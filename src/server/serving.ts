@@ -22,12 +22,15 @@
  * (CVE-2023-44487: open and cancel streams in a loop) is bounded by nghttp2's own limit on
  * stream resets (Node ≥ 20.8.1), CONTINUATION floods (CVE-2024-27983) by Node ≥ 20.12.1. The
  * request body limit, request timeout and priority and fairness apply per stream as per request.
+ * Requests read together start within a per-turn budget, round-robin by logical cluster
+ * (./intake.ts).
  */
 import { createSecureServer, type IncomingHttpHeaders, type ServerHttp2Stream, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type ServerHttp2Session } from 'node:http2';
 import { maxHeaderSize, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
+import { intakeFlowOf, RequestIntake } from './intake.js';
 
 /** kube-apiserver's `--http2-max-streams-per-connection` default (k8s.io/apiserver/pkg/server/options/recommended.go). */
 export const DEFAULT_HTTP2_MAX_STREAMS = 1000;
@@ -105,10 +108,19 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
     maxSessionRejectedStreams: 100,
     maxSessionInvalidFrames: 1000,
   }) : createHttpsServer(tls)) as ServingServer;
-  if (handler) server.on('request', handler);
+  // Requests read together (a thousand streams of one HTTP/2 connection, or ready HTTP/1.1
+  // connections) start within a per-turn budget, the rest round-robin by logical cluster in the
+  // next turns (./intake.ts).
+  if (handler) {
+    const intake = new RequestIntake<AnyRequest, AnyResponse>(handler, (req) => intakeFlowOf(req.url));
+    server.on('request', (req: AnyRequest, res: AnyResponse) => intake.submit(req, res));
+  }
   // Adding a 'request' listener made Node route HTTP/2 streams through its compatibility layer
   // (a 'stream' listener): replaced by `onStream`.
-  if (onStream && http2) (server as Http2SecureServer).removeAllListeners('stream').on('stream', onStream);
+  if (onStream && http2) {
+    const intake = new RequestIntake<ServerHttp2Stream, IncomingHttpHeaders>(onStream, (_s, headers) => intakeFlowOf(headers[':path'] as string | undefined));
+    (server as Http2SecureServer).removeAllListeners('stream').on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => intake.submit(stream, headers));
+  }
   // HTTP/1.1 connections (served by Node's http machinery inside this server): as Fastify set
   // them before, no limit on a whole request (watches are long), 60 s for a request's headers.
   const h1 = server as unknown as { keepAliveTimeout: number; requestTimeout: number; headersTimeout: number };
