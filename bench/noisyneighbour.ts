@@ -149,12 +149,22 @@ async function loop(s: ServerProc, n: number, ms: number, next: (c: number, i: n
 interface FloodResult { b: LatencySummary; bErrors: number; bCodes: Record<string, number>; aPerSec: number; aAlonePerSec: number; aCodes: Record<string, number>; loop: { p50: number; p99: number; max: number } }
 
 /** Count and sum (seconds) of the server's `apiserver_request_duration_seconds` for GETs of ConfigMaps. */
-async function serverGets(s: ServerProc): Promise<{ count: number; sum: number }> {
+async function serverGets(s: ServerProc): Promise<{ count: number; sum: number; buckets: Map<number, number> }> {
   const c = makeClients(s.url, s.creds, 1)[0]!;
   const text = (await c.request('GET', '/metrics')).body.toString();
   c.close();
   const num = (name: string) => Number(new RegExp(`^apiserver_request_duration_seconds_${name}\\{verb="get",resource="configmaps"\\} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
-  return { count: num('count'), sum: num('sum') };
+  const buckets = new Map<number, number>();
+  for (const m of text.matchAll(/^apiserver_request_duration_seconds_bucket\{le="([^"]+)",verb="get",resource="configmaps"\} (\S+)/gm)) buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]));
+  return { count: num('count'), sum: num('sum'), buckets };
+}
+
+/** The upper bound (s) of the histogram bucket holding quantile `q` of the observations between two scrapes. */
+function bucketQuantile(before: Map<number, number>, after: Map<number, number>, q: number): number {
+  const les = [...after.keys()].sort((a, b) => a - b);
+  const total = (after.get(Infinity) ?? 0) - (before.get(Infinity) ?? 0);
+  for (const le of les) if ((after.get(le)! - (before.get(le) ?? 0)) >= q * total) return le;
+  return Infinity;
 }
 
 /** Watches the server holds open (its `apiserver_longrunning_requests`). */
@@ -194,7 +204,7 @@ async function flood(s: ServerProc, kind: string): Promise<FloodResult> {
   const b = await probe.stop();
   const loopDelay = await s.loopDelay();
   const after = await serverGets(s);
-  log(`server-side GET mean ${round((after.sum - before.sum) / Math.max(1, after.count - before.count) * 1000, 2)} ms over ${after.count - before.count}`);
+  log(`server-side GET mean ${round((after.sum - before.sum) / Math.max(1, after.count - before.count) * 1000, 2)} ms over ${after.count - before.count}, p50 ≤ ${bucketQuantile(before.buckets, after.buckets, 0.5) * 1000} ms, p99 ≤ ${bucketQuantile(before.buckets, after.buckets, 0.99) * 1000} ms (histogram buckets)`);
   return { b: b.lat, bErrors: b.errors, bCodes: b.codes, aPerSec: busy.perSec, aAlonePerSec: alone.perSec, aCodes: busy.codes, loop: loopDelay };
 }
 
