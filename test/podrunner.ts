@@ -11,17 +11,24 @@
  * Succeeded or Failed), keeps Secret and
  * ConfigMap volumes current, probes readiness as
  * the pod declares it and reports it in the pod's status — from which kube-controller-manager's
- * controllers compute the workloads' status. Deleted pods are stopped and then removed.
+ * controllers compute the workloads' status. Deleted pods are stopped and then removed. It
+ * registers its Node (Ready, the pod network's gateway as its address), as a kubelet does.
+ *
+ * Which pods: those of one namespace, or of every namespace — optionally only the namespaces
+ * carrying an annotation, e.g. kcp's namespace-locator on the namespaces a syncer creates (their
+ * names are hashes the test does not choose) — and optionally only those matching a label selector.
+ * Each runner has its own pod network (`subnet`), so several clusters can run pods side by side.
  *
  * Needs root (ip netns, veth, bridge, mount): what the tests run as here.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { HostClient } from '../operator/kube/client.js';
+import { HostClient, collectionPath } from '../operator/kube/client.js';
 import { sleep } from './helpers.js';
 
 /** How a container's command is run: the local executable and arguments, or undefined to run it as given. */
@@ -30,18 +37,24 @@ export type CommandMap = (command: string[], image: string) => string[] | undefi
 /** Options of {@link PodRunner}. */
 export interface PodRunnerOptions {
   kubeconfig: string;
-  namespace: string;
-  /** Only pods matching this label selector (`k=v`). */
-  selector: string;
+  /** The namespace whose pods it runs; every namespace when omitted (see `namespaceAnnotation`). */
+  namespace?: string;
+  /** Without `namespace`: only the namespaces carrying this annotation (any value). */
+  namespaceAnnotation?: string;
+  /** Only pods matching this label selector (`k=v`); every pod when omitted. */
+  selector?: string;
   /** Directory for the pods' volumes and logs. */
   dir: string;
   /** Maps container commands to local ones (e.g. `kcp-ts` → node bin/kcp-ts). */
   commands: CommandMap;
-  /** Third octet of the pod network 10.244.X.0/24 (tests running at once need different ones). */
+  /** Third octet of the pod network 10.244.X.0/24 (tests running at once need different ones); 77 when omitted. */
   subnet?: number;
+  /** The Node the pods are bound to, registered by the runner; `kcp-ts-test-node` when omitted. */
+  node?: string;
 }
 
-interface Container { name: string; image: string; command?: string[]; args?: string[]; env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } } }[]; ports?: { name?: string; containerPort: number }[]; readinessProbe?: Probe; volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[] }
+interface Container { name: string; image: string; command?: string[]; args?: string[]; env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: KeyRef; configMapKeyRef?: KeyRef; fieldRef?: { fieldPath: string } } }[]; envFrom?: { prefix?: string; configMapRef?: { name: string; optional?: boolean }; secretRef?: { name: string; optional?: boolean } }[]; ports?: { name?: string; containerPort: number }[]; readinessProbe?: Probe; volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[] }
+interface KeyRef { name: string; key: string; optional?: boolean }
 interface Probe { httpGet?: { path: string; port: number | string; scheme?: string }; tcpSocket?: { port: number | string } }
 interface Pod {
   metadata: { name: string; namespace: string; uid: string; labels?: Record<string, string>; deletionTimestamp?: string };
@@ -49,7 +62,8 @@ interface Pod {
 }
 interface Running { pod: Pod; id: number; ip: string; netns: string; proc?: ChildProcess; initProc?: ChildProcess; initialized: boolean; exitCode?: number; restarts: number; ready: boolean; stopping: boolean; startedAt: string; lastReported?: string; volumes: Map<string, string> }
 
-const NODE = 'kcp-ts-test-node';
+/** A namespaced object with data (Secret: base64 values; ConfigMap: text values). */
+type WithData = { apiVersion: string; kind: string; metadata: { name: string }; data?: Record<string, string> };
 
 /** The stand-in kubelet (see the module comment). */
 export class PodRunner {
@@ -61,6 +75,9 @@ export class PodRunner {
   private loop: Promise<void> | undefined;
   private readonly bridge: string;
   private readonly net: string;
+  private readonly subnet: number;
+  private readonly node: string;
+  private nodeRegistered = false;
   /** Lines describing what happened, for failure messages. */
   readonly events: string[] = [];
 
@@ -68,9 +85,10 @@ export class PodRunner {
     const kc = new KubeConfig();
     kc.loadFromFile(opts.kubeconfig);
     this.client = new HostClient(kc);
-    const subnet = opts.subnet ?? 77;
-    this.net = `10.244.${subnet}`;
-    this.bridge = `kcpbr${subnet}`;
+    this.subnet = opts.subnet ?? 77;
+    this.net = `10.244.${this.subnet}`;
+    this.bridge = `kcpbr${this.subnet}`;
+    this.node = opts.node ?? 'kcp-ts-test-node';
   }
 
   private ip(args: string[]): void { execFileSync('ip', args, { stdio: 'pipe' }); }
@@ -99,16 +117,51 @@ export class PodRunner {
     return undefined;
   }
 
+  /** The running pods of namespace `ns` (all when omitted) that are not being stopped, for a test's checks. */
+  running(ns?: string): { name: string; namespace: string; ip: string; ready: boolean }[] {
+    return [...this.pods.values()].filter((r) => !r.stopping && (ns === undefined || r.pod.metadata.namespace === ns))
+      .map((r) => ({ name: r.pod.metadata.name, namespace: r.pod.metadata.namespace, ip: r.ip, ready: r.ready }));
+  }
+
+  /**
+   * Creates the Node the pods are bound to and reports it Ready (what a kubelet registers), so the
+   * cluster's Node list shows where its pods run. A Node left from an earlier run is reused.
+   */
+  private async registerNode(): Promise<void> {
+    const path = `/api/v1/nodes/${this.node}`;
+    await this.client.request('POST', '/api/v1/nodes', {
+      apiVersion: 'v1', kind: 'Node', metadata: { name: this.node, labels: { 'kubernetes.io/hostname': this.node, 'kubernetes.io/os': 'linux' } }, spec: { podCIDR: `${this.net}.0/24` },
+    }).catch((err: Error) => { if (!/already exists/.test(err.message)) throw err; });
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    await this.client.request('PATCH', `${path}/status`, {
+      status: {
+        conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'pods run as local processes', lastHeartbeatTime: now, lastTransitionTime: now }],
+        addresses: [{ type: 'InternalIP', address: `${this.net}.1` }, { type: 'Hostname', address: this.node }],
+        capacity: { cpu: '2', memory: '4Gi', pods: '250' }, allocatable: { cpu: '2', memory: '4Gi', pods: '250' },
+      },
+    }, 'application/merge-patch+json');
+    this.nodeRegistered = true;
+  }
+
+  /** The pods it runs (see the module comment): of its namespace, or of every (annotated) namespace. */
+  private async watchedPods(): Promise<Pod[]> {
+    const { namespace, namespaceAnnotation, selector } = this.opts;
+    const pods = (await this.client.request<{ items: Pod[] }>('GET', collectionPath('Pod', namespace), undefined, undefined, selector ? { labelSelector: selector } : {})).items;
+    if (namespace !== undefined || namespaceAnnotation === undefined) return pods;
+    const namespaces = await this.client.request<{ items: { metadata: { name: string; annotations?: Record<string, string> } }[] }>('GET', '/api/v1/namespaces');
+    const marked = new Set(namespaces.items.filter((n) => n.metadata.annotations?.[namespaceAnnotation] !== undefined).map((n) => n.metadata.name));
+    return pods.filter((p) => marked.has(p.metadata.namespace));
+  }
+
   private async sync(): Promise<void> {
-    const ns = this.opts.namespace;
-    const list = await this.client.list<Pod & { apiVersion: string; kind: string }>('Pod', ns, this.opts.selector);
+    if (!this.nodeRegistered) await this.registerNode();
     const seen = new Set<string>();
-    for (const pod of list.items) {
+    for (const pod of await this.watchedPods()) {
       seen.add(pod.metadata.uid);
       const r = this.pods.get(pod.metadata.uid);
       if (pod.metadata.deletionTimestamp) {
         if (r && !r.stopping) void this.stopPod(r, true);
-        else if (!r) await this.client.request('DELETE', `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } }).catch(() => undefined);
+        else if (!r) await this.client.request('DELETE', `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } }).catch(() => undefined);
         continue;
       }
       if (!r) await this.startPod(pod);
@@ -123,7 +176,7 @@ export class PodRunner {
     const ns = pod.metadata.namespace;
     const name = pod.metadata.name;
     if (!pod.spec.nodeName) {
-      await this.client.request('POST', `/api/v1/namespaces/${ns}/pods/${name}/binding`, { apiVersion: 'v1', kind: 'Binding', metadata: { name }, target: { apiVersion: 'v1', kind: 'Node', name: NODE } });
+      await this.client.request('POST', `/api/v1/namespaces/${ns}/pods/${name}/binding`, { apiVersion: 'v1', kind: 'Binding', metadata: { name }, target: { apiVersion: 'v1', kind: 'Node', name: this.node } });
     }
     const dir = join(this.opts.dir, 'pods', `${name}-${pod.metadata.uid.slice(0, 8)}`);
     // The container logs go here, whether or not a volume of the pod lives under it.
@@ -138,16 +191,20 @@ export class PodRunner {
     }
     const id = this.nextId++;
     const ip = `${this.net}.${id}`;
-    const netns = `kp${this.opts.subnet ?? 77}-${id}`;
+    const netns = `kp${this.subnet}-${id}`;
+    // Both ends named by subnet and pod: the peer is created in the host's namespace before it moves
+    // into the pod's, where a runner of another subnet may be creating its own at the same moment.
+    const hostEnd = `kv${id}h${this.subnet}`;
+    const podEnd = `kv${id}p${this.subnet}`;
     // Leftovers of a run that was killed would make the names clash.
-    for (const leftover of [['netns', 'del', netns], ['link', 'del', `kv${id}h${this.opts.subnet ?? 77}`]]) { try { this.ip(leftover); } catch { /* none */ } }
+    for (const leftover of [['netns', 'del', netns], ['link', 'del', hostEnd], ['link', 'del', podEnd]]) { try { this.ip(leftover); } catch { /* none */ } }
     this.ip(['netns', 'add', netns]);
-    this.ip(['link', 'add', `kv${id}h${this.opts.subnet ?? 77}`, 'type', 'veth', 'peer', 'name', `kv${id}p`]);
-    this.ip(['link', 'set', `kv${id}p`, 'netns', netns]);
-    this.ip(['link', 'set', `kv${id}h${this.opts.subnet ?? 77}`, 'master', this.bridge]);
-    this.ip(['link', 'set', `kv${id}h${this.opts.subnet ?? 77}`, 'up']);
-    this.ip(['netns', 'exec', netns, 'ip', 'addr', 'add', `${ip}/24`, 'dev', `kv${id}p`]);
-    this.ip(['netns', 'exec', netns, 'ip', 'link', 'set', `kv${id}p`, 'up']);
+    this.ip(['link', 'add', hostEnd, 'type', 'veth', 'peer', 'name', podEnd]);
+    this.ip(['link', 'set', podEnd, 'netns', netns]);
+    this.ip(['link', 'set', hostEnd, 'master', this.bridge]);
+    this.ip(['link', 'set', hostEnd, 'up']);
+    this.ip(['netns', 'exec', netns, 'ip', 'addr', 'add', `${ip}/24`, 'dev', podEnd]);
+    this.ip(['netns', 'exec', netns, 'ip', 'link', 'set', podEnd, 'up']);
     this.ip(['netns', 'exec', netns, 'ip', 'link', 'set', 'lo', 'up']);
     this.ip(['netns', 'exec', netns, 'ip', 'route', 'add', 'default', 'via', `${this.net}.1`]);
     mkdirSync(`/etc/netns/${netns}`, { recursive: true });
@@ -158,14 +215,18 @@ export class PodRunner {
 
     /** How one container is run: its environment, local argv, mounts and log file. */
     const prepare = async (c: Container) => {
-      const env: Record<string, string> = {};
+      // kubelet's order: HOSTNAME, then envFrom (each source's keys, prefixed), then env, later entries winning.
+      const env: Record<string, string> = { HOSTNAME: name };
+      for (const from of c.envFrom ?? []) {
+        const data = from.configMapRef ? await this.dataOf('ConfigMap', ns, from.configMapRef.name) : from.secretRef ? await this.dataOf('Secret', ns, from.secretRef.name) : {};
+        for (const [k, v] of Object.entries(data)) env[`${from.prefix ?? ''}${k}`] = v;
+      }
+      const fields: Record<string, string> = { 'metadata.name': name, 'metadata.namespace': ns, 'metadata.uid': pod.metadata.uid, 'status.podIP': ip, 'spec.nodeName': this.node };
       for (const e of c.env ?? []) {
+        const ref = e.valueFrom?.configMapKeyRef ?? e.valueFrom?.secretKeyRef;
         if (e.value !== undefined) env[e.name] = e.value;
-        else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') env[e.name] = ns;
-        else if (e.valueFrom?.secretKeyRef) {
-          const s = await this.client.get<{ apiVersion: string; kind: string; metadata: { name: string }; data?: Record<string, string> }>('Secret', ns, e.valueFrom.secretKeyRef.name).catch(() => undefined);
-          env[e.name] = s?.data?.[e.valueFrom.secretKeyRef.key] ? Buffer.from(s.data[e.valueFrom.secretKeyRef.key]!, 'base64').toString() : '';
-        }
+        else if (e.valueFrom?.fieldRef) env[e.name] = fields[e.valueFrom.fieldRef.fieldPath] ?? '';
+        else if (ref) env[e.name] = (await this.dataOf(e.valueFrom!.configMapKeyRef ? 'ConfigMap' : 'Secret', ns, ref.name))[ref.key] ?? '';
       }
       const expand = (s: string) => s.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v: string) => env[v] ?? m);
       const argv = [...(c.command ?? []), ...(c.args ?? [])].map(expand);
@@ -222,9 +283,14 @@ export class PodRunner {
     launch();
   }
 
+  /** The decoded data of a ConfigMap or Secret for a container's environment; empty when it does not exist. */
+  private async dataOf(kind: 'ConfigMap' | 'Secret', ns: string, name: string): Promise<Record<string, string>> {
+    const o = await this.client.get<WithData>(kind, ns, name).catch(() => undefined);
+    return mapValues(o?.data ?? {}, (v) => (kind === 'Secret' ? Buffer.from(v, 'base64').toString() : v));
+  }
+
   /** Writes a Secret or ConfigMap volume's keys as files (again: kubelet keeps them current). @throws when the object does not exist */
   private async writeVolume(ns: string, v: NonNullable<Pod['spec']['volumes']>[number], vdir: string): Promise<void> {
-    type WithData = { apiVersion: string; kind: string; metadata: { name: string }; data?: Record<string, string> };
     const data = v.secret
       ? mapValues(((await this.client.get<WithData>('Secret', ns, v.secret.secretName)) ?? missing(`Secret ${v.secret.secretName}`)).data ?? {}, (b) => Buffer.from(b, 'base64'))
       : v.configMap ? mapValues(((await this.client.get<WithData>('ConfigMap', ns, v.configMap.name)) ?? missing(`ConfigMap ${v.configMap.name}`)).data ?? {}, (t) => Buffer.from(t)) : {};
@@ -264,24 +330,25 @@ export class PodRunner {
     }
   }
 
-  /** Service names → the IP of a running pod each selects, into every pod's hosts file. */
+  /** Service names → the IP of a running pod each selects (of the Service's namespace), into the hosts file of every pod of that namespace. */
   private async writeHosts(): Promise<void> {
-    const ns = this.opts.namespace;
-    const services = await this.client.list<{ apiVersion: string; kind: string; metadata: { name: string }; spec?: { selector?: Record<string, string> } }>('Service', ns);
-    const lines = ['127.0.0.1 localhost'];
+    if (this.pods.size === 0) return;
+    const services = await this.client.list<{ apiVersion: string; kind: string; metadata: { name: string; namespace: string }; spec?: { selector?: Record<string, string> } }>('Service', this.opts.namespace);
+    const lines = new Map<string, string[]>();
+    for (const r of this.pods.values()) lines.set(r.pod.metadata.namespace, ['127.0.0.1 localhost']);
     for (const s of services.items) {
       const sel = s.spec?.selector;
-      if (!sel) continue;
-      const pods = [...this.pods.values()].filter((r) => !r.stopping && Object.entries(sel).every(([k, v]) => r.pod.metadata.labels?.[k] === v));
+      const ns = s.metadata.namespace;
+      if (!sel || !lines.has(ns)) continue;
+      const pods = [...this.pods.values()].filter((r) => !r.stopping && r.pod.metadata.namespace === ns && Object.entries(sel).every(([k, v]) => r.pod.metadata.labels?.[k] === v));
       const target = pods.find((p) => p.ready) ?? pods[0];
       if (!target) continue;
       const n = s.metadata.name;
-      lines.push(`${target.ip} ${n} ${n}.${ns} ${n}.${ns}.svc ${n}.${ns}.svc.cluster.local`);
+      lines.get(ns)!.push(`${target.ip} ${n} ${n}.${ns} ${n}.${ns}.svc ${n}.${ns}.svc.cluster.local`);
     }
-    const text = `${lines.join('\n')}\n`;
     for (const r of this.pods.values()) {
       // Rewritten in place (same inode): the file is bind-mounted over /etc/hosts in the pod.
-      if (existsSync(`/etc/netns/${r.netns}/hosts`)) writeFileSync(`/etc/netns/${r.netns}/hosts`, text);
+      if (existsSync(`/etc/netns/${r.netns}/hosts`)) writeFileSync(`/etc/netns/${r.netns}/hosts`, `${lines.get(r.pod.metadata.namespace)!.join('\n')}\n`);
     }
   }
 
@@ -341,9 +408,11 @@ async function probe(p: Probe, ip: string, ports: { name?: string; containerPort
     });
   }
   if (p.httpGet) {
+    // HTTP unless the probe says HTTPS, as kubelet; it does not verify probe certificates.
+    const target = { host: ip, port: port(p.httpGet.port), path: p.httpGet.path, timeout: 2000 };
     return new Promise((resolve) => {
-      // kubelet does not verify probe certificates.
-      const req = httpsRequest({ host: ip, port: port(p.httpGet!.port), path: p.httpGet!.path, rejectUnauthorized: false, timeout: 2000 }, (res) => { res.resume(); resolve((res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 400); });
+      const onResponse = (res: IncomingMessage) => { res.resume(); resolve((res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 400); };
+      const req = p.httpGet!.scheme === 'HTTPS' ? httpsRequest({ ...target, rejectUnauthorized: false }, onResponse) : httpRequest(target, onResponse);
       req.on('error', () => resolve(false));
       req.on('timeout', () => { req.destroy(); resolve(false); });
       req.end();

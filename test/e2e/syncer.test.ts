@@ -16,7 +16,10 @@
  * - A labelled Deployment appears downstream in `kcp-<hash>` with its ConfigMap and Secret (a
  *   service-account token Secret does not); its status comes back up; heartbeats arrive; a
  *   `kill -9` of the syncer during writes, and changes while it is down, are resynced with nothing
- *   lost or duplicated (counted); deletion upstream goes down and the finalizer is released;
+ *   lost or duplicated (counted); a syncer killed and started again in the middle of a stream of
+ *   Deployment creations leaves exactly one copy of each downstream, each created once (counted
+ *   with a watch on the physical cluster), and every status back up; deletion upstream goes down
+ *   and the finalizer is released;
  *   removal from the SyncTarget (the Placement stops selecting the namespace) removes the copies and
  *   the state labels; the
  *   deletion of the workspace's namespace removes the downstream namespace; SIGTERM stops the syncer.
@@ -27,8 +30,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { get as httpsGet, type RequestOptions } from 'node:https';
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { call, createWorkspace, eventually, kubectlWithPlugins, pluginBinDir, settleAll, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
+import { call, createWorkspace, eventually, kubectlWithPlugins, pluginBinDir, settleAll, sleep, startRedis, startTestServer, type Res, type TestRedis, type TestServer } from '../helpers.js';
 import { startHostCluster, type HostCluster } from '../hostcluster.js';
 import { namespaceLocator, physicalClusterNamespaceName, syncerID, tenantID } from '../../src/syncer/names.js';
 import { syncTargetKey } from '../../src/workload/keys.js';
@@ -238,6 +245,114 @@ describe('kcp-ts syncer against a real physical cluster', { timeout: 600_000 }, 
     assert.deepEqual(cms, ['web-config', 'kcp-root-ca.crt', ...[...Array(29).keys()].map((i) => `cm-${i + 1}`)].sort());
     const deps = (await hostGet(['deployments', '-n', downstreamNs])).items.map((d: any) => d.metadata.name).sort();
     assert.deepEqual(deps, ['web', 'web2']);
+  });
+
+  test('a restart (kill -9, started again) during a stream of creations: exactly N downstream, each created once, status up for all (counted)', async () => {
+    const N = 40;
+    assert.equal((await up('POST', '/api/v1/namespaces', { metadata: { name: 'burst', labels: { app: 'web' } } })).status, 201);
+    await eventually('burst scheduled to the SyncTarget', async () => (await up('GET', '/api/v1/namespaces/burst')).json?.metadata?.labels?.[`state.workload.kcp.io/${key}`] === 'Sync', 30_000);
+    const burstNs = physicalClusterNamespaceName(namespaceLocator(cluster, cluster, uid, 'west', 'burst'));
+    // Every creation and deletion of a synced Deployment on the physical cluster, as they happen: a
+    // watch from the resourceVersion of a list, resumed from the last event's when it closes (as an
+    // informer does), so no event is missed or seen twice.
+    const added = new Map<string, number>();
+    const removed: string[] = [];
+    const kc = new KubeConfig();
+    kc.loadFromFile(host.kubeconfig);
+    const selector = `internal.workload.kcp.io/cluster=${key}`;
+    const hostRequest = async (query: Record<string, string>, onResponse: (res: IncomingMessage) => void): Promise<ClientRequest> => {
+      const url = new URL(`${host.url}/apis/apps/v1/deployments`);
+      for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+      const opts: RequestOptions = { hostname: url.hostname, port: url.port, path: url.pathname + url.search };
+      await kc.applyToHTTPSOptions(opts);
+      return httpsGet(opts, onResponse);
+    };
+    // The list's own resourceVersion (kubectl prints lists without one).
+    let resourceVersion = await new Promise<string>((resolve, reject) => {
+      void hostRequest({ labelSelector: selector }, (res) => {
+        let body = '';
+        res.on('data', (d) => { body += String(d); });
+        res.on('end', () => { try { resolve(JSON.parse(body).metadata.resourceVersion); } catch (err) { reject(err); } });
+      }).then((req) => req.on('error', reject));
+    });
+    assert.match(resourceVersion, /^\d+$/);
+    let watching: ClientRequest | undefined;
+    let stopped = false;
+    let resumed = 0;
+    let watchError: unknown;
+    const onEvent = (line: string): void => {
+      const { type, object } = JSON.parse(line) as { type: string; object: any };
+      if (object?.metadata?.resourceVersion) resourceVersion = object.metadata.resourceVersion;
+      if (type === 'ERROR') { watchError ??= `ERROR event: ${line}`; return; }
+      if (object?.metadata?.namespace !== burstNs) return;
+      if (type === 'ADDED') added.set(object.metadata.name, (added.get(object.metadata.name) ?? 0) + 1);
+      if (type === 'DELETED') removed.push(object.metadata.name);
+    };
+    const watchFrom = async (): Promise<void> => {
+      watching = await hostRequest({ watch: 'true', labelSelector: selector, resourceVersion, allowWatchBookmarks: 'true' }, (res) => {
+        if (res.statusCode !== 200) { watchError = `watch answered ${res.statusCode}`; res.resume(); return; }
+        let buffered = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buffered += chunk;
+          for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
+            const line = buffered.slice(0, nl).trim();
+            buffered = buffered.slice(nl + 1);
+            if (line) onEvent(line);
+          }
+        });
+        res.on('end', () => {
+          if (stopped || watchError !== undefined) return;
+          // A watch that closes at once again and again is a failure, not something to spin on.
+          if (++resumed > 100) { watchError = `the watch closed 100 times (last from resourceVersion ${resourceVersion})`; return; }
+          void watchFrom();
+        });
+      });
+      watching.on('error', (err) => { if (!stopped) watchError = err; });
+    };
+    await watchFrom();
+    try {
+      // One creation every 50 ms; the syncer is killed after the 10th and started again after the
+      // 20th, so creations arrive before, while it is dead, while it starts and after.
+      const statuses: number[] = [];
+      for (let i = 0; i < N; i++) {
+        const r = await up('POST', '/apis/apps/v1/namespaces/burst/deployments', {
+          apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `d-${i}`, labels: labels() },
+          spec: { replicas: 1, selector: { matchLabels: { app: `d-${i}` } }, template: { metadata: { labels: { app: `d-${i}` } }, spec: { containers: [{ name: 'web', image: 'registry.k8s.io/pause:3.9' }] } } },
+        });
+        statuses.push(r.status);
+        if (i === 9) await killSyncer('SIGKILL');
+        if (i === 19) startSyncer();
+        await sleep(50);
+      }
+      assert.deepEqual(statuses, Array(N).fill(201));
+      const names = [...Array(N).keys()].map((i) => `d-${i}`).sort();
+      const synced = await eventually(`${N} Deployments downstream, every status up`, async () => {
+        const down = ((await hostGet(['deployments', '-n', burstNs]))?.items ?? []) as any[];
+        const upstream = ((await up('GET', '/apis/apps/v1/namespaces/burst/deployments')).json?.items ?? []) as any[];
+        if (down.length !== N || upstream.length !== N) return false;
+        const downByName = new Map(down.map((d) => [d.metadata.name, d]));
+        // Status up: each upstream status is its copy's, once the cluster has counted the replica.
+        return upstream.every((u) => downByName.get(u.metadata.name)?.status?.replicas === 1 && isDeepStrictEqual(u.status, downByName.get(u.metadata.name).status)) && { down, upstream };
+      }, 90_000).catch(async (err) => {
+        const down = ((await hostGet(['deployments', '-n', burstNs]))?.items ?? []).length;
+        throw new Error(`${(err as Error).message}: ${down} downstream\n${syncerOut}`);
+      });
+      // Counted: exactly the N names, each created once downstream and never deleted, in one namespace.
+      assert.deepEqual(synced.down.map((d: any) => d.metadata.name).sort(), names);
+      assert.equal(watchError, undefined, 'the watch ran throughout');
+      assert.deepEqual([...added.keys()].sort(), names);
+      assert.deepEqual([...added.entries()].filter(([, n]) => n !== 1), [], 'each created once');
+      assert.deepEqual(removed, [], 'none deleted and created again');
+      // (Not the generations: a Deployment's annotations count too, and the spec-diff annotation
+      // of tmc-deployment-coordination may arrive after the first apply, as in kcp.)
+      const nss = (await hostGet(['namespaces', '-l', `internal.workload.kcp.io/cluster=${key}`])).items.map((n: any) => n.metadata.name).sort();
+      assert.deepEqual(nss, [downstreamNs, burstNs].sort(), 'one downstream namespace per workspace namespace');
+      process.stderr.write(`# ${N} creations across a kill -9 and restart of the syncer: ${N} downstream, each ADDED once, 0 deleted, ${N} statuses up (watch resumed ${resumed} times)\n`);
+    } finally {
+      stopped = true;
+      watching?.destroy();
+    }
   });
 
   test('deletion upstream goes down, then the finalizer is released', async () => {
