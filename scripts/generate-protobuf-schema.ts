@@ -32,7 +32,7 @@ const PACKAGES: Readonly<Record<string, string>> = {
   'k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1': 'apiextensions.v1',
   ...Object.fromEntries(['core/v1', 'coordination/v1', 'events/v1', 'rbac/v1', 'authorization/v1', 'authentication/v1',
     'certificates/v1', 'admissionregistration/v1', 'admissionregistration/v1beta1', 'flowcontrol/v1',
-    'apidiscovery/v2', 'apidiscovery/v2beta1']
+    'apidiscovery/v2', 'apidiscovery/v2beta1', 'apps/v1', 'batch/v1', 'networking/v1']
     .map((gv) => [`k8s.io/api/${gv}`, gv.replace('/', '.')])),
 };
 
@@ -68,6 +68,19 @@ const ROOT_KINDS: Readonly<Record<string, string>> = {
   'apiextensions.k8s.io/v1/CustomResourceDefinition': 'apiextensions.v1.CustomResourceDefinition',
   'flowcontrol.apiserver.k8s.io/v1/FlowSchema': 'flowcontrol.v1.FlowSchema',
   'flowcontrol.apiserver.k8s.io/v1/PriorityLevelConfiguration': 'flowcontrol.v1.PriorityLevelConfiguration',
+  // Not served as built-ins here, but as kcp serves them: CRDs (a workspace's `kubernetes` APIExport
+  // from API negotiation, or any CRD of these kinds), whose protobuf bodies kubectl and client-go's
+  // typed clients send; they are decoded to JSON (src/endpoints/protobufwire.ts).
+  'v1/Pod': 'core.v1.Pod',
+  'v1/Service': 'core.v1.Service',
+  'apps/v1/Deployment': 'apps.v1.Deployment',
+  'apps/v1/ReplicaSet': 'apps.v1.ReplicaSet',
+  'apps/v1/StatefulSet': 'apps.v1.StatefulSet',
+  'apps/v1/DaemonSet': 'apps.v1.DaemonSet',
+  'batch/v1/Job': 'batch.v1.Job',
+  'batch/v1/CronJob': 'batch.v1.CronJob',
+  'networking.k8s.io/v1/Ingress': 'networking.v1.Ingress',
+  'networking.k8s.io/v1/NetworkPolicy': 'networking.v1.NetworkPolicy',
 };
 
 /**

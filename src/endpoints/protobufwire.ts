@@ -40,6 +40,18 @@ export function hasProtobuf(desc: ResourceDescriptor, list = false): boolean {
   return BUILTIN.has(desc) && protobufMessageFor(apiVersionOf(desc), list ? desc.listKind : desc.kind) !== undefined;
 }
 
+/**
+ * Whether a request body for the resource may come as Kubernetes protobuf: for built-in kinds, and
+ * — as kcp serves kube's own kinds as CRDs (a workspace's `kubernetes` export from API
+ * negotiation, kcp's TMC) — for custom resources whose apiVersion and kind are one of kube's with
+ * a known message (kubectl and client-go's typed clients send Deployments as protobuf). Such a
+ * body is decoded into the JSON the client would have sent, then handled as JSON; answers for
+ * custom resources stay JSON (negotiation offers protobuf only where {@link hasProtobuf}).
+ */
+export function acceptsProtobufBody(desc: ResourceDescriptor): boolean {
+  return protobufMessageFor(apiVersionOf(desc), desc.kind) !== undefined;
+}
+
 /** Where a list message keeps its ListMeta and its items (`metadata = 1`, `items = 2` but for meta/v1beta1's PartialObjectMetadataList). */
 interface ListLayout { listKind: string; apiVersion: string; metadataNo: number; metadataMessage: string; itemsNo: number; itemMessage: string }
 

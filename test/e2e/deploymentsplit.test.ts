@@ -10,8 +10,8 @@
  * long-running local process), so readiness is real:
  *
  * - `kubectl create deployment web --image=registry.k8s.io/pause:3.9 --replicas=5` in the
- *   workspace (generated with `--dry-run=client` and created from it: the typed client's protobuf
- *   body is refused by a bound resource) gives 3 replicas on the cluster whose SyncTarget key sorts first and 2 on the other
+ *   workspace (kubectl's typed client posts it as protobuf, decoded for the bound Deployment as
+ *   kcp does) gives 3 replicas on the cluster whose SyncTarget key sorts first and 2 on the other
  *   (the spec-diff annotations of tmc-deployment-coordination, applied by each syncer), and 3 + 2
  *   pods run and are ready there;
  * - each cluster's deployment controller reports its replicas; the upstream status is their sum:
@@ -84,12 +84,10 @@ describe('a Deployment split across two real clusters', { timeout: 900_000 }, ()
     return r.code === 0 ? JSON.parse(r.stdout) : undefined;
   };
 
-  test('kubectl create deployment (client-side) --replicas=5 gives 3 + 2 downstream (remainder to the first key), their pods ready, readyReplicas 5 upstream', async () => {
+  test('kubectl create deployment --replicas=5 gives 3 + 2 downstream (remainder to the first key), their pods ready, readyReplicas 5 upstream', async () => {
     const t0 = performance.now();
-    // kubectl create deployment's own object, sent as JSON: its typed client posts protobuf, which
-    // a bound Deployment does not take here (kube's CRD handler neither; kcp converts it).
-    const manifest = await fleet.kubectl(['create', 'deployment', 'web', '-n', 'shop', '--image=registry.k8s.io/pause:3.9', '--replicas=5', '--dry-run=client', '-o', 'yaml']);
-    const created = await fleet.kubectl(['create', '-f', '-'], { input: manifest.stdout });
+    // kubectl's typed client posts the Deployment as protobuf: decoded for the bound resource.
+    const created = await fleet.kubectl(['create', 'deployment', 'web', '-n', 'shop', '--image=registry.k8s.io/pause:3.9', '--replicas=5']);
     assert.match(created.stdout, /deployment.apps\/web created/);
     const [firstKey, secondKey] = members.map((m) => syncTargetKey(cluster, m.name)).sort();
     const share = (m: Member) => (syncTargetKey(cluster, m.name) === firstKey ? 3 : 2);

@@ -595,8 +595,8 @@ test('malformed bodies are 400 BadRequest', () => {
   assertStatus(() => decodeKubernetesProtobuf(envelope('v1', 'ConfigMap', msg(1, msg(17, msg(7, str(1, '{not json')))))), 400, 'BadRequest');
 });
 
-test('kinds without a built-in schema are 415 UnsupportedMediaType', () => {
-  for (const [apiVersion, kind] of [['apps/v1', 'Deployment'], ['example.com/v1', 'Widget'], ['v2', 'ConfigMap'], ['rbac.authorization.k8s.io/v1beta1', 'Role']]) {
+test('kinds without a schema are 415 UnsupportedMediaType', () => {
+  for (const [apiVersion, kind] of [['apps/v1beta2', 'Deployment'], ['example.com/v1', 'Widget'], ['v2', 'ConfigMap'], ['rbac.authorization.k8s.io/v1beta1', 'Role']]) {
     assertStatus(() => decodeKubernetesProtobuf(envelope(apiVersion!, kind!, Buffer.alloc(0))), 415, 'UnsupportedMediaType',
       /protobuf is supported only for built-in kinds; send application\/json/);
   }
@@ -722,4 +722,21 @@ test('hostile expansion: a body of empty list items (each a whole zero object) i
   // A few empty items are fine (the budget has a constant part).
   const few = decodeKubernetesProtobuf(envelope('apiextensions.k8s.io/v1', 'CustomResourceDefinitionList', items.subarray(0, 20)));
   assert.equal((few.items as unknown[]).length, 10);
+});
+
+test('kube\'s kinds served as CRDs (kcp\'s `kubernetes` export) take protobuf bodies: a Deployment decodes to its JSON', async () => {
+  const { acceptsProtobufBody, hasProtobuf } = await import('../../src/endpoints/protobufwire.js');
+  const desc = { group: 'apps', version: 'v1', kind: 'Deployment', listKind: 'DeploymentList', resource: 'deployments' } as unknown as Parameters<typeof acceptsProtobufBody>[0];
+  assert.equal(acceptsProtobufBody(desc), true);
+  assert.equal(hasProtobuf(desc), false, 'answers stay JSON: the resource is not a built-in here');
+  assert.equal(acceptsProtobufBody({ ...desc, group: 'example.com', kind: 'Widget' } as typeof desc), false);
+  const dep = {
+    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', labels: { app: 'web' } },
+    spec: { replicas: 5, selector: { matchLabels: { app: 'web' } }, strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: 1 } },
+      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'nginx', ports: [{ containerPort: 80 }], resources: { limits: { cpu: '500m' } } }] } } },
+  };
+  const back = decodeKubernetesProtobuf(encodeKubernetesProtobuf(dep)) as typeof dep;
+  assert.equal(back.spec.replicas, 5);
+  assert.deepEqual(back.spec.strategy, dep.spec.strategy);
+  assert.deepEqual(back.spec.template.spec.containers[0], dep.spec.template.spec.containers[0]);
 });

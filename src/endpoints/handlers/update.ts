@@ -2,7 +2,7 @@
 import { queryOf, type Handler } from '../context.js';
 import { decodeBody, negotiateOutput } from '../negotiation.js';
 import { send, sendObject } from '../response.js';
-import { hasProtobuf } from '../protobufwire.js';
+import { acceptsProtobufBody, hasProtobuf } from '../protobufwire.js';
 import { addWarnings, requestScope } from './scope.js';
 
 /** Answers 200 with the updated object (201 when the resource allows create on update and it did); 409 on a resourceVersion conflict. */
@@ -12,7 +12,7 @@ export const updateResource: Handler = async (_ctx, req, reply) => {
   const scope = requestScope(req);
   const protobuf = hasProtobuf(store.desc);
   const out = negotiateOutput(req.headers.accept, { shape: 'object', protobuf });
-  const obj = decodeBody(req.headers['content-type'], req.body as Buffer | undefined, store.desc.kind, { protobuf, duplicates: scope.duplicateFields = [] });
+  const obj = decodeBody(req.headers['content-type'], req.body as Buffer | undefined, store.desc.kind, { protobuf: acceptsProtobufBody(store.desc), duplicates: scope.duplicateFields = [] });
   if (info.subresource === 'scale') return send(reply, 200, await store.updateScale(scope, info.name, obj), out);
   const res = await store.update(scope, info.name, obj, info.subresource || undefined);
   addWarnings(reply, scope);
