@@ -3,6 +3,8 @@
  * (kube-apiserver, etcd and kube-controller-manager as test/hostcluster.ts starts them), the
  * syncer a child process (`kcp-ts syncer`, `--qps 2000 --burst 4000`).
  *
+ * The namespace `load` is scheduled as a user would: a Location of the SyncTarget and a Placement
+ * selecting it.
  * - spec down: ConfigMaps labelled for the SyncTarget created upstream at BENCH_SYNCER_RATE/s
  *   (default 100) for BENCH_SYNCER_SECONDS (default 10); latency from the create's answer to the
  *   downstream copy's ADDED event (a watch on the physical cluster);
@@ -21,9 +23,10 @@
  * BENCH_CPU_PROF=<dir>: the syncer runs with `--cpu-prof` into that directory (stopped with SIGTERM
  * so the profile is written). BENCH_SYNCER_TRACE=1: a watch upstream records when each ConfigMap
  * got the syncer's finalizer, and the spec-down row splits its latency there (the watch adds load).
+ * BENCH_SYNCER_LOG=<file>: the syncer's log, whole.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -122,12 +125,13 @@ export async function syncerBench(): Promise<Report> {
     const st = await must(up, 'POST', `${ws}/apis/workload.kcp.io/v1alpha1/synctargets`, { apiVersion: 'workload.kcp.io/v1alpha1', kind: 'SyncTarget', metadata: { name: 'bench' } });
     const key = syncTargetKey(cluster, 'bench');
     const labels = { [`state.workload.kcp.io/${key}`]: 'Sync' };
-    await must(up, 'POST', `${ws}/api/v1/namespaces`, { metadata: { name: 'load', labels } });
+    await must(up, 'POST', `${ws}/api/v1/namespaces`, { metadata: { name: 'load', labels: { ...labels, app: 'load' } } });
     const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
     syncer = spawn(process.execPath, [...prof, '--import', 'tsx', join(REPO, 'src', 'cli', 'bin.ts'), 'syncer', `--from-kubeconfig=${srv.kubeconfigPath}`, `--from-cluster=${cluster}`,
       '--sync-target-name=bench', `--sync-target-uid=${st.metadata.uid}`, `--kubeconfig=${host.kubeconfig}`, '--resources=widgets.bench.example.com', '--qps=2000', '--burst=4000'], { stdio: ['ignore', 'ignore', 'pipe'] });
     let syncerLog = '';
-    syncer.stderr!.on('data', (d) => { syncerLog = (syncerLog + String(d)).slice(-4000); });
+    const logFile = process.env.BENCH_SYNCER_LOG ? createWriteStream(process.env.BENCH_SYNCER_LOG) : undefined;
+    syncer.stderr!.on('data', (d) => { syncerLog = (syncerLog + String(d)).slice(-4000); logFile?.write(d); });
     for (let i = 0; ; i++) {
       const s = await must(up, 'GET', `${ws}/apis/workload.kcp.io/v1alpha1/synctargets/bench`);
       if ((s.status?.syncedResources ?? []).some((r: { resource?: string; state?: string }) => r.resource === 'widgets' && r.state === 'Accepted')) break;
@@ -136,6 +140,17 @@ export async function syncerBench(): Promise<Report> {
     }
     await must(up, 'POST', `${ws}/apis/apis.kcp.io/v1alpha2/apibindings`, { apiVersion: 'apis.kcp.io/v1alpha2', kind: 'APIBinding', metadata: { name: 'kubernetes' }, spec: { reference: { export: { path: 'root:bench', name: 'kubernetes' } } } });
     for (let i = 0; i < 300; i++) { const r = await up.request('GET', `${ws}/apis/bench.example.com/v1/widgets`); if (r.status === 200) break; await sleep(100); }
+    // The namespace scheduler owns the state labels (a namespace no Placement selects loses them
+    // after 5 s, and its objects follow): a Location of the SyncTarget and a Placement of `load`.
+    const gvr = { group: 'workload.kcp.io', version: 'v1alpha1', resource: 'synctargets' };
+    await must(up, 'POST', `${ws}/apis/scheduling.kcp.io/v1alpha1/locations`, { apiVersion: 'scheduling.kcp.io/v1alpha1', kind: 'Location', metadata: { name: 'bench', labels: { bench: 'yes' } }, spec: { resource: gvr, instanceSelector: {} } });
+    await must(up, 'POST', `${ws}/apis/scheduling.kcp.io/v1alpha1/placements`, { apiVersion: 'scheduling.kcp.io/v1alpha1', kind: 'Placement', metadata: { name: 'load' }, spec: { locationResource: gvr, locationSelectors: [{ matchLabels: { bench: 'yes' } }], namespaceSelector: { matchLabels: { app: 'load' } } } });
+    for (let i = 0; ; i++) {
+      const p = await must(up, 'GET', `${ws}/apis/scheduling.kcp.io/v1alpha1/placements/load`);
+      if (p.metadata?.annotations?.['internal.workload.kcp.io/synctarget'] === key) break;
+      if (i > 600) throw new Error(`the Placement did not choose the SyncTarget: ${JSON.stringify(p.status)}\n${syncerLog}`);
+      await sleep(100);
+    }
     const selector = `labelSelector=${encodeURIComponent(`internal.workload.kcp.io/cluster=${key}`)}`;
     // Arrival times of downstream ConfigMaps and upstream widget statuses.
     const arrivedDown = new Map<string, number>();
@@ -175,7 +190,8 @@ export async function syncerBench(): Promise<Report> {
       await must(up, 'POST', `${ws}/api/v1/namespaces/load/configmaps`, { metadata: { name, labels }, data: { i: String(i) } });
       sent.set(name, performance.now());
     });
-    await waitFor('spec down', () => [...sent.keys()].every((n) => arrivedDown.has(n)), 120_000);
+    await waitFor('spec down', () => [...sent.keys()].every((n) => arrivedDown.has(n)), 120_000)
+      .catch((err: Error) => { throw new Error(`${[...sent.keys()].filter((n) => !arrivedDown.has(n)).length} of ${sent.size} not downstream: ${err.message}`); });
     const specCpu = cpuPerWrite(specCpu0, cpuByProcess(), sent.size);
     specLoad.push(load());
     const specDown = summarize([...sent].map(([n, t]) => Math.max(0, arrivedDown.get(n)! - t)));
