@@ -105,6 +105,9 @@ class SideError extends Error {
   constructor(readonly status: number, message: string) { super(message); }
 }
 
+/** Most finalizer answers kept while their events are on the way (past it, the view is written again: a 409, retried). */
+const MAX_FINALIZING = 10_000;
+
 /** Most downstream namespace names the syncer remembers (each about 100 bytes). */
 const MAX_REMEMBERED_NAMESPACES = 100_000;
 
@@ -169,6 +172,12 @@ export class Syncer {
    * view (the informer replaces a view, never changes it).
    */
   private readonly desiredOf = new WeakMap<KubeObject, string>();
+  /**
+   * Finalizer writes whose event has not come yet, by key: the view's resourceVersion they were
+   * written over and their answer (the view with the finalizer). An entry goes at the key's next
+   * reconcile once the informer's view moved on.
+   */
+  private readonly finalizing = new Map<string, { from: string; view: KubeObject }>();
   /** Downstream namespace names by upstream `<cluster>|<namespace>` (see downstreamNamespace). */
   private readonly namespaceNames = new Map<string, string>();
   private queue!: FairQueue;
@@ -446,6 +455,14 @@ export class Syncer {
     const dns = isNamespace || t.namespaced ? this.downstreamNamespace(cluster, isNamespace ? name : ns, loc) : '';
     const dname = isNamespace ? dns : downstreamName(t, name);
     let view = this.upstream[i]!.get(item.key);
+    // Our finalizer write's answer is newer than the informer's view until its event comes (the
+    // downstream copy's event often comes first): use it rather than write the finalizer again
+    // (which would be refused with 409 and retried).
+    const taken = this.finalizing.get(item.key);
+    if (taken) {
+      if (view && view.metadata.resourceVersion === taken.from) view = taken.view;
+      else this.finalizing.delete(item.key);
+    }
     const downKey = isNamespace ? `|${dns}` : `${dns}|${dname}`;
     const down = isNamespace ? this.downstreamNamespaces.get(dns) : this.downstream[i]!.get(downKey);
     // A copy exists downstream when the informer shows it, or when this syncer applied it and the
@@ -481,9 +498,15 @@ export class Syncer {
     // lost that way: a copy whose upstream object left the view without our finalizer is deleted
     // all the same (the downstream informer's event, or its list after a restart, brings it back
     // here); a failed finalizer write fails the reconcile, which is retried.
+    const from = view.metadata.resourceVersion!;
     const takeFinalizer = (view.metadata.finalizers ?? []).includes(finalizer) ? undefined
-      : this.up.must('PATCH', this.viewPath(t, cluster, isNamespace ? '' : ns, name), { metadata: { finalizers: [finalizer], resourceVersion: view.metadata.resourceVersion } }, MERGE)
-        .then((r) => { this.stats.finalizersAdded++; return r.json as KubeObject; });
+      : this.up.must('PATCH', this.viewPath(t, cluster, isNamespace ? '' : ns, name), { metadata: { finalizers: [finalizer], resourceVersion: from } }, MERGE)
+        .then((r) => {
+          this.stats.finalizersAdded++;
+          const answer = r.json as KubeObject;
+          if (this.finalizing.size < MAX_FINALIZING) this.finalizing.set(item.key, { from, view: answer });
+          return answer;
+        });
     // Settled here even if the downstream side throws first (no unhandled rejection).
     takeFinalizer?.catch(() => undefined);
     try {
