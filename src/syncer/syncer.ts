@@ -12,7 +12,8 @@
  *   `kcp.io/tenant-id` label, transformed as kcp (transform.ts; with this SyncTarget's
  *   `experimental.spec-diff.workload.kcp.io/<key>` patch applied to the spec, how a Deployment's
  *   replicas are split across SyncTargets). Service-account token Secrets
- *   are not synced. Before its first write downstream the syncer takes its finalizer upstream.
+ *   are not synced. With its first write downstream the syncer takes its finalizer upstream (both
+ *   at once; kcp takes the finalizer first, one reconcile earlier — see `reconcile`).
  * - Status up: a downstream object's status is written to the view's `/status`.
  * - Deletion: an upstream object whose view has a deletionTimestamp (deleted, or being removed
  *   from the SyncTarget) is deleted downstream; once gone there the syncer drops its finalizer in
