@@ -12,7 +12,8 @@
  *   `kcp.io/tenant-id` label, transformed as kcp (transform.ts; with this SyncTarget's
  *   `experimental.spec-diff.workload.kcp.io/<key>` patch applied to the spec, how a Deployment's
  *   replicas are split across SyncTargets). Service-account token Secrets
- *   are not synced. Before its first write downstream the syncer takes its finalizer upstream.
+ *   are not synced. With its first write downstream the syncer takes its finalizer upstream (both
+ *   at once; kcp takes the finalizer first, one reconcile earlier — see `reconcile`).
  * - Status up: a downstream object's status is written to the view's `/status`.
  * - Deletion: an upstream object whose view has a deletionTimestamp (deleted, or being removed
  *   from the SyncTarget) is deleted downstream; once gone there the syncer drops its finalizer in
@@ -105,6 +106,12 @@ class SideError extends Error {
   constructor(readonly status: number, message: string) { super(message); }
 }
 
+/** Most finalizer answers kept while their events are on the way (past it, the view is written again: a 409, retried). */
+const MAX_FINALIZING = 10_000;
+
+/** Most downstream namespace names the syncer remembers (each about 100 bytes). */
+const MAX_REMEMBERED_NAMESPACES = 100_000;
+
 /** Longest wait for the physical cluster's `/readyz` before a heartbeat (ms). */
 const HEARTBEAT_READY_TIMEOUT_MS = 5_000;
 
@@ -161,6 +168,19 @@ export class Syncer {
   /** Digest of what was last applied downstream per type and key (skips applies that change nothing). */
   private readonly applied: Array<Map<string, string>> = [];
   private readonly failures = new Map<string, number>();
+  /**
+   * The digest of the downstream copy per upstream view object, while that object is the cached
+   * view (the informer replaces a view, never changes it).
+   */
+  private readonly desiredOf = new WeakMap<KubeObject, string>();
+  /**
+   * Finalizer writes whose event has not come yet, by key: the view's resourceVersion they were
+   * written over and their answer (the view with the finalizer). An entry goes at the key's next
+   * reconcile once the informer's view moved on.
+   */
+  private readonly finalizing = new Map<string, { from: string; view: KubeObject }>();
+  /** Downstream namespace names by upstream `<cluster>|<namespace>` (see downstreamNamespace). */
+  private readonly namespaceNames = new Map<string, string>();
   private queue!: FairQueue;
   private heartbeat: NodeJS.Timeout | undefined;
   private workers: Promise<void>[] = [];
@@ -402,6 +422,22 @@ export class Syncer {
     return namespaceLocator(cluster, this.cluster, this.opts.syncTargetUID, this.opts.syncTargetName, namespace);
   }
 
+  /**
+   * The downstream namespace of `loc` ({@link physicalClusterNamespaceName}: a SHA-224 in base 36,
+   * on every reconcile otherwise), remembered per `<cluster>|<namespace>`; at most
+   * {@link MAX_REMEMBERED_NAMESPACES} (then forgotten all at once and computed again).
+   */
+  private downstreamNamespace(cluster: string, namespace: string, loc: NamespaceLocator): string {
+    const k = `${cluster}|${namespace}`;
+    let name = this.namespaceNames.get(k);
+    if (name === undefined) {
+      if (this.namespaceNames.size >= MAX_REMEMBERED_NAMESPACES) this.namespaceNames.clear();
+      name = physicalClusterNamespaceName(loc);
+      this.namespaceNames.set(k, name);
+    }
+    return name;
+  }
+
   private viewPath(t: SyncedType, cluster: string, ns: string, name: string): string {
     return `${this.vwPath}/clusters/${cluster}${t.apiPath}${ns ? `/namespaces/${ns}` : ''}/${t.resource}/${name}`;
   }
@@ -417,28 +453,38 @@ export class Syncer {
     const [cluster, ns, name] = item.key.split('|') as [string, string, string];
     const isNamespace = t.resource === 'namespaces' && !t.group;
     const loc = this.locator(cluster, isNamespace ? name : ns);
-    const dns = isNamespace || t.namespaced ? physicalClusterNamespaceName(loc) : '';
+    const dns = isNamespace || t.namespaced ? this.downstreamNamespace(cluster, isNamespace ? name : ns, loc) : '';
     const dname = isNamespace ? dns : downstreamName(t, name);
     let view = this.upstream[i]!.get(item.key);
+    // Our finalizer write's answer is newer than the informer's view until its event comes (the
+    // downstream copy's event often comes first): use it rather than write the finalizer again
+    // (which would be refused with 409 and retried).
+    const taken = this.finalizing.get(item.key);
+    if (taken) {
+      if (view && view.metadata.resourceVersion === taken.from) view = taken.view;
+      else this.finalizing.delete(item.key);
+    }
     const downKey = isNamespace ? `|${dns}` : `${dns}|${dname}`;
     const down = isNamespace ? this.downstreamNamespaces.get(dns) : this.downstream[i]!.get(downKey);
+    // A copy exists downstream when the informer shows it, or when this syncer applied it and the
+    // informer has not shown it yet (its ADDED event may come after the upstream deletion's).
     const deleteDownstream = async () => {
-      if (!down || down.metadata.deletionTimestamp) return;
+      if (down ? down.metadata.deletionTimestamp : !this.applied[i]!.has(item.key)) return;
       await this.down.must('DELETE', isNamespace ? `/api/v1/namespaces/${dns}` : this.downPath(t, dns, dname), { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' }, undefined, [404]);
       this.applied[i]!.delete(item.key);
       this.stats.deleted++;
     };
     if (!view) {
-      this.applied[i]!.delete(item.key);
       // Not (or no longer) scheduled here. A namespace goes only once no upstream object is left in it.
       if (isNamespace && this.upstreamPerNamespace.has(`${cluster}|${name}`)) return;
       await deleteDownstream();
+      this.applied[i]!.delete(item.key);
       return;
     }
     if (!isSyncable(t, view)) { await deleteDownstream(); return; }
     const finalizer = SYNCER_FINALIZER_PREFIX + this.key;
     if (view.metadata.deletionTimestamp) {
-      if (down) { await deleteDownstream(); return; }
+      if (down || this.applied[i]!.has(item.key)) { await deleteDownstream(); return; }
       // Gone downstream: release it (the view drops the state label, and the object if deleted).
       const released = structuredClone(view);
       released.metadata.finalizers = (released.metadata.finalizers ?? []).filter((f) => f !== finalizer);
@@ -448,11 +494,41 @@ export class Syncer {
       this.stats.released++;
       return;
     }
-    if (!(view.metadata.finalizers ?? []).includes(finalizer)) {
-      const r = await this.up.must('PATCH', this.viewPath(t, cluster, isNamespace ? '' : ns, name), { metadata: { finalizers: [finalizer], resourceVersion: view.metadata.resourceVersion } }, MERGE);
-      this.stats.finalizersAdded++;
-      view = r.json as KubeObject;
+    // The finalizer upstream and the copy downstream are written at once (kcp takes the finalizer
+    // first and applies on the next reconcile: two round trips more on the way down). Nothing is
+    // lost that way: a copy whose upstream object left the view without our finalizer is deleted
+    // all the same (the downstream informer's event, or its list after a restart, brings it back
+    // here); a failed finalizer write fails the reconcile, which is retried.
+    const from = view.metadata.resourceVersion!;
+    const takeFinalizer = (view.metadata.finalizers ?? []).includes(finalizer) ? undefined
+      : this.up.must('PATCH', this.viewPath(t, cluster, isNamespace ? '' : ns, name), { metadata: { finalizers: [finalizer], resourceVersion: from } }, MERGE)
+        .then((r) => {
+          this.stats.finalizersAdded++;
+          const answer = r.json as KubeObject;
+          if (this.finalizing.size < MAX_FINALIZING) this.finalizing.set(item.key, { from, view: answer });
+          return answer;
+        });
+    // Settled here even if the downstream side throws first (no unhandled rejection).
+    takeFinalizer?.catch(() => undefined);
+    try {
+      await this.specDown(i, t, item.key, view, loc, dns, dname, isNamespace);
+    } finally {
+      if (takeFinalizer) view = await takeFinalizer;
     }
+    if (isNamespace || !down) return; // its status comes with the downstream informer's event
+    // Status up.
+    const status = (down as KubeObject & { status?: unknown }).status;
+    if (status !== undefined && !isDeepStrictEqual(status, view.status)) {
+      const next = structuredClone(view);
+      next.status = status;
+      delete next.metadata.annotations?.['kcp.io/cluster'];
+      await this.up.must('PUT', `${this.viewPath(t, cluster, ns, name)}/status`, next);
+      this.stats.statusUpdated++;
+    }
+  }
+
+  /** Creates the downstream namespace if missing, then applies the copy of `view` unless applied already. */
+  private async specDown(i: number, t: SyncedType, key: string, view: KubeObject, loc: NamespaceLocator, dns: string, dname: string, isNamespace: boolean): Promise<void> {
     if (dns && !this.downstreamNamespaces.has(dns)) {
       const nsObj = {
         apiVersion: 'v1', kind: 'Namespace',
@@ -468,26 +544,26 @@ export class Syncer {
       } else this.downstreamNamespaces.set(dns, r.json as KubeObject);
     }
     if (isNamespace) return;
-    const desired = toDownstream(view, t, this.key, dns, loc);
-    desired.apiVersion = t.group ? `${t.group}/${t.version}` : t.version;
-    desired.kind = t.kind;
-    const body = JSON.stringify(desired);
-    const sum = digest(body);
-    // Applied already (its event may not have come yet): not again until it changes or goes.
-    if (this.applied[i]!.get(item.key) !== sum) {
-      await this.down.must('PATCH', `${this.downPath(t, dns, dname)}?fieldManager=${SYNCER_FIELD_MANAGER}&force=true`, body, APPLY);
-      this.applied[i]!.set(item.key, sum);
-      this.stats.applied++;
+    const copy = (): string => {
+      const desired = toDownstream(view, t, this.key, dns, loc);
+      desired.apiVersion = t.group ? `${t.group}/${t.version}` : t.version;
+      desired.kind = t.kind;
+      return JSON.stringify(desired);
+    };
+    // The digest of a view's copy is computed once (a downstream event reconciles the same view again).
+    let body: string | undefined;
+    let sum = this.desiredOf.get(view);
+    if (sum === undefined) {
+      body = copy();
+      sum = digest(body);
+      this.desiredOf.set(view, sum);
     }
-    if (!down) return; // its status comes with the downstream informer's event
-    // Status up.
-    const status = (down as KubeObject & { status?: unknown }).status;
-    if (status !== undefined && !isDeepStrictEqual(status, view.status)) {
-      const next = structuredClone(view);
-      next.status = status;
-      delete next.metadata.annotations?.['kcp.io/cluster'];
-      await this.up.must('PUT', `${this.viewPath(t, cluster, ns, name)}/status`, next);
-      this.stats.statusUpdated++;
+    // Applied already (its event may not have come yet): not again until it changes or goes.
+    if (this.applied[i]!.get(key) !== sum) {
+      body ??= copy();
+      await this.down.must('PATCH', `${this.downPath(t, dns, dname)}?fieldManager=${SYNCER_FIELD_MANAGER}&force=true`, body, APPLY);
+      this.applied[i]!.set(key, sum);
+      this.stats.applied++;
     }
   }
 }

@@ -201,33 +201,76 @@ export class SyncerViewStore extends Store {
     return obj;
   }
 
+  /**
+   * The upstream object as the watch cache has it now, without waiting for the shard's current
+   * revision; undefined when the cache has none this view shows. Only for writes: the write's
+   * revision check (`expectedRv`) refuses it if it was stale, as kube's `GuaranteedUpdate` starting
+   * from its cached object.
+   */
+  private async cached(scope: RequestScope, name: string): Promise<KubeObject | undefined> {
+    const e = this.upstream.cachedEntry(scope, name);
+    if (!e || !isSyncedTo(e.labels, this.key)) return undefined;
+    const converting = this.upstream.prepare([e]);
+    if (converting) await converting;
+    return this.upstream.decodeEntry(e);
+  }
+
   override async get(scope: RequestScope, name: string): Promise<string> {
     return JSON.stringify(toSyncerView(await this.current(scope, name), this.key));
   }
 
-  /** A write of the view: see {@link fromSyncerView}; a resourceVersion in `body` is a precondition (409). */
+  /**
+   * A write of the view: see {@link fromSyncerView}; a resourceVersion in `body` is a precondition
+   * (409). When the watch cache holds the object at that resourceVersion the write starts from it
+   * (no read of the storage: one write per syncer request, the finalizer on every object first).
+   */
   override async update(scope: RequestScope, name: string, body: unknown, subresource?: string): Promise<{ json: string; created: boolean }> {
     const view = this.checkBody(body, scope);
+    this.checkSubresource(subresource);
+    const rv = view.metadata.resourceVersion;
+    const hit = rv ? await this.cached(scope, name) : undefined;
+    return { json: await this.write(scope, name, hit && hit.metadata.resourceVersion === rv ? hit : await this.current(scope, name), view, subresource), created: false };
+  }
+
+  private checkSubresource(subresource: string | undefined): void {
     if (subresource && subresource !== 'status') throw new StatusError(405, 'MethodNotAllowed', `the ${subresource} subresource is not served by the syncer virtual workspace`);
-    const current = await this.current(scope, name);
+  }
+
+  /** Writes `view` over `current` (see {@link update}); the answer is the written object's view. */
+  private async write(scope: RequestScope, name: string, current: KubeObject, view: KubeObject, subresource: string | undefined): Promise<string> {
     const rv = view.metadata.resourceVersion;
     if (rv && rv !== current.metadata.resourceVersion) throw conflict(this.grOf, name, 'the object has been modified; please apply your changes to the latest version and try again');
     const next = fromSyncerView(current, view, this.key, subresource ?? '', this.grOf);
-    // One write of metadata and status together (the status is the syncer's to set here).
+    // One write of metadata and status together (the status is the syncer's to set here); its
+    // precondition is the revision `current` was read at.
+    next.metadata.resourceVersion = current.metadata.resourceVersion;
     const res = await this.upstream.update({ ...scope, withStatus: true }, name, next);
-    return { json: JSON.stringify(toSyncerView(JSON.parse(res.json) as KubeObject, this.key)), created: false };
+    return JSON.stringify(toSyncerView(JSON.parse(res.json) as KubeObject, this.key));
   }
 
-  /** A patch of the view: applied to the view as read, then written as {@link update}; retried on a conflict it did not ask for. */
+  /**
+   * A patch of the view: applied to the view as read, then written as {@link update}; retried on a
+   * conflict it did not ask for. The first attempt reads the watch cache (see {@link cached}); a
+   * retry, or a patch asking for a resourceVersion the cache does not have yet, reads the storage.
+   */
   override async patch(scope: RequestScope, name: string, contentType: string, patchBody: Buffer, subresource?: string): Promise<string> {
+    this.checkSubresource(subresource);
     const patch = decodeJSONPatchBody(patchBody);
     for (let attempt = 0; ; attempt++) {
-      const view = toSyncerView(await this.current(scope, name), this.key);
-      const patched = this.applyPatch(view, contentType, patch);
-      if (typeof patched !== 'object' || patched === null || Array.isArray(patched)) throw new StatusError(400, 'BadRequest', 'the patch produced a value that is not an object');
-      const asked = (patched as KubeObject).metadata?.resourceVersion !== view.metadata.resourceVersion;
+      let current = attempt === 0 ? await this.cached(scope, name) : undefined;
+      let view: KubeObject; let patched: unknown; let asked: boolean;
+      for (;;) {
+        const base = current ?? await this.current(scope, name);
+        view = toSyncerView(structuredClone(base), this.key);
+        patched = this.applyPatch(view, contentType, patch);
+        if (typeof patched !== 'object' || patched === null || Array.isArray(patched)) throw new StatusError(400, 'BadRequest', 'the patch produced a value that is not an object');
+        asked = (patched as KubeObject).metadata?.resourceVersion !== view.metadata.resourceVersion;
+        // A cached object older than the one the patch asks for: read the storage.
+        if (!current || !asked) { current = base; break; }
+        current = undefined;
+      }
       try {
-        return (await this.update(scope, name, patched, subresource)).json;
+        return await this.write(scope, name, current, this.checkBody(patched, scope), subresource);
       } catch (err) {
         if (err instanceof StatusError && err.code === 409 && !asked && attempt < 3 && /modified/.test(err.message)) continue;
         throw err;
@@ -264,6 +307,12 @@ const MAX_VIEWS = 1024;
 export class SyncerVirtualWorkspace {
   /** Stores by `<key>/<group>/<version>/<plural>` and their base descriptor (a CRD change makes a new one). */
   private readonly stores = new LRUCache<string, { base: ResourceDescriptor; store: SyncerViewStore }>({ max: MAX_VIEWS * 8 });
+  /**
+   * Views by `<cluster>|<path as asked>|<name>|<uid>`, with the SyncTarget entry and the cluster's APIs they were
+   * built from: a view is built again only when either changed (every request of a syncer names
+   * its view; building it parses the SyncTarget and walks the cluster's types).
+   */
+  private readonly views = new LRUCache<string, { entry: CacheEntry; apis: ClusterAPIs; view: VirtualView }>({ max: MAX_VIEWS });
 
   constructor(private readonly deps: SyncerVirtualWorkspaceDeps) {}
 
@@ -283,10 +332,22 @@ export class SyncerVirtualWorkspace {
   view(clusterOrPath: string, name: string, uid: string): VirtualView {
     const cluster = this.deps.resolvePath(clusterOrPath);
     const entry = cluster ? this.deps.cache.getEntry(SYNC_TARGETS_GR, cluster, '', name) : undefined;
-    const st = entry ? JSON.parse(entry.json) as KubeObject : undefined;
-    if (!cluster || !st || st.metadata.uid !== uid) throw new StatusError(404, 'NotFound', `SyncTarget ${clusterOrPath}|${name} with uid ${JSON.stringify(uid)} not found`);
-    const key = syncTargetKey(cluster, name);
+    const notFound = () => new StatusError(404, 'NotFound', `SyncTarget ${clusterOrPath}|${name} with uid ${JSON.stringify(uid)} not found`);
+    if (!cluster || !entry) throw notFound();
     const own = this.deps.registry.forCluster(cluster);
+    const memo = `${cluster}|${clusterOrPath}|${name}|${uid}`;
+    const hit = this.views.get(memo);
+    if (hit && hit.entry === entry && hit.apis === own) return hit.view;
+    const st = JSON.parse(entry.json) as KubeObject;
+    if (st.metadata.uid !== uid) throw notFound();
+    const view = this.build(cluster, clusterOrPath, name, st, own);
+    this.views.set(memo, { entry, apis: own, view });
+    return view;
+  }
+
+  /** The view of SyncTarget `st` in `cluster` over the cluster's APIs `own` (see {@link view}). */
+  private build(cluster: string, clusterOrPath: string, name: string, st: KubeObject, own: ClusterAPIs): VirtualView {
+    const key = syncTargetKey(cluster, name);
     const wanted = [...REQUIRED_RESOURCES];
     for (const r of (asObj(st.status).syncedResources ?? []) as Array<{ group?: string; resource?: string; state?: string }>) {
       if (r.state === 'Accepted' && r.resource) wanted.push({ group: r.group ?? '', resource: r.resource });

@@ -105,6 +105,30 @@ describe('syncer virtual workspace', () => {
     assert.equal(view.metadata.annotations?.[`diff.syncer.internal.kcp.io/${key}`], undefined);
   });
 
+  test('writes start from the watch cache: none lost right after an upstream write, a resourceVersion asked for is still a precondition', async () => {
+    const path = `${vw}/clusters/${cluster}/api/v1/namespaces/web`;
+    // Each status write follows an upstream write at once (the watch cache may not have it yet):
+    // the view's write must neither undo the upstream change nor fail.
+    for (let i = 0; i < 20; i++) {
+      assert.equal((await as(undefined, 'PATCH', `${ws}/api/v1/namespaces/web`, { metadata: { annotations: { round: String(i) } } }, merge)).status, 200);
+      const status = { phase: 'Active', conditions: [{ type: 'NamespaceDeletionDiscoveryFailure', status: 'False', reason: 'ResourcesDiscovered', message: `round ${i}`, lastTransitionTime: '2026-01-01T00:00:00Z' }] };
+      const res = await as('sync-token', 'PATCH', `${path}/status`, { status }, merge);
+      assert.equal(res.status, 200, res.body);
+      const up = (await as(undefined, 'GET', `${ws}/api/v1/namespaces/web`)).json;
+      assert.equal(up.metadata.annotations.round, String(i));
+      assert.equal(up.status.conditions[0].message, `round ${i}`);
+    }
+    const view = (await as('sync-token', 'GET', path)).json;
+    // The resourceVersion the syncer read: accepted; any other: 409, by PATCH and by PUT.
+    assert.equal((await as(undefined, 'PATCH', `${ws}/api/v1/namespaces/web`, { metadata: { annotations: { round: 'last' } } }, merge)).status, 200);
+    assert.equal((await as('sync-token', 'PATCH', path, { metadata: { resourceVersion: view.metadata.resourceVersion } }, merge)).status, 409);
+    assert.equal((await as('sync-token', 'PUT', `${path}/status`, view)).status, 409);
+    const fresh = (await as('sync-token', 'GET', path)).json;
+    const ok = await as('sync-token', 'PATCH', path, { metadata: { resourceVersion: fresh.metadata.resourceVersion } }, merge);
+    assert.equal(ok.status, 200, ok.body);
+    assert.equal((await as('sync-token', 'PUT', path, { ...fresh, metadata: { ...fresh.metadata, resourceVersion: '999999999' } })).status, 409);
+  });
+
   test('deletion: the annotation (or a deletion upstream) is the view\'s deletionTimestamp; soft finalizers hold it back', async () => {
     const path = `${ws}/api/v1/namespaces/web/configmaps/shown`;
     const when = '2026-01-02T03:04:05Z';
