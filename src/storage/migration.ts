@@ -94,8 +94,9 @@ return {marker, last}
 
 /**
  * Removes objects of a logical cluster that moved away: each present key deleted with a DELETED
- * event flagged hidden (`h` 1): the shard's own caches and controllers apply it, watches are not
- * sent it (the logical cluster lives on elsewhere; src/storage/watchcache.ts).
+ * event flagged hidden (`h` 1): the shard's own caches, controllers and wildcard watches (other
+ * shards' indexes) apply it, a watch of the logical cluster itself is never sent it (it lives on
+ * elsewhere; src/storage/watchcache.ts).
  *
  * KEYS[1] counter, KEYS[2] stream, KEYS[3..] object keys; ARGV[1] stream length kept, then the
  * object keys. Returns the number removed.
@@ -152,28 +153,23 @@ export async function removeObjects(client: RedisClient, keys: ShardKeys, object
 }
 
 /** What a shard does with requests for one logical cluster during and after its migration. */
-export type FenceState = { state: 'fencing' } | { state: 'fenced' } | { state: 'moved'; to: string };
+export type FenceState = { state: 'fenced' } | { state: 'moved'; to: string };
+
+/** Marks the 429 of a fence: a request refused by it changed nothing and may be sent again elsewhere. */
+export const FENCE_REFUSAL = Symbol('kcp-ts migration fence refusal');
 
 /**
- * Longest a fence waits for requests already admitted to finish before it closes storage writes
- * anyway (ms): a write still running then (a slow admission webhook) answers 429 and its client
- * retries.
- */
-export const FENCE_DRAIN_TIMEOUT_MS = 5_000;
-
-/**
- * The fences of one shard: logical clusters whose requests it refuses while they are handed over
- * (`fencing`: new requests refused; `fenced`: storage writes refused too, controllers' included)
- * and those that moved away (persisted in `{shard}:moved`). Requests refused carry
- * {@link MIGRATION_HEADER} and answer 429 with `Retry-After: 1`.
+ * The fences of one shard: logical clusters whose requests and storage writes (controllers'
+ * included) it refuses while they are handed over (`fenced`), and those that moved away
+ * (`moved`, persisted in `{shard}:moved`). Requests refused carry {@link MIGRATION_HEADER} and
+ * answer 429 with `Retry-After: 1` — also a request admitted before the fence whose write the
+ * fence refused (it changed nothing, so the front-proxy sends it again to the new shard).
  *
- * Bounds: one entry per logical cluster being migrated or moved away; the in-flight sets hold the
- * requests and writes running at that moment.
+ * Bounds: one entry per logical cluster being migrated or moved away; the in-flight set holds the
+ * storage writes running at that moment.
  */
 export class ClusterFences {
   private readonly states = new Map<string, FenceState>();
-  /** Requests admitted per logical cluster, running. */
-  private readonly requests = new Map<string, Set<Promise<unknown>>>();
   /** Storage writes running (all clusters): a fence waits for those started before it. */
   private readonly writes = new Set<Promise<unknown>>();
 
@@ -189,29 +185,19 @@ export class ClusterFences {
     for (const [cluster, to] of Object.entries(moved)) this.states.set(cluster, { state: 'moved', to });
   }
 
-  /** The 429 answered for a request to a fenced or moved logical cluster. */
+  /** The 429 answered for a request to a fenced or moved logical cluster (marked {@link FENCE_REFUSAL}). */
   refusal(cluster: string, f: FenceState): StatusError {
     const why = f.state === 'moved' ? `has moved to shard ${f.to}` : 'is being migrated to another shard';
-    return new StatusError(429, 'TooManyRequests', `logical cluster ${cluster} ${why}; retry`, { retryAfterSeconds: 1 });
+    return Object.assign(new StatusError(429, 'TooManyRequests', `logical cluster ${cluster} ${why}; retry`, { retryAfterSeconds: 1 }), { [FENCE_REFUSAL]: true });
+  }
+
+  /** Whether `err` is a fence's refusal. */
+  static isRefusal(err: unknown): boolean {
+    return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[FENCE_REFUSAL] === true;
   }
 
   /** The value of {@link MIGRATION_HEADER} for a fence. */
   static headerValue(f: FenceState): string { return f.state === 'moved' ? `moved:${f.to}` : 'fenced'; }
-
-  /**
-   * Runs a request of `cluster` as admitted: a fence set meanwhile waits for it.
-   * @throws the request's own error
-   */
-  async admitted<T>(cluster: string, run: () => Promise<T>): Promise<T> {
-    let set = this.requests.get(cluster);
-    if (!set) { set = new Set(); this.requests.set(cluster, set); }
-    const p = run();
-    set.add(p);
-    try { return await p; } finally {
-      set.delete(p);
-      if (!set.size && this.requests.get(cluster) === set) this.requests.delete(cluster);
-    }
-  }
 
   /**
    * The write path's check: throws 429 for a storage write to a fenced logical cluster; else
@@ -222,7 +208,7 @@ export class ClusterFences {
       for (const k of objectKeys) {
         const cluster = parseObjectKey(k).cluster;
         const f = this.states.get(cluster);
-        if (f && f.state !== 'fencing') return Promise.reject(this.refusal(cluster, f));
+        if (f) return Promise.reject(this.refusal(cluster, f));
       }
     }
     const p = write();
@@ -233,18 +219,14 @@ export class ClusterFences {
   }
 
   /**
-   * Fences `cluster`: new requests are refused at once; once the requests already admitted have
-   * finished (at most {@link FENCE_DRAIN_TIMEOUT_MS}), storage writes too, and every write that
-   * started before has settled when it resolves. From then on nothing changes the logical
-   * cluster on this shard.
+   * Fences `cluster`: new requests and storage writes are refused at once, and every write that
+   * started before has settled when it resolves (its request is acknowledged, or failed, by
+   * then). From then on nothing changes the logical cluster on this shard. Waiting for whole
+   * requests instead would make the pause as long as the slowest request in flight (queued in
+   * priority and fairness, or at an admission webhook); a request refused at its write is sent
+   * again by the front-proxy.
    */
   async fence(cluster: string): Promise<void> {
-    this.states.set(cluster, { state: 'fencing' });
-    const running = [...(this.requests.get(cluster) ?? [])];
-    if (running.length) {
-      await Promise.race([Promise.allSettled(running), new Promise((r) => setTimeout(r, FENCE_DRAIN_TIMEOUT_MS).unref())]);
-    }
-    if (this.states.get(cluster)?.state !== 'fencing') return;
     this.states.set(cluster, { state: 'fenced' });
     await Promise.allSettled([...this.writes]);
   }

@@ -59,7 +59,9 @@ export interface CacheEvent {
   prev?: CacheEntry;
   /**
    * The removal of a logical cluster's copy after it migrated to another shard
-   * (src/storage/migration.ts): applied to the cache and its subscribers, never sent to watches.
+   * (src/storage/migration.ts): applied to the cache, its subscribers and the wildcard watches
+   * (the shard no longer holds these objects: other shards' indexes learn it so), never sent to
+   * a watch of that logical cluster (it lives on elsewhere).
    */
   hidden?: boolean;
 }
@@ -348,9 +350,9 @@ export class WatchCache {
     this.history.push(ev);
     if (this.history.length > this.historySize * 1.25) this.history = this.history.slice(this.history.length - this.historySize);
     for (const l of this.listeners) l(ev);
-    const byCluster = ev.hidden ? undefined : this.watchers.get(ev.entry.groupResource);
+    const byCluster = this.watchers.get(ev.entry.groupResource);
     if (byCluster) {
-      const a = byCluster.get(ev.entry.cluster);
+      const a = ev.hidden ? undefined : byCluster.get(ev.entry.cluster);
       if (a) for (const w of a) w.onEvent(ev);
       const all = byCluster.get('*');
       if (all) for (const w of all) w.onEvent(ev);
@@ -500,7 +502,7 @@ export class WatchCache {
       }
       let i = this.history.length;
       while (i > 0 && this.history[i - 1]!.rv > fromRv) i--;
-      replay = this.history.slice(i).filter((ev) => !ev.hidden && ev.entry.groupResource === w.groupResource && (w.cluster === '*' || ev.entry.cluster === w.cluster));
+      replay = this.history.slice(i).filter((ev) => (!ev.hidden || w.cluster === '*') && ev.entry.groupResource === w.groupResource && (w.cluster === '*' || ev.entry.cluster === w.cluster));
     }
     let byCluster = this.watchers.get(w.groupResource);
     if (!byCluster) { byCluster = new Map(); this.watchers.set(w.groupResource, byCluster); }

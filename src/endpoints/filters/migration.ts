@@ -10,9 +10,7 @@
 import { ClusterFences, MIGRATION_HEADER } from '../../storage/migration.js';
 import type { Filter } from '../context.js';
 
-const READ_VERBS = new Set(['get', 'list', 'watch']);
-
-/** Refuses requests of fenced or moved logical clusters; tracks the mutating ones it lets through. */
+/** Refuses requests of fenced or moved logical clusters. */
 export const withMigrationFence: Filter = async (ctx, req, reply, next) => {
   const fences = ctx.migrationFences;
   const info = req.kcpInfo!;
@@ -22,6 +20,12 @@ export const withMigrationFence: Filter = async (ctx, req, reply, next) => {
     reply.header(MIGRATION_HEADER, ClusterFences.headerValue(f));
     throw fences.refusal(info.cluster, f);
   }
-  if (READ_VERBS.has(info.verb)) return next(ctx, req, reply);
-  return fences.admitted(info.cluster, () => next(ctx, req, reply));
+  try {
+    return await next(ctx, req, reply);
+  } catch (err) {
+    // Fenced between admission and the write: the front-proxy may send it again elsewhere.
+    const now = ClusterFences.isRefusal(err) ? fences.get(info.cluster) : undefined;
+    if (now && !reply.sent) reply.header(MIGRATION_HEADER, ClusterFences.headerValue(now));
+    throw err;
+  }
 };
