@@ -432,14 +432,20 @@ export class MigrationCoordinator {
 
       // 3. Cutover: fence, the last writes and the LogicalCluster with the marker, hand over.
       const pauseStarted = Date.now();
+      let fencedMs = 0;
+      let pause = 0;
       try {
         const last: { revision: number; items: ImportItem[] } = await this.call(from, cluster, 'fence', { since: revision });
+        fencedMs = Date.now() - pauseStarted;
         const rest = holdBack(last.items);
         if (lcJson === null) throw new Error(`logical cluster ${cluster} has no LogicalCluster object on shard ${from}`);
         const lc = JSON.parse(lcJson) as KubeObject;
         lc.metadata.annotations = { ...lc.metadata.annotations, [SHARD_ANNOTATION]: to };
         // The marker first (with the first batch), the LogicalCluster last: routing follows it.
         await send([...rest, { key: logicalClusterKey(cluster), json: JSON.stringify(lc) }], { leastRevision: last.revision + 1 });
+        // From here the destination serves it and the indexes move to it: the pause ends. (The
+        // origin keeps refusing until it records the move just below.)
+        pause = Date.now() - pauseStarted;
         await this.call(from, cluster, 'release', { to });
       } catch (err) {
         // Not handed over: the origin serves the logical cluster again (the destination's
@@ -447,8 +453,7 @@ export class MigrationCoordinator {
         await this.call(from, cluster, 'unfence').catch(() => undefined);
         throw err;
       }
-      const pause = Date.now() - pauseStarted;
-      await this.setStatus(name, { phase: 'OriginCleanup', entriesCopied: copied, writePauseMilliseconds: pause, objectsPerSecond }, { type: 'DataCopied', status: 'True', reason: 'HandedOver', message: `${copied} objects; requests held ${pause} ms at the cutover` });
+      await this.setStatus(name, { phase: 'OriginCleanup', entriesCopied: copied, writePauseMilliseconds: pause, objectsPerSecond }, { type: 'DataCopied', status: 'True', reason: 'HandedOver', message: `${copied} objects; requests held ${pause} ms at the cutover (fence and last writes ${fencedMs} ms)` });
       this.deps.log(`migration ${name}: logical cluster ${cluster} moved from shard ${from} to ${to}: ${copied} objects, ${objectsPerSecond} objects/s, requests held ${pause} ms`);
       await this.cleanup(name, cluster, from, to);
     } catch (err) {
