@@ -374,7 +374,7 @@ export class MigrationCoordinator {
 
   private async migrate(name: string): Promise<void> {
     const obj = entryObject<KubeObject>(this.deps.cache.getEntry(MIGRATIONS_GR, ROOT, '', name)!);
-    const spec = (obj.spec ?? {}) as { logicalCluster?: string; destinationShard?: string };
+    const spec = (obj.spec ?? {}) as { logicalCluster?: string; destinationShard?: string; includeSubtree?: boolean };
     const cluster = spec.logicalCluster ?? '';
     const to = spec.destinationShard ?? '';
     const status = (obj.status ?? {}) as MigrationStatus;
@@ -456,9 +456,31 @@ export class MigrationCoordinator {
       await this.setStatus(name, { phase: 'OriginCleanup', entriesCopied: copied, writePauseMilliseconds: pause, objectsPerSecond }, { type: 'DataCopied', status: 'True', reason: 'HandedOver', message: `${copied} objects; requests held ${pause} ms at the cutover (fence and last writes ${fencedMs} ms)` });
       this.deps.log(`migration ${name}: logical cluster ${cluster} moved from shard ${from} to ${to}: ${copied} objects, ${objectsPerSecond} objects/s, requests held ${pause} ms`);
       await this.cleanup(name, cluster, from, to);
+      if (spec.includeSubtree) await this.migrateChildren(name, cluster, to);
     } catch (err) {
       await fail('Error', (err as Error).message).catch(() => undefined);
       throw err;
+    }
+  }
+
+  /**
+   * `includeSubtree`: a LogicalClusterMigration (`<name>-<child>`, itself with `includeSubtree`)
+   * for every logical cluster owned by a Workspace in `cluster` and not on `to` yet; they run after
+   * this one, so a whole tree moves one logical cluster at a time.
+   */
+  private async migrateChildren(name: string, cluster: string, to: string): Promise<void> {
+    const children = new Map<string, string>();
+    for (const loc of this.deps.directory.list().flatMap((s) => (s.name === this.deps.self ? [] : this.deps.directory.clustersOn(s.name)))) {
+      if (loc.owner?.cluster === cluster) children.set(loc.cluster, loc.shard);
+    }
+    for (const e of this.deps.cache.list('core.kcp.io/logicalclusters', '*')) {
+      const owner = (entryObject<KubeObject>(e).spec as { owner?: { cluster?: string; resource?: string } } | undefined)?.owner;
+      if (owner?.resource === 'workspaces' && owner.cluster === cluster) children.set(e.cluster, this.deps.self);
+    }
+    for (const [child, shard] of children) {
+      if (shard === to) continue;
+      const obj = { apiVersion: 'migration.kcp.io/v1alpha1', kind: 'LogicalClusterMigration', metadata: { generateName: `${name.slice(0, 40)}-`, labels: { 'kcp-ts.io/parent-migration': name } }, spec: { logicalCluster: child, destinationShard: to, includeSubtree: true } };
+      await this.deps.migrations.create(this.deps.scope(ROOT), obj);
     }
   }
 

@@ -136,8 +136,8 @@ function quantile(values: number[], q: number): number {
   return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] ?? 0;
 }
 
-async function migrate(name: string, cluster: string, destination: string): Promise<any> {
-  const created = await call(proxy(), masters, 'POST', MIGRATIONS, { apiVersion: 'migration.kcp.io/v1alpha1', kind: 'LogicalClusterMigration', metadata: { name }, spec: { logicalCluster: cluster, destinationShard: destination } });
+async function migrate(name: string, cluster: string, destination: string, includeSubtree = false): Promise<any> {
+  const created = await call(proxy(), masters, 'POST', MIGRATIONS, { apiVersion: 'migration.kcp.io/v1alpha1', kind: 'LogicalClusterMigration', metadata: { name }, spec: { logicalCluster: cluster, destinationShard: destination, ...(includeSubtree ? { includeSubtree } : {}) } });
   assert.equal(created.status, 201, created.body);
   return eventually(`migration ${name} done`, async () => {
     const r = await call(proxy(), masters, 'GET', `${MIGRATIONS}/${name}`);
@@ -274,4 +274,28 @@ test('a Shard annotated kcp-ts.io/drain=true gets no new workspaces and its logi
   }
   const unpatched = await call(proxy(), masters, 'PATCH', shardPath, { metadata: { annotations: { 'kcp-ts.io/drain': null } } }, { 'content-type': 'application/merge-patch+json' });
   assert.equal(unpatched.status, 200, unpatched.body);
+});
+
+test('includeSubtree moves a workspace and its child workspaces', async () => {
+  assert.equal((await call(proxy(), admin, 'POST', `/clusters/root:moving${WS}`, { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name: 'kid' } })).status, 201);
+  const kid = await eventually('kid Ready', async () => {
+    const r = await call(proxy(), admin, 'GET', `/clusters/root:moving${WS}/kid`);
+    return r.json?.status?.phase === 'Ready' && r.json;
+  }, 30_000);
+  const kidCluster: string = kid.spec.cluster;
+  assert.equal((await call(proxy(), admin, 'POST', '/clusters/root:moving:kid/api/v1/namespaces/default/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'in-kid' } })).status, 201);
+  const parent = (await call(proxy(), admin, 'GET', `/clusters/root${WS}/moving`)).json;
+  const to = parent.metadata.annotations['core.kcp.io/shard'] === 'root' ? 'shard-1' : 'root';
+  // The child starts on the other shard than the destination, so that it has to move.
+  if (kid.metadata.annotations['core.kcp.io/shard'] === to) await migrate('kid-away', kidCluster, to === 'root' ? 'shard-1' : 'root');
+  await migrate('tree', parent.spec.cluster, to, true);
+  const child = await eventually('the child migration completed', async () => {
+    const r = await call(proxy(), masters, 'GET', `${MIGRATIONS}?labelSelector=kcp-ts.io/parent-migration%3Dtree`);
+    return r.json?.items?.length === 1 && r.json.items[0].status?.phase === 'Completed' && r.json.items[0];
+  }, 60_000);
+  assert.equal(child.spec.logicalCluster, kidCluster);
+  assert.equal((await call(proxy(), admin, 'GET', `/clusters/root:moving${WS}/kid`)).json.metadata.annotations['core.kcp.io/shard'], to);
+  assert.equal((await call(proxy(), admin, 'GET', `/clusters/root${WS}/moving`)).json.metadata.annotations['core.kcp.io/shard'], to);
+  const cm = await call(proxy(), admin, 'GET', '/clusters/root:moving:kid/api/v1/namespaces/default/configmaps/in-kid');
+  assert.equal(cm.status, 200, cm.body);
 });

@@ -4,7 +4,7 @@
  * (github kcp-dev/kcp config/crds/migration.kcp.io_logicalclustermigrations.yaml, Apache-2.0,
  * copyright The KCP Authors), which kcp serves behind its `LogicalClusterMigration` feature gate
  * through an APIExport. kcp-ts serves it as a system resource and acts on the objects in the
- * `root` workspace (src/shards/migration.ts). Its status carries kcp's `originShard`,
+ * `root` workspace (src/shards/migration.ts); `spec.includeSubtree` is kcp-ts's. Its status carries kcp's `originShard`,
  * `entriesCopied` and conditions, and what kcp-ts measures: `writePauseMilliseconds`,
  * `objectsPerSecond`.
  */
@@ -53,6 +53,7 @@ export const MIGRATION_CRDS: KubeObject[] = [{
               properties: {
                 destinationShard: { type: 'string', minLength: 1, description: 'destinationShard is the name of the shard to migrate the logical cluster to.' },
                 logicalCluster: { type: 'string', minLength: 1, description: 'logicalCluster is the name of the logical cluster to migrate.' },
+                includeSubtree: { type: 'boolean', description: 'includeSubtree migrates, after this logical cluster, the logical clusters of its child workspaces (and theirs) to the same shard, each by a LogicalClusterMigration of its own. A kcp-ts field; kcp migrates each workspace separately.' },
               },
               'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'spec is immutable' }],
             },
