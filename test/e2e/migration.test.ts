@@ -299,3 +299,24 @@ test('includeSubtree moves a workspace and its child workspaces', async () => {
   const cm = await call(proxy(), admin, 'GET', '/clusters/root:moving:kid/api/v1/namespaces/default/configmaps/in-kid');
   assert.equal(cm.status, 200, cm.body);
 });
+
+test('a migration that cannot run fails with a reason: an unknown shard, the root logical cluster', async () => {
+  const ws = (await call(proxy(), admin, 'GET', `/clusters/root${WS}/moving`)).json;
+  for (const [name, spec, reason] of [
+    ['bad-shard', { logicalCluster: ws.spec.cluster, destinationShard: 'nope' }, 'UnknownShard'],
+    ['bad-root', { logicalCluster: 'root', destinationShard: 'shard-1' }, 'Invalid'],
+  ] as const) {
+    assert.equal((await call(proxy(), masters, 'POST', MIGRATIONS, { apiVersion: 'migration.kcp.io/v1alpha1', kind: 'LogicalClusterMigration', metadata: { name }, spec })).status, 201);
+    const failed = await eventually(`${name} Failed`, async () => {
+      const r = await call(proxy(), masters, 'GET', `${MIGRATIONS}/${name}`);
+      return r.json?.status?.phase === 'Failed' && r.json;
+    }, 20_000);
+    assert.equal(failed.status.conditions.find((c: any) => c.type === 'Completed')?.reason, reason);
+  }
+  // The spec is immutable, and required.
+  const patched = await call(proxy(), masters, 'PATCH', `${MIGRATIONS}/bad-shard`, { spec: { destinationShard: 'root' } }, { 'content-type': 'application/merge-patch+json' });
+  assert.equal(patched.status, 422, patched.body);
+  assert.equal((await call(proxy(), masters, 'POST', MIGRATIONS, { apiVersion: 'migration.kcp.io/v1alpha1', kind: 'LogicalClusterMigration', metadata: { name: 'empty' }, spec: {} })).status, 422);
+  // The workspace is still served where it was.
+  assert.equal((await call(proxy(), admin, 'GET', CMS)).status, 200);
+});
