@@ -170,22 +170,24 @@ test('a logical cluster moves to the other shard while it is written 200 times a
   agent.destroy();
 
   const inf = informer(admin);
-  const w = writer(admin, 'live', 200);
+  let w: ReturnType<typeof writer> | undefined;
   let t0 = 0;
   let migrated = 0;
   let done: any;
   try {
-    await eventually('informer listed', async () => inf.stats.lists > 0, 10_000);
+    await eventually('informer listed', async () => inf.stats.lists > 0, 60_000);
+    w = writer(admin, 'live', 200);
     await sleep(1000);
     t0 = Date.now();
     done = await migrate('move-1', cluster, destination);
     migrated = Date.now();
     await sleep(1000);
   } finally {
-    await w.stop();
-    await eventually('informer caught up', async () => inf.state.size === 2001 + w.acked.size, 10_000).catch(() => undefined);
+    await w?.stop();
+    await eventually('informer caught up', async () => inf.state.size === 2001 + (w?.acked.size ?? 0), 30_000).catch(() => undefined);
     await inf.stop();
   }
+  assert.ok(w);
 
   // Every acknowledged write is there, served by the destination.
   assert.deepEqual(w.failures, [], 'no write was refused or failed');
