@@ -51,10 +51,15 @@ export function logicalClusterKey(cluster: string): string { return `core.kcp.io
 /** Annotation with the shard a logical cluster (and its Workspace) is on (kcp `LogicalClusterShardAnnotationKey`). */
 const SHARD_ANNOTATION = 'core.kcp.io/shard';
 
-/** Largest page of a snapshot, in bytes of JSON (the shards' answers may be 64 MiB). */
-const SNAPSHOT_PAGE_BYTES = 8 * 1024 * 1024;
-/** Largest import request, in bytes of JSON (the shards take bodies up to 3 MiB). */
-const IMPORT_BATCH_BYTES = 2 * 1024 * 1024;
+/**
+ * Largest page of a snapshot, in bytes of JSON (1 MiB): small pages keep each step of the copy
+ * short, so the shards' own requests interleave with it.
+ */
+const SNAPSHOT_PAGE_BYTES = 1024 * 1024;
+/** Largest import request, in bytes of JSON (256 KiB; the shards take bodies up to 3 MiB). */
+const IMPORT_BATCH_BYTES = 256 * 1024;
+/** Pause between two import requests of the bulk copy and catch-up (ms): clients' requests go first. */
+const COPY_YIELD_MS = 5;
 /** A snapshot not read on for this long is dropped (ms). */
 const SNAPSHOT_TTL_MS = 10 * 60_000;
 /** Catch-up rounds end when a round copied at most this many changes (the cutover copies the rest). */
@@ -400,7 +405,10 @@ export class MigrationCoordinator {
       let revision = 0;
       let lcJson: string | null = null;
       const send = async (items: ImportItem[], finalize?: { leastRevision: number }) => {
+        const cutover = finalize !== undefined;
         for (const batch of batches(items)) {
+          // Not in the cutover: there every millisecond is the clients' pause.
+          if (!cutover) await new Promise((r) => setTimeout(r, COPY_YIELD_MS));
           await this.call(to, cluster, 'import', finalize ? { items: batch, finalize } : { items: batch });
           finalize = undefined; // the marker goes with the first batch
         }
