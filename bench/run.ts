@@ -44,6 +44,7 @@ import { protobufCodecBench } from './protobuf.js';
 import { flowControlCostBench } from './flowcontrol.js';
 import { protobufServingBench } from './protobufserving.js';
 import { backupBench } from './backup.js';
+import { migrateBench } from './migrate.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS = join(BENCH_DIR, 'results.json');
@@ -665,6 +666,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   operator: () => instanceScenario('operator', operatorBench),
   // kcp-ts backup and restore of 100,000 ConfigMaps, the CLI as a child process (bench/backup.ts; needs npm run build).
   backup: () => instanceScenario('backup', backupBench),
+  // Live migration of a logical cluster between two shards under 200 writes/s (bench/migrate.ts; needs npm run build).
+  migrate: () => instanceScenario('migrate', migrateBench),
   // The syncer between a shard and a real kube-apiserver: spec down, status up, memory (bench/syncer.ts; needs test/tools/build.sh).
   syncer: () => instanceScenario('syncer', syncerBench),
 };

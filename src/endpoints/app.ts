@@ -2,7 +2,7 @@
  * The Fastify application of a shard — kube-apiserver's `DefaultBuildHandlerChain`
  * (k8s.io/apiserver/pkg/server/config.go) as one module per concern:
  *
- *   audit (hooks) → authentication (hook) → request info → workspace access → impersonation →
+ *   audit (hooks) → authentication (hook) → request info → migration fence → workspace access → impersonation →
  *   resource → priority and fairness → authorization → timeout → handler of the verb
  *
  * Audit and authentication are Fastify hooks, since they apply to every route (probes and
@@ -22,13 +22,14 @@ import { withResource } from './filters/resource.js';
 import { withPriorityAndFairness } from './filters/flowcontrol.js';
 import { withTimeout } from './filters/timeout.js';
 import { withWorkspaceAccess } from './filters/workspaceaccess.js';
+import { withMigrationFence } from './filters/migration.js';
 import { serveRequest } from './handlers/index.js';
 import { serveHealth } from './handlers/nonresource.js';
 import { HEALTH_ENDPOINTS } from '../server/health.js';
 import { createServingServer, type AnyRequest, type AnyResponse } from '../server/serving.js';
 
 /** The filters of the API paths, outermost first. */
-export const DEFAULT_FILTERS: readonly Filter[] = [withRequestInfo, withWorkspaceAccess, withImpersonation, withResource, withPriorityAndFairness, withAuthorization, withTimeout];
+export const DEFAULT_FILTERS: readonly Filter[] = [withRequestInfo, withMigrationFence, withWorkspaceAccess, withImpersonation, withResource, withPriorityAndFairness, withAuthorization, withTimeout];
 
 /**
  * Builds the Fastify app (not listening). `https` holds the TLS options; the server speaks HTTP/2

@@ -4,6 +4,7 @@
  * `Handler` answers a request, a `Filter` wraps the next handler (kube-apiserver's
  * `DefaultBuildHandlerChain`, k8s.io/apiserver/pkg/server/config.go).
  */
+import type { ClusterFences } from '../storage/migration.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
@@ -88,6 +89,11 @@ export interface AppContext {
    * absent: no limit.
    */
   flowControl?: RequestFilter;
+  /**
+   * Logical clusters this shard is handing over to another shard or has handed over
+   * (src/storage/migration.ts, filters/migration.ts); absent: no fences.
+   */
+  migrationFences?: ClusterFences;
 }
 
 declare module 'fastify' {

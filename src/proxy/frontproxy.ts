@@ -26,6 +26,7 @@ import type { JWTAuthenticators } from '../auth/oidc.js';
 import type { UserInfo } from '../registry/store.js';
 import type { Connection } from '../client/rest.js';
 import { ShardDirectory } from '../shards/directory.js';
+import { MIGRATION_HEADER } from '../storage/migration.js';
 import { ROOT } from '../tenancy/paths.js';
 import { answerHealth, healthEndpointOf, type HealthCheck } from '../server/health.js';
 import { connectionOf, createServingServer, type AnyRequest, type AnyResponse, type ServingServer } from '../server/serving.js';
@@ -130,6 +131,8 @@ interface Exchange {
   destroy(): void;
   /** `done` once the exchange is over: `finished` when the whole answer went out. */
   onClose(done: (finished: boolean) => void): void;
+  /** Whether the client went away (or the answer was sent). */
+  readonly closed: boolean;
 }
 
 function http1Exchange(req: AnyRequest, res: AnyResponse): Exchange {
@@ -141,6 +144,7 @@ function http1Exchange(req: AnyRequest, res: AnyResponse): Exchange {
     start(status, headers) { res.writeHead(status, headers); (res as ServerResponse).flushHeaders(); return res as NodeJS.WritableStream; },
     destroy() { res.destroy(); },
     onClose(done) { res.once('close', () => done(res.writableFinished)); },
+    get closed() { return res.destroyed || res.writableEnded; },
   };
 }
 
@@ -157,6 +161,7 @@ function http2Exchange(stream: ServerHttp2Stream, headers: Http2Headers): Exchan
     start(status, out) { stream.respond({ ...out, [h2.HTTP2_HEADER_STATUS]: status }); return stream; },
     destroy() { stream.close(h2.NGHTTP2_INTERNAL_ERROR); },
     onClose(done) { stream.once('close', () => done(stream.writableFinished)); },
+    get closed() { return stream.destroyed || stream.closed; },
   };
 }
 
@@ -269,7 +274,18 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
     }
     headers[h2.HTTP2_HEADER_METHOD] = ex.method;
     headers[h2.HTTP2_HEADER_PATH] = url;
-    const hasBody = ex.body !== undefined;
+    forward(ex, shard, headers, segment === undefined ? undefined : { segment, until: Date.now() + MIGRATION_HOLD_MS });
+  }
+
+  /**
+   * Sends the request to `shard` and streams the answer back. With `hold` (a request for a
+   * logical cluster), an answer saying the logical cluster is being migrated or has moved
+   * ({@link MIGRATION_HEADER}) is not passed on: the request is sent again, its body replayed
+   * from memory, once the index places the logical cluster elsewhere (or after a short wait, in
+   * case the migration was abandoned), until `hold.until`.
+   */
+  function forward(ex: Exchange, shard: { name: string; baseURL: string }, headers: Http2OutgoingHeaders, hold: { segment: string; until: number; body?: Buffer } | undefined): void {
+    const hasBody = hold?.body !== undefined || ex.body !== undefined;
     const name = shard.name;
     let upstream: ClientHttp2Stream;
     try {
@@ -280,12 +296,39 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
     }
     // The client went away (or reset its stream): the shard's stream is cancelled with it.
     ex.onClose((finished) => { if (!finished && !upstream.closed) upstream.close(h2.NGHTTP2_CANCEL); });
-    if (ex.body) ex.body.pipe(upstream);
-    upstream.on('error', (err) => { if (!ex.headersSent) answer(ex, unavailable(name, err), 1); else ex.destroy(); });
+    // The body is kept (up to MAX_REPLAY_BYTES) while it streams, to send it again if the
+    // logical cluster turns out to be moving.
+    const kept: { chunks: Buffer[]; bytes: number; complete: boolean } | undefined = hold && !hold.body ? { chunks: [], bytes: 0, complete: !ex.body } : undefined;
+    if (hold?.body) upstream.end(hold.body);
+    else if (ex.body) {
+      if (kept) {
+        ex.body.on('data', (c: Buffer) => {
+          if (kept.bytes <= MAX_REPLAY_BYTES) { kept.chunks.push(c); kept.bytes += c.length; }
+        });
+        ex.body.once('end', () => { kept.complete = true; });
+      }
+      ex.body.pipe(upstream);
+    }
+    let handedOver = false;
+    upstream.on('error', (err) => { if (handedOver) return; if (!ex.headersSent) answer(ex, unavailable(name, err), 1); else ex.destroy(); });
     upstream.once('response', (head: Http2Headers) => {
-      const out: Record<string, string | string[]> = {};
-      for (const [k, v] of Object.entries(head)) if (v !== undefined && !DROPPED_RESPONSE.test(k)) out[k] = v;
       const status = Number(head[h2.HTTP2_HEADER_STATUS]);
+      const replayable = hold && (hold.body !== undefined || (kept!.complete && kept!.bytes <= MAX_REPLAY_BYTES));
+      if (status === 429 && head[MIGRATION_HEADER] !== undefined && hold && replayable && Date.now() < hold.until) {
+        handedOver = true;
+        upstream.close(h2.NGHTTP2_CANCEL);
+        const body = hold.body ?? (ex.body ? Buffer.concat(kept!.chunks) : undefined);
+        void directory.moved(hold.segment, name, Math.min(MIGRATION_RECHECK_MS, hold.until - Date.now())).then(() => {
+          if (ex.closed) return;
+          const loc = directory.locate(hold.segment);
+          const next = loc && directory.get(loc.shard);
+          if (!next) { answer(ex, workspaceAccessDenied(hold.segment)); return; }
+          forward(ex, next, headers, { ...hold, body });
+        });
+        return;
+      }
+      const out: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(head)) if (v !== undefined && !DROPPED_RESPONSE.test(k) && k !== MIGRATION_HEADER) out[k] = v;
       const length = head['content-length'];
       if (length === undefined || Number(length) > PROXY_BUFFER_BYTES) {
         // Streamed (a watch, or a large answer such as a big LIST): the headers now, then the
@@ -336,6 +379,20 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
  * 64 MiB), so stalled streams cannot exhaust it (kube sizes its upload buffers the same way).
  */
 export const UPSTREAM_STREAM_WINDOW_BYTES = 64 * 1024;
+
+/**
+ * Longest the front-proxy holds a request for a logical cluster that is being migrated (ms): a
+ * cutover takes well under a second; past this the shard's 429 (with `Retry-After`) goes to the
+ * client.
+ */
+export const MIGRATION_HOLD_MS = 10_000;
+/** How long a held request waits for the index to move before it asks the same shard again (ms). */
+export const MIGRATION_RECHECK_MS = 250;
+/**
+ * Largest request body kept to be sent again after a migration's cutover (3 MiB, the shards'
+ * body limit); a larger one is not held, its client gets the 429.
+ */
+export const MAX_REPLAY_BYTES = 3 * 1024 * 1024;
 
 /** The 503 for a shard that cannot be reached. */
 function unavailable(shard: string, err: unknown): StatusError {

@@ -33,6 +33,8 @@ import { bootstrapShard, type ShardURLs } from './bootstrap.js';
 import { RestClient } from '../client/rest.js';
 import { ShardDirectory, shardInfoOf, type ShardInfo } from '../shards/directory.js';
 import { registerShard } from '../shards/registration.js';
+import { MigrationCoordinator, registerMigrationEndpoints } from '../shards/migration.js';
+import { ClusterFences } from '../storage/migration.js';
 import { kcpResources } from '../apis/kcp/index.js';
 import { LOGICAL_CLUSTERS_GR, LogicalClusterIndex } from '../tenancy/index.js';
 import { WorkspaceTypeResolver } from '../tenancy/workspacetypes.js';
@@ -403,6 +405,10 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       try { await abortable(waitForRedis(probe, queueRedisUrl), signal); } finally { probe.disconnect(); }
     }
     checkpoint();
+    // Logical clusters being migrated away, or moved away (src/storage/migration.ts).
+    const fences = new ClusterFences();
+    await fences.load(storage.client, storage.keys);
+    storage.fences = fences;
     const cache = new WatchCache(storage.client, new ShardKeys(shard), { historySize: options.watchHistorySize });
     cleanups.push(() => cache.stop());
     await cache.start();
@@ -659,11 +665,12 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         terminatingworkspaces: lifecycleVirtualWorkspace(TERMINATING, { cache, registry, backend, resolvePath, authorizeIn }),
         syncer: syncerVirtualWorkspace({ cache, registry, backend, resolvePath, authorizeIn }),
       },
-      logger: options.logger, audit, requestTimeoutMs: options.requestTimeoutMs, flowControl,
+      logger: options.logger, audit, requestTimeoutMs: options.requestTimeoutMs, flowControl, migrationFences: fences,
     }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: requestHeader ? [pki.ca.certPem, requestHeader.clientCA] : pki.ca.certPem },
     { http2MaxStreamsPerConnection: options.http2MaxStreamsPerConnection });
     cleanups.unshift(() => app.close());
     if (options.logger) warn = (m) => app.log.warn(m);
+    registerMigrationEndpoints(app, { storage, cache, fences });
 
     await app.listen({ port: options.securePort ?? 6443, host: bindAddress });
     checkpoint();
@@ -714,6 +721,16 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       cleanups.unshift(controllers.stop);
       prepareLogicalCluster = controllers.prepareLogicalCluster;
       checkpoint();
+    }
+
+    if (isRoot) {
+      // The LogicalClusterMigrations of the root workspace (src/shards/migration.ts).
+      const selfClient = new RestClient({ ...shardCredentials, url }, 4);
+      const coordinator = new MigrationCoordinator({
+        self: shard, cache, migrations: storeOf('logicalclustermigrations', 'migration.kcp.io'), scope: masters, directory, selfClient,
+        holds: (cluster) => index.get(cluster) !== undefined, localClusters: () => cache.clustersOf(LOGICAL_CLUSTERS_GR), log: (m) => warn(m),
+      });
+      cleanups.unshift(async () => { coordinator.stop(); selfClient.close(); });
     }
 
     const kubeconfigPath = managed ? writeAdminKubeconfig(root, url, managed) : '';

@@ -250,7 +250,14 @@ class ActiveWatch implements CacheWatcher {
     return frame.length;
   }
 
-  onTerminate(): void { this.end(); }
+  onTerminate(status?: Record<string, unknown>): void {
+    // Written behind events still being prepared, so it is the last thing the client reads.
+    if (status && !this.ended) {
+      if (this.queue) { this.after([], () => { this.emit(() => this.req.encoder.error(status)); this.end(); }); return; }
+      this.emit(() => this.req.encoder.error(status));
+    }
+    this.end();
+  }
 
   end(): void {
     if (this.ended) return;

@@ -27,7 +27,22 @@ export interface ShardInfo {
   externalURL: string;
   virtualWorkspaceURL: string;
   labels: Record<string, string>;
+  /**
+   * Annotated {@link UNSCHEDULABLE_ANNOTATION} (kcp's): no new workspace is scheduled onto it;
+   * its logical clusters stay until they are migrated (src/shards/migration.ts).
+   */
+  unschedulable: boolean;
+  /** Annotated {@link DRAIN_ANNOTATION}: its logical clusters are being migrated away. */
+  draining: boolean;
 }
+
+/** Annotation of a Shard that takes it out of workspace scheduling (kcp `kcp.io/unschedulable`). */
+export const UNSCHEDULABLE_ANNOTATION = 'kcp.io/unschedulable';
+/**
+ * Annotation of a Shard (value `true`) whose logical clusters are migrated to the other shards
+ * (src/shards/migration.ts); it is unschedulable too. kcp has no such annotation.
+ */
+export const DRAIN_ANNOTATION = 'kcp-ts.io/drain';
 
 /** Where a logical cluster lives. */
 export interface ClusterLocation {
@@ -61,6 +76,9 @@ export function shardInfoOf(obj: KubeObject): ShardInfo {
   return {
     name: obj.metadata.name!, baseURL, externalURL: spec.externalURL || baseURL,
     virtualWorkspaceURL: spec.virtualWorkspaceURL || baseURL, labels: { ...(obj.metadata.labels ?? {}) },
+    unschedulable: (obj.metadata.annotations?.[UNSCHEDULABLE_ANNOTATION] !== undefined && obj.metadata.annotations[UNSCHEDULABLE_ANNOTATION] !== 'false')
+      || obj.metadata.annotations?.[DRAIN_ANNOTATION] === 'true',
+    draining: obj.metadata.annotations?.[DRAIN_ANNOTATION] === 'true',
   };
 }
 
@@ -152,6 +170,11 @@ export class ShardDirectory {
     return this.byPath.get(pathOrName) ?? this.byName.get(pathOrName);
   }
 
+  /** The logical clusters known on another shard `shard`. */
+  clustersOn(shard: string): ClusterLocation[] {
+    return [...this.byName.values()].filter((l) => l.shard === shard);
+  }
+
   /** Number of logical clusters known on other shards. */
   get size(): number { return this.byName.size; }
 
@@ -181,6 +204,20 @@ export class ShardDirectory {
   /** A client for a shard's base URL, with the instance's shard credentials. */
   client(shard: string): RestClient | undefined {
     return this.watched.get(shard)?.client;
+  }
+
+  /**
+   * Resolves once `pathOrName` is placed on a shard other than `from` (a migration's cutover
+   * reached this index), or after `timeoutMs`; true when it moved.
+   */
+  moved(pathOrName: string, from: string, timeoutMs: number): Promise<boolean> {
+    const elsewhere = () => { const loc = this.locate(pathOrName); return loc !== undefined && loc.shard !== from; };
+    if (elsewhere()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (moved: boolean) => { clearTimeout(timer); unsubscribe(); resolve(moved); };
+      const timer = setTimeout(() => done(false), Math.max(0, timeoutMs));
+      const unsubscribe = this.subscribe((what) => { if (what.location && elsewhere()) done(true); });
+    });
   }
 
   /** Calls `listener` on every later change (as `onChange`); returns the function that unsubscribes. */

@@ -26,6 +26,7 @@ import { Cluster } from 'ioredis';
 import type { Writable } from 'node:stream';
 import { ShardKeys } from './keys.js';
 import { scanKeys, type RedisClient } from './redis.js';
+import { MIGRATED_EVENT } from './migration.js';
 import {
   BACKUP_FORMAT_VERSION, BACKUP_KIND, BACKUP_MAGIC, BackupFileError, encodeFrame, filePayload, FrameType, putPayload, readFrames,
   type BackupHeader, type BackupTrailer,
@@ -179,15 +180,22 @@ export async function backupShard(client: RedisClient, options: BackupOptions): 
     let expect = scanRevision + 1;
     while (expect <= revision) {
       const entries = await client.xrange(keys.events, `${expect}-0`, `${revision}-0`, 'COUNT', 1000);
-      if (!entries.length || Number(entries[0]![0].split('-')[0]) !== expect) {
+      const isJumpFrom = (fields: string[], from: number) => fields[1] === MIGRATED_EVENT && fields[fields.indexOf('p') + 1] === String(from);
+      if (!entries.length || (Number(entries[0]![0].split('-')[0]) !== expect && !isJumpFrom(entries[0]![1], expect - 1))) {
         throw new Error(`the watch stream no longer holds revision ${expect}: more writes happened during the backup (${revision - scanRevision}) than the stream keeps; retry when the shard is quieter or raise its stream length`);
       }
       for (const [id, fields] of entries) {
-        if (Number(id.split('-')[0]) !== expect) throw new Error(`the watch stream has a gap at revision ${expect}`);
+        // A migration marker (src/storage/migration.ts) moves the counter on: the revisions it
+        // jumps over were never handed out here.
+        if (Number(id.split('-')[0]) !== expect && !isJumpFrom(fields, expect - 1)) {
+          throw new Error(`the watch stream has a gap at revision ${expect}`);
+        }
+        expect = Number(id.split('-')[0]);
         let type = ''; let key = ''; let json = '';
         for (let i = 0; i < fields.length; i += 2) {
           if (fields[i] === 't') type = fields[i + 1]!; else if (fields[i] === 'k') key = fields[i + 1]!; else if (fields[i] === 'o') json = fields[i + 1]!;
         }
+        if (type === MIGRATED_EVENT) { expect++; continue; } // a logical cluster migrated in: no object changed
         if (!type || !key) throw new Error(`the watch stream's event at revision ${expect} is malformed`);
         if (type === 'DELETED') {
           await frame(FrameType.delete, Buffer.from(key, 'utf8'));

@@ -8,6 +8,7 @@
  * - `{shard}:restoring`        present while a restore writes the shard (docs/backup.md): a shard
  *                              refuses to start on a half-restored keyspace
  * - `{shard}:restored`         which backup the keyspace was restored from (JSON)
+ * - `{shard}:floors`, `{shard}:moved`  logical clusters migrated in / away (./migration.ts)
  *
  * The object key mirrors kcp's etcd layout (`/<group>/<resource>/<cluster>/[<namespace>/]<name>`,
  * see kcp docs "etcd structure"), with `core` standing for the empty group.

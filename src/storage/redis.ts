@@ -7,6 +7,7 @@ import { ShardKeys } from './keys.js';
 import { COMMIT_SCRIPT, WRITE_SCRIPT } from './scripts.js';
 import { unavailable } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
+import type { ClusterFences } from './migration.js';
 
 /** Placeholder written where the revision goes; cannot occur in validated metadata before it. */
 const RV_SLOT = '\u0000rv\u0000';
@@ -159,6 +160,11 @@ export class RedisStorage {
   readonly keys: ShardKeys;
   readonly client: RedisClient;
   private readonly maxLen: string;
+  /**
+   * Logical clusters being migrated away (src/storage/migration.ts): writes to a fenced one are
+   * refused with 429, and a fence waits for the writes running when it was set.
+   */
+  fences: ClusterFences | undefined;
 
   constructor(readonly options: RedisStorageOptions) {
     this.keys = new ShardKeys(options.shard);
@@ -170,6 +176,9 @@ export class RedisStorage {
     this.client.defineCommand('kcpCommit', { lua: COMMIT_SCRIPT });
     this.maxLen = String(options.streamMaxLen ?? 100_000);
   }
+
+  /** Approximate number of watch events kept in the stream. */
+  get streamMaxLen(): number { return Number(this.maxLen); }
 
   /** Resolves once connected (rejects after `timeoutMs`). */
   async ready(timeoutMs = 10_000): Promise<void> {
@@ -214,6 +223,11 @@ export class RedisStorage {
    * (for delete: the object's final state, which the DELETED event carries).
    */
   async write(op: 'create' | 'update' | 'delete', objectKey: string, obj: KubeObject, expectedRv = ''): Promise<WriteResult> {
+    if (this.fences) return this.fences.track([objectKey], () => this.writeNow(op, objectKey, obj, expectedRv));
+    return this.writeNow(op, objectKey, obj, expectedRv);
+  }
+
+  private async writeNow(op: 'create' | 'update' | 'delete', objectKey: string, obj: KubeObject, expectedRv: string): Promise<WriteResult> {
     const [prefix, suffix] = splitAroundRevision(obj);
     let res: [string, string?];
     try {
@@ -236,6 +250,11 @@ export class RedisStorage {
    */
   async commit(items: ReadonlyArray<CommitItem>): Promise<CommitResult> {
     if (!items.length) return { ok: true, written: [] };
+    if (this.fences) return this.fences.track(items.map((i) => i.objectKey), () => this.commitNow(items));
+    return this.commitNow(items);
+  }
+
+  private async commitNow(items: ReadonlyArray<CommitItem>): Promise<CommitResult> {
     const parts = items.map((i) => splitAroundRevision(i.obj));
     const keys = items.map((i) => this.keys.redisKey(i.objectKey));
     const args: string[] = [this.maxLen];

@@ -13,6 +13,7 @@
 import { duplicateClient, scanKeys, type RedisClient } from './redis.js';
 import { ShardKeys, parseObjectKey } from './keys.js';
 import { StatusError } from '../apimachinery/errors.js';
+import { MIGRATED_EVENT, floorsKey } from './migration.js';
 
 /** A cached object. */
 export interface CacheEntry {
@@ -56,7 +57,17 @@ export interface CacheEvent {
   type: EventType;
   entry: CacheEntry;
   prev?: CacheEntry;
+  /**
+   * The removal of a logical cluster's copy after it migrated to another shard
+   * (src/storage/migration.ts): applied to the cache, its subscribers and the wildcard watches
+   * (the shard no longer holds these objects: other shards' indexes learn it so), never sent to
+   * a watch of that logical cluster (it lives on elsewhere).
+   */
+  hidden?: boolean;
 }
+
+/** A migration marker of the stream: the revision jumps from `prev` to `rv`; `cluster` is served from `rv` on. */
+interface MigrationMarker { marker: true; rv: number; prev: number; cluster: string }
 
 /** A subscriber of live events of one resource (optionally one cluster). */
 export interface CacheWatcher {
@@ -64,8 +75,11 @@ export interface CacheWatcher {
   /** A logical cluster, or `*` for all. */
   cluster: string;
   onEvent(ev: CacheEvent): void;
-  /** Called when the cache can no longer guarantee continuity (resync): the watch must end. */
-  onTerminate(): void;
+  /**
+   * Called when the cache can no longer guarantee continuity (resync), or its logical cluster
+   * leaves the shard (`status`: the ERROR event to end with, 410 Gone): the watch must end.
+   */
+  onTerminate(status?: Record<string, unknown>): void;
 }
 
 /** Options of the cache. */
@@ -163,6 +177,11 @@ export class WatchCache {
   private ready = false;
   /** Number of objects cached. */
   size = 0;
+  /**
+   * Logical clusters migrated onto this shard → the revision from which they are served here
+   * (src/storage/migration.ts): a watch or exact list of one from an older revision is 410.
+   */
+  private floors = new Map<string, number>();
   /** Objects per resource and logical cluster (`*`: all clusters), kept with every put/remove: O(1) counts for work estimation. */
   private readonly counts = new Map<string, Map<string, number>>();
 
@@ -192,6 +211,8 @@ export class WatchCache {
 
   private async load(): Promise<void> {
     const rv0 = Number((await this.client.get(this.keys.rv)) ?? '0');
+    const floors = await this.client.hgetall(floorsKey(this.keys));
+    this.floors = new Map(Object.entries(floors).map(([c, rv]) => [c, Number(rv)]));
     this.resources.clear();
     this.counts.clear();
     this.size = 0;
@@ -212,16 +233,19 @@ export class WatchCache {
       const events = raw.reverse();
       // Only a contiguous run ending at rv0 is usable.
       let start = events.length;
-      for (let i = events.length - 1, expect = rv0; i >= 0; i--, expect--) {
+      for (let i = events.length - 1, expect = rv0; i >= 0; i--) {
         if (Number(events[i]![0].split('-')[0]) !== expect) break;
         start = i;
+        // A migration marker accounts for the revisions it jumped over.
+        const m = this.decode(events[i]![0], events[i]![1]);
+        expect = m && 'marker' in m ? m.prev : expect - 1;
       }
       // The stream holds new states only; an event's previous state is the one its object's
       // preceding event in the window made (watch filters and listAt need it).
       const last = new Map<string, CacheEntry>();
       for (const [id, fields] of events.slice(start)) {
         const ev = this.decode(id, fields);
-        if (!ev) continue;
+        if (!ev || 'marker' in ev) continue;
         if (ev.type !== 'ADDED') ev.prev = last.get(ev.entry.key) ?? (ev.type === 'DELETED' ? ev.entry : undefined);
         if (ev.type === 'DELETED') last.delete(ev.entry.key); else last.set(ev.entry.key, ev.entry);
         this.history.push(ev);
@@ -230,15 +254,19 @@ export class WatchCache {
     this.revision = rv0;
   }
 
-  private decode(id: string, fields: string[]): CacheEvent | undefined {
-    let type: EventType | undefined; let key = ''; let json = '';
+  private decode(id: string, fields: string[]): CacheEvent | MigrationMarker | undefined {
+    let type: EventType | undefined; let key = ''; let json = ''; let hidden = false; let cluster = ''; let prev = '';
     for (let i = 0; i < fields.length; i += 2) {
       const f = fields[i]; const v = fields[i + 1]!;
       if (f === 't') type = v as EventType; else if (f === 'k') key = v; else if (f === 'o') json = v;
+      else if (f === 'h') hidden = true; else if (f === 'c') cluster = v; else if (f === 'p') prev = v;
     }
-    if (!type || !key) return undefined;
     const rv = Number(id.slice(0, id.indexOf('-')));
-    return { rv, type, entry: makeEntry(key, json, rv) };
+    if ((type as string) === MIGRATED_EVENT) return { marker: true, rv, prev: Number(prev), cluster };
+    if (!type || !key) return undefined;
+    const ev: CacheEvent = { rv, type, entry: makeEntry(key, json, rv) };
+    if (hidden) ev.hidden = true;
+    return ev;
   }
 
   private put(entry: CacheEntry): CacheEntry | undefined {
@@ -286,6 +314,13 @@ export class WatchCache {
           for (const [id, fields] of entries) {
             const ev = this.decode(id, fields);
             if (!ev) continue;
+            if ('marker' in ev) {
+              if (ev.prev !== this.revision) { await this.resync(); break; }
+              this.floors.set(ev.cluster, ev.rv);
+              this.revision = ev.rv;
+              this.resolveWaiters();
+              continue;
+            }
             if (ev.rv !== this.revision + 1) { await this.resync(); break; }
             this.apply(ev);
           }
@@ -317,7 +352,7 @@ export class WatchCache {
     for (const l of this.listeners) l(ev);
     const byCluster = this.watchers.get(ev.entry.groupResource);
     if (byCluster) {
-      const a = byCluster.get(ev.entry.cluster);
+      const a = ev.hidden ? undefined : byCluster.get(ev.entry.cluster);
       if (a) for (const w of a) w.onEvent(ev);
       const all = byCluster.get('*');
       if (all) for (const w of all) w.onEvent(ev);
@@ -431,6 +466,7 @@ export class WatchCache {
    * state (loaded at start-up, its object's prior write older than the window).
    */
   listAt(groupResource: string, cluster: string, namespace: string | undefined, rv: number): readonly CacheEntry[] {
+    this.checkFloor(cluster, rv, 'The resourceVersion for the provided list is too old.');
     const now = this.list(groupResource, cluster, namespace);
     if (rv >= this.revision) return now;
     if (rv < this.oldestResumableRevision) {
@@ -459,13 +495,14 @@ export class WatchCache {
    */
   addWatcher(w: CacheWatcher, fromRv?: number): CacheEvent[] {
     let replay: CacheEvent[] = [];
+    if (fromRv !== undefined) this.checkFloor(w.cluster, fromRv, `too old resource version: ${fromRv} (${this.floors.get(w.cluster)})`);
     if (fromRv !== undefined && fromRv < this.revision) {
       if (fromRv < this.oldestResumableRevision) {
         throw new StatusError(410, 'Expired', `too old resource version: ${fromRv} (${this.oldestResumableRevision})`);
       }
       let i = this.history.length;
       while (i > 0 && this.history[i - 1]!.rv > fromRv) i--;
-      replay = this.history.slice(i).filter((ev) => ev.entry.groupResource === w.groupResource && (w.cluster === '*' || ev.entry.cluster === w.cluster));
+      replay = this.history.slice(i).filter((ev) => (!ev.hidden || w.cluster === '*') && ev.entry.groupResource === w.groupResource && (w.cluster === '*' || ev.entry.cluster === w.cluster));
     }
     let byCluster = this.watchers.get(w.groupResource);
     if (!byCluster) { byCluster = new Map(); this.watchers.set(w.groupResource, byCluster); }
@@ -492,6 +529,60 @@ export class WatchCache {
   subscribe(listener: (ev: CacheEvent | undefined) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * 410 Expired when `cluster` migrated onto this shard after revision `rv`: `rv` was handed out
+   * by another shard (or before the logical cluster lived here) and is no position in this
+   * shard's history (src/storage/migration.ts).
+   */
+  private checkFloor(cluster: string, rv: number, message: string): void {
+    if (cluster === '*') return;
+    const floor = this.floors.get(cluster);
+    if (floor !== undefined && rv < floor) throw new StatusError(410, 'Expired', message);
+  }
+
+  /** The revision from which a logical cluster migrated onto this shard is served here, if it did. */
+  floorOf(cluster: string): number | undefined { return this.floors.get(cluster); }
+
+  /**
+   * Every object of one logical cluster, all resources, as of {@link currentRevision} (taken
+   * synchronously: a consistent snapshot). The entries are immutable.
+   */
+  snapshotCluster(cluster: string): { revision: number; entries: CacheEntry[] } {
+    const entries: CacheEntry[] = [];
+    for (const clusters of this.resources.values()) {
+      const namespaces = clusters.get(cluster);
+      if (!namespaces) continue;
+      for (const ns of namespaces.values()) for (const e of ns.byName.values()) entries.push(e);
+    }
+    return { revision: this.revision, entries };
+  }
+
+  /**
+   * The applied events of one logical cluster after revision `rv`, in order, with the revision
+   * they reach; undefined when the history no longer reaches back to `rv` (copy again).
+   */
+  eventsSince(cluster: string, rv: number): { revision: number; events: CacheEvent[] } | undefined {
+    if (rv < this.oldestResumableRevision) return undefined;
+    let i = this.history.length;
+    while (i > 0 && this.history[i - 1]!.rv > rv) i--;
+    return { revision: this.revision, events: this.history.slice(i).filter((ev) => ev.entry.cluster === cluster) };
+  }
+
+  /**
+   * Ends every watch of one logical cluster (not the wildcard ones) with an ERROR event carrying
+   * `status` (its logical cluster is leaving the shard). Returns how many ended.
+   */
+  terminateCluster(cluster: string, status: Record<string, unknown>): number {
+    let n = 0;
+    for (const byCluster of this.watchers.values()) {
+      const set = byCluster.get(cluster);
+      if (!set) continue;
+      byCluster.delete(cluster);
+      for (const w of set) { w.onTerminate(status); n++; }
+    }
+    return n;
   }
 
   /** Removes a watcher. */

@@ -14,10 +14,11 @@ import { descriptorsForCRD } from '../../apiextensions/customresources.js';
 import { apiBindingToV1alpha1, apiBindingToV1alpha2, apiExportToV1alpha1, apiExportToV1alpha2 } from '../../apiexports/conversion.js';
 import { KCP_CRDS } from './crds.js';
 import { TMC_CRDS } from './tmccrds.js';
+import { MIGRATION_CRDS } from './migrationcrds.js';
 
 /** The plurals of kcp's resources. */
 export type KcpPlural = 'workspaces' | 'workspacetypes' | 'logicalclusters' | 'shards' | 'apiresourceschemas' | 'apiexports' | 'apiexportendpointslices' | 'apibindings'
-  | 'synctargets' | 'locations' | 'placements' | 'apiresourceimports' | 'negotiatedapiresources';
+  | 'synctargets' | 'locations' | 'placements' | 'apiresourceimports' | 'negotiatedapiresources' | 'logicalclustermigrations';
 
 /** Strategy hooks added to kcp resources' schema-based ones (validation beyond the schema), by plural. */
 export type KcpStrategies = Partial<Record<KcpPlural, Pick<ResourceStrategy, 'validate' | 'validateUpdate'>>>;
@@ -34,7 +35,7 @@ const CONVERSIONS: Record<string, { toStorage(o: KubeObject): KubeObject; fromSt
  */
 export function kcpResources(strategies: KcpStrategies = {}): ResourceDescriptor[] {
   const out: ResourceDescriptor[] = [];
-  for (const crd of [...KCP_CRDS, ...TMC_CRDS]) {
+  for (const crd of [...KCP_CRDS, ...TMC_CRDS, ...MIGRATION_CRDS]) {
     // A stable identity for the compiled-schema cache of descriptorsForCRD.
     const system = { ...crd, metadata: { ...crd.metadata, uid: `kcp-system-${crd.metadata.name}`, resourceVersion: '1' } };
     for (const d of descriptorsForCRD(system)) {

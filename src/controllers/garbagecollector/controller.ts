@@ -361,9 +361,13 @@ export function startGarbageCollector(opts: GarbageCollectorOptions): GarbageCol
   });
   // Build and subscribe in one turn of the event loop: no event falls between them.
   const initial = build();
+  // Objects of a logical cluster this shard does not hold yet — one being migrated in, its
+  // LogicalCluster object copied last (src/shards/migration.ts) — are not collected: their owners
+  // may simply not be copied yet.
+  const held = (key: string) => cache.getEntry('core.kcp.io/logicalclusters', parseObjectKey(key).cluster, '', 'cluster') !== undefined;
   const unsubscribe = cache.subscribe((ev) => {
     const keys = ev ? index.observe(ev) : build();
-    for (const k of keys) enqueue(k);
+    for (const k of keys) if (held(k)) enqueue(k);
   });
   for (const k of initial) enqueue(k);
 

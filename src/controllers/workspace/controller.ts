@@ -264,7 +264,7 @@ function here(deps: WorkspaceReconcilerDeps): { shard: string; externalURL: stri
 
 /**
  * The shard a new workspace goes to: among the instance's shards whose labels match
- * `spec.location.selector` (all without one), preferring reachable ones, one at random (kcp's
+ * `spec.location.selector` (all without one) and not unschedulable, preferring reachable ones, one at random (kcp's
  * scheduler picks at random too, which spreads workspaces evenly). Without other shards known,
  * this one. Returns kcp's message when no shard matches.
  */
@@ -272,7 +272,8 @@ function chooseShard(deps: WorkspaceReconcilerDeps, spec: WSSpec): string | { er
   const all = deps.shards?.list() ?? [];
   const selector = spec.location?.selector;
   if (!all.length) return selector ? { error: 'No available shards to schedule the workspace' } : deps.shardName;
-  let candidates = all;
+  // Shards annotated kcp.io/unschedulable take no new workspace (kcp's random scheduler skips them).
+  let candidates = all.filter((s) => !s.unschedulable);
   if (selector) {
     let parsed;
     try { parsed = labelSelectorFromMetav1(selector); } catch (err) { return { error: `invalid location selector: ${(err as Error).message}` }; }
