@@ -124,9 +124,19 @@ interface Server {
   stop(): Promise<void>;
 }
 
-/** kcp processes still running, killed on exit. */
+/** kcp processes still running, killed on exit, and the root directories of kcp-ts servers still running. */
 const kcpChildren = new Set<ChildProcess>();
-process.on('exit', () => { for (const c of kcpChildren) { try { c.kill('SIGKILL'); } catch { /* gone */ } } });
+const kcpTsRoots = new Set<string>();
+process.on('exit', () => {
+  for (const c of kcpChildren) { try { c.kill('SIGKILL'); } catch { /* gone */ } }
+  // A killed kcp-ts leaves its redis-servers (their own process group): their pid files.
+  for (const root of kcpTsRoots) {
+    for (const role of ['redis', 'redis-queue']) {
+      try { process.kill(Number(readFileSync(join(root, role, 'redis.pid'), 'utf8')), 'SIGKILL'); } catch { /* none */ }
+    }
+    rmSync(root, { recursive: true, force: true });
+  }
+});
 
 /** The flags of `kcp start` on `root` with its ports (embedded etcd's too, so nothing else on the machine collides). */
 function kcpStartArgs(root: string, ports: number[]): string[] {
@@ -182,6 +192,7 @@ async function startKcp(bin: string, timeoutMs = 180_000): Promise<Server> {
 /** Starts a compiled `kcp-ts start` on a fresh root directory. */
 async function startKcpTs(): Promise<Server> {
   const root = mkdtempSync(join(tmpdir(), 'kcpcmp-ts-'));
+  kcpTsRoots.add(root);
   const [port] = await freePorts(1);
   let p: Proc;
   try {
@@ -189,7 +200,7 @@ async function startKcpTs(): Promise<Server> {
   } catch (err) { rmSync(root, { recursive: true, force: true }); throw err; }
   return {
     name: 'kcp-ts', pid: p.child.pid!, url: p.url, kubeconfig: join(root, 'admin.kubeconfig'),
-    async stop() { await stopProc(p); rmSync(root, { recursive: true, force: true }); },
+    async stop() { await stopProc(p); rmSync(root, { recursive: true, force: true }); kcpTsRoots.delete(root); },
   };
 }
 
@@ -261,7 +272,7 @@ export async function kcpCompare(): Promise<Report> {
   if (wanted.has('startup')) {
     for (let r = 0; r < startRounds; r++) {
       for (const name of (r % 2 ? [...serverNames].reverse() : serverNames)) {
-        await waitForQuiet(25, 5000);
+        await waitForQuiet(25, 3000);
         const root = mkdtempSync(join(tmpdir(), 'kcpcmp-start-'));
         try {
           const ports = await freePorts(3);
@@ -304,7 +315,7 @@ export async function kcpCompare(): Promise<Report> {
         if (sc.name === 'workspaces' && r >= wsRounds) continue;
         const order = variants.map((_, i) => variants[(i + r) % variants.length]!);
         for (const v of order) {
-          const busyBefore = await waitForQuiet(25, 5000);
+          const busyBefore = await waitForQuiet(25, 3000);
           const self = servers[v.server]!; const other = servers[v.server === 'kcp' ? 'kcp-ts' : 'kcp'];
           const t0 = performance.now();
           const c0 = [treeCpuSeconds(self.pid), other ? treeCpuSeconds(other.pid) : NaN];
