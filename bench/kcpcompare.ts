@@ -295,7 +295,10 @@ export async function kcpCompare(): Promise<Report> {
       if (serverNames.includes('kcp')) {
         servers.kcp = await startKcp(kcpBin);
         // What it reports (its Makefile's ldflags, as test/tools/build.sh links it): v1.36.0+kcp-v0.32.3.
-        try { kcpVersion = `kcp ${String((JSON.parse((await fetchInsecure(`${servers.kcp.url}/version`)).body) as Json).gitVersion)}`; } catch { /* keep the path */ }
+        try {
+          const v = (JSON.parse((await fetchInsecure(`${servers.kcp.url}/version`)).body) as Json).gitVersion;
+          if (typeof v === 'string') kcpVersion = `kcp ${v}`;
+        } catch { /* keep the path */ }
       }
       if (serverNames.includes('kcp-ts')) servers['kcp-ts'] = await startKcpTs();
     }
