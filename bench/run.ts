@@ -35,6 +35,7 @@ import { nowMs, openWatches } from './lib/watchers.js';
 import { wsCreate, wsDelete, wsMemory, type Report } from './workspaces.js';
 import { killInstancesSync, proxyOverhead, proxyRestart, shardsWs } from './shards.js';
 import { proxyHttp2 } from './http2.js';
+import { kcpCompare } from './kcpcompare.js';
 import { operatorBench } from './operator.js';
 import { syncerBench } from './syncer.js';
 import { apisBind, apisVirtualWorkspace } from './apis.js';
@@ -640,6 +641,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'proxy-overhead': () => instanceScenario('proxy-overhead', proxyOverhead),
   'proxy-restart': () => instanceScenario('proxy-restart', proxyRestart),
   'proxy-h2': () => instanceScenario('proxy-h2', proxyHttp2),
+  // kcp v0.32.3 (test/tools/build.sh --kcp) and kcp-ts over HTTP/2 and HTTP/1.1, client-go, CPU per request (bench/kcpcompare.ts).
+  'kcp-compare': () => instanceScenario('kcp-compare', kcpCompare),
   // Shared APIs: APIBinding → served, and a virtual workspace over 1,000 consumers (bench/apis.ts).
   'apis-bind': () => workspaceScenario('apis-bind', apisBind),
   'apis-vw': async () => {

@@ -8,9 +8,14 @@
 #          (client-go's typed clients against a workspace, test/e2e/typedclients.test.ts) with
 #          h2informer (50 informers of one client-go clientset, test/e2e/http2.test.ts) in a
 #          directory of their own keyed by the hash of their sources
+#   kcp/   kcp's own server (cmd/kcp, the release the side-by-side benchmark compares with:
+#          `npm run bench -- kcp-compare`); only with `--kcp` or `--print`, as it takes about
+#          30 minutes on 2 cores
 #
 #   test/tools/build.sh            -> builds when missing, prints the five cache directories
-#   test/tools/build.sh --print    -> prints them only (what the tests use to find the binaries)
+#   test/tools/build.sh --print    -> prints them only (what the tests use to find the binaries),
+#                                     and kcp's directory as a sixth line
+#   test/tools/build.sh --kcp      -> builds kcp only, prints its directory
 #
 # The third holds protoref (kube/cmd/protoref), the JSON <-> Kubernetes protobuf reference of the
 # codec tests, built from the kube module on its own key so adding it rebuilds nothing else. The
@@ -54,6 +59,47 @@ source_hash() { # module-dir path... ; a short hash of the sources of a command 
 
 print_only=0
 [ "${1:-}" = "--print" ] && print_only=1
+
+# kcp: its go.mod replaces its staging modules by directories of kcp's repository, which the
+# module download of github.com/kcp-dev/kcp does not hold (nested modules are cut out). kcp/go.mod
+# takes them at the versions kcp publishes them as for the release (the same sources), except
+# virtual-workspace-framework, which the module proxy does not serve: it is taken from the
+# release tag of kcp's git repository (KCP_GIT, default GitHub) and checked against the git tree
+# hash below, then built next to a copy of kcp/go.mod and go.sum (-mod=readonly: every other
+# module is checked against go.sum). ldflags as kcp's Makefile sets them for a release.
+kcp_recipe=r1
+kcp_version="$(version_of kcp github.com/kcp-dev/kcp)"
+kcp="kcp-$kcp_version-$kcp_recipe"
+# git rev-parse v0.32.3^{}:staging/src/github.com/kcp-dev/virtual-workspace-framework
+kcp_vwf_tree=5a1c63ef2963e336d8878a8c9f5bb66a8cb353b2
+kcp_commit=08be0a1c8de2 # the tag's commit, as kcp's Makefile shows it (git rev-parse --short)
+build_kcp() {
+  local out="$cache/$kcp"
+  if [ -f "$out/.complete" ] || [ "$print_only" = 1 ]; then return; fi
+  local src="$out/src" git_dir
+  rm -rf "$src"; mkdir -p "$src"
+  echo "building $kcp into $out (about 30 minutes on 2 cores, once)" >&2
+  git_dir="$(mktemp -d)"
+  git init -q --bare "$git_dir"
+  git -C "$git_dir" fetch -q --depth 1 "${KCP_GIT:-https://github.com/kcp-dev/kcp.git}" "refs/tags/$kcp_version:refs/tags/$kcp_version"
+  local vwf="$kcp_version^{commit}:staging/src/github.com/kcp-dev/virtual-workspace-framework"
+  if [ "$(git -C "$git_dir" rev-parse "$vwf")" != "$kcp_vwf_tree" ]; then
+    echo "kcp $kcp_version: virtual-workspace-framework is not the tree $kcp_vwf_tree" >&2; rm -rf "$git_dir"; exit 1
+  fi
+  git -C "$git_dir" archive "$kcp_version^{commit}" staging/src/github.com/kcp-dev/virtual-workspace-framework | tar -x --strip-components=4 -C "$src"
+  rm -rf "$git_dir"
+  cp "$here/kcp/go.mod" "$here/kcp/go.sum" "$src/"
+  # The Kubernetes version kcp reports (/version): kcp's k8s.io/kubernetes requirement.
+  local kube_version minor ldflags=""
+  kube_version="$(version_of kcp k8s.io/kubernetes)"
+  minor="${kube_version#v1.}"; minor="${minor%%.*}"
+  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    ldflags="$ldflags -X $pkg.gitCommit=$kcp_commit -X $pkg.gitTreeState=clean -X $pkg.gitVersion=$kube_version+kcp-$kcp_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  done
+  (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out/kcp" github.com/kcp-dev/kcp/cmd/kcp)
+  touch "$out/.complete"
+}
+if [ "${1:-}" = "--kcp" ]; then build_kcp; echo "$cache/$kcp"; exit 0; fi
 # Bump when the way the tools are built changes (the cache key changes with it).
 recipe=r3
 kube_version="$(version_of kube k8s.io/kubernetes)"
@@ -94,3 +140,4 @@ echo "$cache/$helm"
 echo "$cache/$protoref"
 echo "$cache/$e2e"
 echo "$cache/$typedclients"
+if [ "$print_only" = 1 ]; then echo "$cache/$kcp"; fi
