@@ -7,10 +7,8 @@
  *
  * Concurrency: the server's limit (`--max-requests-inflight` + `--max-mutating-requests-inflight`)
  * is divided among the Limited levels by their nominal shares: NominalCL(i) = ceil(ServerCL ×
- * NCS(i) / ΣNCS). Levels lend and borrow seats (lendablePercent, borrowingLimitPercent): every
- * 10 s each level's current limit is set anew from its recent seat demand (./borrowing.ts), as
- * kube's `updateBorrowing`; one request holds at most the level's max seats (15 % of its nominal
- * limit, at most nominal / handSize, as kube's MaxSeatsTracker).
+ * NCS(i) / ΣNCS). Borrowing between levels (lendablePercent, borrowingLimitPercent) is not
+ * implemented: each level runs at its nominal limit.
  */
 import type { KubeObject } from '../apimachinery/meta.js';
 import { StatusError } from '../apimachinery/errors.js';
@@ -19,7 +17,6 @@ import { flowDistinguisher, matchesFlowSchema, type RequestDigest } from './matc
 import type { FlowControlMetrics, FlowControlSeries } from './metrics.js';
 import { QueueSet, RejectedError, maxSeats, type Cancellation, type Ticket, type WorkEstimate } from './queueset.js';
 import { hashFlow } from './shufflesharding.js';
-import { allocateConcurrency, BORROWING_ADJUSTMENT_PERIOD_MS, levelLimits, SeatDemandIntegrator, SeatDemandStats, type AllocationItem } from './borrowing.js';
 import { CATCH_ALL, DEFAULT_MATCHING_PRECEDENCE, EXEMPT, type FlowSchemaSpec, type PriorityLevelSpec } from './types.js';
 
 /** kube's answer to a request it will not serve now. */
@@ -44,36 +41,9 @@ interface FlowSchemaState { name: string; uid: string; precedence: number; spec:
 /** A digested priority level and its queue set (none when exempt). */
 class PriorityLevelState {
   nominalCL = 0;
-  /** Limits of borrowing (./borrowing.ts) and the limit in force now. */
-  minCL = 0;
-  maxCL = 0;
-  currentCL = 0;
-  /** Most seats one request may hold (0: no limit beyond the work estimator's). */
-  maxSeats = 0;
   queueSet?: QueueSet;
-  readonly stats = new SeatDemandStats();
-  /** Seats executing in an exempt level, and their demand over time (a Limited level's is its queue set's). */
-  exemptSeats = 0;
-  exemptDemand?: SeatDemandIntegrator;
   constructor(readonly name: string, public uid: string, public spec: PriorityLevelSpec) {}
   get exempt(): boolean { return this.spec.type === 'Exempt'; }
-  get demand(): SeatDemandIntegrator | undefined { return this.queueSet?.demand ?? this.exemptDemand; }
-}
-
-/** The seats of an exempt request, counted for its level's seat demand. */
-class ExemptTicket implements Ticket {
-  readonly waitedMs = 0;
-  private done = false;
-  constructor(private readonly level: PriorityLevelState, private readonly seats: number) {
-    level.exemptSeats += seats;
-    level.exemptDemand?.set(level.exemptSeats);
-  }
-  finish(): void {
-    if (this.done) return;
-    this.done = true;
-    this.level.exemptSeats -= this.seats;
-    this.level.exemptDemand?.set(this.level.exemptSeats);
-  }
 }
 
 /** The result of classifying a request. */
@@ -110,59 +80,10 @@ export class Dispatcher {
   private readonly hashes = new Map<string, bigint>();
   /** FlowSchemas whose priority level does not exist (kube's Dangling condition), by name → level name. */
   dangling = new Map<string, string>();
-  /** Sum of the levels' nominal limits. */
-  private nominalCLSum = 0;
-  private readonly borrowingTimer: NodeJS.Timeout;
 
   constructor(private readonly source: ConfigSource, private readonly options: DispatcherOptions) {
     this.waitLimitMs = options.queueWaitLimitMs ?? 15_000;
     this.reconfigure();
-    this.borrowingTimer = setInterval(() => this.updateBorrowing(), BORROWING_ADJUSTMENT_PERIOD_MS);
-    this.borrowingTimer.unref();
-  }
-
-  /** Stops the periodic borrowing adjustment. */
-  close(): void { clearInterval(this.borrowingTimer); }
-
-  /**
-   * Divides the server's seats among the levels by their seat demand since the last call (kube's
-   * `updateBorrowingLocked`, KEP-1040): an exempt level is charged its demand's high watermark;
-   * each Limited level gets at least max(minCL, min(nominalCL, high watermark)) and at most its
-   * maxCL, the rest in proportion to its smoothed demand. Runs every
-   * {@link BORROWING_ADJUSTMENT_PERIOD_MS}; public for tests.
-   */
-  updateBorrowing(): void {
-    const limited: { level: PriorityLevelState; minCurrentCL: number }[] = [];
-    const items: AllocationItem[] = [];
-    let remainingServerCL = this.nominalCLSum;
-    let minCLSum = 0;
-    let minCurrentCLSum = 0;
-    for (const level of this.levels.values()) {
-      const demand = level.demand;
-      if (!demand) continue;
-      level.stats.update(demand.reset());
-      if (level.exempt) {
-        level.currentCL = Math.max(level.minCL, level.stats.highWatermark);
-        remainingServerCL -= level.currentCL;
-        continue;
-      }
-      const minCurrentCL = Math.max(level.minCL, Math.min(level.nominalCL, level.stats.highWatermark));
-      limited.push({ level, minCurrentCL });
-      items.push({ lowerBound: minCurrentCL, upperBound: level.maxCL, target: Math.max(minCurrentCL, level.stats.smoothed) });
-      minCLSum += level.minCL;
-      minCurrentCLSum += minCurrentCL;
-    }
-    let allocs: number[] | undefined;
-    if (remainingServerCL > minCurrentCLSum) {
-      try { allocs = allocateConcurrency(this.nominalCLSum, items); } catch { allocs = limited.map((l) => l.level.currentCL); }
-    }
-    limited.forEach(({ level, minCurrentCL }, i) => {
-      if (remainingServerCL <= minCLSum) level.currentCL = level.minCL;
-      else if (!allocs) level.currentCL = level.minCL + Math.round((minCurrentCL - level.minCL) * (remainingServerCL - minCLSum) / (minCurrentCLSum - minCLSum));
-      else level.currentCL = Math.round(allocs[i]!);
-      level.queueSet!.setConcurrencyLimit(level.currentCL);
-      this.options.metrics?.currentLimit(level.name, level.currentCL);
-    });
   }
 
   /** Re-reads the configuration: new levels get queue sets, changed ones new limits, removed ones drain. */
@@ -173,7 +94,6 @@ export class Dispatcher {
     for (const [name, spec] of Object.entries(MANDATORY_PRIORITY_LEVELS)) if (!plObjects.has(name)) plObjects.set(name, { apiVersion: '', kind: '', metadata: { name, uid: '' }, spec });
     const seen = new Set<string>();
     let sumShares = 0;
-    let nominalCLSum = 0;
     for (const [name, o] of plObjects) {
       const spec = o.spec as PriorityLevelSpec;
       sumShares += shareOf(spec);
@@ -191,32 +111,17 @@ export class Dispatcher {
       }
       const shares = shareOf(level.spec);
       level.nominalCL = sumShares > 0 ? Math.ceil(this.options.serverConcurrencyLimit * shares / sumShares) : 0;
-      nominalCLSum += level.nominalCL;
+      this.options.metrics?.nominalLimit(name, level.nominalCL);
+      if (level.exempt) { level.queueSet = undefined; continue; }
       const response = level.spec.limited?.limitResponse;
       const queuing = response?.type === 'Queue' ? response.queuing : undefined;
-      const lendable = level.exempt ? level.spec.exempt?.lendablePercent : level.spec.limited?.lendablePercent;
-      const limits = levelLimits(level.nominalCL, lendable, level.exempt ? 0 : level.spec.limited?.borrowingLimitPercent, this.options.serverConcurrencyLimit, queuing?.handSize);
-      level.minCL = limits.minCL;
-      level.maxCL = limits.maxCL;
-      level.maxSeats = limits.maxSeats;
-      this.options.metrics?.nominalLimit(name, level.nominalCL, level.minCL, level.maxCL);
-      if (level.exempt) {
-        level.queueSet = undefined;
-        level.exemptDemand ??= new SeatDemandIntegrator(this.options.now ?? (() => performance.now()));
-        continue;
-      }
-      level.exemptDemand = undefined;
-      // A new level starts at its initial limit; an existing one keeps its borrowed limit within the new bounds.
-      level.currentCL = level.queueSet ? Math.min(level.maxCL, Math.max(level.minCL, level.currentCL)) : limits.initialCL;
-      this.options.metrics?.currentLimit(name, level.currentCL);
       const config = {
-        name, concurrencyLimit: level.currentCL,
+        name, concurrencyLimit: level.nominalCL,
         queues: queuing?.queues ?? 0, handSize: queuing?.handSize ?? 1, queueLengthLimit: queuing?.queueLengthLimit ?? 1,
       };
       if (level.queueSet) level.queueSet.setConfig(config);
       else level.queueSet = new QueueSet(config, this.options.now);
     }
-    this.nominalCLSum = nominalCLSum;
     const fsObjects = new Map<string, KubeObject>();
     for (const o of this.source.flowSchemas()) if (o.metadata.name) fsObjects.set(o.metadata.name, o);
     for (const [name, spec] of Object.entries(MANDATORY_FLOW_SCHEMAS)) if (!fsObjects.has(name)) fsObjects.set(name, { apiVersion: '', kind: '', metadata: { name, uid: '' }, spec });
@@ -275,11 +180,10 @@ export class Dispatcher {
     opts.onClassified?.(c);
     const series = this.options.metrics?.of(c.priorityLevel, c.flowSchema);
     const level = this.levels.get(c.priorityLevel)!;
-    if (level.maxSeats > 0 && maxSeats(work) > level.maxSeats) work = limitSeats(work, level.maxSeats);
     const seats = maxSeats(work);
     if (!level.queueSet) {
       series?.started(seats, 0);
-      return new Grant(c, series, seats, new ExemptTicket(level, seats));
+      return new Grant(c, series, seats, undefined);
     }
     let started: Ticket | Promise<Ticket>;
     try {
@@ -318,17 +222,6 @@ class Grant implements Admission {
     this.ticket?.finish();
     this.series?.finished(this.seats);
   }
-}
-
-/**
- * A work estimate reshaped to hold at most `max` seats: initial seats capped, final seats capped
- * with their additional latency stretched so the work stays the same (kube's estimators do this
- * with the level's max seats).
- */
-function limitSeats(work: WorkEstimate, max: number): WorkEstimate {
-  const finalSeats = Math.min(work.finalSeats, max);
-  const additionalLatencyMs = work.finalSeats > max ? work.additionalLatencyMs * work.finalSeats / max : work.additionalLatencyMs;
-  return { initialSeats: Math.min(work.initialSeats, max), finalSeats, additionalLatencyMs };
 }
 
 /** Flows whose hash the dispatcher remembers. */

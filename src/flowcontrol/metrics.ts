@@ -41,9 +41,6 @@ export class FlowControlMetrics {
   private readonly rejected: Counter<'priority_level' | 'flow_schema' | 'reason'>;
   private readonly wait: SeriesHistogram;
   private readonly nominal: Gauge<'priority_level'>;
-  private readonly current: Gauge<'priority_level'>;
-  private readonly lower: Gauge<'priority_level'>;
-  private readonly upper: Gauge<'priority_level'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -63,9 +60,6 @@ export class FlowControlMetrics {
       buckets: [0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30], registry, maxSeries: 2 * SERIES_CACHE_SIZE,
     });
     this.nominal = new Gauge({ name: 'apiserver_flowcontrol_nominal_limit_seats', help: 'Nominal number of execution seats configured for each priority level', labelNames: ['priority_level'], registers });
-    this.current = new Gauge({ name: 'apiserver_flowcontrol_current_limit_seats', help: 'current derived number of execution seats available to each priority level', labelNames: ['priority_level'], registers });
-    this.lower = new Gauge({ name: 'apiserver_flowcontrol_lower_limit_seats', help: 'Configured lower bound on number of execution seats available to each priority level', labelNames: ['priority_level'], registers });
-    this.upper = new Gauge({ name: 'apiserver_flowcontrol_upper_limit_seats', help: 'Configured upper bound on number of execution seats available to each priority level', labelNames: ['priority_level'], registers });
   }
 
   /** The series of a (priority level, flow schema); the dispatcher keeps it with its FlowSchema. */
@@ -87,16 +81,9 @@ export class FlowControlMetrics {
     this.wait.series(pl, fs, 'false').observe(waitedSeconds);
   }
 
-  /** The nominal seats of a priority level and its lower and upper limits (after every reconfiguration). */
-  nominalLimit(pl: string, seats: number, lower = seats, upper = seats): void {
-    this.nominal.set({ priority_level: pl }, seats);
-    this.lower.set({ priority_level: pl }, lower);
-    this.upper.set({ priority_level: pl }, upper);
-  }
-
-  /** The seats a priority level may use now (after every borrowing adjustment). */
-  currentLimit(pl: string, seats: number): void { this.current.set({ priority_level: pl }, seats); }
+  /** The nominal seats of a priority level (after every reconfiguration). */
+  nominalLimit(pl: string, seats: number): void { this.nominal.set({ priority_level: pl }, seats); }
 
   /** Forgets a priority level that no longer exists. */
-  removeLevel(pl: string): void { for (const g of [this.nominal, this.current, this.lower, this.upper]) g.remove({ priority_level: pl }); }
+  removeLevel(pl: string): void { this.nominal.remove({ priority_level: pl }); }
 }

@@ -12,7 +12,6 @@
  * once: it is held from dispatch until the response has been written (a watch: until its initial
  * events are sent).
  */
-import { SeatDemandIntegrator } from './borrowing.js';
 import { Dealer } from './shufflesharding.js';
 
 /**
@@ -125,32 +124,11 @@ export class QueueSet {
   private seatsInUse = 0;
   private executing = 0;
   private waiting = 0;
-  /** Seats wanted by the waiting requests. */
-  private waitingSeats = 0;
-  /** Seat demand (seats in use plus seats wanted by waiting requests) over time, for borrowing (./borrowing.ts). */
-  readonly demand: SeatDemandIntegrator;
 
   constructor(config: QueueSetConfig, private readonly now: () => number = () => performance.now()) {
     this.config = config;
     this.dealer = config.queues > 0 ? new Dealer(config.queues, config.handSize) : undefined;
     this.lastMs = now();
-    this.demand = new SeatDemandIntegrator(now);
-  }
-
-  private noteDemand(): void {
-    this.demand.set(this.seatsInUse + this.waitingSeats, this.lastMs);
-  }
-
-  /**
-   * Sets the level's current concurrency limit (borrowing moves it between its lower and upper
-   * limits); queues and hands stay, a larger limit dispatches waiting requests at once.
-   */
-  setConcurrencyLimit(limit: number): void {
-    if (limit === this.config.concurrencyLimit) return;
-    this.syncTime();
-    this.config = { ...this.config, concurrencyLimit: limit };
-    this.dispatchAsMuchAsPossible();
-    this.noteDemand();
   }
 
   /** Seats in use, requests executing and requests waiting. */
@@ -172,7 +150,6 @@ export class QueueSet {
     this.dealer = dealer;
     this.hands.clear();
     this.dispatchAsMuchAsPossible();
-    this.noteDemand();
   }
 
   /**
@@ -192,7 +169,6 @@ export class QueueSet {
       if (!this.canAccommodate(seats)) throw new RejectedError('concurrency-limit');
       const r = new Request(this.finishRequest, work, seats, totalWork, undefined, now);
       this.begin(r);
-      this.noteDemand();
       return r;
     }
     const queue = this.shuffleShard(flowHash);
@@ -208,9 +184,7 @@ export class QueueSet {
     queue.waitingWork += totalWork;
     queue.waitingSeats += seats;
     this.waiting++;
-    this.waitingSeats += seats;
     this.dispatchAsMuchAsPossible();
-    this.noteDemand();
     if (r.state === 'executing') return r;
     return new Promise<Ticket>((resolve, reject) => {
       r.resolve = resolve;
@@ -284,7 +258,6 @@ export class QueueSet {
     min.waitingWork -= head.totalWork;
     min.waitingSeats -= head.seats;
     this.waiting--;
-    this.waitingSeats -= head.seats;
     min.nextDispatchR += head.totalWork;
     this.boundNextDispatch(min);
     this.begin(head);
@@ -339,7 +312,6 @@ export class QueueSet {
       if (q.idle) this.queues.delete(q.index);
     }
     this.dispatchAsMuchAsPossible();
-    this.noteDemand();
   }
 
   private cancel(r: Request, reason: RejectReason): void {
@@ -354,8 +326,6 @@ export class QueueSet {
       q.waitingWork -= r.totalWork;
       q.waitingSeats -= r.seats;
       this.waiting--;
-      this.waitingSeats -= r.seats;
-      this.noteDemand();
       if (i === 0) this.boundNextDispatch(q);
     }
     if (q.idle) this.queues.delete(q.index);

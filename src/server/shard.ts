@@ -591,7 +591,6 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       counts: { objects: (gr, cluster, ns) => cache.count(gr, cluster, ns), watches: (gr, cluster) => cache.watchersOf(gr, cluster) },
       metrics: apf ? new FlowControlMetrics(metrics.registry) : undefined,
     });
-    cleanups.push(async () => flowControl.dispatcher?.close());
     let ensureFlowControl: (() => void) | undefined;
     let reconfiguring: NodeJS.Immediate | undefined;
     let ensuring: NodeJS.Timeout | undefined;
