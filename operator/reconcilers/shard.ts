@@ -117,7 +117,12 @@ function kcpClients(ctx: OperatorContext, inst: KcpInstance, shard: string): { r
   if (!text) return undefined;
   const c = resolveKubeconfigContext(readKubeconfig(text));
   const creds = { ca: c.caPem ?? '', cert: c.certPem, key: c.keyPem };
-  return { root: new RestClient({ url: new URL(c.server).origin, ...creds }, 2), self: new RestClient({ url: shardBaseURL(inst, shard), ...creds }, 2) };
+  const connect = (base: string) => {
+    const url = new URL(base);
+    const address = ctx.serviceAddress?.(url.hostname);
+    return new RestClient(address ? { url: `${url.protocol}//${address}:${url.port}`, serverName: url.hostname, ...creds } : { url: url.origin, ...creds }, 2);
+  };
+  return { root: connect(c.server), self: connect(shardBaseURL(inst, shard)) };
 }
 
 /**
