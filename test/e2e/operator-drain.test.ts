@@ -100,7 +100,7 @@ describe('draining a Shard with the operator', { timeout: 900_000 }, () => {
     assert.equal(condition(drained, 'Drained')?.reason, 'Drained');
     assert.equal((await kcp(['get', 'shards.core.kcp.io', 'beta', '-o', 'jsonpath={.metadata.annotations.kcp-ts\\.io/drain}'])).stdout, 'true');
     const migrations = await kcp(['get', 'logicalclustermigrations', '-l', 'kcp-ts.io/drained-shard=beta', '-o', 'jsonpath={.items[*].status.phase}']);
-    assert.deepEqual(migrations.stdout.split(' '), ['Completed']);
+    assert.ok(migrations.stdout && migrations.stdout.split(' ').every((p) => p === 'Completed'), `drain migrations: ${migrations.stdout}`);
     await within('us-one moved', async () => (await shardOf('us-one')) !== 'beta', 30_000);
     assert.equal((await inWorkspace('us-one', ['get', 'configmap', 'data', '-o', 'jsonpath={.data.ws}'])).stdout, 'us-one', 'the data is served from its new shard');
     await within('beta at 0 pods', async () => (await getJson(['get', 'deployment', 'kcp-shard-beta', '-n', NS])).spec?.replicas === 0 && betaPods().length === 0, 60_000);
