@@ -1,12 +1,14 @@
 /**
  * The operator's Shard drain (operator/drain.ts): the decision from what kcp reports — annotate,
  * wait and say how much is left, scale to 0, undrain — and the observation over kcp's API
- * (pages, which logical clusters a drain moves, failed migrations).
+ * (pages, which logical clusters a drain moves, failed migrations); a Shard named root refused.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RestClient, RestResponse } from '../../src/client/rest.js';
-import type { Condition } from '../../operator/api/types.js';
+import type { Condition, Shard } from '../../operator/api/types.js';
+import type { OperatorContext } from '../../operator/context.js';
+import { reconcileShard } from '../../operator/reconcilers/shard.js';
 import { DRAIN_ANNOTATION, decideDrain, needsObservation, observeDrain, type DrainObservation } from '../../operator/drain.js';
 
 const seen = (o: Partial<DrainObservation> = {}): DrainObservation => ({ registered: true, annotated: true, remaining: 0, sample: [], unfinished: 0, failed: [], ...o });
@@ -142,5 +144,44 @@ describe('drain observation', () => {
     assert.match(down.unreachable!, /HTTP 503: shutting down/);
     assert.equal((await observeDrain(root, undefined, 'shard-1')).unreachable, 'the shard has no ready pods');
     await assert.rejects(observeDrain(fakeClient({ [shardPath]: () => ({ status: 403, json: { message: 'forbidden' } }) }), undefined, 'shard-1'), /HTTP 403: forbidden/);
+  });
+});
+
+describe('a Shard named root', () => {
+  /** A context whose host client records its writes; the instance exists. */
+  function context(shard: Shard) {
+    const writes: { verb: string; body: unknown; subresource?: string }[] = [];
+    const ctx = {
+      client: {
+        apply: async (obj: unknown, subresource?: string) => { writes.push({ verb: 'apply', body: obj, subresource }); return obj; },
+        mergePatch: async (_k: string, _ns: string, _n: string, patch: unknown) => { writes.push({ verb: 'mergePatch', body: patch }); return patch; },
+      },
+      shards: { get: () => shard, list: () => [shard] },
+      instances: { get: () => ({ apiVersion: 'operator.kcp-ts.io/v1alpha1', kind: 'KcpInstance', metadata: { name: 'kcp', namespace: 'ns', uid: 'i1' }, spec: { version: '1' } }) },
+      rootWorkspaces: { get: () => undefined, list: () => [] },
+      owned: {}, log: () => {}, now: () => Date.parse('2026-01-01T00:00:00Z'),
+    } as unknown as OperatorContext;
+    return { ctx, writes };
+  }
+  const root = (extra: Partial<Shard['metadata']> = {}, drain = true): Shard => ({ apiVersion: 'operator.kcp-ts.io/v1alpha1', kind: 'Shard', metadata: { name: 'root', namespace: 'ns', uid: 'r1', generation: 1, ...extra }, spec: { instanceRef: { name: 'kcp' }, drain } });
+
+  it('is refused with conditions saying why, and gets no finalizer and no objects', async () => {
+    const { ctx, writes } = context(root());
+    await reconcileShard(ctx, 'ns/root');
+    assert.equal(writes.length, 1, 'only its status is written');
+    assert.equal(writes[0]!.subresource, 'status');
+    const conditions = (writes[0]!.body as { status: { conditions: Condition[] } }).status.conditions;
+    const by = (t: string) => conditions.find((c) => c.type === t);
+    assert.deepEqual([by('Ready')?.status, by('Ready')?.reason, by('Degraded')?.status], ['False', 'RootShardReserved', 'True']);
+    assert.deepEqual([by('Drained')?.status, by('Drained')?.reason], ['False', 'RootShardNotDrainable']);
+    const { ctx: ctx2, writes: w2 } = context(root({}, false));
+    await reconcileShard(ctx2, 'ns/root');
+    assert.equal((w2[0]!.body as { status: { conditions: Condition[] } }).status.conditions.find((c) => c.type === 'Drained'), undefined);
+  });
+
+  it('its deletion is not held: a finalizer is dropped at once, kcp is not asked', async () => {
+    const { ctx, writes } = context(root({ deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['operator.kcp-ts.io/shard-registration', 'other'], resourceVersion: '7' }));
+    await reconcileShard(ctx, 'ns/root');
+    assert.deepEqual(writes, [{ verb: 'mergePatch', body: { metadata: { finalizers: ['other'], resourceVersion: '7' } } }]);
   });
 });
