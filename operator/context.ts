@@ -28,6 +28,13 @@ export interface OperatorContext {
   log: (msg: string) => void;
   /** Now, in ms (tests move it to see renewals). */
   now: () => number;
+  /**
+   * The address at which a Service's DNS name (`<service>.<namespace>.svc`) is reached, for an
+   * operator outside the cluster whose pod addresses it can route to (the e2e tests, whose pods
+   * are local processes); TLS still verifies the Service's name. Undefined, or no answer: the
+   * name itself (the cluster's DNS, for an operator in the cluster).
+   */
+  serviceAddress?: (host: string) => string | undefined;
 }
 
 /** The cached object of an owned kind, or undefined. */

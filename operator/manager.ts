@@ -39,6 +39,8 @@ export interface OperatorOptions {
   concurrency?: number;
   /** Clock (ms); tests move it. */
   now?: () => number;
+  /** See {@link OperatorContext.serviceAddress}. */
+  serviceAddress?: (host: string) => string | undefined;
 }
 
 /** A running operator. */
@@ -68,7 +70,7 @@ export async function startOperator(opts: OperatorOptions): Promise<RunningOpera
   const informerOpts = (labelSelector?: string) => ({ namespace: ns, labelSelector, onError: (err: unknown) => log(`watch: ${(err as Error)?.message ?? String(err)}; restarting`) });
   const owned = Object.fromEntries(OWNED_KINDS.map((k) => [k, new HostInformer<HostObject>(client, k, informerOpts(MANAGED_SELECTOR))])) as Record<OwnedKind, HostInformer<HostObject>>;
   const ctx: OperatorContext = {
-    client, log, now: opts.now ?? Date.now, owned,
+    client, log, now: opts.now ?? Date.now, owned, serviceAddress: opts.serviceAddress,
     instances: new HostInformer<KcpInstance>(client, 'KcpInstance', informerOpts()),
     shards: new HostInformer<Shard>(client, 'Shard', informerOpts()),
     rootWorkspaces: new HostInformer<RootWorkspace>(client, 'RootWorkspace', informerOpts()),

@@ -152,6 +152,13 @@ export interface ShardSpec {
   labels?: Record<string, string>;
   resources?: Resources;
   redis?: RedisSpec;
+  /**
+   * Drain the shard (operator/drain.ts): kcp migrates its logical clusters to the other shards,
+   * `Drained` reports what is left, then the shard runs no pods (the Shard, its Redis and its
+   * kcp Shard object stay). `false` again brings the pods back and lets workspaces be scheduled
+   * onto it. A deleted Shard is drained first whatever this says.
+   */
+  drain?: boolean;
 }
 
 /** A Shard (of the operator's group, not core.kcp.io's). */

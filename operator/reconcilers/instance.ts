@@ -37,9 +37,9 @@ export function deploymentState(d: HostObject | undefined): DeploymentState {
   return { version: versionOfImage(spec.template?.spec?.containers?.[0]?.image), ready: want === 0 ? observed : ready, failed, exists: true };
 }
 
-/** The instance's Shard objects (not being deleted), by name. */
+/** The instance's Shard objects (not being deleted; not one named `root`, which is refused: reconcilers/shard.ts), by name. */
 export function shardsOf(ctx: OperatorContext, inst: KcpInstance): Shard[] {
-  return ctx.shards.list(inst.metadata.namespace).filter((s) => s.spec.instanceRef.name === inst.metadata.name && !s.metadata.deletionTimestamp)
+  return ctx.shards.list(inst.metadata.namespace).filter((s) => s.spec.instanceRef.name === inst.metadata.name && !s.metadata.deletionTimestamp && s.metadata.name !== ROOT_SHARD)
     .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
 }
 

@@ -48,6 +48,13 @@ export const MIGRATION_ENDPOINTS = '/internal.kcp-ts.io/migration';
 export const MIGRATIONS_GR = 'migration.kcp.io/logicalclustermigrations';
 /** Object key of a logical cluster's LogicalCluster object. */
 export function logicalClusterKey(cluster: string): string { return `core.kcp.io/logicalclusters/${cluster}/cluster`; }
+/**
+ * Whether a drain moves a logical cluster: tenant logical clusters (kcp's generated names,
+ * lower-case letters, digits and dashes); `root` stays on the root shard and system ones
+ * (`system:admin`, every shard has its own) stay where they are. The operator counts what is left
+ * of a drain with it (operator/drain.ts).
+ */
+export function isMigratable(cluster: string): boolean { return cluster !== ROOT && /^[a-z0-9][a-z0-9-]*$/.test(cluster); }
 /** Annotation with the shard a logical cluster (and its Workspace) is on (kcp `LogicalClusterShardAnnotationKey`). */
 const SHARD_ANNOTATION = 'core.kcp.io/shard';
 
@@ -309,7 +316,7 @@ export class MigrationCoordinator {
     }
     for (const shard of draining) {
       for (const loc of this.deps.directory.clustersOn(shard.name)) {
-        if (pending.has(loc.cluster) || this.deps.holds(loc.cluster) || !/^[a-z0-9][a-z0-9-]*$/.test(loc.cluster)) continue;
+        if (pending.has(loc.cluster) || this.deps.holds(loc.cluster) || !isMigratable(loc.cluster)) continue;
         const to = [...load.entries()].sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1))[0]![0];
         load.set(to, load.get(to)! + 1);
         const obj = { apiVersion: 'migration.kcp.io/v1alpha1', kind: 'LogicalClusterMigration', metadata: { generateName: `drain-${loc.cluster}-`, labels: { 'kcp-ts.io/drained-shard': shard.name } }, spec: { logicalCluster: loc.cluster, destinationShard: to } };
