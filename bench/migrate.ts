@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Report } from './workspaces.js';
+import { quantile, startWriter } from '../test/writer.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(REPO, 'bin', 'kcp-ts');
@@ -50,11 +51,6 @@ function call(url: string, agent: Agent, method: string, path: string, body?: un
     if (data) req.write(data);
     req.end();
   });
-}
-
-function quantile(values: number[], q: number): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] ?? 0;
 }
 
 async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, ms: number): Promise<T> {
@@ -92,27 +88,8 @@ export async function migrateBench(): Promise<Report> {
     }
 
     // The writer: new ConfigMaps at RATE/s for the whole run.
-    const acked = new Set<string>();
-    const failed: string[] = [];
-    const samples: { at: number; ms: number }[] = [];
-    let stop = false;
-    let n = 0;
-    const inflight = new Set<Promise<void>>();
-    const writer = (async () => {
-      const start = Date.now();
-      while (!stop) {
-        const due = start + (n * 1000) / RATE;
-        if (due > Date.now()) await sleep(due - Date.now());
-        const name = `live-${n++}`;
-        const t0 = Date.now();
-        const p = call(url, admin, 'POST', CMS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { v: name } }).then((r) => {
-          samples.push({ at: t0, ms: Date.now() - t0 });
-          if (r.status === 201) acked.add(name); else failed.push(`${r.status}`);
-        }, (err: Error) => { failed.push(err.message); });
-        inflight.add(p);
-        void p.finally(() => inflight.delete(p));
-      }
-    })();
+    const writer = startWriter(RATE, 'live', (_name, body) => call(url, admin, 'POST', CMS, body));
+    const { acked, samples, failures: failed } = writer;
     await sleep(3000);
     const runs: { objects: number; objectsPerSecond: number; holdMs: number; p99: number; max: number; durationMs: number; baselineP99: number }[] = [];
     for (let r = 0; r < RUNS; r++) {
@@ -137,12 +114,10 @@ export async function migrateBench(): Promise<Report> {
       at = to;
       await sleep(3000);
     }
-    stop = true;
-    await writer;
-    await Promise.all([...inflight]);
+    await writer.stop();
     const list = await call(url, admin, 'GET', CMS);
     const present = new Set<string>(list.json.items.map((o: any) => o.metadata.name));
-    const lost = [...acked].filter((name) => !present.has(name)).length;
+    const lost = [...acked.keys()].filter((name) => !present.has(name)).length;
     admin.destroy(); masters.destroy();
     const holds = runs.map((r) => r.holdMs);
     const p99s = runs.map((r) => r.p99);

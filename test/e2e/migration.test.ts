@@ -14,6 +14,7 @@ import { Agent, request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adminCreds, call, eventually, sleep, spawnCli, stopCli, type CliProcess, type Creds } from '../helpers.js';
+import { quantile, startWriter, type OpenLoopWriter } from '../writer.js';
 
 let root: string;
 let kcp: CliProcess;
@@ -100,42 +101,6 @@ function informer(creds: Creds) {
   return { state, stats, async stop() { stopped = true; current?.destroy(); await done; } };
 }
 
-/** Writes `perSecond` new ConfigMaps a second until stopped; records each acknowledged one and its latency. */
-function writer(creds: Creds, prefix: string, perSecond: number) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 64, ca: creds.ca, cert: creds.cert, key: creds.key });
-  const acked = new Map<string, string>();
-  const failures: string[] = [];
-  const samples: { at: number; ms: number }[] = [];
-  const inflight = new Set<Promise<void>>();
-  let n = 0;
-  let stopped = false;
-  const loop = (async () => {
-    const start = Date.now();
-    while (!stopped) {
-      const due = start + (n * 1000) / perSecond;
-      if (due > Date.now()) await sleep(due - Date.now());
-      const name = `${prefix}-${n++}`;
-      const v = String(n);
-      const t0 = Date.now();
-      const p = call(proxy(), creds, 'POST', CMS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { v } }, {}, agent).then((r) => {
-        samples.push({ at: t0, ms: Date.now() - t0 });
-        if (r.status === 201) acked.set(name, v); else failures.push(`${name}: ${r.status} ${r.json?.message ?? r.body}`);
-      }, (err: Error) => { failures.push(`${name}: ${err.message}`); });
-      inflight.add(p);
-      void p.finally(() => inflight.delete(p));
-    }
-  })();
-  return {
-    acked, failures, samples,
-    async stop() { stopped = true; await loop; await Promise.all([...inflight]); agent.destroy(); },
-  };
-}
-
-function quantile(values: number[], q: number): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] ?? 0;
-}
-
 async function migrate(name: string, cluster: string, destination: string, includeSubtree = false): Promise<any> {
   const created = await call(proxy(), masters, 'POST', MIGRATIONS, { apiVersion: 'migration.kcp.io/v1alpha1', kind: 'LogicalClusterMigration', metadata: { name }, spec: { logicalCluster: cluster, destinationShard: destination, ...(includeSubtree ? { includeSubtree } : {}) } });
   assert.equal(created.status, 201, created.body);
@@ -170,13 +135,14 @@ test('a logical cluster moves to the other shard while it is written 200 times a
   agent.destroy();
 
   const inf = informer(admin);
-  let w: ReturnType<typeof writer> | undefined;
+  let w: OpenLoopWriter | undefined;
+  const writerAgent = new Agent({ keepAlive: true, maxSockets: 64, ca: admin.ca, cert: admin.cert, key: admin.key });
   let t0 = 0;
   let migrated = 0;
   let done: any;
   try {
     await eventually('informer listed', async () => inf.stats.lists > 0, 60_000);
-    w = writer(admin, 'live', 200);
+    w = startWriter(200, 'live', (_name, body) => call(proxy(), admin, 'POST', CMS, body, {}, writerAgent));
     await sleep(3000);
     t0 = Date.now();
     done = await migrate('move-1', cluster, destination);
@@ -184,6 +150,7 @@ test('a logical cluster moves to the other shard while it is written 200 times a
     await sleep(1000);
   } finally {
     await w?.stop();
+    writerAgent.destroy();
     await eventually('informer caught up', async () => inf.state.size === 2001 + (w?.acked.size ?? 0), 30_000).catch(() => undefined);
     await inf.stop();
   }

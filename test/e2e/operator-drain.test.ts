@@ -20,6 +20,7 @@ import { startOperator, type RunningOperator } from '../../operator/manager.js';
 import { startHostCluster, type HostCluster } from '../hostcluster.js';
 import { PodRunner } from '../podrunner.js';
 import { call, eventually, settleAll, sleep, startRedis, KCP_TS_BIN, type Creds, type TestRedis } from '../helpers.js';
+import { quantile, startWriter } from '../writer.js';
 
 const CHART = join(import.meta.dirname, '..', '..', 'charts', 'kcp-operator');
 const NS = 'kcp-system';
@@ -68,30 +69,9 @@ describe('draining a Shard with the operator', { timeout: 900_000 }, () => {
   function writer(ws: string, perSecond: number) {
     const agent = new Agent({ keepAlive: true, maxSockets: 64, ca: adminCreds.ca, cert: adminCreds.cert, key: adminCreds.key, servername: 'kcp.example.com' });
     const proxy = { url: `https://${runner!.podIP('kcp-front-proxy')}:6443` };
-    const acked = new Set<string>();
-    const failures: string[] = [];
-    const samples: { at: number; ms: number }[] = [];
-    const inflight = new Set<Promise<void>>();
-    let n = 0;
-    let stopped = false;
-    const loop = (async () => {
-      const start = Date.now();
-      while (!stopped) {
-        const due = start + (n * 1000) / perSecond;
-        if (due > Date.now()) await sleep(due - Date.now());
-        const name = `w-${n++}`;
-        const t0 = Date.now();
-        const p = call(proxy, adminCreds, 'POST', `/clusters/root:${ws}/api/v1/namespaces/default/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } }, {}, agent).then((r) => {
-          samples.push({ at: t0, ms: Date.now() - t0 });
-          if (r.status === 201) acked.add(name); else failures.push(`${name}: ${r.status} ${r.body.slice(0, 200)}`);
-        }, (err: Error) => { failures.push(`${name}: ${err.message}`); });
-        inflight.add(p);
-        void p.finally(() => inflight.delete(p));
-      }
-    })();
-    return { acked, failures, samples, async stop() { stopped = true; await loop; await Promise.all([...inflight]); agent.destroy(); } };
+    const w = startWriter(perSecond, 'w', (_name, body) => call(proxy, adminCreds, 'POST', `/clusters/root:${ws}/api/v1/namespaces/default/configmaps`, body, {}, agent));
+    return { ...w, acked: w.acked, async stop() { await w.stop(); agent.destroy(); } };
   }
-  const quantile = (values: number[], q: number) => { const v = [...values].sort((a, b) => a - b); return v[Math.min(v.length - 1, Math.ceil(q * v.length) - 1)] ?? 0; };
   const kcp = (args: string[], o: { allowFail?: boolean; input?: string } = {}) => host.kubectl(args, { ...o, kubeconfig });
   const inWorkspace = (ws: string, args: string[]) => kcp(['--server', `https://${runner!.podIP('kcp-front-proxy')}:6443/clusters/root:${ws}`, '--tls-server-name', 'kcp.example.com', ...args], { allowFail: true });
   const shardOf = async (ws: string) => (await kcp(['get', 'workspace', ws, '-o', 'jsonpath={.metadata.annotations.core\\.kcp\\.io/shard}'])).stdout;
@@ -146,7 +126,7 @@ describe('draining a Shard with the operator', { timeout: 900_000 }, () => {
     const listed = await inWorkspace('us-one', ['get', 'configmaps', '-o', 'jsonpath={.items[*].metadata.name}']);
     assert.equal(listed.code, 0, listed.stderr);
     const present = new Set(listed.stdout.split(' '));
-    const lost = [...w.acked].filter((n) => !present.has(n));
+    const lost = [...w.acked.keys()].filter((n) => !present.has(n));
     assert.deepEqual(lost, [], `acknowledged writes lost: ${lost.length} of ${w.acked.size}`);
     assert.ok(w.acked.size >= 400, `${w.acked.size} writes acknowledged`);
     const before = w.samples.filter((x) => x.at < drainStart).map((x) => x.ms);
