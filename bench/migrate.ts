@@ -10,12 +10,13 @@
  * client sees: its pause), and the writes acknowledged but missing afterwards (must be 0).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:https';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Report } from './workspaces.js';
+import { adminCreds, call, eventually, sleep } from '../test/helpers.js';
 import { quantile, startWriter } from '../test/writer.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
@@ -26,42 +27,8 @@ const RUNS = Number(process.env.BENCH_MIGRATE_RUNS ?? 4);
 const NS = 'bench';
 const CMS = `/clusters/root:moving/api/v1/namespaces/${NS}/configmaps`;
 const MIGRATIONS = '/clusters/root/apis/migration.kcp.io/v1alpha1/logicalclustermigrations';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
 const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US');
-
-interface Creds { ca: string; cert: string; key: string }
-interface Res { status: number; json: any; body: string }
-
-function call(url: string, agent: Agent, method: string, path: string, body?: unknown): Promise<Res> {
-  const u = new URL(url + path);
-  const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method, agent, headers: data ? { 'content-type': 'application/json', 'content-length': String(data.length) } : {} }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        let json: unknown;
-        try { json = JSON.parse(text); } catch { json = undefined; }
-        resolve({ status: res.statusCode ?? 0, json, body: text });
-      });
-    });
-    req.on('error', reject);
-    if (data) req.write(data);
-    req.end();
-  });
-}
-
-async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, ms: number): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await sleep(50);
-  }
-}
 
 /** The `migrate` scenario. */
 export async function migrateBench(): Promise<Report> {
@@ -72,23 +39,28 @@ export async function migrateBench(): Promise<Report> {
   proc.stderr!.on('data', (d) => { out += String(d); });
   try {
     const url = await eventually('kcp-ts ready', async () => /ready in \d+ ms at (https:\/\/\S+)/.exec(out)?.[1], 120_000);
-    const creds = (user: string): Creds => ({ ca: readFileSync(join(dir, 'ca.crt'), 'utf8'), cert: readFileSync(join(dir, `${user}.crt`), 'utf8'), key: readFileSync(join(dir, `${user}.key`), 'utf8') });
-    const admin = new Agent({ keepAlive: true, maxSockets: 64, ...creds('admin') });
-    const masters = new Agent({ keepAlive: true, maxSockets: 4, ...creds('system-admin') });
+    // One keep-alive pool per identity, through test/helpers' client.
+    const as = (who: 'admin' | 'system-admin', maxSockets: number) => {
+      const c = adminCreds(dir, who);
+      const agent = new Agent({ keepAlive: true, maxSockets, ...c });
+      return Object.assign((method: string, path: string, body?: unknown) => call({ url }, c, method, path, body, {}, agent), { destroy: () => agent.destroy() });
+    };
+    const admin = as('admin', 64);
+    const masters = as('system-admin', 4);
     const ws = '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces';
-    await call(url, admin, 'POST', ws, { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name: 'moving' } });
-    const w = await eventually('workspace Ready', async () => { const r = await call(url, admin, 'GET', `${ws}/moving`); return r.json?.status?.phase === 'Ready' && r.json; }, 60_000);
+    await admin('POST', ws, { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name: 'moving' } });
+    const w = await eventually('workspace Ready', async () => { const r = await admin('GET', `${ws}/moving`); return r.json?.status?.phase === 'Ready' && r.json; }, 60_000);
     const cluster: string = w.spec.cluster;
     let at: string = w.metadata.annotations['core.kcp.io/shard'];
-    const shards: string[] = (await call(url, admin, 'GET', '/clusters/root/apis/core.kcp.io/v1alpha1/shards')).json.items.map((s: any) => s.metadata.name);
-    await call(url, admin, 'POST', '/clusters/root:moving/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+    const shards: string[] = (await admin('GET', '/clusters/root/apis/core.kcp.io/v1alpha1/shards')).json.items.map((s: any) => s.metadata.name);
+    await admin('POST', '/clusters/root:moving/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     log(`migrate: writing ${fmtInt(OBJECTS)} ConfigMaps`);
     for (let i = 0; i < OBJECTS; i += 100) {
-      await Promise.all(Array.from({ length: Math.min(100, OBJECTS - i) }, (_, j) => call(url, admin, 'POST', CMS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `pre-${i + j}` }, data: { v: 'x'.repeat(200) } })));
+      await Promise.all(Array.from({ length: Math.min(100, OBJECTS - i) }, (_, j) => admin('POST', CMS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `pre-${i + j}` }, data: { v: 'x'.repeat(200) } })));
     }
 
     // The writer: new ConfigMaps at RATE/s for the whole run.
-    const writer = startWriter(RATE, 'live', (_name, body) => call(url, admin, 'POST', CMS, body));
+    const writer = startWriter(RATE, 'live', (_name, body) => admin('POST', CMS, body));
     const { acked, samples, failures: failed } = writer;
     await sleep(3000);
     const runs: { objects: number; objectsPerSecond: number; holdMs: number; p99: number; max: number; durationMs: number; baselineP99: number }[] = [];
@@ -98,10 +70,10 @@ export async function migrateBench(): Promise<Report> {
       // The writes of the 2 s before: whether the instance keeps up with RATE/s without a migration.
       const baselineP99 = quantile(samples.filter((s) => s.at >= t0 - 2500 && s.at < t0 - 500).map((s) => s.ms), 0.99);
       const name = `bench-${r}`;
-      const created = await call(url, masters, 'POST', MIGRATIONS, { apiVersion: 'migration.kcp.io/v1alpha1', kind: 'LogicalClusterMigration', metadata: { name }, spec: { logicalCluster: cluster, destinationShard: to } });
+      const created = await masters('POST', MIGRATIONS, { apiVersion: 'migration.kcp.io/v1alpha1', kind: 'LogicalClusterMigration', metadata: { name }, spec: { logicalCluster: cluster, destinationShard: to } });
       if (created.status !== 201) throw new Error(`creating the migration: ${created.status} ${created.body}`);
       const done = await eventually(`migration ${name}`, async () => {
-        const g = await call(url, masters, 'GET', `${MIGRATIONS}/${name}`);
+        const g = await masters('GET', `${MIGRATIONS}/${name}`);
         if (g.json?.status?.phase === 'Failed') throw new Error(`migration failed: ${JSON.stringify(g.json.status)}`);
         return g.json?.status?.phase === 'Completed' && g.json;
       }, 300_000);
@@ -115,7 +87,7 @@ export async function migrateBench(): Promise<Report> {
       await sleep(3000);
     }
     await writer.stop();
-    const list = await call(url, admin, 'GET', CMS);
+    const list = await admin('GET', CMS);
     const present = new Set<string>(list.json.items.map((o: any) => o.metadata.name));
     const lost = [...acked.keys()].filter((name) => !present.has(name)).length;
     admin.destroy(); masters.destroy();
