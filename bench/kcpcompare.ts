@@ -43,7 +43,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { freePorts, spawnKcp, stopProc, type Proc } from './shards.js';
 import { loadgenPath, runLoadgen } from './http2.js';
-import { waitForQuiet } from './lib/procs.js';
+import { treeCpuSeconds, waitForQuiet } from './lib/procs.js';
 import type { Report, Row } from './workspaces.js';
 
 type Json = Record<string, unknown>;
@@ -54,40 +54,6 @@ const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
 const median = (a: number[]) => { const s = [...a].sort((x, y) => x - y); const m = s.length >> 1; return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2; };
-
-const CLK_TCK = (() => {
-  try { return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100; } catch { return 100; }
-})();
-
-/**
- * CPU seconds (user + system, with those of its reaped children) of the process `root` and of all
- * its live descendants, from /proc (parents from each process's stat line).
- * @returns NaN when `root` is gone
- */
-export function treeCpuSeconds(root: number): number {
-  const stats = new Map<number, { ppid: number; ticks: number }>();
-  for (const name of readdirSync('/proc')) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid)) continue;
-    try {
-      const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      // Fields after "(comm)": state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14).
-      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-      stats.set(pid, { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
-    } catch { /* exited meanwhile */ }
-  }
-  if (!stats.has(root)) return NaN;
-  const children = new Map<number, number[]>();
-  for (const [pid, s] of stats) (children.get(s.ppid) ?? children.set(s.ppid, []).get(s.ppid)!).push(pid);
-  let ticks = 0;
-  const todo = [root];
-  while (todo.length) {
-    const pid = todo.pop()!;
-    ticks += stats.get(pid)?.ticks ?? 0;
-    todo.push(...(children.get(pid) ?? []));
-  }
-  return ticks / CLK_TCK;
-}
 
 /** kcp's binary: `KCP_TS_KCP_BIN`, else `kcp` in the directory `test/tools/build.sh --print` names for it. */
 export function kcpBinaryPath(): string {

@@ -14,10 +14,13 @@
  *   showing it;
  * - memory: resident set of the syncer process holding BENCH_SYNCER_OBJECTS (default 10,000)
  *   synced ConfigMaps, all downstream.
- * The shard runs in this process (the load is light); on 2 cores the three servers, the syncer and
- * the load generator share them. Each latency row also gives the CPU time every process used per
- * write during the phase (this process, i.e. shard and load generator; the syncer; etcd,
- * kube-apiserver, kube-controller-manager; Redis), read from /proc, and the load average: the
+ * The shard and the syncer run compiled (dist/, as `kcp-ts start` and `kcp-ts syncer` run), each
+ * its own process; on 2 cores the shard, the physical cluster, the syncer and the load generator
+ * share them. Before each measured phase the same load runs for BENCH_SYNCER_WARMUP_SECONDS
+ * (default 3) unmeasured, so the figures are of processes whose code is compiled by the JIT, as
+ * in a syncer that has been running. Each latency row also gives the CPU time every process used
+ * per write during the phase (the shard with its Redis; the syncer; kube-apiserver, etcd,
+ * kube-controller-manager; this load generator), read from /proc, and the load average: the
  * latency depends on the machine's load, the CPU per write does not.
  *
  * BENCH_CPU_PROF=<dir>: the syncer runs with `--cpu-prof` into that directory (stopped with SIGTERM
@@ -32,17 +35,19 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { startHostCluster } from '../test/hostcluster.js';
-import { adminCreds, createWorkspace, startRedis, startTestServer } from '../test/helpers.js';
+import { adminCreds, createWorkspace } from '../test/helpers.js';
 import { RemoteInformer } from '../src/client/informer.js';
 import { RestClient } from '../src/client/rest.js';
 import { connectionFromKubeconfigFile } from '../src/syncer/cli.js';
 import { syncTargetKey } from '../src/workload/keys.js';
 import { summarize, type LatencySummary } from './lib/load.js';
+import { freshRoot, startServerProc, treeCpuSeconds, type CpuSampler } from './lib/procs.js';
 import type { Report, Row } from './workspaces.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const RATE = Number(process.env.BENCH_SYNCER_RATE ?? 100);
 const SECONDS = Number(process.env.BENCH_SYNCER_SECONDS ?? 10);
+const WARMUP_SECONDS = Number(process.env.BENCH_SYNCER_WARMUP_SECONDS ?? 3);
 const OBJECTS = Number(process.env.BENCH_SYNCER_OBJECTS ?? 10_000);
 const log = (s: string) => process.stderr.write(`[syncer] ${s}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -62,9 +67,9 @@ async function must(c: RestClient, method: string, path: string, body?: unknown,
   return r.json;
 }
 
-/** Open-loop: `fn(i)` every 1/RATE s for SECONDS; resolves when all answered. */
-async function paced(fn: (i: number) => Promise<void>): Promise<void> {
-  const n = RATE * SECONDS; const t0 = performance.now(); const all: Promise<void>[] = [];
+/** Open-loop: `fn(i)` every 1/RATE s for `seconds`; resolves when all answered. */
+async function paced(fn: (i: number) => Promise<void>, seconds = SECONDS): Promise<void> {
+  const n = RATE * seconds; const t0 = performance.now(); const all: Promise<void>[] = [];
   for (let i = 0; i < n; i++) {
     const due = t0 + (i * 1000) / RATE;
     const wait = due - performance.now();
@@ -74,22 +79,26 @@ async function paced(fn: (i: number) => Promise<void>): Promise<void> {
   await Promise.all(all);
 }
 
-/** CPU time (ms) used so far by this process and each direct child, by command name. */
-function cpuByProcess(): Map<string, number> {
+/**
+ * CPU time (ms) used so far by this process (`load`), by each named process with its descendants
+ * (the shard with its Redis, the syncer), and by each other direct child by command name (the
+ * physical cluster's kube-apiserver, etcd, kube-controller-manager).
+ */
+function cpuByProcess(named: Map<number, string>): Map<string, number> {
   const out = new Map<string, number>();
   const u = process.cpuUsage();
-  out.set('shard+load', (u.user + u.system) / 1000);
+  out.set('load', (u.user + u.system) / 1000);
+  for (const [pid, name] of named) out.set(name, treeCpuSeconds(pid) * 1000);
   const tick = 1000 / 100; // USER_HZ
   for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
+    if (!/^\d+$/.test(d) || named.has(Number(d))) continue;
     let stat: string;
     try { stat = readFileSync(`/proc/${d}/stat`, 'utf8'); } catch { continue; }
     const close = stat.lastIndexOf(')');
     const comm = stat.slice(stat.indexOf('(') + 1, close);
     const f = stat.slice(close + 2).split(' ');
     if (Number(f[1]) !== process.pid) continue; // ppid
-    const name = comm === 'node' ? 'syncer' : comm;
-    out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) * tick); // utime + stime
+    out.set(comm, (out.get(comm) ?? 0) + (Number(f[11]) + Number(f[12])) * tick); // utime + stime
   }
   return out;
 }
@@ -102,6 +111,33 @@ function cpuPerWrite(before: Map<string, number>, after: Map<string, number>, wr
   return `CPU ms per write: ${parts.map(([k, v]) => `${k} ${round(v, 2)}`).join(', ')} (total ${round(total, 2)})`;
 }
 
+/** The shard's `apiserver_request_total`, summed by verb and resource (e.g. `PATCH configmaps`). */
+async function shardRequests(c: RestClient): Promise<Map<string, number>> {
+  const r = await c.request('GET', '/metrics');
+  const out = new Map<string, number>();
+  for (const m of r.body.matchAll(/^apiserver_request_total\{([^}]*)\} (\S+)$/gm)) {
+    const l = Object.fromEntries([...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    const k = `${l.verb} ${l.resource}`;
+    out.set(k, (out.get(k) ?? 0) + Number(m[2]));
+  }
+  return out;
+}
+
+/** Requests the shard served per write between two {@link shardRequests} readings, e.g. `shard requests per write: POST configmaps 1, WATCH … 0.01`. */
+function requestsPerWrite(before: Map<string, number>, after: Map<string, number>, writes: number): string {
+  const parts = [...after].map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / writes] as const).filter(([, v]) => v >= 0.01).sort((a, b) => b[1] - a[1]);
+  return `shard requests per write: ${parts.map(([k, v]) => `${k} ${round(v, 2)}`).join(', ')}`;
+}
+
+/** The shard's CPU ms per write split over its event-loop thread, its other threads (GC, the controller-queue thread), its storage Redis and queue Redis. */
+function shardSplit(from: ReturnType<CpuSampler['snapshot']>, to: ReturnType<CpuSampler['snapshot']>, writes: number): string {
+  const ms = (a: number, b: number) => round(((b - a) * 1000) / writes, 2);
+  return `shard split: event loop ${ms(from.serverMainThread, to.serverMainThread)}, other threads ${ms(from.server - from.serverMainThread, to.server - to.serverMainThread)}, storage Redis ${ms(from.redis, to.redis)}, queue Redis ${ms(from.redisQueue, to.redisQueue)} ms`;
+}
+
+/** The shard's event-loop delay over a phase, as a row's detail. */
+const loopText = (d: { p50: number; p99: number; max: number }) => `shard event-loop delay p50 ${d.p50} / p99 ${d.p99} / max ${d.max} ms`;
+
 const load = () => loadavg().map((l) => round(l, 1)).join(' ');
 
 function rssMiB(p: ChildProcess): number {
@@ -111,14 +147,13 @@ function rssMiB(p: ChildProcess): number {
 
 /** The scenario (see the module comment). */
 export async function syncerBench(): Promise<Report> {
-  const [host, redis] = await Promise.all([startHostCluster(), startRedis()]);
-  const srv = await startTestServer(redis);
+  const [host, srv] = await Promise.all([startHostCluster(), startServerProc(freshRoot(), { label: 'shard' })]);
   let syncer: ChildProcess | undefined;
   const informers: RemoteInformer[] = [];
   const up = new RestClient({ url: srv.url, ...adminCreds(srv.root) }, 64);
   const down = new RestClient(connectionFromKubeconfigFile(host.kubeconfig), 64);
   try {
-    const cluster = await createWorkspace(srv, 'bench');
+    const cluster = await createWorkspace({ url: srv.url, creds: srv.creds }, 'bench');
     const ws = '/clusters/root:bench';
     // Widgets exist downstream; API negotiation publishes them in the workspace's `kubernetes` export.
     await host.kubectl(['apply', '-f', '-'], { input: JSON.stringify(widgetsCRD) });
@@ -126,8 +161,8 @@ export async function syncerBench(): Promise<Report> {
     const key = syncTargetKey(cluster, 'bench');
     const labels = { [`state.workload.kcp.io/${key}`]: 'Sync' };
     await must(up, 'POST', `${ws}/api/v1/namespaces`, { metadata: { name: 'load', labels: { ...labels, app: 'load' } } });
-    const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-    syncer = spawn(process.execPath, [...prof, '--import', 'tsx', join(REPO, 'src', 'cli', 'bin.ts'), 'syncer', `--from-kubeconfig=${srv.kubeconfigPath}`, `--from-cluster=${cluster}`,
+    const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF, 'syncer')}`] : [];
+    syncer = spawn(process.execPath, [...prof, join(REPO, 'bin', 'kcp-ts'), 'syncer', `--from-kubeconfig=${join(srv.root, 'admin.kubeconfig')}`, `--from-cluster=${cluster}`,
       '--sync-target-name=bench', `--sync-target-uid=${st.metadata.uid}`, `--kubeconfig=${host.kubeconfig}`, '--resources=widgets.bench.example.com', '--qps=2000', '--burst=4000'], { stdio: ['ignore', 'ignore', 'pipe'] });
     let syncerLog = '';
     const logFile = process.env.BENCH_SYNCER_LOG ? createWriteStream(process.env.BENCH_SYNCER_LOG) : undefined;
@@ -177,14 +212,24 @@ export async function syncerBench(): Promise<Report> {
       while (!done()) { if (Date.now() > end) throw new Error(`${what} not done after ${ms} ms\n${syncerLog}`); await sleep(50); }
     };
 
-    // Warm-up: one object through, so the syncer is listening.
+    // Warm-up: one object through, so the syncer is listening; then the phase's load, unmeasured.
     await must(up, 'POST', `${ws}/api/v1/namespaces/load/configmaps`, { metadata: { name: 'warm', labels }, data: { a: '1' } });
     await waitFor('warm-up', () => arrivedDown.has('warm'), 60_000);
+    const named = new Map([[srv.pid, 'shard'], [syncer.pid!, 'syncer']]);
+    if (WARMUP_SECONDS > 0) {
+      log(`warm-up: ${RATE} ConfigMap creates/s for ${WARMUP_SECONDS} s`);
+      await paced((i) => must(up, 'POST', `${ws}/api/v1/namespaces/load/configmaps`, { metadata: { name: `warm-${i}`, labels }, data: { i: String(i) } }), WARMUP_SECONDS);
+      await waitFor('warm-up', () => arrivedDown.size >= RATE * WARMUP_SECONDS + 1, 120_000);
+      await sleep(1000);
+    }
 
     log(`spec down: ${RATE} ConfigMap creates/s for ${SECONDS} s`);
     const sent = new Map<string, number>();
     const specLoad = [load()];
-    const specCpu0 = cpuByProcess();
+    const specCpu0 = cpuByProcess(named);
+    const specReq0 = await shardRequests(up);
+    const specSplit0 = srv.cpu.snapshot();
+    await srv.loopDelay();
     await paced(async (i) => {
       const name = `cm-${i}`;
       await must(up, 'POST', `${ws}/api/v1/namespaces/load/configmaps`, { metadata: { name, labels }, data: { i: String(i) } });
@@ -192,7 +237,7 @@ export async function syncerBench(): Promise<Report> {
     });
     await waitFor('spec down', () => [...sent.keys()].every((n) => arrivedDown.has(n)), 120_000)
       .catch((err: Error) => { throw new Error(`${[...sent.keys()].filter((n) => !arrivedDown.has(n)).length} of ${sent.size} not downstream: ${err.message}`); });
-    const specCpu = cpuPerWrite(specCpu0, cpuByProcess(), sent.size);
+    const specCpu = `${cpuPerWrite(specCpu0, cpuByProcess(named), sent.size)}; ${loopText(await srv.loopDelay())}; ${shardSplit(specSplit0, srv.cpu.snapshot(), sent.size)}; ${requestsPerWrite(specReq0, await shardRequests(up), sent.size)}`;
     specLoad.push(load());
     const specDown = summarize([...sent].map(([n, t]) => Math.max(0, arrivedDown.get(n)! - t)));
     const split = finalized.size ? (() => {
@@ -211,24 +256,35 @@ export async function syncerBench(): Promise<Report> {
       for (let a = 0; ; a++) { const r = await down.request('GET', `/apis/bench.example.com/v1/namespaces/${downstreamNs}/widgets/w-${i}`); if (r.status === 200) break; if (a > 600) throw new Error(`widget w-${i} not downstream\n${syncerLog}`); await sleep(100); }
     }
     const written = new Map<string, number>();
-    const statusLoad = [load()];
-    const statusCpu0 = cpuByProcess();
-    await paced(async (i) => {
-      const mark = `m-${i}`;
+    const writeStatus = async (mark: string, i: number) => {
       const r = await down.request('PATCH', `/apis/bench.example.com/v1/namespaces/${downstreamNs}/widgets/w-${i % widgets}/status`, { status: { mark } }, { contentType: 'application/merge-patch+json' });
       if (r.status !== 200) throw new Error(`downstream status: ${r.status} ${r.body.slice(0, 200)}`);
+    };
+    if (WARMUP_SECONDS > 0) {
+      log(`warm-up: ${RATE} downstream status writes/s for ${WARMUP_SECONDS} s`);
+      await paced((i) => writeStatus(`warm-${i}`, i), WARMUP_SECONDS);
+      await sleep(2000);
+    }
+    const statusLoad = [load()];
+    const statusCpu0 = cpuByProcess(named);
+    const statusReq0 = await shardRequests(up);
+    const statusSplit0 = srv.cpu.snapshot();
+    await srv.loopDelay();
+    await paced(async (i) => {
+      const mark = `m-${i}`;
+      await writeStatus(mark, i);
       written.set(mark, performance.now());
     });
     // A widget's later mark may overtake an earlier one not yet carried up: those are never seen; measured are those seen.
     await sleep(3000);
     // The 3 s wait is idle: it adds little CPU, but the figure is per write of the whole phase.
-    const statusCpu = cpuPerWrite(statusCpu0, cpuByProcess(), written.size);
+    const statusCpu = `${cpuPerWrite(statusCpu0, cpuByProcess(named), written.size)}; ${loopText(await srv.loopDelay())}; ${shardSplit(statusSplit0, srv.cpu.snapshot(), written.size)}; ${requestsPerWrite(statusReq0, await shardRequests(up), written.size)}`;
     statusLoad.push(load());
     const seen = [...written].filter(([m]) => statusUp.has(m));
     const statusUpLat = summarize(seen.map(([m, t]) => Math.max(0, statusUp.get(m)! - t)));
 
     log(`memory: ${OBJECTS} synced ConfigMaps`);
-    const existing = RATE * SECONDS + 1;
+    const existing = RATE * (SECONDS + WARMUP_SECONDS) + 1;
     const more = Math.max(0, OBJECTS - existing);
     const t0 = performance.now();
     for (let base = 0; base < more; base += 50) {
@@ -257,6 +313,6 @@ export async function syncerBench(): Promise<Report> {
     }
     await Promise.all(informers.map((i) => i.stop()));
     up.close(); down.close();
-    await srv.stop(); await redis.stop(); await host.stop();
+    await srv.stop(); await host.stop();
   }
 }

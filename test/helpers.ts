@@ -308,7 +308,7 @@ export function kubectlWithPlugins(binDir: string, env: Record<string, string>, 
  * Creates workspace `name` under root as the server's admin and waits until it is Ready; resolves
  * to its logical cluster name. Throws when the create is refused or it is not Ready within `ms`.
  */
-export async function createWorkspace(server: TestServer, name: string, ms = 15_000): Promise<string> {
+export async function createWorkspace(server: Pick<TestServer, 'url' | 'creds'>, name: string, ms = 15_000): Promise<string> {
   const res = await call(server, server.creds, 'POST', '/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces', { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'Workspace', metadata: { name } });
   if (res.status !== 201) throw new Error(`create workspace ${name}: ${res.status} ${res.body}`);
   const ws = await eventually(`workspace ${name} Ready`, async () => {

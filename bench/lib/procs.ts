@@ -3,7 +3,7 @@
  * redis-server, CPU accounting from /proc and cleanup that never leaves a child behind.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -150,6 +150,36 @@ export function killAllSync(): void {
   liveRoots.clear();
 }
 
+/**
+ * CPU seconds (user + system, with those of its reaped children) of the process `root` and of all
+ * its live descendants, from /proc (parents from each process's stat line).
+ * @returns NaN when `root` is gone
+ */
+export function treeCpuSeconds(root: number): number {
+  const stats = new Map<number, { ppid: number; ticks: number }>();
+  for (const name of readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // Fields after "(comm)": state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14).
+      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      stats.set(pid, { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
+    } catch { /* exited meanwhile */ }
+  }
+  if (!stats.has(root)) return NaN;
+  const children = new Map<number, number[]>();
+  for (const [pid, s] of stats) (children.get(s.ppid) ?? children.set(s.ppid, []).get(s.ppid)!).push(pid);
+  let ticks = 0;
+  const todo = [root];
+  while (todo.length) {
+    const pid = todo.pop()!;
+    ticks += stats.get(pid)?.ticks ?? 0;
+    todo.push(...(children.get(pid) ?? []));
+  }
+  return ticks / CLK_TCK;
+}
+
 /** A fresh, short root directory (the Redis unix socket path must stay below 100 bytes). */
 export function freshRoot(): string {
   const r = mkdtempSync(join(tmpdir(), 'kcpb-'));
@@ -183,6 +213,9 @@ export async function startServerProc(root = freshRoot(), opts: { label?: string
   child.stderr!.on('data', (d) => { stderr += String(d); if (stderr.length > 20_000) stderr = stderr.slice(-10_000); });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const lines = createInterface({ input: child.stdout! });
+  // BENCH_CHILD_STDOUT=<file>: the child's other output (e.g. of BENCH_SERVER_NODE_ARGS=--trace-gc) kept.
+  const stdoutFile = process.env.BENCH_CHILD_STDOUT;
+  if (stdoutFile) lines.on('line', (line) => { if (!line.startsWith('{')) appendFileSync(stdoutFile, `${line}\n`); });
   const waiting: ((msg: Record<string, unknown>) => boolean)[] = [];
   lines.on('line', (line) => {
     let msg: Record<string, unknown>;
