@@ -102,18 +102,22 @@ export async function protobufList(store: Store, entries: readonly CacheEntry[],
   const chunks: Buffer[] = [];
   let pending: Buffer[] = [];
   let pendingBytes = 0;
-  // Objects served as stored are encoded once (entryMessage); others on every list.
-  const shared = !out.as && !wildcard;
+  // Objects served as stored are encoded once, already framed as a list item (entryListItem);
+  // others on every list.
+  const shared = !out.as && !wildcard && layout.itemsNo === LIST_ITEMS_FIELD;
   for (const e of entries) {
-    let msg: Buffer;
-    if (shared) msg = entryMessage(store, e);
-    else {
+    if (shared) {
+      const item = entryListItem(store, e);
+      pending.push(item);
+      pendingBytes += item.length;
+    } else {
       const obj = store.decodeEntry(e);
       if (wildcard) obj.metadata.annotations = { ...obj.metadata.annotations, [CLUSTER_ANNOTATION]: e.cluster };
-      msg = encodeProtobufMessage(layout.itemMessage, out.as ? partialObjectMetadata(obj, out.asVersion) : obj);
+      const msg = encodeProtobufMessage(layout.itemMessage, out.as ? partialObjectMetadata(obj, out.asVersion) : obj);
+      const header = protobufFieldHeader(layout.itemsNo, msg.length);
+      pending.push(header, msg);
+      pendingBytes += header.length + msg.length;
     }
-    pending.push(protobufFieldHeader(layout.itemsNo, msg.length), msg);
-    pendingBytes += pending[pending.length - 2]!.length + msg.length;
     if (pendingBytes >= SLICE_BYTES) {
       chunks.push(Buffer.concat(pending, pendingBytes));
       pending = [];
@@ -129,29 +133,48 @@ export async function protobufList(store: Store, entries: readonly CacheEntry[],
   return { parts, length };
 }
 
+/** The field number of `items` in kube's list messages (`repeated <Kind> items = 2`, e.g. core/v1 ConfigMapList). */
+const LIST_ITEMS_FIELD = 2;
+
 /**
  * The protobuf message of cached objects as a store serves them (no transformation, no cluster
  * annotation), kept per store and entry while the entry lives (an entry is never changed: a new
  * version is a new entry, and the old one goes with the watch cache's last reference to it).
  * Lists and watchers of a resource share it: an object is encoded once, not on every LIST and for
  * every watcher (kube caches the serialization of watch events the same way, CacheableObject).
+ * Kept framed as a list item (the `items = 2` field's tag and length, then the message), so a list
+ * copies each item once and allocates nothing per item; the message alone is a view into it.
  * Bounded by the watch cache: at most one buffer, smaller than the entry's JSON, per cached entry
  * and served version.
  */
 const messageCache = new WeakMap<Store, WeakMap<CacheEntry, Buffer>>();
 
-/** The protobuf message of a cached object as `store` serves it (see {@link messageCache}); throws as the codec's encoder. */
-export function entryMessage(store: Store, e: CacheEntry): Buffer {
+/**
+ * A cached object as `store` serves it, framed as an item of its list message: the tag of field
+ * {@link LIST_ITEMS_FIELD} (length-delimited), the message's length as a varint, the message
+ * (see {@link messageCache}). Throws as the codec's encoder (406 without a protobuf form).
+ */
+function entryListItem(store: Store, e: CacheEntry): Buffer {
   let perStore = messageCache.get(store);
   if (!perStore) { perStore = new WeakMap(); messageCache.set(store, perStore); }
-  let bytes = perStore.get(e);
-  if (!bytes) {
+  let framed = perStore.get(e);
+  if (!framed) {
     const message = protobufMessageFor(apiVersionOf(store.desc), store.desc.kind);
     if (!message) throw new StatusError(406, 'NotAcceptable', `${store.desc.kind} in ${apiVersionOf(store.desc)} has no protobuf form`);
-    bytes = encodeProtobufMessage(message, store.decodeEntry(e));
-    perStore.set(e, bytes);
+    const msg = encodeProtobufMessage(message, store.decodeEntry(e));
+    framed = Buffer.concat([protobufFieldHeader(LIST_ITEMS_FIELD, msg.length), msg]);
+    perStore.set(e, framed);
   }
-  return bytes;
+  return framed;
+}
+
+/** The protobuf message of a cached object as `store` serves it (a view into its cached list item, see {@link messageCache}); throws as the codec's encoder. */
+export function entryMessage(store: Store, e: CacheEntry): Buffer {
+  const framed = entryListItem(store, e);
+  // Past the tag (one byte) and the length's varint (its last byte has the high bit clear).
+  let i = 1;
+  while (framed[i]! & 0x80) i++;
+  return framed.subarray(i + 1);
 }
 
 /** The full protobuf encoding (magic + runtime.Unknown) of a cached object as `store` serves it, in parts (the message shared). */
