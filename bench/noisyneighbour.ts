@@ -149,14 +149,33 @@ async function loop(s: ServerProc, n: number, ms: number, next: (c: number, i: n
 interface FloodResult { b: LatencySummary; bErrors: number; bCodes: Record<string, number>; aPerSec: number; aAlonePerSec: number; aCodes: Record<string, number>; loop: { p50: number; p99: number; max: number } }
 
 /** Count and sum (seconds) of the server's `apiserver_request_duration_seconds` for GETs of ConfigMaps. */
-async function serverGets(s: ServerProc): Promise<{ count: number; sum: number; buckets: Map<number, number> }> {
+async function serverGets(s: ServerProc): Promise<{ count: number; sum: number; buckets: Map<number, number>; text: string }> {
   const c = makeClients(s.url, s.creds, 1)[0]!;
   const text = (await c.request('GET', '/metrics')).body.toString();
   c.close();
   const num = (name: string) => Number(new RegExp(`^apiserver_request_duration_seconds_${name}\\{verb="get",resource="configmaps"\\} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
   const buckets = new Map<number, number>();
   for (const m of text.matchAll(/^apiserver_request_duration_seconds_bucket\{le="([^"]+)",verb="get",resource="configmaps"\} (\S+)/gm)) buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]));
-  return { count: num('count'), sum: num('sum'), buckets };
+  return { count: num('count'), sum: num('sum'), buckets, text };
+}
+
+/** Per priority level, the requests that waited in an APF queue between two scrapes and their mean wait, e.g. `workload-low: 120, 3.1 ms`. */
+function apfWait(before: string, after: string): string {
+  const read = (text: string) => {
+    const out = new Map<string, { count: number; sum: number }>();
+    for (const m of text.matchAll(/^apiserver_flowcontrol_request_wait_duration_seconds_(count|sum)\{([^}]*)\} (\S+)/gm)) {
+      const level = /priority_level="([^"]*)"/.exec(m[2]!)?.[1] ?? '?';
+      const e = out.get(level) ?? { count: 0, sum: 0 };
+      e[m[1] as 'count' | 'sum'] += Number(m[3]);
+      out.set(level, e);
+    }
+    return out;
+  };
+  const b = read(before); const a = read(after);
+  return [...a].map(([level, v]) => {
+    const n = v.count - (b.get(level)?.count ?? 0);
+    return n ? `${level}: ${n}, ${round(((v.sum - (b.get(level)?.sum ?? 0)) / n) * 1000, 2)} ms` : '';
+  }).filter(Boolean).join('; ') || 'none';
 }
 
 /** The upper bound (s) of the histogram bucket holding quantile `q` of the observations between two scrapes. */
@@ -204,6 +223,7 @@ async function flood(s: ServerProc, kind: string): Promise<FloodResult> {
   const b = await probe.stop();
   const loopDelay = await s.loopDelay();
   const after = await serverGets(s);
+  log(`APF queue wait (priority level: requests, mean): ${apfWait(before.text, after.text)}`);
   log(`server-side GET mean ${round((after.sum - before.sum) / Math.max(1, after.count - before.count) * 1000, 2)} ms over ${after.count - before.count}, p50 ≤ ${bucketQuantile(before.buckets, after.buckets, 0.5) * 1000} ms, p99 ≤ ${bucketQuantile(before.buckets, after.buckets, 0.99) * 1000} ms (histogram buckets)`);
   return { b: b.lat, bErrors: b.errors, bCodes: b.codes, aPerSec: busy.perSec, aAlonePerSec: alone.perSec, aCodes: busy.codes, loop: loopDelay };
 }

@@ -3,7 +3,6 @@
  * Kubernetes protobuf; the object, a Table or PartialObjectMetadata), and the `Warning` headers of a
  * response.
  */
-import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import { StatusError } from '../apimachinery/errors.js';
 import { CLUSTER_ANNOTATION, withClusterAnnotation, type KubeObject } from '../apimachinery/meta.js';
@@ -14,7 +13,7 @@ import { MEDIA_TYPES, encodeBody, encodeStatus, type EncodedBody, type OutputFor
 import { apiVersionOf, protobufList, type EncodedList } from './protobufwire.js';
 import { parseIncludeObject, partialObjectMetadata, toTable } from './table.js';
 import { MAX_BODY_BYTES } from './context.js';
-import { mapSliced, slicedStream, SLICE_BYTES } from './slicing.js';
+import { mapSliced, pacedStream, slicedStream, SLICE_BYTES } from './slicing.js';
 
 /** Maps any thrown value to a StatusError (client mistakes keep their 4xx code). */
 export function toStatusError(err: unknown): StatusError {
@@ -103,7 +102,8 @@ export async function sendList(reply: FastifyReply, items: CacheEntry[], listMet
     const { parts, length } = encoded;
     // Small lists leave in one write; large ones as the client reads them, a slice per chunk.
     reply.code(200).type(MEDIA_TYPES.protobuf).header('content-length', String(length));
-    reply.send(large ? Readable.from(parts, { objectMode: false }) : Buffer.concat(parts, length));
+    let k = 0;
+    reply.send(large ? pacedStream(() => (k < parts.length ? parts[k++]! : null)) : Buffer.concat(parts, length));
     return;
   }
   if (!out.as && out.media === 'json' && (!desc.storage || desc.storage.webhook)) {

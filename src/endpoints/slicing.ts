@@ -5,8 +5,8 @@
  * yielding to the loop between slices (other requests, watch events and timers run in between),
  * and written as the client reads them (the stream's backpressure).
  */
+import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
-import { setImmediate as yieldTurn } from 'node:timers/promises';
 
 /**
  * Bytes of response produced per turn of the event loop: 256 KiB is about 0.3 ms of work on the
@@ -14,30 +14,88 @@ import { setImmediate as yieldTurn } from 'node:timers/promises';
  */
 export const SLICE_BYTES = 256 * 1024;
 
-/** Gives the event loop one turn (I/O, timers and other requests run). */
+/**
+ * Milliseconds of slice work the loop runs per turn, over all large responses together. Without a
+ * shared budget, every response waiting for its next slice resumes in the same turn (one
+ * `setImmediate` each): 64 concurrent LISTs of 2 MB made one turn last 60 to 300 ms, and a small
+ * request of another tenant needs several turns (read, authenticate, read the revision, answer).
+ */
+export const SLICE_BUDGET_MS = 4;
+
+/** Responses waiting for their next slice, in the order they asked (round robin: each asks again at the end). */
+const waiting: (() => void)[] = [];
+let pumpScheduled = false;
+
+/**
+ * Gives the event loop a turn (I/O, timers and other requests run), then resumes the caller when
+ * the turn's slice budget ({@link SLICE_BUDGET_MS}, shared by every large response of the process)
+ * has room: the callers waiting resume one at a time, each running its next slice, until the
+ * budget of the turn is spent; the rest wait for the next turn, in order.
+ */
 export function yieldToLoop(): Promise<void> {
-  return yieldTurn();
+  return new Promise<void>((resolve) => {
+    waiting.push(resolve);
+    schedulePump();
+  });
+}
+
+function schedulePump(): void {
+  if (pumpScheduled) return;
+  pumpScheduled = true;
+  setImmediate(pump);
+}
+
+/** One turn's share of slice work (see {@link yieldToLoop}). */
+function pump(): void {
+  pumpScheduled = false;
+  const start = performance.now();
+  const step = (): void => {
+    if (!waiting.length) return;
+    if (performance.now() - start >= SLICE_BUDGET_MS) { schedulePump(); return; }
+    waiting.shift()!();
+    // Queued after the resumed caller's continuation: runs once its slice is done (or it awaits).
+    queueMicrotask(step);
+  };
+  step();
 }
 
 /**
  * A readable stream of `head`, the parts `part(i)` for i in [0, count) joined by `separator`,
- * then `tail`; produced in slices of about {@link SLICE_BYTES}, one per turn of the event loop.
- * `part` is called lazily, in order, once per index.
+ * then `tail`; produced in slices of about {@link SLICE_BYTES} (see {@link pacedStream}).
+ * `part` is called lazily, in order, once per index; an error it throws destroys the stream.
  */
 export function slicedStream(head: string, count: number, part: (i: number) => string, separator: string, tail: string): Readable {
-  async function* produce(): AsyncGenerator<string> {
-    let slice = head;
-    for (let i = 0; i < count; i++) {
-      slice += (i ? separator : '') + part(i);
-      if (slice.length >= SLICE_BYTES) {
-        yield slice;
-        slice = '';
-        await yieldToLoop();
-      }
-    }
-    yield slice + tail;
-  }
-  return Readable.from(produce(), { objectMode: false });
+  let i = 0;
+  let ended = false;
+  return pacedStream(() => {
+    if (ended) return null;
+    let slice = i === 0 ? head : '';
+    for (; i < count && slice.length < SLICE_BYTES; i++) slice += (i ? separator : '') + part(i);
+    if (i < count) return slice;
+    ended = true;
+    return slice + tail;
+  });
+}
+
+/**
+ * A readable stream whose chunks are `next()`'s answers (null ends it), each produced and
+ * written in a step of the shared slice budget ({@link yieldToLoop}): the stream asks for a chunk
+ * when the client has taken the previous one, and the chunk is made and handed to the socket
+ * (encoded, encrypted) inside the budget, not in whichever I/O callback drained the socket — so
+ * many large responses draining at once do not hold one turn of the loop between them. An error
+ * `next` throws destroys the stream.
+ */
+export function pacedStream(next: () => string | Buffer | null): Readable {
+  return new Readable({
+    // Nothing buffered ahead: a chunk is made when the consumer is ready for it.
+    highWaterMark: 0,
+    read() {
+      yieldToLoop().then(() => {
+        if (this.destroyed) return;
+        this.push(next());
+      }).catch((err: unknown) => this.destroy(err instanceof Error ? err : new Error(String(err))));
+    },
+  });
 }
 
 /**
