@@ -11,6 +11,18 @@
  * On Node's single event loop a seat bounds how many requests may have their work in progress at
  * once: it is held from dispatch until the response has been written (a watch: until its initial
  * events are sent).
+ *
+ * One difference from kube: when the chosen head does not fit in the free seats (a wide LIST
+ * waiting for seats to free), kube dispatches nothing until it fits; here a one-seat head of
+ * another queue may run in the meantime ("backfill"), in virtual-finish order, as long as the
+ * seats of all backfilled requests leave room for the blocked head
+ * (`backfilled seats + 1 ≤ limit − head's seats`): the head then fits once the requests that
+ * held its seats before it blocked have finished, whatever the backfilled ones do, so it is
+ * delayed by no backfilled request. Why: here a LIST of thousands of objects holds its seats for
+ * hundreds of milliseconds (one event loop writes it as the client reads), and under kube's rule
+ * another tenant's GET waited behind a flood's LISTs for as long (noisy-neighbour benchmark, LIST
+ * flood: the other tenant's GET p99 763 ms with kube's rule, 225 ms with backfill, 318 ms without
+ * priority and fairness; docs/benchmarks.md).
  */
 import { Dealer } from './shufflesharding.js';
 
@@ -87,6 +99,8 @@ class Request implements Ticket {
   arrivalR = 0;
   startMs = 0;
   readonly enqueuedMs: number;
+  /** Dispatched past a blocked head (see the module comment). */
+  backfilled = false;
   resolve?: (t: Ticket) => void;
   reject?: (e: Error) => void;
   timer?: NodeJS.Timeout;
@@ -122,6 +136,8 @@ export class QueueSet {
   /** Hands dealt, by flow hash (at most HAND_CACHE_SIZE; cleared when full or reconfigured). */
   private readonly hands = new Map<bigint, number[]>();
   private seatsInUse = 0;
+  /** Seats held by requests dispatched as backfill (see the module comment). */
+  private backfilledSeats = 0;
   private executing = 0;
   private waiting = 0;
 
@@ -242,18 +258,33 @@ export class QueueSet {
     while (this.waiting > 0 && this.seatsInUse < Math.max(1, this.config.concurrencyLimit) && this.dispatchOne()) { /* next */ }
   }
 
-  /** Dispatches the head of the queue with the smallest virtual finish time, if it fits. */
+  /**
+   * Dispatches the head of the queue with the smallest virtual finish time if it fits, else the
+   * one-seat head with the smallest virtual finish time as backfill when the blocked head leaves
+   * room for it (see the module comment).
+   */
   private dispatchOne(): boolean {
     let min: Queue | undefined;
     let minFinish = Infinity;
+    let narrow: Queue | undefined;
+    let narrowFinish = Infinity;
     for (const q of this.queues.values()) {
       const head = q.waiting[0];
       if (!head) continue;
       const finish = q.nextDispatchR + head.totalWork;
       if (finish < minFinish) { minFinish = finish; min = q; }
+      if (head.seats === 1 && finish < narrowFinish) { narrowFinish = finish; narrow = q; }
     }
-    const head = min?.waiting[0];
-    if (!min || !head || !this.canAccommodate(head.seats)) return false;
+    let head = min?.waiting[0];
+    if (!min || !head) return false;
+    if (!this.canAccommodate(head.seats)) {
+      const blocked = head;
+      if (!narrow || blocked.seats > this.config.concurrencyLimit || this.backfilledSeats + 1 > this.config.concurrencyLimit - blocked.seats || !this.canAccommodate(1)) return false;
+      min = narrow;
+      head = narrow.waiting[0]!;
+      head.backfilled = true;
+      this.backfilledSeats += head.seats;
+    }
     min.waiting.shift();
     min.waitingWork -= head.totalWork;
     min.waitingSeats -= head.seats;
@@ -306,6 +337,7 @@ export class QueueSet {
 
   private releaseSeats(r: Request): void {
     this.seatsInUse -= r.seats;
+    if (r.backfilled) this.backfilledSeats -= r.seats;
     const q = r.queue;
     if (q) {
       q.seatsInUse -= r.seats;

@@ -145,6 +145,48 @@ test('queue set: a request wider than the level runs alone; final seats are held
   assert.equal(qs.stats.seatsInUse, 0);
 });
 
+test('queue set: a one-seat request runs beside a wide head that waits for seats (backfill), never delaying that head', async () => {
+  const clock = fakeClock();
+  const qs = new QueueSet({ name: 'l', concurrencyLimit: 12, queues: 64, handSize: 1, queueLengthLimit: 50 }, clock.now);
+  const wide: WorkEstimate = { initialSeats: 10, finalSeats: 0, additionalLatencyMs: 0 };
+  const list1 = qs.start(1n, wide, { waitLimitMs: 60_000 }) as Ticket;
+  const list2 = qs.start(1n, wide, { waitLimitMs: 60_000 }) as Promise<Ticket>;
+  let list2Started = false;
+  void list2.then(() => { list2Started = true; });
+  // The flood's queue is behind in virtual time: its waiting LIST is the head kube would insist on.
+  clock.advance(1000);
+  const gets = [2n, 3n, 4n].map((flow) => qs.start(flow, one, { waitLimitMs: 60_000 }));
+  assert.ok(!(gets[0] instanceof Promise) && !(gets[1] instanceof Promise), 'two GETs run in the two free seats');
+  assert.ok(gets[2] instanceof Promise, 'a third does not fit');
+  assert.equal(qs.stats.seatsInUse, 12);
+  // The first LIST ends: the waiting LIST fits beside the backfilled GETs and goes first.
+  list1.finish();
+  await new Promise((r) => setImmediate(r));
+  assert.ok(list2Started, 'the blocked LIST runs once the seats it waited for are free');
+  assert.equal(qs.stats.seatsInUse, 12);
+  (gets[0] as Ticket).finish();
+  const third = await (gets[2] as Promise<Ticket>);
+  third.finish(); (gets[1] as Ticket).finish(); (await list2).finish();
+  assert.equal(qs.stats.seatsInUse, 0);
+});
+
+test('queue set: backfill leaves the blocked head its seats (at most limit − head seats are backfilled)', async () => {
+  const clock = fakeClock();
+  const qs = new QueueSet({ name: 'l', concurrencyLimit: 12, queues: 64, handSize: 1, queueLengthLimit: 50 }, clock.now);
+  const list1 = qs.start(1n, { initialSeats: 3, finalSeats: 0, additionalLatencyMs: 0 }, { waitLimitMs: 60_000 }) as Ticket;
+  const list2 = qs.start(1n, { initialSeats: 10, finalSeats: 0, additionalLatencyMs: 0 }, { waitLimitMs: 60_000 }) as Promise<Ticket>;
+  clock.advance(1000);
+  // 9 seats free, but the blocked head needs 10 of 12: only 2 may go to backfill.
+  const gets = [2n, 3n, 4n].map((flow) => qs.start(flow, one, { waitLimitMs: 60_000 }));
+  assert.deepEqual(gets.map((g) => g instanceof Promise), [false, false, true]);
+  assert.equal(qs.stats.seatsInUse, 5);
+  list1.finish();
+  assert.equal(qs.stats.seatsInUse, 12, 'the wide head runs beside the two backfilled GETs');
+  (gets[0] as Ticket).finish(); (gets[1] as Ticket).finish(); (await list2).finish();
+  (await (gets[2] as Promise<Ticket>)).finish();
+  assert.equal(qs.stats.seatsInUse, 0);
+});
+
 function bootstrapSource(extra: { fs?: KubeObject[]; pl?: KubeObject[] } = {}): ConfigSource {
   const objs = (specs: Record<string, object>, kind: string) => Object.entries(specs).map(([name, spec]) => ({ apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind, metadata: { name, uid: `uid-${name}` }, spec }) as KubeObject);
   return {
