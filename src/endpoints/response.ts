@@ -13,7 +13,7 @@ import { MEDIA_TYPES, encodeBody, encodeStatus, type EncodedBody, type OutputFor
 import { apiVersionOf, protobufList, type EncodedList } from './protobufwire.js';
 import { parseIncludeObject, partialObjectMetadata, toTable } from './table.js';
 import { MAX_BODY_BYTES } from './context.js';
-import { mapSliced, pacedStream, slicedStream, SLICE_BYTES } from './slicing.js';
+import { joinUtf8, mapSliced, pacedStream, slicedStream, SLICE_BYTES } from './slicing.js';
 
 /** Maps any thrown value to a StatusError (client mistakes keep their 4xx code). */
 export function toStatusError(err: unknown): StatusError {
@@ -118,9 +118,7 @@ export async function sendList(reply: FastifyReply, items: CacheEntry[], listMet
       reply.code(200).type(MEDIA_TYPES.json).send(slicedStream(head, items.length, item, ',', ']}'));
       return;
     }
-    let s = head;
-    for (let i = 0; i < items.length; i++) s += (i ? ',' : '') + item(i);
-    reply.code(200).type(MEDIA_TYPES.json).send(Buffer.from(`${s}]}`));
+    reply.code(200).type(MEDIA_TYPES.json).send(joinUtf8(head, items.length, item, ',', ']}', estimatedBytes(items)));
     return;
   }
   const decode = (e: CacheEntry): KubeObject => {

@@ -11,7 +11,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse as parseYaml } from 'yaml';
 import { decodeKubernetesProtobuf, encodeKubernetesProtobuf } from '../../src/apimachinery/protobuf.js';
-import { CM, call, eventually, type Creds, type TestServer, useTestServer } from '../helpers.js';
+import { CM, ROOT_CA_CONFIGMAP, call, eventually, type Creds, type TestServer, useTestServer } from '../helpers.js';
 import { PB, TYPED, decodedProtobuf, protobufWatch, rawCall, type WatchEventRead } from '../pbwire.js';
 import { goDecode, goEncode, goWatchFrame, protoref } from '../protoref.js';
 const NS = '/clusters/root/api/v1/namespaces/default';
@@ -116,6 +116,10 @@ describe('objects in protobuf', () => {
 describe('lists in protobuf', () => {
   test('a list decodes to what JSON answers; deletecollection answers the deleted objects', async () => {
     await json('POST', '/clusters/root/api/v1/namespaces', { metadata: { name: 'pblist' } });
+    // The controllers' writes into a new namespace (its root CA ConfigMap, its default service
+    // account) are done before the lists, whose resourceVersion (the shard's) is compared.
+    await eventually('the namespace settled', async () => (await json('GET', `/clusters/root/api/v1/namespaces/pblist/configmaps/${ROOT_CA_CONFIGMAP}`)).status === 200
+      && (await json('GET', '/clusters/root/api/v1/namespaces/pblist/serviceaccounts/default')).status === 200);
     for (let i = 0; i < 5; i++) assert.equal((await json('POST', '/clusters/root/api/v1/namespaces/pblist/configmaps', CM(`c${i}`, { i: String(i) }, { set: 'a' }))).status, 201);
     const path = '/clusters/root/api/v1/namespaces/pblist/configmaps?labelSelector=set%3Da';
     const asJson = (await json('GET', path)).json;
