@@ -17,9 +17,11 @@
  * steadier than wall time on a shared machine.
  *
  * Environment: BENCH_START_ROUNDS (default 5), BENCH_START_VARIANTS (comma-separated of
- * `1-fresh,1-restart,3-fresh,3-restart`), BENCH_CPU_PROF=<dir> (`--cpu-prof` of every run, one
- * file per process; bench/profile-summary.ts summarises one), BENCH_START_TRACE=1 (the server's
- * phase timings, KCP_TS_START_TRACE, printed after each run).
+ * `1-fresh,1-restart,3-fresh,3-restart`), BENCH_START_BASELINE=<path of another build's
+ * bin/kcp-ts> (every variant also measured with it, interleaved run by run with this build, so
+ * both see the same machine load), BENCH_CPU_PROF=<dir> (`--cpu-prof` of every run, one file per
+ * process; bench/profile-summary.ts summarises one), BENCH_START_TRACE=1 (the server's phase
+ * timings, KCP_TS_START_TRACE, printed after each run).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -83,10 +85,10 @@ function killOrphans(root: string): void {
  * it to exit (its redis-servers stopped too).
  * @throws when it exits before it is ready or is not ready within 120 s
  */
-async function measureStart(root: string, shards: number, label: string): Promise<StartRun> {
+async function measureStart(root: string, shards: number, label: string, bin = BIN): Promise<StartRun> {
   const [port] = shards > 1 ? [await consecutiveFreePorts(shards + 1)] : await freePorts(1);
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF, label)}`] : [];
-  const args = [...prof, BIN, 'start', '--root-directory', root, '--secure-port', String(port!), ...(shards > 1 ? ['--shards', String(shards)] : [])];
+  const args = [...prof, bin, 'start', '--root-directory', root, '--secure-port', String(port!), ...(shards > 1 ? ['--shards', String(shards)] : [])];
   const loadAvg1 = loadavg()[0]!;
   const t0 = performance.now();
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...(process.env.BENCH_START_TRACE ? { KCP_TS_START_TRACE: '1' } : {}) } });
@@ -145,54 +147,62 @@ export async function startBench(): Promise<Report> {
   const rounds = Math.max(1, Number(process.env.BENCH_START_ROUNDS ?? 5));
   const wanted = new Set((process.env.BENCH_START_VARIANTS ?? VARIANTS.map((v) => v.key).join(',')).split(',').map((s) => s.trim()));
   const variants = VARIANTS.filter((v) => wanted.has(v.key));
-  const runs: Record<string, StartRun[]> = Object.fromEntries(variants.map((v) => [v.key, []]));
+  const baseline = process.env.BENCH_START_BASELINE;
+  const builds: { name: string; bin: string }[] = [{ name: 'this build', bin: BIN }, ...(baseline ? [{ name: 'baseline', bin: baseline }] : [])];
+  const keyOf = (b: { name: string }, v: Variant) => (b.name === 'this build' ? v.key : `${v.key} (baseline)`);
+  const runs: Record<string, StartRun[]> = Object.fromEntries(builds.flatMap((b) => variants.map((v) => [keyOf(b, v), []])));
   const loadAvgBefore = loadavg().map((l) => round(l, 2));
   const startedAt = new Date().toISOString();
-  // A restart needs a directory a server ran on: each shard count keeps one per round, made by
-  // its fresh run (or by an unmeasured start when the fresh variant is not wanted).
   for (let r = 0; r < rounds; r++) {
-    const dirs = new Map<number, string>();
-    const dirOf = async (shards: number): Promise<string> => {
-      let d = dirs.get(shards);
-      if (!d) {
-        d = mkdtempSync(join(tmpdir(), 'kcpst-'));
-        dirs.set(shards, d);
-        await measureStart(d, shards, 'warm');
+    // Which build goes first alternates by round.
+    for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
+      // A restart needs a directory this build's server ran on: each shard count keeps one per
+      // round, made by its fresh run (or by an unmeasured start when the fresh variant is not wanted).
+      const dirs = new Map<number, string>();
+      const dirOf = async (shards: number): Promise<string> => {
+        let d = dirs.get(shards);
+        if (!d) {
+          d = mkdtempSync(join(tmpdir(), 'kcpst-'));
+          dirs.set(shards, d);
+          await measureStart(d, shards, 'warm', b.bin);
+        }
+        return d;
+      };
+      // Fresh before restart of the same shard count; the shard counts alternate which goes first.
+      const order = r % 2 === 0 ? variants : [...variants.filter((v) => v.shards === 3), ...variants.filter((v) => v.shards === 1)];
+      try {
+        for (const v of order) {
+          let root: string;
+          if (v.restart) root = await dirOf(v.shards);
+          else { root = mkdtempSync(join(tmpdir(), 'kcpst-')); if (!dirs.has(v.shards)) dirs.set(v.shards, root); }
+          const run = await measureStart(root, v.shards, v.key, b.bin);
+          if (!v.restart && dirs.get(v.shards) !== root) rmSync(root, { recursive: true, force: true });
+          runs[keyOf(b, v)]!.push(run);
+          log(`round ${r + 1} ${keyOf(b, v)}: spawn → /readyz ${fmtInt(run.spawnToReadyMs)} ms (server's own ${run.serverReadyMs} ms), CPU ${round(run.cpuSecondsAtReady, 2)} s, load ${round(run.loadAvg1, 2)}`);
+          if (run.trace) log(run.trace);
+        }
+      } finally {
+        for (const d of dirs.values()) rmSync(d, { recursive: true, force: true });
       }
-      return d;
-    };
-    // Fresh before restart of the same shard count; the shard counts alternate which goes first.
-    const order = r % 2 === 0 ? variants : [...variants.filter((v) => v.shards === 3), ...variants.filter((v) => v.shards === 1)];
-    try {
-      for (const v of order) {
-        let root: string;
-        if (v.restart) root = await dirOf(v.shards);
-        else { root = mkdtempSync(join(tmpdir(), 'kcpst-')); if (!dirs.has(v.shards)) dirs.set(v.shards, root); }
-        const run = await measureStart(root, v.shards, v.key);
-        if (!v.restart && dirs.get(v.shards) !== root) rmSync(root, { recursive: true, force: true });
-        runs[v.key]!.push(run);
-        log(`round ${r + 1} ${v.key}: spawn → /readyz ${fmtInt(run.spawnToReadyMs)} ms (server's own ${run.serverReadyMs} ms), CPU ${round(run.cpuSecondsAtReady, 2)} s, load ${round(run.loadAvg1, 2)}`);
-        if (run.trace) log(run.trace);
-      }
-    } finally {
-      for (const d of dirs.values()) rmSync(d, { recursive: true, force: true });
     }
   }
   const loadAvgAfter = loadavg().map((l) => round(l, 2));
   const rows: Row[] = [];
   const table = ['| variant | spawn → /readyz 200, median (range) | target | met | server\'s own "ready in" | CPU s of node + redis at ready |', '|---|---|---|---|---|---|'];
-  for (const v of variants) {
-    const rs = runs[v.key]!;
-    const wall = rs.map((x) => x.spawnToReadyMs);
-    const own = rs.map((x) => x.serverReadyMs);
-    const cpu = rs.map((x) => x.cpuSecondsAtReady);
-    const target = TARGET_MS[v.shards];
-    const met = target === undefined ? '–' : median(wall) < target ? 'yes' : 'NO';
-    const name = `${v.shards === 1 ? 'kcp-ts start' : `kcp-ts start --shards ${v.shards}`}, ${v.restart ? 'restart on its directory' : 'fresh directory'}`;
-    table.push(`| ${name} | ${fmtInt(median(wall))} ms (${range(wall)}) | ${target ? `< ${fmtInt(target)} ms` : '–'} | ${met} | ${fmtInt(median(own))} ms (${range(own)}) | ${round(median(cpu), 2)} s (${round(Math.min(...cpu), 2)}–${round(Math.max(...cpu), 2)}) |`);
-    rows.push({ scenario: 'start', figure: `${name}: spawn → /readyz 200 (median of ${rs.length})`, value: `${fmtInt(median(wall))} ms`, target: target ? `< ${fmtInt(target)} ms` : '–', met, detail: `range ${range(wall)} ms; server's own ${fmtInt(median(own))} ms; CPU ${round(median(cpu), 2)} s` });
+  for (const b of builds) {
+    for (const v of variants) {
+      const rs = runs[keyOf(b, v)]!;
+      const wall = rs.map((x) => x.spawnToReadyMs);
+      const own = rs.map((x) => x.serverReadyMs);
+      const cpu = rs.map((x) => x.cpuSecondsAtReady);
+      const target = TARGET_MS[v.shards];
+      const met = target === undefined ? '–' : median(wall) < target ? 'yes' : 'NO';
+      const name = `${v.shards === 1 ? 'kcp-ts start' : `kcp-ts start --shards ${v.shards}`}, ${v.restart ? 'restart on its directory' : 'fresh directory'}${b.name === 'baseline' ? ' (baseline)' : ''}`;
+      table.push(`| ${name} | ${fmtInt(median(wall))} ms (${range(wall)}) | ${target ? `< ${fmtInt(target)} ms` : '–'} | ${met} | ${fmtInt(median(own))} ms (${range(own)}) | ${round(median(cpu), 2)} s (${round(Math.min(...cpu), 2)}–${round(Math.max(...cpu), 2)}) |`);
+      rows.push({ scenario: 'start', figure: `${name}: spawn → /readyz 200 (median of ${rs.length})`, value: `${fmtInt(median(wall))} ms`, target: target ? `< ${fmtInt(target)} ms` : '–', met, detail: `range ${range(wall)} ms; server's own ${fmtInt(median(own))} ms; CPU ${round(median(cpu), 2)} s` });
+    }
   }
   const markdown = table.join('\n');
   process.stdout.write(`\nLoad average ${loadAvgBefore.join(' / ')} before, ${loadAvgAfter.join(' / ')} after (1/5/15 min)\n${markdown}\n`);
-  return { rows, result: { startedAt, rounds, pollMs: POLL_MS, loadAvgBefore, loadAvgAfter, runs, markdown } };
+  return { rows, result: { startedAt, rounds, baseline: baseline ?? null, pollMs: POLL_MS, loadAvgBefore, loadAvgAfter, runs, markdown } };
 }
