@@ -46,7 +46,7 @@ import { flowControlCostBench } from './flowcontrol.js';
 import { protobufServingBench } from './protobufserving.js';
 import { backupBench } from './backup.js';
 import { migrateBench } from './migrate.js';
-import { startBench } from './start.js';
+import { killStartChildrenSync, startBench } from './start.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS = join(BENCH_DIR, 'results.json');
@@ -746,6 +746,7 @@ function cleanupSync(): void {
   extraChildren.clear();
   killAllSync();
   killInstancesSync();
+  killStartChildrenSync();
 }
 const onSignal = (sig: NodeJS.Signals) => { cleanupSync(); process.exit(sig === 'SIGINT' ? 130 : 143); };
 process.on('SIGINT', onSignal);

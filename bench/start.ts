@@ -23,7 +23,7 @@
  * process; bench/profile-summary.ts summarises one), BENCH_START_TRACE=1 (the server's phase
  * timings, KCP_TS_START_TRACE, printed after each run).
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { loadavg, tmpdir } from 'node:os';
@@ -45,6 +45,18 @@ const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
 
 /** The goals of issue 24 item 5 (spawn → /readyz 200), in ms. */
 const TARGET_MS: Record<number, number> = { 1: 500, 3: 1_500 };
+
+/** Servers being measured and their root directories, for {@link killStartChildrenSync}. */
+const live = new Map<ChildProcess, string>();
+
+/** Kills every server still running (SIGKILL) with its embedded redis-servers: the benchmark was interrupted. */
+export function killStartChildrenSync(): void {
+  for (const [child, root] of live) {
+    try { child.kill('SIGKILL'); } catch { /* gone */ }
+    killOrphans(root);
+  }
+  live.clear();
+}
 
 /** One variant: shard count and whether the root directory was used before. */
 interface Variant { key: string; shards: number; restart: boolean }
@@ -96,7 +108,8 @@ async function measureStart(root: string, shards: number, label: string, bin = B
   let err = '';
   child.stdout!.on('data', (d) => { out += String(d); });
   child.stderr!.on('data', (d) => { err = (err + String(d)).slice(-20_000); });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  live.set(child, root);
+  const exited = new Promise<void>((r) => child.once('exit', () => { live.delete(child); r(); }));
   try {
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`kcp-ts start exited before it was ready: ${(out + err).slice(-2000)}`);

@@ -86,27 +86,30 @@ export async function startInstance(opts: InstanceOptions): Promise<RunningInsta
     const pki = await ensurePki(root, { hostnames: [], ipAddresses: [] });
     const rootConnection = { url: rootShard.url, ca: pki.ca.certPem, cert: pki.systemAdmin.certPem, key: pki.systemAdmin.keyPem };
     const names = Array.from({ length: opts.shards }, (_, i) => (i === 0 ? 'root' : `shard-${i}`));
-    const notReady = () => (shards.length < names.length ? 'not every shard has started yet' : instanceNotReady(names, proxy?.directory, shards.map((s, i) => ({ name: names[i]!, shards: s.shards }))));
-    // The other shards and the front-proxy need the root shard (to register in, to watch), not
-    // each other: they start together, their redis-servers, queue threads and connections
-    // overlapping. Settled all, so that what did start is stopped when one fails.
-    const [proxyStart, ...otherStarts] = await Promise.allSettled<unknown>([
-      startFrontProxy({
-        readyChecks: [{ name: 'shards-registered', check: notReady }],
-        securePort: base, bindAddress: opts.bindAddress,
-        servingCert: pki.serving.certPem, servingKey: pki.serving.keyPem, clientCA: pki.ca.certPem,
-        rootShard: rootConnection, proxyClientCert: pki.frontProxyClient.certPem, proxyClientKey: pki.frontProxyClient.keyPem,
-        tokens: opts.tokenAuthFile ? loadTokenFile(opts.tokenAuthFile) : undefined, http2MaxStreamsPerConnection: opts.http2MaxStreamsPerConnection,
-      }),
-      ...names.slice(1).map((name, k) => startServer({
-        ...common, rootDirectory: join(root, 'shards', name), shardName: name, securePort: portOf(k + 1), rootShard: rootConnection,
-      })),
-    ]);
-    for (const r of otherStarts) if (r.status === 'fulfilled') shards.push(r.value as RunningServer);
-    if (proxyStart!.status === 'fulfilled') proxy = proxyStart!.value as RunningFrontProxy;
-    const failed = [proxyStart!, ...otherStarts].find((r) => r.status === 'rejected');
+    const notReady = () => instanceNotReady(names, proxy?.directory, shards.map((s, i) => ({ name: names[i]!, shards: s.shards })));
+    // The other shards need the root shard (to register in), not each other: they start
+    // together, their redis-servers, queue threads and connections overlapping. Settled all, so
+    // that what did start is stopped when one fails. The front-proxy comes after them: it waits
+    // for its first list of every registered shard, and on a restart the Shard objects are there
+    // before their shards listen (its watches would back off).
+    const otherStarts = await Promise.allSettled(names.slice(1).map((name, k) => startServer({
+      ...common, rootDirectory: join(root, 'shards', name), shardName: name, securePort: portOf(k + 1), rootShard: rootConnection,
+    })));
+    for (const r of otherStarts) if (r.status === 'fulfilled') shards.push(r.value);
+    const failed = otherStarts.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
-    const frontProxy = proxy!;
+    startTrace('instance: every shard started');
+    // Every shard listens now: watches of one another that failed while they started need not
+    // wait out their backoff (up to seconds by now).
+    for (const s of shards) s.shards.retryNow();
+    const frontProxy = await startFrontProxy({
+      readyChecks: [{ name: 'shards-registered', check: notReady }],
+      securePort: base, bindAddress: opts.bindAddress,
+      servingCert: pki.serving.certPem, servingKey: pki.serving.keyPem, clientCA: pki.ca.certPem,
+      rootShard: rootConnection, proxyClientCert: pki.frontProxyClient.certPem, proxyClientKey: pki.frontProxyClient.keyPem,
+      tokens: opts.tokenAuthFile ? loadTokenFile(opts.tokenAuthFile) : undefined, http2MaxStreamsPerConnection: opts.http2MaxStreamsPerConnection,
+    });
+    proxy = frontProxy;
     startTrace('instance: front-proxy started');
     // Until every shard is known everywhere, a new workspace could be placed where the proxy
     // cannot route, or not on every shard asked for.

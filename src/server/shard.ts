@@ -227,8 +227,8 @@ export interface RunningServer {
   /** Redis URL in use (embedded or external). */
   redisUrl: string;
   app: FastifyInstance;
-  /** The instance's shards as this one knows them (their Shard objects, whether their watches are connected). */
-  shards: Pick<ShardDirectory, 'get' | 'list' | 'reachable'>;
+  /** The instance's shards as this one knows them (their Shard objects, whether their watches are connected; retryNow reconnects them at once). */
+  shards: Pick<ShardDirectory, 'get' | 'list' | 'reachable' | 'retryNow'>;
   /** Stops serving: ends watches, closes controllers, storage and the embedded Redis. */
   stop(): Promise<void>;
 }
