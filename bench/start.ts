@@ -6,8 +6,8 @@
  * 200. Four variants, in an order rotated every round:
  *
  * - `1 shard, fresh`: a new, empty root directory (PKI generated, bootstrap objects written);
- * - `1 shard, restart`: the same directory again after a clean stop (SIGTERM) — what a user does
- *   most;
+ * - `1 shard, restart`: the same directory and port again after a clean stop (SIGTERM) — what a
+ *   user does most;
  * - `3 shards, fresh` and `3 shards, restart`: `--shards 3` (root shard, two more, front-proxy;
  *   ready once every shard is registered and known everywhere).
  *
@@ -97,8 +97,10 @@ function killOrphans(root: string): void {
  * it to exit (its redis-servers stopped too).
  * @throws when it exits before it is ready or is not ready within 120 s
  */
-async function measureStart(root: string, shards: number, label: string, bin = BIN): Promise<StartRun> {
-  const [port] = shards > 1 ? [await consecutiveFreePorts(shards + 1)] : await freePorts(1);
+async function measureStart(root: string, shards: number, label: string, bin = BIN, port?: number): Promise<StartRun & { port: number }> {
+  // A restart uses its directory's previous port (as users restart): the shards' URLs in their
+  // stored objects stay current, nothing is rewritten.
+  port ??= shards > 1 ? await consecutiveFreePorts(shards + 1) : (await freePorts(1))[0]!;
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_CPU_PROF, label)}`] : [];
   const args = [...prof, bin, 'start', '--root-directory', root, '--secure-port', String(port!), ...(shards > 1 ? ['--shards', String(shards)] : [])];
   const loadAvg1 = loadavg()[0]!;
@@ -122,7 +124,7 @@ async function measureStart(root: string, shards: number, label: string, bin = B
     // The "ready" line follows /readyz's 200 by at most a turn of the server's event loop.
     for (let i = 0; i < 100 && !/ready in \d+ ms/.test(out); i++) await sleep(10);
     const serverReadyMs = Number(/ready in (\d+) ms/.exec(out)?.[1] ?? NaN);
-    return { spawnToReadyMs, serverReadyMs, cpuSecondsAtReady, loadAvg1, ...(process.env.BENCH_START_TRACE ? { trace: err.split('\n').filter((l) => l.startsWith('start trace')).join('\n') } : {}) };
+    return { port: port!, spawnToReadyMs, serverReadyMs, cpuSecondsAtReady, loadAvg1, ...(process.env.BENCH_START_TRACE ? { trace: err.split('\n').filter((l) => l.startsWith('start trace')).join('\n') } : {}) };
   } finally {
     child.kill('SIGTERM');
     const t = setTimeout(() => { child.kill('SIGKILL'); killOrphans(root); }, 30_000);
@@ -171,13 +173,13 @@ export async function startBench(): Promise<Report> {
     for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
       // A restart needs a directory this build's server ran on: each shard count keeps one per
       // round, made by its fresh run (or by an unmeasured start when the fresh variant is not wanted).
-      const dirs = new Map<number, string>();
-      const dirOf = async (shards: number): Promise<string> => {
+      const dirs = new Map<number, { root: string; port: number }>();
+      const dirOf = async (shards: number): Promise<{ root: string; port: number }> => {
         let d = dirs.get(shards);
         if (!d) {
-          d = mkdtempSync(join(tmpdir(), 'kcpst-'));
+          const root = mkdtempSync(join(tmpdir(), 'kcpst-'));
+          d = { root, port: (await measureStart(root, shards, 'warm', b.bin)).port };
           dirs.set(shards, d);
-          await measureStart(d, shards, 'warm', b.bin);
         }
         return d;
       };
@@ -185,17 +187,23 @@ export async function startBench(): Promise<Report> {
       const order = r % 2 === 0 ? variants : [...variants.filter((v) => v.shards === 3), ...variants.filter((v) => v.shards === 1)];
       try {
         for (const v of order) {
-          let root: string;
-          if (v.restart) root = await dirOf(v.shards);
-          else { root = mkdtempSync(join(tmpdir(), 'kcpst-')); if (!dirs.has(v.shards)) dirs.set(v.shards, root); }
-          const run = await measureStart(root, v.shards, v.key, b.bin);
-          if (!v.restart && dirs.get(v.shards) !== root) rmSync(root, { recursive: true, force: true });
+          let run: StartRun;
+          if (v.restart) {
+            const d = await dirOf(v.shards);
+            run = await measureStart(d.root, v.shards, v.key, b.bin, d.port);
+          } else {
+            const root = mkdtempSync(join(tmpdir(), 'kcpst-'));
+            const { port, ...measured } = await measureStart(root, v.shards, v.key, b.bin);
+            run = measured;
+            if (dirs.has(v.shards)) rmSync(root, { recursive: true, force: true });
+            else dirs.set(v.shards, { root, port });
+          }
           runs[keyOf(b, v)]!.push(run);
           log(`round ${r + 1} ${keyOf(b, v)}: spawn → /readyz ${fmtInt(run.spawnToReadyMs)} ms (server's own ${run.serverReadyMs} ms), CPU ${round(run.cpuSecondsAtReady, 2)} s, load ${round(run.loadAvg1, 2)}`);
           if (run.trace) log(run.trace);
         }
       } finally {
-        for (const d of dirs.values()) rmSync(d, { recursive: true, force: true });
+        for (const d of dirs.values()) rmSync(d.root, { recursive: true, force: true });
       }
     }
   }
