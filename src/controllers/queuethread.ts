@@ -23,7 +23,9 @@
  * - thread → main: `run` (reconcile a key), `reply` (to a request with `seq`; `error` when it
  *   failed), `reconnected` (the queues' Redis came back after a disconnect: its jobs may be lost).
  *
- * `workerData` is the queues' Redis URL (`redis://…` or `unix://…`).
+ * `workerData` is the queues' Redis URL (`redis://…` or `unix://…`). A thread started before
+ * its URL was known (prestart.ts: it loads BullMQ while the server's modules load) has none and
+ * waits for a first message `{ op: 'connect', url }`.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Queue, Worker, type Job } from 'bullmq';
@@ -82,10 +84,7 @@ interface Registered {
   connections: ReturnType<typeof connectRedis>[];
 }
 
-function startQueueThread(): void {
-  const port = parentPort;
-  if (!port) throw new Error('queuethread.ts runs as a worker thread of the controller runtime');
-  const url = workerData as string;
+function startQueueThread(port: NonNullable<typeof parentPort>, url: string): void {
   // Commands wait for a reconnect instead of failing: BullMQ's loops retry on their own.
   const connect = () => {
     const c = connectRedis(url, { maxRetriesPerRequest: null, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
@@ -215,4 +214,11 @@ function startQueueThread(): void {
   });
 }
 
-startQueueThread();
+/** The first message of a thread started without its URL. */
+export interface ConnectMessage { op: 'connect'; url: string }
+
+if (!parentPort) throw new Error('queuethread.ts runs as a worker thread of the controller runtime');
+const port = parentPort;
+if (typeof workerData === 'string') startQueueThread(port, workerData);
+// Messages after `connect` wait in the port until the listener startQueueThread adds.
+else port.once('message', (m: ConnectMessage) => startQueueThread(port, m.url));
