@@ -10,12 +10,6 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 const { startTrace } = await import('../server/starttrace.js');
 startTrace('node started');
-if (process.argv[2] === 'start') {
-  // The controllers' queue thread loads BullMQ on another core while this thread loads the
-  // server (src/controllers/prestart.ts).
-  const { prestartQueueThread } = await import('../controllers/prestart.js');
-  prestartQueueThread();
-}
 const { main } = await import('./main.js');
 startTrace('command-line modules loaded');
 main(process.argv.slice(2), shutdown).then((code) => process.exit(code), (err: unknown) => {

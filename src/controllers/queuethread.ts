@@ -23,9 +23,7 @@
  * - thread → main: `run` (reconcile a key), `reply` (to a request with `seq`; `error` when it
  *   failed), `reconnected` (the queues' Redis came back after a disconnect: its jobs may be lost).
  *
- * `workerData` is the queues' Redis URL (`redis://…` or `unix://…`). A thread started before
- * its URL was known (prestart.ts: it loads BullMQ while the server's modules load) has none and
- * waits for a first message `{ op: 'connect', url }`.
+ * `workerData` is the queues' Redis URL (`redis://…` or `unix://…`).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Queue, Worker, type Job } from 'bullmq';
@@ -84,7 +82,10 @@ interface Registered {
   connections: ReturnType<typeof connectRedis>[];
 }
 
-function startQueueThread(port: NonNullable<typeof parentPort>, url: string): void {
+function startQueueThread(): void {
+  const port = parentPort;
+  if (!port) throw new Error('queuethread.ts runs as a worker thread of the controller runtime');
+  const url = workerData as string;
   // Commands wait for a reconnect instead of failing: BullMQ's loops retry on their own.
   const connect = () => {
     const c = connectRedis(url, { maxRetriesPerRequest: null, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
@@ -214,11 +215,4 @@ function startQueueThread(port: NonNullable<typeof parentPort>, url: string): vo
   });
 }
 
-/** The first message of a thread started without its URL. */
-export interface ConnectMessage { op: 'connect'; url: string }
-
-if (!parentPort) throw new Error('queuethread.ts runs as a worker thread of the controller runtime');
-const port = parentPort;
-if (typeof workerData === 'string') startQueueThread(port, workerData);
-// Messages after `connect` wait in the port until the listener startQueueThread adds.
-else port.once('message', (m: ConnectMessage) => startQueueThread(port, m.url));
+startQueueThread();

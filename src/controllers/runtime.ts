@@ -23,8 +23,7 @@ import type { CacheEntry, EventType, WatchCache } from '../storage/watchcache.js
 import { isStatus } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import type { RequestScope, Store } from '../registry/store.js';
-import type { ConnectMessage, FromQueueThread, QueueRegistration, RunOutcome, ToQueueThread } from './queuethread.js';
-import { queueThreadEntry, takePrestartedQueueThread } from './prestart.js';
+import type { FromQueueThread, QueueRegistration, RunOutcome, ToQueueThread } from './queuethread.js';
 import { DEFAULT_RATE_LIMITER, type RateLimiterOptions } from './ratelimiter.js';
 
 /** Outcome of one reconcile. */
@@ -165,15 +164,13 @@ export class QueueThread {
   setEvents(events: QueueThreadEvents): void { this.events = events; }
 
   private start(): void {
-    // A thread prestarted by `kcp-ts start` has loaded BullMQ meanwhile: it is told its URL.
-    const prestarted = takePrestartedQueueThread();
-    prestarted?.postMessage({ op: 'connect', url: this.redisUrl } satisfies ConnectMessage);
-    const { url: entry, built } = queueThreadEntry();
+    const built = !import.meta.url.endsWith('.ts');
+    const entry = new URL(`./queuethread${built ? '.js' : '.ts'}`, import.meta.url);
     // Run from the TypeScript sources (tests, benchmarks), the thread registers tsx itself: a
     // worker does not always inherit the parent's loader.
-    const thread = prestarted ?? (built
+    const thread = built
       ? new NodeWorker(entry, { workerData: this.redisUrl })
-      : new NodeWorker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`, { eval: true, workerData: this.redisUrl }));
+      : new NodeWorker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`, { eval: true, workerData: this.redisUrl });
     this.thread = thread;
     this.alive = true;
     thread.on('message', (m: FromQueueThread) => {
