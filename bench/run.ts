@@ -46,6 +46,7 @@ import { flowControlCostBench } from './flowcontrol.js';
 import { protobufServingBench } from './protobufserving.js';
 import { backupBench } from './backup.js';
 import { migrateBench } from './migrate.js';
+import { killStartChildrenSync, startBench } from './start.js';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const RESULTS = join(BENCH_DIR, 'results.json');
@@ -671,6 +672,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   backup: () => instanceScenario('backup', backupBench),
   // Live migration of a logical cluster between two shards under 200 writes/s (bench/migrate.ts; needs npm run build).
   migrate: () => instanceScenario('migrate', migrateBench),
+  // Spawn of the compiled `kcp-ts start` → /readyz 200: one shard and --shards 3, fresh directory and restart (bench/start.ts).
+  start: () => instanceScenario('start', startBench),
   // The syncer between a shard and a real kube-apiserver: spec down, status up, memory (bench/syncer.ts; needs test/tools/build.sh).
   syncer: () => instanceScenario('syncer', syncerBench),
 };
@@ -743,6 +746,7 @@ function cleanupSync(): void {
   extraChildren.clear();
   killAllSync();
   killInstancesSync();
+  killStartChildrenSync();
 }
 const onSignal = (sig: NodeJS.Signals) => { cleanupSync(); process.exit(sig === 'SIGINT' ? 130 : 143); };
 process.on('SIGINT', onSignal);

@@ -8,7 +8,10 @@ const shutdown = new ShutdownSignals();
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (err: NodeJS.ErrnoException) => { if (err.code !== 'EPIPE') throw err; });
 }
+const { startTrace } = await import('../server/starttrace.js');
+startTrace('node started');
 const { main } = await import('./main.js');
+startTrace('command-line modules loaded');
 main(process.argv.slice(2), shutdown).then((code) => process.exit(code), (err: unknown) => {
   process.stderr.write(`kcp-ts: ${err instanceof Error && err.stack ? err.stack : String(err)}\n`);
   process.exit(1);

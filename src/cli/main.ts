@@ -244,7 +244,8 @@ export async function main(argv: string[], shutdown = new ShutdownSignals()): Pr
     let server: { url: string; kubeconfigPath: string; stop(): Promise<void> };
     try {
       // Loaded here, not at the top: `kcp-ts front-proxy` needs none of the server's modules.
-      const [{ startServer }, { startInstance }] = await Promise.all([import('../server/shard.js'), import('../server/instance.js')]);
+      const [{ startServer }, { startInstance }, { startTrace }] = await Promise.all([import('../server/shard.js'), import('../server/instance.js'), import('../server/starttrace.js')]);
+      startTrace('server modules loaded');
       server = shardCount > 1
         ? await startInstance({ rootDirectory: opts.rootDirectory, securePort: port, bindAddress: opts.bindAddress, tokenAuthFile: opts.tokenAuthFile, authentication, logger: opts.logger, shards: shardCount, http2MaxStreamsPerConnection, signal: shutdown.signal })
         : await startServer({ ...opts, signal: shutdown.signal });

@@ -63,6 +63,13 @@ export class RemoteInformer {
   /** Whether the last list or watch succeeded and no cut has been seen since. */
   get isSynced(): boolean { return this.synced; }
 
+  /**
+   * Ends a wait between attempts at once: the next list or watch starts now (its backoff keeps
+   * growing if it fails again). For when the caller knows the server is back, e.g. it has just
+   * started it.
+   */
+  retryNow(): void { this.wake?.(); }
+
   /** Stops watching; resolves when the loop ended. */
   async stop(): Promise<void> {
     this.stopped = true;

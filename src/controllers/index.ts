@@ -48,6 +48,12 @@ export interface ControllerHost {
   shards?: ShardDirectory;
   /** Redis of the controllers' queues (`redis://…` or `unix://…`; needs no persistence). */
   queueRedisUrl: string;
+  /**
+   * A queue thread on `queueRedisUrl` started beforehand (its worker takes a few hundred ms to
+   * load BullMQ, which then overlaps the rest of the start-up); the controllers own it from
+   * here and close it when they stop. Default: one started here.
+   */
+  queueThread?: QueueThread;
   cache: WatchCache;
   backend: StoreBackend;
   registry: APIRegistry;
@@ -101,10 +107,12 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   // One queue thread for every controller of the host; closed after them (stops run in reverse).
   // Lost queues (their Redis restarted empty, or the thread did) are refilled level-triggered:
   // every informer enqueues all its objects again.
-  const thread = new QueueThread(h.queueRedisUrl, {
-    onError: (err) => h.log.warn({ err }, 'controller queue thread failed'),
+  const events = {
+    onError: (err: unknown) => h.log.warn({ err }, 'controller queue thread failed'),
     onQueuesLost: () => h.cache.relist(),
-  });
+  };
+  const thread = h.queueThread ?? new QueueThread(h.queueRedisUrl, events);
+  thread.setEvents(events);
   stops.push(() => thread.close());
   const nsStore = h.storeOf('namespaces', '');
   const namespaced = (cluster: string) => h.registry.forCluster(cluster).namespacedStores();

@@ -152,9 +152,16 @@ export class QueueThread {
   private unresponsive = false;
 
   /** Starts the thread; its queues live in the Redis at `redisUrl` (`redis://…` or `unix://…`). */
-  constructor(private readonly redisUrl: string, private readonly events: QueueThreadEvents = {}) {
+  constructor(private readonly redisUrl: string, private events: QueueThreadEvents = {}) {
     this.start();
   }
+
+  /**
+   * Replaces the events' receivers. A thread may be started before its owner exists (a shard
+   * starts it as soon as its queue Redis is known, so that BullMQ loads in the thread while the
+   * rest of the shard starts) and is told its owner's receivers then.
+   */
+  setEvents(events: QueueThreadEvents): void { this.events = events; }
 
   private start(): void {
     const built = !import.meta.url.endsWith('.ts');

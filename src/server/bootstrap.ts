@@ -78,31 +78,39 @@ export function shardObjectDiffers(current: KubeObject, wanted: KubeObject): boo
  * workspace creation) and the `Shard` object of this shard (kept up to date on every start).
  */
 export async function bootstrapShard(stores: (plural: string, group: string) => Store, masters: (cluster: string, ns?: string) => RequestScope, shard: ShardURLs, opts: { root: boolean } = { root: true }): Promise<void> {
+  // Every object is created only when missing. The watch cache has synced from Redis before
+  // the bootstrap runs, so a restart finds them all there and writes nothing; a create that
+  // races another process's still answers 409, which is fine. Objects that do not depend on each
+  // other are written concurrently: their transactions share Redis's fsyncs (AOF, fsync always).
   const ensure = async (store: Store, scope: RequestScope, obj: KubeObject) => {
+    if (store.cachedEntry(scope, obj.metadata.name!)) return;
     try { await store.create(scope, obj); } catch (err) {
       if (!isStatus(err, 409)) throw err;
     }
   };
+  const ensureAll = (store: Store, scope: RequestScope, objs: KubeObject[]) => Promise.all(objs.map((o) => ensure(store, scope, o)));
   const lc = stores('logicalclusters', 'core.kcp.io');
   // Every shard has its own system:admin (the bootstrap policy applies to its logical clusters);
   // root and its content live on the root shard only.
   const clusters = opts.root ? [[ROOT, ROOT_ANNOTATIONS], [SYSTEM_ADMIN_CLUSTER, {}]] as const : [[SYSTEM_ADMIN_CLUSTER, {}]] as const;
-  for (const [cluster, annotations] of clusters) {
+  await Promise.all(clusters.map(async ([cluster, annotations]) => {
     const scope = masters(cluster);
     await ensure(lc, scope, { apiVersion: 'core.kcp.io/v1alpha1', kind: 'LogicalCluster', metadata: { name: 'cluster', annotations: { ...annotations } }, spec: {} });
-    const current = lc.decode(await lc.get(scope, 'cluster'));
     const url = `${shard.externalURL}/clusters/${cluster}`;
-    const status = (current.status ?? {}) as { phase?: string; URL?: string };
-    if (status.phase !== 'Ready' || status.URL !== url) {
-      await lc.update(scope, 'cluster', { ...current, status: { ...status, phase: 'Ready', URL: url } }, 'status');
+    const ready = (o: KubeObject | undefined) => { const st = (o?.status ?? {}) as { phase?: string; URL?: string }; return st.phase === 'Ready' && st.URL === url; };
+    if (ready(lc.getCached(scope, 'cluster'))) return;
+    const current = lc.decode(await lc.get(scope, 'cluster'));
+    if (!ready(current)) {
+      await lc.update(scope, 'cluster', { ...current, status: { ...(current.status ?? {}), phase: 'Ready', URL: url } }, 'status');
     }
-  }
+  }));
 
   const roles = stores('clusterroles', 'rbac.authorization.k8s.io');
   const bindings = stores('clusterrolebindings', 'rbac.authorization.k8s.io');
   const sys = masters(SYSTEM_ADMIN_CLUSTER);
   const all = { apiGroups: ['*'], resources: ['*'] };
-  for (const role of [
+  const writes: Promise<unknown>[] = [];
+  writes.push(ensureAll(roles, sys, [
     clusterRole('cluster-admin', [{ ...all, verbs: ['*'] }, { nonResourceURLs: ['*'], verbs: ['*'] }]),
     clusterRole('admin', [{ ...all, verbs: [...readVerbs, ...writeVerbs] }]),
     clusterRole('edit', [{ ...all, verbs: [...readVerbs, ...writeVerbs] }]),
@@ -126,41 +134,47 @@ export async function bootstrapShard(stores: (plural: string, group: string) => 
       { apiGroups: ['core.kcp.io'], resources: ['logicalclusters', 'logicalclusters/status'], verbs: ['*'] },
       { apiGroups: ['tenancy.kcp.io'], resources: ['workspaces'], verbs: ['delete', 'update', 'get'] },
     ]),
-  ]) await ensure(roles, sys, role);
-  for (const b of [
+  ]));
+  // A binding may name a role that does not exist yet (as in kube, RBAC resolves roles when it authorizes).
+  writes.push(ensureAll(bindings, sys, [
     groupBinding('cluster-admin', 'cluster-admin', ['system:masters']),
     groupBinding('system:kcp:admin:cluster-admin', 'cluster-admin', ['system:kcp:admin']),
     groupBinding('system:basic-user', 'system:basic-user', ['system:authenticated']),
     groupBinding('system:discovery', 'system:discovery', ['system:authenticated']),
     groupBinding('system:kcp:logical-cluster-admin', 'system:kcp:logical-cluster-admin', ['system:kcp:logical-cluster-admin']),
-  ]) await ensure(bindings, sys, b);
+  ]));
 
-  if (!opts.root) return;
-  const root = masters(ROOT);
-  await ensure(stores('namespaces', ''), root, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
-  const types = stores('workspacetypes', 'tenancy.kcp.io');
-  for (const [name, spec] of ROOT_WORKSPACE_TYPES) {
-    await ensure(types, root, { apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceType', metadata: { name }, spec });
+  if (opts.root) {
+    const root = masters(ROOT);
+    writes.push(ensure(stores('namespaces', ''), root, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } }));
+    writes.push(ensureAll(stores('workspacetypes', 'tenancy.kcp.io'), root, ROOT_WORKSPACE_TYPES.map(([name, spec]) => ({ apiVersion: 'tenancy.kcp.io/v1alpha1', kind: 'WorkspaceType', metadata: { name }, spec }))));
+    // The root workspace's RBAC (kcp config/root).
+    writes.push(ensureAll(roles, root, [
+      clusterRole('system:kcp:universal-workspacetype-use', [
+        { apiGroups: ['tenancy.kcp.io'], resources: ['workspacetypes'], resourceNames: ['universal', 'organization', 'team'], verbs: ['use'] },
+      ]),
+      clusterRole('system:kcp:home-clusterworkspace-create', [
+        { apiGroups: ['tenancy.kcp.io'], resources: ['workspaces'], resourceNames: ['~'], verbs: ['get', 'create'] },
+      ]),
+    ]));
+    writes.push(ensureAll(bindings, root, [
+      groupBinding('system:kcp:tenancy:authenticated:access', 'system:kcp:workspace:access', ['system:authenticated']),
+      groupBinding('system:kcp:authenticated:universal-workspacetype-use', 'system:kcp:universal-workspacetype-use', ['system:authenticated']),
+      groupBinding('system:kcp:authenticated:tenancy:reader', 'system:kcp:tenancy:reader', ['system:authenticated']),
+      groupBinding('system:kcp:configured-group:home-clusterworkspace-create', 'system:kcp:home-clusterworkspace-create', ['system:authenticated']),
+    ]));
+    // This shard, as kcp registers it in root (core.kcp.io/v1alpha1 Shard).
+    writes.push((async () => {
+      const shards = stores('shards', 'core.kcp.io');
+      const wanted = shardObject(shard);
+      const cached = shards.getCached(root, shard.name);
+      if (cached && !shardObjectDiffers(cached, wanted)) return;
+      await ensure(shards, root, wanted);
+      const current = shards.decode(await shards.get(root, shard.name));
+      if (shardObjectDiffers(current, wanted)) await shards.update(root, shard.name, { ...current, metadata: { ...current.metadata, labels: wanted.metadata.labels }, spec: wanted.spec });
+    })());
   }
-
-  // The root workspace's RBAC (kcp config/root).
-  await ensure(roles, root, clusterRole('system:kcp:universal-workspacetype-use', [
-    { apiGroups: ['tenancy.kcp.io'], resources: ['workspacetypes'], resourceNames: ['universal', 'organization', 'team'], verbs: ['use'] },
-  ]));
-  await ensure(roles, root, clusterRole('system:kcp:home-clusterworkspace-create', [
-    { apiGroups: ['tenancy.kcp.io'], resources: ['workspaces'], resourceNames: ['~'], verbs: ['get', 'create'] },
-  ]));
-  for (const b of [
-    groupBinding('system:kcp:tenancy:authenticated:access', 'system:kcp:workspace:access', ['system:authenticated']),
-    groupBinding('system:kcp:authenticated:universal-workspacetype-use', 'system:kcp:universal-workspacetype-use', ['system:authenticated']),
-    groupBinding('system:kcp:authenticated:tenancy:reader', 'system:kcp:tenancy:reader', ['system:authenticated']),
-    groupBinding('system:kcp:configured-group:home-clusterworkspace-create', 'system:kcp:home-clusterworkspace-create', ['system:authenticated']),
-  ]) await ensure(bindings, root, b);
-
-  // This shard, as kcp registers it in root (core.kcp.io/v1alpha1 Shard).
-  const shards = stores('shards', 'core.kcp.io');
-  const wanted = shardObject(shard);
-  await ensure(shards, root, wanted);
-  const current = shards.decode(await shards.get(root, shard.name));
-  if (shardObjectDiffers(current, wanted)) await shards.update(root, shard.name, { ...current, metadata: { ...current.metadata, labels: wanted.metadata.labels }, spec: wanted.spec });
+  // Settled all before the first failure is thrown: no write is left running behind the caller.
+  const failed = (await Promise.allSettled(writes)).find((r) => r.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
 }

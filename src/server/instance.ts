@@ -13,6 +13,7 @@ import { startServer, writeAdminKubeconfig, type RunningServer, type ServerOptio
 import { ensurePki } from '../pki/store.js';
 import { loadTokenFile } from '../auth/authn.js';
 import type { ShardDirectory } from '../shards/directory.js';
+import { startTrace } from './starttrace.js';
 
 /** Options of {@link startInstance}. */
 export interface InstanceOptions extends Pick<ServerOptions, 'rootDirectory' | 'bindAddress' | 'tokenAuthFile' | 'authentication' | 'logger' | 'signal' | 'http2MaxStreamsPerConnection'> {
@@ -84,18 +85,32 @@ export async function startInstance(opts: InstanceOptions): Promise<RunningInsta
     shards.push(rootShard);
     const pki = await ensurePki(root, { hostnames: [], ipAddresses: [] });
     const rootConnection = { url: rootShard.url, ca: pki.ca.certPem, cert: pki.systemAdmin.certPem, key: pki.systemAdmin.keyPem };
-    for (let i = 1; i < opts.shards; i++) {
-      shards.push(await startServer({ ...common, rootDirectory: join(root, 'shards', `shard-${i}`), shardName: `shard-${i}`, securePort: portOf(i), rootShard: rootConnection }));
-    }
     const names = Array.from({ length: opts.shards }, (_, i) => (i === 0 ? 'root' : `shard-${i}`));
     const notReady = () => instanceNotReady(names, proxy?.directory, shards.map((s, i) => ({ name: names[i]!, shards: s.shards })));
-    proxy = await startFrontProxy({
+    // The other shards need the root shard (to register in), not each other: they start
+    // together, their redis-servers, queue threads and connections overlapping. Settled all, so
+    // that what did start is stopped when one fails. The front-proxy comes after them: it waits
+    // for its first list of every registered shard, and on a restart the Shard objects are there
+    // before their shards listen (its watches would back off).
+    const otherStarts = await Promise.allSettled(names.slice(1).map((name, k) => startServer({
+      ...common, rootDirectory: join(root, 'shards', name), shardName: name, securePort: portOf(k + 1), rootShard: rootConnection,
+    })));
+    for (const r of otherStarts) if (r.status === 'fulfilled') shards.push(r.value);
+    const failed = otherStarts.find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    startTrace('instance: every shard started');
+    // Every shard listens now: watches of one another that failed while they started need not
+    // wait out their backoff (up to seconds by now).
+    for (const s of shards) s.shards.retryNow();
+    const frontProxy = await startFrontProxy({
       readyChecks: [{ name: 'shards-registered', check: notReady }],
       securePort: base, bindAddress: opts.bindAddress,
       servingCert: pki.serving.certPem, servingKey: pki.serving.keyPem, clientCA: pki.ca.certPem,
       rootShard: rootConnection, proxyClientCert: pki.frontProxyClient.certPem, proxyClientKey: pki.frontProxyClient.keyPem,
       tokens: opts.tokenAuthFile ? loadTokenFile(opts.tokenAuthFile) : undefined, http2MaxStreamsPerConnection: opts.http2MaxStreamsPerConnection,
     });
+    proxy = frontProxy;
+    startTrace('instance: front-proxy started');
     // Until every shard is known everywhere, a new workspace could be placed where the proxy
     // cannot route, or not on every shard asked for.
     const deadline = Date.now() + INSTANCE_READY_TIMEOUT_MS;
@@ -104,8 +119,9 @@ export async function startInstance(opts: InstanceOptions): Promise<RunningInsta
       if (Date.now() > deadline) throw new Error(`the instance did not become ready within ${INSTANCE_READY_TIMEOUT_MS / 1000} s: ${why}`);
       await new Promise((r) => setTimeout(r, 20));
     }
-    const kubeconfigPath = writeAdminKubeconfig(root, proxy.url, pki);
-    return { url: proxy.url, kubeconfigPath, shards, proxy, stop: stopAll };
+    startTrace('instance: every shard registered and known everywhere');
+    const kubeconfigPath = writeAdminKubeconfig(root, frontProxy.url, pki);
+    return { url: frontProxy.url, kubeconfigPath, shards, proxy: frontProxy, stop: stopAll };
   } catch (err) {
     await stopAll();
     throw err;

@@ -42,6 +42,7 @@ import { namespaceDeleteAdmission, workspaceAdmission } from '../tenancy/admissi
 import { logicalClusterAdmission } from '../tenancy/logicalclusters.js';
 import { homeWorkspaces } from '../tenancy/home.js';
 import { startControllers } from '../controllers/index.js';
+import { QueueThread } from '../controllers/runtime.js';
 import { NAMESPACES_GR } from '../controllers/namespace/controller.js';
 import { classifyClusterSegment } from '../tenancy/paths.js';
 import { APICatalog, CATALOG_PATHS } from '../apiexports/catalog.js';
@@ -73,6 +74,7 @@ import { ensureConfiguration } from '../flowcontrol/bootstrap.js';
 import { syncDanglingConditions } from '../flowcontrol/status.js';
 import { FLOWCONTROL_GROUP, FLOW_SCHEMAS_GR, PRIORITY_LEVELS_GR } from '../flowcontrol/types.js';
 import { SYSTEM_ADMIN_CLUSTER } from '../auth/authorizer.js';
+import { startTrace } from './starttrace.js';
 
 /** Options of `startServer` (flag names of `kcp-ts start`, as kcp's). */
 export interface ServerOptions {
@@ -225,8 +227,8 @@ export interface RunningServer {
   /** Redis URL in use (embedded or external). */
   redisUrl: string;
   app: FastifyInstance;
-  /** The instance's shards as this one knows them (their Shard objects, whether their watches are connected). */
-  shards: Pick<ShardDirectory, 'get' | 'list' | 'reachable'>;
+  /** The instance's shards as this one knows them (their Shard objects, whether their watches are connected; retryNow reconnects them at once). */
+  shards: Pick<ShardDirectory, 'get' | 'list' | 'reachable' | 'retryNow'>;
   /** Stops serving: ends watches, closes controllers, storage and the embedded Redis. */
   stop(): Promise<void>;
 }
@@ -359,41 +361,57 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
   const checkpoint = () => signal?.throwIfAborted();
   const given = options.certificates;
   if (given && !options.shardClientCert) throw new Error('a shard given its certificates needs a client certificate towards the other shards (--shard-client-cert-file)');
-  const pki: ShardPki = given
-    ? {
-      ca: { certPem: given.clientCA }, serving: { certPem: given.servingCert, keyPem: given.servingKey },
-      serviceAccountKey: { keyPem: given.serviceAccountSigningKey },
-    }
-    : await ensurePki(options.pkiDirectory ? resolve(options.pkiDirectory) : root, {
-      hostnames: external && !isIP(external) ? [external] : [],
-      ipAddresses: [...(external && isIP(external) ? [external] : []), ...(bindAddress !== '0.0.0.0' && bindAddress !== '::' && isIP(bindAddress) ? [bindAddress] : [])],
-    });
-  const managed = 'systemAdmin' in pki ? pki : undefined;
   const embedded: EmbeddedRedis[] = [];
   // Until the server's logger exists, supervision messages of the embedded Redis go to stderr.
   let warn = (m: string): void => { process.stderr.write(`kcp-ts: ${m}\n`); };
   const stopEmbedded = async () => { for (const e of embedded.splice(0)) await e.stop().catch(() => undefined); };
   const cleanups: (() => Promise<void>)[] = [];
-  let redisUrl: string;
-  let queueRedisUrl: string;
-  try {
-    const embed = async (role: 'storage' | 'queue') => {
-      checkpoint();
-      const e = await startEmbeddedRedis(root, role, { onEvent: (m) => warn(m), signal });
-      embedded.push(e);
-      return e.url;
-    };
-    redisUrl = options.redisUrl ?? await embed('storage');
-    queueRedisUrl = options.queueRedisUrl ?? options.redisUrl ?? await embed('queue');
+  // The PKI and both embedded redis-servers are independent: they start together (a redis-server
+  // takes tens of ms to answer, the PKI as long to read or generate). Settled all, so that a
+  // failure of one stops whatever the others started.
+  const embed = async (role: 'storage' | 'queue') => {
     checkpoint();
-  } catch (err) {
+    const e = await startEmbeddedRedis(root, role, { onEvent: (m) => warn(m), signal });
+    embedded.push(e);
+    return e.url;
+  };
+  const [pkiResult, redisResult, queueResult] = await Promise.allSettled([
+    given
+      ? {
+        ca: { certPem: given.clientCA }, serving: { certPem: given.servingCert, keyPem: given.servingKey },
+        serviceAccountKey: { keyPem: given.serviceAccountSigningKey },
+      } satisfies ShardPki
+      : ensurePki(options.pkiDirectory ? resolve(options.pkiDirectory) : root, {
+        hostnames: external && !isIP(external) ? [external] : [],
+        ipAddresses: [...(external && isIP(external) ? [external] : []), ...(bindAddress !== '0.0.0.0' && bindAddress !== '::' && isIP(bindAddress) ? [bindAddress] : [])],
+      }),
+    options.redisUrl ?? embed('storage'),
+    options.queueRedisUrl ?? options.redisUrl ?? embed('queue'),
+  ]);
+  const failed = [pkiResult, redisResult, queueResult].find((r) => r.status === 'rejected');
+  if (failed) {
     await stopEmbedded();
-    throw err;
+    throw failed.reason;
   }
+  const pki: ShardPki = (pkiResult as PromiseFulfilledResult<ShardPki>).value;
+  const redisUrl = (redisResult as PromiseFulfilledResult<string>).value;
+  const queueRedisUrl = (queueResult as PromiseFulfilledResult<string>).value;
+  startTrace(`${shard}: pki and embedded redis-servers`);
+  const managed = 'systemAdmin' in pki ? pki : undefined;
+  if (signal?.aborted) {
+    await stopEmbedded();
+    throw signal.reason;
+  }
+  // Started now, handed to the controllers later: the thread loads BullMQ while the shard starts.
+  let queueThread = (options.controllers ?? true)
+    ? new QueueThread(queueRedisUrl, { onError: (err) => warn(`controller queue thread failed: ${(err as Error).message}`) })
+    : undefined;
+  cleanups.push(async () => { await queueThread?.close(); });
   try {
     const storage = new RedisStorage({ url: redisUrl, shard, streamMaxLen: options.streamMaxLen });
     cleanups.push(() => storage.close());
     await abortable(storage.ready(), signal);
+    startTrace(`${shard}: storage connected`);
     // A restore that did not finish left part of a keyspace: serving it would lose objects silently.
     const halfRestored = await unfinishedRestore(storage.client, storage.keys);
     if (halfRestored) throw new Error(halfRestored);
@@ -412,6 +430,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     const cache = new WatchCache(storage.client, new ShardKeys(shard), { historySize: options.watchHistorySize });
     cleanups.push(() => cache.stop());
     await cache.start();
+    startTrace(`${shard}: watch cache synced`);
     checkpoint();
 
     const clusterKnown = async (cluster: string): Promise<boolean> => {
@@ -554,6 +573,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     const masters = (cluster: string, namespace?: string): RequestScope => ({ cluster, namespace, user: { name: 'system:kcp:controller', groups: [SYSTEM_MASTERS] } });
 
     const saTokens = await ServiceAccountTokens.load({ privateKeyPem: pki.serviceAccountKey.keyPem, objects: cache });
+    startTrace(`${shard}: stores, admission, service-account keys`);
     const requestHeaderCA = options.requestHeader === false ? undefined : (options.requestHeader?.clientCA ?? managed?.frontProxyCA.certPem);
     const requestHeader: RequestHeaderConfig | undefined = requestHeaderCA === undefined ? undefined : {
       clientCA: requestHeaderCA, allowedNames: [FRONT_PROXY_USER],
@@ -670,8 +690,10 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     cleanups.unshift(() => app.close());
     if (options.logger) warn = (m) => app.log.warn(m);
     registerMigrationEndpoints(app, { storage, cache, fences });
+    startTrace(`${shard}: app built`);
 
     await app.listen({ port: options.securePort ?? 6443, host: bindAddress });
+    startTrace(`${shard}: listening`);
     checkpoint();
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : (options.securePort ?? 6443);
@@ -686,6 +708,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       name: shard, baseURL, externalURL: options.shardExternalURL ?? baseURL, virtualWorkspaceURL: options.shardVirtualWorkspaceURL ?? baseURL, labels: options.shardLabels,
     };
     await bootstrapShard(storeOf, masters, shardURLs, { root: isRoot });
+    startTrace(`${shard}: bootstrap objects`);
     checkpoint();
     if (apf) {
       const target = { flowSchemas: storeOf('flowschemas', FLOWCONTROL_GROUP), priorityLevels: storeOf('prioritylevelconfigurations', FLOWCONTROL_GROUP), scope: masters(SYSTEM_ADMIN_CLUSTER) };
@@ -695,6 +718,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       flowControl.reconfigure();
       const conditions = () => syncDanglingConditions(target.flowSchemas, target.scope, flowConfig(FLOW_SCHEMAS_GR)(), flowControl.dispatcher?.dangling ?? new Map());
       await conditions();
+      startTrace(`${shard}: flow-control configuration`);
       ensureFlowControl = () => {
         ensureConfiguration(target).then(conditions).catch((err: unknown) => warn(`ensuring the flow-control configuration: ${(err as Error).message}`));
       };
@@ -710,15 +734,18 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
 
     if (options.controllers ?? true) {
       const controllers = await startControllers({
-        shard, url: shardURLs.externalURL, shards: directory, queueRedisUrl, cache, backend, registry, index, types, catalog, metrics: metrics.controllers,
+        shard, url: shardURLs.externalURL, shards: directory, queueRedisUrl, queueThread, cache, backend, registry, index, types, catalog, metrics: metrics.controllers,
         storeOf, masters, log: app.log, clientCA: managed?.ca, quotaReservations,
         syncTargetHeartbeatThresholdMs: options.syncTargetHeartbeatThresholdMs,
         // The CA of the serving certificate: the PKI's CA, or the given client CA (which also
         // checks the shards' serving certificates).
         rootCABundle: pki.ca.certPem,
       });
+      // The controllers close the queue thread when they stop.
+      queueThread = undefined;
       cleanups.unshift(controllers.stop);
       prepareLogicalCluster = controllers.prepareLogicalCluster;
+      startTrace(`${shard}: controllers started`);
       checkpoint();
     }
 
@@ -733,6 +760,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     }
 
     const kubeconfigPath = managed ? writeAdminKubeconfig(root, url, managed) : '';
+    startTrace(`${shard}: ready`);
     started = true;
 
     return {

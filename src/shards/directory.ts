@@ -152,6 +152,16 @@ export class ShardDirectory {
     await Promise.race([all(), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
   }
 
+  /**
+   * Retries every watch waiting out a backoff now (RemoteInformer.retryNow): told when shards
+   * this process started have begun to listen, e.g. by `kcp-ts start --shards N`, whose root
+   * shard knows the others' Shard objects from the previous run before they listen.
+   */
+  retryNow(): void {
+    this.rootInformer?.retryNow();
+    for (const w of this.watched.values()) for (const i of w.informers) i.retryNow();
+  }
+
   /** Every known shard (including this process's own). */
   list(): ShardInfo[] { return [...this.shards.values()]; }
 

@@ -104,7 +104,6 @@ const RESTART_DELAY_MAX_MS = 5_000;
  * everything again).
  */
 export async function startEmbeddedRedis(rootDirectory: string, role: 'storage' | 'queue' = 'storage', options: EmbeddedRedisOptions = {}): Promise<EmbeddedRedis> {
-  if (!hasRedisServer()) throw new RedisServerMissingError();
   const dir = resolve(rootDirectory, role === 'queue' ? 'redis-queue' : 'redis');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const pidFile = join(dir, 'redis.pid');
@@ -125,6 +124,12 @@ export async function startEmbeddedRedis(rootDirectory: string, role: 'storage' 
     // Its own process group: a Ctrl-C in a terminal signals the whole foreground group, and the
     // redis-server must stop when the server stops it (after its clients closed), not before.
     const child: ChildProcess = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    // A redis-server that cannot be run has no pid; its error follows on the next tick. (Found
+    // here rather than by running `redis-server --version` first: that took tens of ms per start.)
+    if (child.pid === undefined) {
+      const err = await new Promise<NodeJS.ErrnoException>((r) => child.once('error', r));
+      throw err.code === 'ENOENT' ? new RedisServerMissingError() : err;
+    }
     // Its own words: the start-up banner until it answers, then (the last 2 KB of) what it says
     // while it runs, which names the cause when it dies.
     let output = '';
