@@ -331,7 +331,10 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   // logical cluster controller (ownerProgressed), a resync looks at every unfinished one.
   const unsubscribeWs = informer(h.cache, 'tenancy.kcp.io/workspaces', wsCtl, (e, type) => {
     if (type === 'DELETED' || !unfinished(e)) return false;
-    if (type === 'SYNC' || e.json.includes('"deletionTimestamp"')) return true;
+    if (type === 'SYNC') return true;
+    // Deleting: once the controller recorded phase Deleting (after deleting the LogicalCluster),
+    // the LogicalCluster's deletion events drive it (below), not its own write.
+    if (e.json.includes('"deletionTimestamp"')) return !e.json.includes('"phase":"Deleting"');
     // Unscheduled: no spec.cluster yet (cheap test first; parse only when the text has one).
     if (!e.json.includes('"cluster":"')) return true;
     return !(JSON.parse(e.json) as { spec?: { cluster?: string } }).spec?.cluster;

@@ -23,7 +23,7 @@ import { Store, type RequestScope, type TransactionItem } from '../../registry/s
 import { OWNER_ANNOTATION } from '../../tenancy/admission.js';
 import { DELETION_FINALIZER } from '../../tenancy/logicalclusters.js';
 import { PATH_ANNOTATION, isValidPath } from '../../tenancy/paths.js';
-import { deleteAll, getIfExists, type ReconcileResult } from '../runtime.js';
+import { deleteAllOf, getIfExists, type ReconcileResult } from '../runtime.js';
 import { splitKey } from '../namespace/controller.js';
 
 export { DELETION_FINALIZER };
@@ -198,13 +198,8 @@ async function deleteContent(deps: LogicalClusterReconcilerDeps, cluster: string
     }
     return;
   }
-  let remaining = 0;
-  const stores = deps.storesOf(cluster);
-  if (stores.length) await stores[0]!.syncCache(); // one consistent point for all stores
-  for (const store of stores) {
-    if (store.groupResource === 'core.kcp.io/logicalclusters') continue;
-    remaining += await deleteAll(store, scope, true);
-  }
+  // Everything but the LogicalCluster, at one consistent point, in as few transactions as it takes.
+  const remaining = await deleteAllOf(deps.storesOf(cluster).filter((s) => s.groupResource !== 'core.kcp.io/logicalclusters'), scope);
   // Objects held by finalizers (namespaces, workspaces with logical clusters of their own) go
   // on their own; their deletion events requeue this key, the delay is a safety net.
   if (remaining > 0) return { requeueAfterMs: 2000 };
