@@ -279,6 +279,17 @@ export async function wsMemory(s: ServerProc): Promise<Report> {
   } finally { redis.disconnect(); queueRedis?.disconnect(); admin.close(); }
 }
 
+/** `controller_runtime_reconcile_total` summed over results, per controller (Prometheus text format). */
+function reconcilesByController(text: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('controller_runtime_reconcile_total{')) continue;
+    const c = /controller="([^"]+)"/.exec(line)?.[1];
+    if (c) out[c] = (out[c] ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return out;
+}
+
 /** Number of Redis keys matching a pattern (SCAN). */
 async function countKeys(r: Redis, pattern: string): Promise<number> {
   let n = 0;
@@ -310,6 +321,9 @@ export async function wsDelete(s: ServerProc): Promise<Report> {
     const total = teams + teams * perTeam;
     log(`ws-delete: ${total} workspaces created in ${round(createSecs, 1)} s`);
     await sleep(2000);
+    const reconcilesBefore = reconcilesByController((await admin.request('GET', '/metrics')).body.toString());
+    const rvBefore = Number(await redis.get('{root}:rv'));
+    const cpu0 = s.cpu.snapshot();
     const t0 = performance.now();
     await mustOk(admin, 'DELETE', `${WS('root')}/del`);
     let goneAt = 0;
@@ -320,15 +334,24 @@ export async function wsDelete(s: ServerProc): Promise<Report> {
       await sleep(100);
     }
     const secs = (goneAt - t0) / 1000;
+    const cpu = s.cpu.report(cpu0);
     // The LogicalClusters are gone once the Workspace is; give the last events a moment.
     await sleep(500);
+    // The work of the deletion: storage writes (revisions) and reconciles per controller, per workspace.
+    const writesPerWorkspace = round((Number(await redis.get('{root}:rv')) - rvBefore) / (total + 1), 2);
+    const reconcilesAfter = reconcilesByController((await admin.request('GET', '/metrics')).body.toString());
+    const reconcilesPerWorkspace: Record<string, number> = {};
+    for (const [c, n] of Object.entries(reconcilesAfter)) {
+      const d = n - (reconcilesBefore[c] ?? 0);
+      if (d > 0) reconcilesPerWorkspace[c] = round(d / (total + 1), 2);
+    }
     const lcAfter = await countKeys(redis, '{root}:o:core.kcp.io/logicalclusters/*');
-    const result = { workspaces: total + 1, createSeconds: round(createSecs, 1), deleteSeconds: round(secs, 2), logicalClustersLeft: lcAfter - lcBefore, redisKeys: await redis.dbsize() };
+    const result = { workspaces: total + 1, createSeconds: round(createSecs, 1), deleteSeconds: round(secs, 2), logicalClustersLeft: lcAfter - lcBefore, redisKeys: await redis.dbsize(), writesPerWorkspace, reconcilesPerWorkspace, cpuPctOfCore: cpu };
     return {
       result,
       rows: [{
         scenario: 'ws-delete', figure: `delete a ${fmtInt(total + 1)}-workspace tree`, value: `${round(secs, 1)} s`, target: '< 60 s', met: secs < 60 && lcAfter === lcBefore ? 'yes' : 'NO',
-        detail: `tree: 1 organization, ${teams} teams × ${perTeam} workspaces, created in ${round(createSecs, 1)} s; logical clusters left over: ${lcAfter - lcBefore}`,
+        detail: `tree: 1 organization, ${teams} teams × ${perTeam} workspaces, created in ${round(createSecs, 1)} s; logical clusters left over: ${lcAfter - lcBefore}; per workspace ${writesPerWorkspace} storage writes, reconciles ${Object.entries(reconcilesPerWorkspace).map(([c, n]) => `${c} ${n}`).join(', ')}; CPU % of a core over the deletion: server ${cpu.server} (event loop thread ${cpu.serverMainThread}), redis ${cpu.redis} + queue redis ${cpu.redisQueue}`,
       }],
     };
   } finally { redis.disconnect(); admin.close(); }

@@ -116,9 +116,10 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   stops.push(() => thread.close());
   const nsStore = h.storeOf('namespaces', '');
   const namespaced = (cluster: string) => h.registry.forCluster(cluster).namespacedStores();
+  const nsReconcile = namespaceReconciler({ namespaces: nsStore, namespacedStores: namespaced, cache: h.cache, scope: h.masters });
   const nsController = new Controller({
     name: 'namespace', prefix, thread, metrics: h.metrics, concurrency: 32, workers: 4,
-    reconcile: namespaceReconciler({ namespaces: nsStore, namespacedStores: namespaced, cache: h.cache, scope: h.masters }),
+    reconcile: nsReconcile,
     onError: (key, err) => h.log.warn({ key, err }, 'namespace reconcile failed'),
   });
   stops.push(() => nsController.close());
@@ -289,6 +290,7 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
     ownerProgressed: (o) => { wsController?.enqueue(`${o.cluster}|${o.name}`).catch(() => undefined); },
     logicalClusters: lcStore, clusterRoleBindings: h.storeOf('clusterrolebindings', 'rbac.authorization.k8s.io'),
     storesOf: (cluster) => h.registry.forCluster(cluster).storedStores(), scope: h.masters, externalURL: () => h.url,
+    finalizeNamespace: nsReconcile,
     ownerExists: (o) => {
       // A Workspace on another shard: its own controller deletes this LogicalCluster with it.
       if (!h.index.get(o.cluster)) return true;
@@ -339,15 +341,18 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
   // logical cluster controller (ownerProgressed), a resync looks at every unfinished one.
   const unsubscribeWs = informer(h.cache, 'tenancy.kcp.io/workspaces', wsCtl, (e, type) => {
     if (type === 'DELETED' || !unfinished(e)) return false;
-    if (type === 'SYNC' || e.json.includes('"deletionTimestamp"')) return true;
+    if (type === 'SYNC') return true;
+    // Deleting: once the controller recorded phase Deleting (after deleting the LogicalCluster),
+    // the LogicalCluster's deletion events drive it (below), not its own write.
+    if (e.json.includes('"deletionTimestamp"')) return !e.json.includes('"phase":"Deleting"');
     // Unscheduled: no spec.cluster yet (cheap test first; parse only when the text has one).
     if (!e.json.includes('"cluster":"')) return true;
     return !(JSON.parse(e.json) as { spec?: { cluster?: string } }).spec?.cluster;
   });
   // A LogicalCluster being deleted or gone moves its Workspace's deletion on (phase changes
   // are reported by the logical cluster controller); a Workspace gone before it recorded its
-  // logical cluster wakes that logical cluster (to delete it); anything deleted in a
-  // deleting logical cluster wakes that cluster's deletion.
+  // logical cluster wakes that logical cluster (to delete it); anything held by finalizers
+  // that goes in a deleting logical cluster wakes that cluster's deletion.
   const unsubscribeOwners = h.cache.subscribe((ev) => {
     if (!ev) return;
     const e = ev.entry;
@@ -366,7 +371,9 @@ export async function startControllers(h: ControllerHost): Promise<RunningContro
         lcController.enqueue(`${lc}|cluster`, 2000).catch(() => undefined);
       }
     }
-    if (h.index.get(e.cluster)?.deleting) lcController.enqueue(`${e.cluster}|cluster`).catch(() => undefined);
+    // Only objects that were held by finalizers (deleted with a deletionTimestamp) are what a
+    // deleting logical cluster waits for; what its own pass deleted outright needs no new pass.
+    if (h.index.get(e.cluster)?.deleting && e.json.includes('"deletionTimestamp"')) lcController.enqueue(`${e.cluster}|cluster`).catch(() => undefined);
   });
   stops.push(async () => { unsubscribeLc(); unsubscribeWs(); unsubscribeOwners(); unsubscribeRemote?.(); });
   // kcp TMC: SyncTargets, Locations, Placements, namespace and object scheduling (src/workload).

@@ -275,6 +275,9 @@ export function storageGroupResource(desc: Pick<ResourceDescriptor, 'group' | 'p
  * defaulted again on their next read (linear in the object, as kube defaults on every decode), so
  * a tenant whose schema defaults large values costs the shard at most this much memory.
  */
+/** Objects per storage transaction of `Store.deleteCached`. */
+export const DELETE_BATCH = 500;
+
 export const READ_DEFAULTED_CACHE_UNITS = 64 * 1024 * 1024;
 
 /**
@@ -1208,30 +1211,95 @@ export class Store {
         await this.backend.admission.mutate(a);
         await this.backend.admission.validate(a);
       }
-      const heldByStrategy = Boolean(this.desc.strategy?.deletionPending?.(obj));
-      if (m.deletionTimestamp && heldByStrategy) return { deleted: false, json: JSON.stringify(obj) };
-      const gc = gcFinalizersForDelete(m.finalizers, opts);
-      if (gc.changed) {
-        if (gc.finalizers.length) m.finalizers = gc.finalizers; else delete m.finalizers;
-      }
-      const pending = Boolean(m.finalizers?.length) || heldByStrategy;
-      let op: 'update' | 'delete' = 'delete';
-      if (pending) {
-        if (m.deletionTimestamp && !gc.changed) return { deleted: false, json: JSON.stringify(obj) };
-        if (!m.deletionTimestamp) {
-          if (typeof m.generation === 'number' && m.generation > 0) m.generation += 1;
-          m.deletionTimestamp = nowRFC3339();
-          m.deletionGracePeriodSeconds = 0;
-          this.desc.strategy?.prepareForDeletion?.(obj);
-        }
-        op = 'update';
-      }
+      const op = this.deletionOf(obj, opts);
+      if (!op) return { deleted: false, json: JSON.stringify(obj) };
+      const pending = op === 'update';
       if (scope.dryRun) return { deleted: !pending, json: JSON.stringify(obj) };
       const res = await this.persist(op, key, obj, m.resourceVersion);
       if (res.ok) return { deleted: !pending, json: res.json };
       if (res.reason === 'notfound') throw notFound(this.gr, name);
       if (pre?.resourceVersion || attempt >= MAX_RETRIES) throw this.writeFailure(res.reason, name);
     }
+  }
+
+  /**
+   * What deleting `obj` with `opts` writes, applied to `obj` (kube's generic registry
+   * `Delete`): `delete` when nothing holds it; `update` when finalizers (or the kind's strategy)
+   * hold it — it gets its deletionTimestamp, or only its garbage-collector finalizers change
+   * when it already has one; undefined when it is already being deleted and nothing changes.
+   */
+  private deletionOf(obj: KubeObject, opts: DeleteOptions): 'update' | 'delete' | undefined {
+    const m = obj.metadata;
+    const heldByStrategy = Boolean(this.desc.strategy?.deletionPending?.(obj));
+    if (m.deletionTimestamp && heldByStrategy) return undefined;
+    const gc = gcFinalizersForDelete(m.finalizers, opts);
+    if (gc.changed) {
+      if (gc.finalizers.length) m.finalizers = gc.finalizers; else delete m.finalizers;
+    }
+    if (!m.finalizers?.length && !heldByStrategy) return 'delete';
+    if (m.deletionTimestamp && !gc.changed) return undefined;
+    if (!m.deletionTimestamp) {
+      if (typeof m.generation === 'number' && m.generation > 0) m.generation += 1;
+      m.deletionTimestamp = nowRFC3339();
+      m.deletionGracePeriodSeconds = 0;
+      this.desc.strategy?.prepareForDeletion?.(obj);
+    }
+    return 'update';
+  }
+
+  /**
+   * Deletes the given objects of the watch cache as `delete` without options would, in few
+   * storage round trips (a logical cluster's or a namespace's content, by their controllers).
+   * Objects already being deleted (held by finalizers) only count as pending: no write, no
+   * admission. Every other object goes through DELETE admission, then they are written in
+   * atomic transactions of up to {@link DELETE_BATCH} objects — deleted, or given their
+   * deletionTimestamp when finalizers hold them — each at the revision the cache holds. When a
+   * transaction fails because an object changed or went since, its objects are deleted one by one
+   * with `delete` (objects gone by then are skipped), as are objects of resources whose storage
+   * version differs. Returns how many objects are still there, held by finalizers. Throws
+   * admission's StatusError or a storage failure; objects written before stay deleted (as with
+   * one-by-one deletion, the caller's next reconcile carries on).
+   */
+  static async deleteCached(items: ReadonlyArray<{ store: Store; scope: RequestScope; entry: CacheEntry }>): Promise<number> {
+    let pending = 0;
+    const ops: CommitItem[] = [];
+    /** Per op: how to redo it alone when its transaction fails. */
+    const redo: (() => Promise<DeleteResult>)[] = [];
+    const one = async (f: () => Promise<DeleteResult>) => {
+      try {
+        if (!(await f()).deleted) pending++;
+      } catch (err) {
+        if (!isStatus(err, 404)) throw err;
+      }
+    };
+    const flush = async () => {
+      if (!ops.length) return;
+      const batch = ops.splice(0); const again = redo.splice(0);
+      const res = await items[0]!.store.backend.storage.commit(batch);
+      if (res.ok) { pending += batch.filter((o) => o.op === 'update').length; return; }
+      for (const f of again) await one(f);
+    };
+    for (const { store, scope, entry } of items) {
+      const s = { ...scope, namespace: entry.namespace || scope.namespace };
+      const alone = () => store.delete(s, entry.name);
+      if (store.desc.storage || scope.dryRun || store.backend.storage !== items[0]!.store.backend.storage) { await one(alone); continue; }
+      const obj = store.decode(entry.json);
+      // Already being deleted: only its finalizers' owners move it on.
+      if (obj.metadata.deletionTimestamp && store.deletionOf(obj, {}) === undefined) { pending++; continue; }
+      if (store.backend.admission) {
+        const a: WebhookAttributes = { operation: 'DELETE', cluster: s.cluster, desc: store.desc, subresource: '', namespace: obj.metadata.namespace ?? '', name: entry.name, user: s.user, oldObject: obj, dryRun: false, warnings: s.warnings, audit: s.audit };
+        await store.backend.admission.mutate(a);
+        await store.backend.admission.validate(a);
+      }
+      const expectedRv = obj.metadata.resourceVersion;
+      const op = store.deletionOf(obj, {});
+      if (!op) { pending++; continue; }
+      ops.push({ op, objectKey: store.objectKey(s, entry.name), obj, expectedRv });
+      redo.push(alone);
+      if (ops.length >= DELETE_BATCH) await flush();
+    }
+    await flush();
+    return pending;
   }
 
   /** DELETE on the collection: deletes every object the list options select. */

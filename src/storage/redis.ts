@@ -41,7 +41,9 @@ export type WriteResult =
 /** One object of a transaction (`RedisStorage.commit`). */
 export type CommitItem =
   | { op: 'create'; objectKey: string; obj: KubeObject; ifAbsent?: boolean }
-  | { op: 'update'; objectKey: string; obj: KubeObject; expectedRv?: string };
+  | { op: 'update'; objectKey: string; obj: KubeObject; expectedRv?: string }
+  /** `obj`: the object's final state, which its DELETED event carries. */
+  | { op: 'delete'; objectKey: string; obj: KubeObject; expectedRv?: string };
 
 /** Outcome of a transaction: the stored JSON per item, or the first item whose precondition failed. */
 export type CommitResult =
@@ -243,8 +245,8 @@ export class RedisStorage {
 
   /**
    * Writes several objects in one atomic transaction, one round trip (COMMIT_SCRIPT): creates
-   * (`ifAbsent`: skipped when the key exists, else the key must be free) and updates (the key
-   * must exist, at `expectedRv` when given). If a precondition fails nothing is written and the
+   * (`ifAbsent`: skipped when the key exists, else the key must be free), updates and deletes
+   * (the key must exist, at `expectedRv` when given). If a precondition fails nothing is written and the
    * result names the first failing item; else it holds, per item, the stored JSON (`undefined`
    * for a skipped create).
    */
@@ -259,8 +261,8 @@ export class RedisStorage {
     const keys = items.map((i) => this.keys.redisKey(i.objectKey));
     const args: string[] = [this.maxLen];
     items.forEach((item, n) => {
-      const op = item.op === 'update' ? 'u' : item.ifAbsent ? 'a' : 'c';
-      args.push(op, item.op === 'update' ? item.expectedRv ?? '' : '', parts[n]![0], parts[n]![1], item.objectKey);
+      const op = item.op === 'create' ? (item.ifAbsent ? 'a' : 'c') : item.op[0]!;
+      args.push(op, item.op === 'create' ? '' : item.expectedRv ?? '', parts[n]![0], parts[n]![1], item.objectKey);
     });
     let res: string[];
     try {

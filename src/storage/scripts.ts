@@ -49,8 +49,9 @@ return {'ok', tostring(rv)}
  *
  * KEYS[1] resourceVersion counter, KEYS[2] event stream, KEYS[3..] the objects' keys.
  * ARGV[1] approximate stream length kept; then per object five values: the operation (`c`
- * create, failing if the key exists; `a` create if absent, else skip; `u` update, failing if the
- * key is missing or — with an expected revision — stored at another one), the expected
+ * create, failing if the key exists; `a` create if absent, else skip; `u` update and `d` delete,
+ * failing if the key is missing or — with an expected revision — stored at another one; a
+ * delete's JSON is the object's final state, which its DELETED event carries), the expected
  * revision (`''` = none), the JSON prefix and suffix around its resourceVersion, and the object
  * key written into the stream entry.
  *
@@ -63,7 +64,7 @@ local skip = {}
 for i = 1, n do
   local j = 2 + (i - 1) * 5
   local op = ARGV[j]
-  if op == 'u' then
+  if op == 'u' or op == 'd' then
     local cur = redis.call('GET', KEYS[i + 2])
     if not cur then return {'abort', tostring(i), 'notfound'} end
     if ARGV[j + 1] ~= '' then
@@ -84,9 +85,14 @@ for i = 1, n do
     local j = 2 + (i - 1) * 5
     local rv = redis.call('INCR', KEYS[1])
     local obj = ARGV[j + 2] .. rv .. ARGV[j + 3]
-    redis.call('SET', KEYS[i + 2], obj)
     local etype = 'ADDED'
-    if ARGV[j] == 'u' then etype = 'MODIFIED' end
+    if ARGV[j] == 'd' then
+      redis.call('DEL', KEYS[i + 2])
+      etype = 'DELETED'
+    else
+      redis.call('SET', KEYS[i + 2], obj)
+      if ARGV[j] == 'u' then etype = 'MODIFIED' end
+    end
     redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], rv .. '-0', 't', etype, 'k', ARGV[j + 4], 'o', obj)
     out[#out + 1] = tostring(rv)
   end

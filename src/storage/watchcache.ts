@@ -88,9 +88,53 @@ export interface WatchCacheOptions {
   historySize?: number;
 }
 
+/**
+ * A map of string keys that holds its first key and value inline and makes a `Map` only when a
+ * second key arrives (and keeps it). A `Map` costs about 120 bytes even with one entry, and the
+ * cache holds two per resource and logical cluster (namespaces, then names) — an empty
+ * workspace's logical cluster has one object of each of its resources, so most hold one key.
+ * Iteration follows insertion order, as a `Map`'s.
+ */
+export class SmallMap<V> {
+  private k: string | undefined;
+  private v: V | undefined;
+  private m: Map<string, V> | undefined;
+
+  get size(): number { return this.m ? this.m.size : this.k === undefined ? 0 : 1; }
+
+  get(key: string): V | undefined {
+    if (this.m) return this.m.get(key);
+    return key === this.k ? this.v : undefined;
+  }
+
+  set(key: string, value: V): void {
+    if (this.m) { this.m.set(key, value); return; }
+    if (this.k === undefined || this.k === key) { this.k = key; this.v = value; return; }
+    this.m = new Map([[this.k, this.v as V], [key, value]]);
+    this.k = undefined; this.v = undefined;
+  }
+
+  delete(key: string): boolean {
+    if (this.m) return this.m.delete(key);
+    if (this.k === undefined || this.k !== key) return false;
+    this.k = undefined; this.v = undefined;
+    return true;
+  }
+
+  keys(): string[] {
+    if (this.m) return [...this.m.keys()];
+    return this.k === undefined ? [] : [this.k];
+  }
+
+  values(): V[] {
+    if (this.m) return [...this.m.values()];
+    return this.k === undefined ? [] : [this.v as V];
+  }
+}
+
 /** Objects of one namespace ('' for cluster-scoped) with a lazily rebuilt sorted view. */
 class NamespaceIndex {
-  readonly byName = new Map<string, CacheEntry>();
+  readonly byName = new SmallMap<CacheEntry>();
   private sorted: CacheEntry[] | undefined;
 
   set(e: CacheEntry): CacheEntry | undefined {
@@ -127,7 +171,7 @@ class NamespaceIndex {
 }
 
 /** Objects of one resource in one logical cluster, by namespace. */
-type ClusterIndex = Map<string, NamespaceIndex>;
+type ClusterIndex = SmallMap<NamespaceIndex>;
 type ClusterMap = Map<string, ClusterIndex>;
 
 /**
@@ -150,9 +194,18 @@ class Entry implements CacheEntry {
   }
 }
 
+/**
+ * One string per group/resource, shared by every entry of it: parsing a key builds a new one
+ * (about 90 bytes), which each cached object would otherwise keep. Bounded by the number of
+ * resources served.
+ */
+const groupResources = new Map<string, string>();
+
 function makeEntry(key: string, json: string, rv: number): CacheEntry {
   const p = parseObjectKey(key);
-  return new Entry(key, p.groupResource, p.cluster, p.namespace, p.name, rv, json);
+  let gr = groupResources.get(p.groupResource);
+  if (gr === undefined) { gr = p.groupResource; groupResources.set(gr, gr); }
+  return new Entry(key, gr, p.cluster, p.namespace, p.name, rv, json);
 }
 
 function revisionOfJson(json: string): number {
@@ -273,7 +326,7 @@ export class WatchCache {
     let clusters = this.resources.get(entry.groupResource);
     if (!clusters) { clusters = new Map(); this.resources.set(entry.groupResource, clusters); }
     let namespaces = clusters.get(entry.cluster);
-    if (!namespaces) { namespaces = new Map(); clusters.set(entry.cluster, namespaces); }
+    if (!namespaces) { namespaces = new SmallMap(); clusters.set(entry.cluster, namespaces); }
     let ns = namespaces.get(entry.namespace);
     if (!ns) { ns = new NamespaceIndex(); namespaces.set(entry.namespace, ns); }
     const prev = ns.set(entry);
@@ -404,9 +457,9 @@ export class WatchCache {
     const ofCluster = (namespaces: ClusterIndex | undefined): readonly CacheEntry[] => {
       if (!namespaces) return [];
       if (namespace !== undefined) return namespaces.get(namespace)?.entries() ?? [];
-      if (namespaces.size === 1) return namespaces.values().next().value!.entries();
+      if (namespaces.size === 1) return namespaces.values()[0]!.entries();
       const out: CacheEntry[] = [];
-      for (const ns of [...namespaces.keys()].sort()) out.push(...namespaces.get(ns)!.entries());
+      for (const ns of namespaces.keys().sort()) out.push(...namespaces.get(ns)!.entries());
       return out;
     };
     if (cluster !== '*') return ofCluster(clusters.get(cluster));

@@ -47,6 +47,37 @@ test('commit: one revision and one event per written object, in order; ifAbsent 
   assert.deepEqual(await storage.commit([]), { ok: true, written: [] });
 });
 
+test('commit: a delete removes the key and its DELETED event carries the final state; a stale or missing one aborts', async () => {
+  const d = await storage.write('create', 'core/configmaps/c3/default/d', cm('d'));
+  assert.ok(d.ok);
+  const keep = await storage.write('create', 'core/configmaps/c3/default/keep', cm('keep'));
+  assert.ok(keep.ok);
+  const final = { ...cm('d'), metadata: { ...cm('d').metadata, deletionTimestamp: '2026-11-27T00:00:00Z' } };
+  const rv0 = Number(await storage.client.get('{st}:rv'));
+  for (const [item, reason] of [
+    [{ op: 'delete', objectKey: 'core/configmaps/c3/default/d', obj: final, expectedRv: String(Number(d.rv) - 1) }, 'conflict'],
+    [{ op: 'delete', objectKey: 'core/configmaps/c3/default/none', obj: cm('none') }, 'notfound'],
+  ] as Array<[CommitItem, string]>) {
+    assert.deepEqual(await storage.commit([{ op: 'delete', objectKey: 'core/configmaps/c3/default/keep', obj: cm('keep'), expectedRv: keep.rv }, item]), { ok: false, index: 1, reason });
+    assert.notEqual(await storage.get('core/configmaps/c3/default/keep'), null, `${reason}: nothing deleted`);
+    assert.equal(Number(await storage.client.get('{st}:rv')), rv0, `${reason}: no revision used`);
+  }
+  const res = await storage.commit([
+    { op: 'delete', objectKey: 'core/configmaps/c3/default/d', obj: final, expectedRv: d.rv },
+    { op: 'update', objectKey: 'core/configmaps/c3/default/keep', obj: { ...cm('keep'), data: { a: 'kept' } }, expectedRv: keep.rv },
+  ]);
+  assert.ok(res.ok);
+  assert.equal(await storage.get('core/configmaps/c3/default/d'), null);
+  const events = await storage.client.xrange('{st}:events', `${rv0 + 1}-0`, `${rv0 + 2}-0`);
+  assert.deepEqual(events.map(([id, f]) => [id, f[1], f[3]]), [
+    [`${rv0 + 1}-0`, 'DELETED', 'core/configmaps/c3/default/d'],
+    [`${rv0 + 2}-0`, 'MODIFIED', 'core/configmaps/c3/default/keep'],
+  ]);
+  const deleted = JSON.parse(events[0]![1][5]!) as { metadata: { deletionTimestamp?: string; resourceVersion?: string } };
+  assert.equal(deleted.metadata.deletionTimestamp, '2026-11-27T00:00:00Z');
+  assert.equal(deleted.metadata.resourceVersion, String(rv0 + 1));
+});
+
 test('commit: a failed precondition writes nothing and names the item', async () => {
   const u = await storage.write('create', 'core/configmaps/c2/default/u', cm('u'));
   assert.ok(u.ok);

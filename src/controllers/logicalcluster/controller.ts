@@ -23,7 +23,7 @@ import { Store, type RequestScope, type TransactionItem } from '../../registry/s
 import { OWNER_ANNOTATION } from '../../tenancy/admission.js';
 import { DELETION_FINALIZER } from '../../tenancy/logicalclusters.js';
 import { PATH_ANNOTATION, isValidPath } from '../../tenancy/paths.js';
-import { deleteAll, getIfExists, type ReconcileResult } from '../runtime.js';
+import { deleteAllOf, getIfExists, type ReconcileResult } from '../runtime.js';
 import { splitKey } from '../namespace/controller.js';
 
 export { DELETION_FINALIZER };
@@ -59,6 +59,13 @@ export interface LogicalClusterReconcilerDeps {
   externalURL(): string;
   /** Called when this controller moved a workspace-owned LogicalCluster to another phase. */
   ownerProgressed?(owner: { cluster: string; name: string }): void;
+  /**
+   * The namespace controller's reconciler (key `<cluster>|<namespace>`): run on the terminating
+   * namespaces of a deleting logical cluster right after their content was deleted, so that
+   * they are finalized in the same pass instead of one queue round trip and one more pass of
+   * this controller later.
+   */
+  finalizeNamespace?(key: string): Promise<unknown>;
   /** Whether the owner a LogicalCluster names (a Workspace) still exists with that uid. */
   ownerExists(owner: { cluster: string; name: string; uid: string; resource: string }): boolean;
 }
@@ -198,12 +205,17 @@ async function deleteContent(deps: LogicalClusterReconcilerDeps, cluster: string
     }
     return;
   }
-  let remaining = 0;
-  const stores = deps.storesOf(cluster);
-  if (stores.length) await stores[0]!.syncCache(); // one consistent point for all stores
-  for (const store of stores) {
-    if (store.groupResource === 'core.kcp.io/logicalclusters') continue;
-    remaining += await deleteAll(store, scope, true);
+  // Everything but the LogicalCluster, at one consistent point, in as few transactions as it takes.
+  const stores = deps.storesOf(cluster).filter((s) => s.groupResource !== 'core.kcp.io/logicalclusters');
+  let remaining = await deleteAllOf(stores, scope);
+  const namespaces = stores.find((s) => s.groupResource === 'core/namespaces');
+  if (remaining > 0 && namespaces && deps.finalizeNamespace) {
+    // Namespaces now Terminating whose content went in the same pass: finalized here, as their
+    // controller would on their event (it finds them gone or does the same).
+    await namespaces.syncCache();
+    const terminating = namespaces.listCached(scope).filter((e) => e.json.includes('"deletionTimestamp"'));
+    for (const e of terminating) await deps.finalizeNamespace(`${cluster}|${e.name}`);
+    if (terminating.length) remaining = await deleteAllOf(stores, scope);
   }
   // Objects held by finalizers (namespaces, workspaces with logical clusters of their own) go
   // on their own; their deletion events requeue this key, the delay is a safety net.

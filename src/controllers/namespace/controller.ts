@@ -10,7 +10,7 @@
 import { isStatus } from '../../apimachinery/errors.js';
 import type { RequestScope, Store } from '../../registry/store.js';
 import type { WatchCache } from '../../storage/watchcache.js';
-import { deleteAll, getIfExists, type ReconcileResult } from '../runtime.js';
+import { deleteAllOf, getIfExists, type ReconcileResult } from '../runtime.js';
 
 /** Dependencies of the reconciler, as plain functions and values (tested without mocks). */
 export interface NamespaceReconcilerDeps {
@@ -39,10 +39,8 @@ export function namespaceReconciler(deps: NamespaceReconcilerDeps) {
     if (!ns?.metadata.deletionTimestamp) return;
     const finalizers = ((ns.spec as { finalizers?: string[] } | undefined)?.finalizers) ?? [];
     if (!finalizers.includes('kubernetes')) return;
-    let remaining = 0;
-    const stores = deps.namespacedStores(cluster);
-    if (stores.length) await stores[0]!.syncCache(); // one consistent point for all stores
-    for (const store of stores) remaining += await deleteAll(store, deps.scope(cluster, name), true);
+    // Every namespaced object, at one consistent point, in as few transactions as it takes.
+    const remaining = await deleteAllOf(deps.namespacedStores(cluster), deps.scope(cluster, name));
     if (remaining > 0) return { requeueAfterMs: 1000 };
     const next = { ...ns, spec: { ...(ns.spec as object), finalizers: finalizers.filter((f) => f !== 'kubernetes') } };
     try {
