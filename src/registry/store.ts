@@ -268,6 +268,9 @@ export function storageGroupResource(desc: Pick<ResourceDescriptor, 'group' | 'p
   return `${key.group || 'core'}/${key.resource}`;
 }
 
+/** Objects per storage transaction of `Store.deleteCached`. */
+export const DELETE_BATCH = 500;
+
 /**
  * Budget of the shard's cache of cached entries as served after defaulting on read (see
  * `ResourceDescriptor.readDefaults`): 64 Mi UTF-16 code units of JSON, the served form and the
@@ -275,9 +278,6 @@ export function storageGroupResource(desc: Pick<ResourceDescriptor, 'group' | 'p
  * defaulted again on their next read (linear in the object, as kube defaults on every decode), so
  * a tenant whose schema defaults large values costs the shard at most this much memory.
  */
-/** Objects per storage transaction of `Store.deleteCached`. */
-export const DELETE_BATCH = 500;
-
 export const READ_DEFAULTED_CACHE_UNITS = 64 * 1024 * 1024;
 
 /**
@@ -990,12 +990,24 @@ export class Store {
     obj.metadata.name = name;
     const key = this.objectKey(scope, name);
     const precondition = obj.metadata.resourceVersion;
-    const current = await this.readBase(scope, key, name, precondition);
-    if (current === null) {
-      if (!subresource && this.desc.strategy?.allowCreateOnUpdate) return { json: await this.create(scope, obj), created: true };
-      throw notFound(this.gr, name);
+    // An update without a resourceVersion is unconditional: a write that lands between its read
+    // and its write (a controller's status update) makes it start again from the new object, as
+    // kube's GuaranteedUpdate does; with a resourceVersion that is the client's 409.
+    const pristine = precondition ? undefined : structuredClone(obj);
+    for (let attempt = 0; ; attempt++) {
+      const next = attempt === 0 || !pristine ? obj : structuredClone(pristine);
+      const current = await this.readBase(scope, key, name, precondition);
+      if (current === null) {
+        if (!subresource && this.desc.strategy?.allowCreateOnUpdate) return { json: await this.create(scope, next), created: true };
+        throw notFound(this.gr, name);
+      }
+      try {
+        return { json: await this.applyUpdate(scope, key, current, next, subresource, precondition), created: false };
+      } catch (err) {
+        if (pristine && attempt < MAX_RETRIES && err instanceof StatusError && err.code === 409 && err.reason === 'Conflict') continue;
+        throw err;
+      }
     }
-    return { json: await this.applyUpdate(scope, key, current, obj, subresource, precondition), created: false };
   }
 
   /**
