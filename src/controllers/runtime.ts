@@ -20,7 +20,6 @@ import { performance } from 'node:perf_hooks';
 import { Gauge, type Registry } from 'prom-client';
 import { SeriesCounter, SeriesHistogram, type CounterSeries, type HistogramSeries } from '../metrics/series.js';
 import type { CacheEntry, EventType, WatchCache } from '../storage/watchcache.js';
-import { isStatus } from '../apimachinery/errors.js';
 import type { KubeObject } from '../apimachinery/meta.js';
 import { Store, type RequestScope } from '../registry/store.js';
 import type { FromQueueThread, QueueRegistration, RunOutcome, ToQueueThread } from './queuethread.js';

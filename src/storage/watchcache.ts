@@ -196,15 +196,22 @@ class Entry implements CacheEntry {
 
 /**
  * One string per group/resource, shared by every entry of it: parsing a key builds a new one
- * (about 90 bytes), which each cached object would otherwise keep. Bounded by the number of
- * resources served.
+ * (about 90 bytes), which each cached object would otherwise keep. Tenants name resources (their
+ * CRDs' groups and plurals, created and deleted at will), so the table is bounded: at
+ * {@link MAX_INTERNED_GROUP_RESOURCES} it starts afresh (entries made before keep their strings;
+ * only the sharing is lost).
  */
 const groupResources = new Map<string, string>();
+const MAX_INTERNED_GROUP_RESOURCES = 4096;
 
 function makeEntry(key: string, json: string, rv: number): CacheEntry {
   const p = parseObjectKey(key);
   let gr = groupResources.get(p.groupResource);
-  if (gr === undefined) { gr = p.groupResource; groupResources.set(gr, gr); }
+  if (gr === undefined) {
+    if (groupResources.size >= MAX_INTERNED_GROUP_RESOURCES) groupResources.clear();
+    gr = p.groupResource;
+    groupResources.set(gr, gr);
+  }
   return new Entry(key, gr, p.cluster, p.namespace, p.name, rv, json);
 }
 
