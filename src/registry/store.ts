@@ -253,6 +253,14 @@ export interface WebhookAdmission {
 const MAX_RETRIES = 10;
 
 /**
+ * Attempts of an update without a resourceVersion (kube's GuaranteedUpdate retries those without
+ * a limit, until the request's deadline). Every round of concurrent writers to one object lets
+ * one through, and priority and fairness bounds how many run at once (49 seats in
+ * global-default), so 100 rounds outlast any such crowd while a request still cannot loop forever.
+ */
+const MAX_UNCONDITIONAL_UPDATE_RETRIES = 100;
+
+/**
  * Where a resource's objects are stored: the storage location's group and plural (a resource
  * stored with another, e.g. events.k8s.io Events with core Events), with a bound resource's
  * export identity (`<plural>:<identity>`).
@@ -1004,7 +1012,7 @@ export class Store {
       try {
         return { json: await this.applyUpdate(scope, key, current, next, subresource, precondition), created: false };
       } catch (err) {
-        if (pristine && attempt < MAX_RETRIES && err instanceof StatusError && err.code === 409 && err.reason === 'Conflict') continue;
+        if (pristine && attempt < MAX_UNCONDITIONAL_UPDATE_RETRIES && err instanceof StatusError && err.code === 409 && err.reason === 'Conflict') continue;
         throw err;
       }
     }

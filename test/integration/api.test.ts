@@ -111,7 +111,7 @@ describe('update, patch, delete', () => {
     await api('POST', `${NS}/configmaps`, CM('u2'));
     // Each PUT's read and write interleave with the others': without a resourceVersion none may
     // answer 409 (kube's GuaranteedUpdate starts again from the newer object).
-    const puts = await Promise.all(Array.from({ length: 20 }, (_, i) => api('PUT', `${NS}/configmaps/u2`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'u2' }, data: { i: String(i) } })));
+    const puts = await Promise.all(Array.from({ length: 40 }, (_, i) => api('PUT', `${NS}/configmaps/u2`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'u2' }, data: { i: String(i) } })));
     assert.deepEqual(puts.map((r) => r.status), puts.map(() => 200), puts.map((r) => r.body).filter((b) => b.includes('Conflict')).join('\n'));
     const last = puts.reduce((a, b) => (Number(b.json.metadata.resourceVersion) > Number(a.json.metadata.resourceVersion) ? b : a));
     assert.deepEqual((await api('GET', `${NS}/configmaps/u2`)).json.data, last.json.data);
