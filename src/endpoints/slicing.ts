@@ -39,6 +39,15 @@ export function yieldToLoop(): Promise<void> {
   });
 }
 
+/**
+ * Runs `work` in a later turn of the event loop, within the turns' shared slice budget, in the
+ * order asked (with the slices of {@link yieldToLoop}).
+ */
+export function runInTurnBudget(work: () => void): void {
+  waiting.push(work);
+  schedulePump();
+}
+
 function schedulePump(): void {
   if (pumpScheduled) return;
   pumpScheduled = true;
@@ -53,10 +62,20 @@ function pump(): void {
     if (!waiting.length) return;
     if (performance.now() - start >= SLICE_BUDGET_MS) { schedulePump(); return; }
     waiting.shift()!();
-    // Queued after the resumed caller's continuation: runs once its slice is done (or it awaits).
-    queueMicrotask(step);
+    afterPendingWork(step);
   };
   step();
+}
+
+/**
+ * Calls `fn` after the work the current callback started: the promise continuations queued so
+ * far, then the `process.nextTick` callbacks they queue — among them the socket writes of an
+ * HTTP/1.1 response (Node corks the socket and writes, encrypting, in a nextTick). A budget
+ * checked in `fn` thereby counts that work too; checked in a plain microtask it would not, as no
+ * nextTick callback runs before the microtask queue is empty.
+ */
+export function afterPendingWork(fn: () => void): void {
+  queueMicrotask(() => process.nextTick(fn));
 }
 
 /**

@@ -24,6 +24,7 @@
  * flood: the other tenant's GET p99 763 ms with kube's rule, 225 ms with backfill, 318 ms without
  * priority and fairness; docs/benchmarks.md).
  */
+import { runInTurnBudget } from '../endpoints/slicing.js';
 import { Dealer } from './shufflesharding.js';
 
 /**
@@ -292,11 +293,14 @@ export class QueueSet {
     min.nextDispatchR += head.totalWork;
     this.boundNextDispatch(min);
     this.begin(head);
-    // Its seats are taken now; its work starts after the I/O callbacks already due (setImmediate):
-    // a seat freed by a finishing request is not refilled by the next queued request's work before
-    // the requests that just arrived have been read (and, if they fit, admitted).
+    // Its seats are taken now; its work starts in a later turn, within the loop's shared budget
+    // (src/endpoints/slicing.ts): a seat freed by a finishing request is not refilled by the next
+    // queued request's work before the requests that just arrived have been read (and, if they
+    // fit, admitted), and the requests dispatched at once (2,000 watches, each releasing its
+    // seat as soon as it is set up) do not all run in one turn — once they did, and one turn held
+    // another tenant's GET for 100 ms.
     const resolve = head.resolve;
-    if (resolve) setImmediate(() => resolve(head));
+    if (resolve) runInTurnBudget(() => resolve(head));
     return true;
   }
 

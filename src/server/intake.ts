@@ -20,6 +20,7 @@
  * header limits); priority and fairness (src/flowcontrol) decides what executes and what is 429.
  */
 import { performance } from 'node:perf_hooks';
+import { afterPendingWork } from '../endpoints/slicing.js';
 
 /**
  * Time a turn of the event loop may spend starting requests before further ones wait for the
@@ -107,18 +108,25 @@ export class RequestIntake<A, B> {
   private readonly drain = (): void => {
     this.drainScheduled = false;
     const from = performance.now();
-    while (this.waitingCount > 0 && performance.now() - from < this.budgetMs) {
-      const flow = this.ring[this.ringHead++]!;
-      const q = this.queues.get(flow)!;
-      const [a, b] = q.shift()!;
-      this.waitingCount--;
-      if (q.length > 0) this.ring.push(flow); else this.queues.delete(flow);
-      this.started++;
-      this.run(a, b);
-    }
-    // The ring is an array read from ringHead: compacted once its consumed half is the larger.
-    if (this.ringHead === this.ring.length) { this.ring = []; this.ringHead = 0; }
-    else if (this.ringHead > 1024 && this.ringHead * 2 > this.ring.length) { this.ring = this.ring.slice(this.ringHead); this.ringHead = 0; }
-    if (this.waitingCount > 0) this.scheduleDrain();
+    // One request per step, the next after the work the started one queued (its filters'
+    // promise continuations, its socket writes): the budget counts them too.
+    const step = (): void => {
+      if (this.waitingCount > 0 && performance.now() - from < this.budgetMs) {
+        const flow = this.ring[this.ringHead++]!;
+        const q = this.queues.get(flow)!;
+        const [a, b] = q.shift()!;
+        this.waitingCount--;
+        if (q.length > 0) this.ring.push(flow); else this.queues.delete(flow);
+        this.started++;
+        this.run(a, b);
+        afterPendingWork(step);
+        return;
+      }
+      // The ring is an array read from ringHead: compacted once its consumed half is the larger.
+      if (this.ringHead === this.ring.length) { this.ring = []; this.ringHead = 0; }
+      else if (this.ringHead > 1024 && this.ringHead * 2 > this.ring.length) { this.ring = this.ring.slice(this.ringHead); this.ringHead = 0; }
+      if (this.waitingCount > 0) this.scheduleDrain();
+    };
+    step();
   };
 }

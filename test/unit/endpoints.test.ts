@@ -8,7 +8,8 @@ import Fastify from 'fastify';
 import { chain, type AppContext, type Filter, type Handler } from '../../src/endpoints/context.js';
 import { withTimeout } from '../../src/endpoints/filters/timeout.js';
 import { sendStatus, toStatusError } from '../../src/endpoints/response.js';
-import { mapSliced, slicedStream, SLICE_BYTES } from '../../src/endpoints/slicing.js';
+import { performance } from 'node:perf_hooks';
+import { mapSliced, runInTurnBudget, slicedStream, SLICE_BUDGET_MS, SLICE_BYTES, yieldToLoop } from '../../src/endpoints/slicing.js';
 
 describe('chain', () => {
   test('runs filters outermost first around the handler, each may stop the request', async () => {
@@ -94,6 +95,39 @@ describe('sliced encoding', () => {
     assert.ok(chunks.length >= Math.floor(text.length / SLICE_BYTES), `${chunks.length} chunks for ${text.length} bytes`);
     assert.ok(chunks.every((c) => c.length < SLICE_BYTES + 2000), 'no slice much over the slice size');
     assert.ok(turns > 0, 'timers ran while the document was produced');
+  });
+
+  test('the shared slice budget counts the nextTick work of each slice (socket writes)', async () => {
+    const spin = (ms: number) => { const until = performance.now() + ms; while (performance.now() < until) { /* busy */ } };
+    // 40 responses resume for a slice each; a slice's own work is small, its socket write (as
+    // Node's HTTP/1.1 cork/uncork does) runs in a nextTick: 1 ms each, 40 ms in all.
+    const done = Promise.all(Array.from({ length: 40 }, async () => {
+      await yieldToLoop();
+      process.nextTick(() => spin(1));
+    }));
+    let finished = false;
+    void done.then(() => { finished = true; });
+    let last = performance.now();
+    let longest = 0;
+    let turns = 0;
+    while (!finished) {
+      await new Promise((r) => setImmediate(r));
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+      turns++;
+    }
+    assert.ok(longest < 15, `longest turn ${longest.toFixed(1)} ms (budget ${SLICE_BUDGET_MS} ms; unbudgeted, one turn of 40 ms)`);
+    assert.ok(turns >= 5, `spread over ${turns} turns`);
+  });
+
+  test('runInTurnBudget runs work in later turns, in order', async () => {
+    const order: number[] = [];
+    for (let i = 0; i < 5; i++) runInTurnBudget(() => order.push(i));
+    assert.deepEqual(order, [], 'nothing runs in the turn that asked');
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(order, [0, 1, 2, 3, 4]);
   });
 
   test('mapSliced maps in order and lets the loop run between slices', async () => {

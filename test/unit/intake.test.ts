@@ -55,6 +55,34 @@ describe('request intake', () => {
     assert.ok(turns >= 20, `the 200 ms of work was spread over ${turns} turns`);
   });
 
+  it('a turn\'s budget counts the asynchronous work of the requests it started', async () => {
+    await nextTurn();
+    const order: number[] = [];
+    // A request whose filters do little synchronously and the rest in promise continuations and
+    // nextTick callbacks (authentication, admission, the socket write): 1 ms of work in all.
+    const intake = new RequestIntake<number, null>((n) => {
+      order.push(n);
+      if (n === 0) { spin(6); return; } // fills the first turn's budget: the rest wait
+      void Promise.resolve().then(() => spin(0.5));
+      process.nextTick(() => spin(0.5));
+    }, () => 'a', 5);
+    for (let i = 0; i <= 100; i++) intake.submit(i, null);
+    assert.equal(order.length, 1);
+    // The longest turn while the 100 ms of work drains (the gap between two check phases).
+    let last = performance.now();
+    let longest = 0;
+    let turns = 0;
+    while (intake.stats.waiting > 0 || order.length < 101) {
+      await nextTurn();
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+      turns++;
+    }
+    assert.ok(longest < 20, `longest turn ${longest.toFixed(1)} ms (budget 5 ms; all in one turn would be 100 ms)`);
+    assert.ok(turns >= 10, `the 100 ms of work was spread over ${turns} turns`);
+  });
+
   it('serves waiting flows round-robin', async () => {
     await nextTurn();
     const order: string[] = [];
