@@ -113,7 +113,20 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
   // next turns (./intake.ts).
   if (handler) {
     const intake = new RequestIntake<AnyRequest, AnyResponse>(handler, (req) => intakeFlowOf(req.url));
-    server.on('request', (req: AnyRequest, res: AnyResponse) => intake.submit(req, res));
+    server.on('request', (req: AnyRequest, res: AnyResponse) => {
+      // HTTP/2 requests reach here once started by their stream's intake (below).
+      if ((req as { stream?: unknown }).stream) handler(req, res); else intake.submit(req, res);
+    });
+    if (http2 && !onStream) {
+      // Node builds its compatibility objects (Http2ServerRequest/Response) in the 'stream'
+      // listener it added with the 'request' one: they are built when the stream's request
+      // starts, not while the HTTP/2 connection's read delivers a thousand streams at once.
+      const compat = (server as Http2SecureServer).listeners('stream')[0] as (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => void;
+      const streams = new RequestIntake<ServerHttp2Stream, [IncomingHttpHeaders, number, string[]]>((stream, [headers, flags, rawHeaders]) => {
+        if (!stream.destroyed) compat.call(server, stream, headers, flags, rawHeaders);
+      }, (_s, [headers]) => intakeFlowOf(headers[':path'] as string | undefined));
+      (server as Http2SecureServer).removeAllListeners('stream').on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => streams.submit(stream, [headers, flags, rawHeaders]));
+    }
   }
   // Adding a 'request' listener made Node route HTTP/2 streams through its compatibility layer
   // (a 'stream' listener): replaced by `onStream`.
