@@ -281,7 +281,7 @@ export class RedisStorage {
     return { ok: true, written: res.slice(1).map((rv, n) => (rv === '' ? undefined : parts[n]![0] + rv + parts[n]![1])) };
   }
 
-  /** Closes the connection. */
+  /** Closes both connections (storage and revision). */
   async close(): Promise<void> {
     await Promise.all([this.client, this.revisionClient].map(async (c) => {
       try { await c.quit(); } catch { c.disconnect(); }
