@@ -33,10 +33,7 @@ let pumpScheduled = false;
  * budget of the turn is spent; the rest wait for the next turn, in order.
  */
 export function yieldToLoop(): Promise<void> {
-  return new Promise<void>((resolve) => {
-    waiting.push(resolve);
-    schedulePump();
-  });
+  return new Promise<void>((resolve) => runInTurnBudget(resolve));
 }
 
 /**

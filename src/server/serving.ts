@@ -110,29 +110,27 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
   }) : createHttpsServer(tls)) as ServingServer;
   // Requests read together (a thousand streams of one HTTP/2 connection, or ready HTTP/1.1
   // connections) start within a per-turn budget, the rest round-robin by logical cluster in the
-  // next turns (./intake.ts).
+  // next turns (./intake.ts): one intake for both protocols. An HTTP/2 request waits there as its
+  // stream: Node builds its compatibility objects (Http2ServerRequest/Response) in a 'stream'
+  // listener it adds with the first 'request' one; that listener is detached and called when the
+  // stream starts, not in the read that delivered a thousand streams at once (40–90 ms).
   if (handler) {
-    const intake = new RequestIntake<AnyRequest, AnyResponse>(handler, (req) => intakeFlowOf(req.url));
+    // HTTP/2 requests come here once their stream has started (below).
     server.on('request', (req: AnyRequest, res: AnyResponse) => {
-      // HTTP/2 requests reach here once started by their stream's intake (below).
       if ((req as { stream?: unknown }).stream) handler(req, res); else intake.submit(req, res);
     });
-    if (http2 && !onStream) {
-      // Node builds its compatibility objects (Http2ServerRequest/Response) in the 'stream'
-      // listener it added with the 'request' one: they are built when the stream's request
-      // starts, not while the HTTP/2 connection's read delivers a thousand streams at once.
-      const compat = (server as Http2SecureServer).listeners('stream')[0] as (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => void;
-      const streams = new RequestIntake<ServerHttp2Stream, [IncomingHttpHeaders, number, string[]]>((stream, [headers, flags, rawHeaders]) => {
-        if (!stream.destroyed) compat.call(server, stream, headers, flags, rawHeaders);
-      }, (_s, [headers]) => intakeFlowOf(headers[':path'] as string | undefined));
-      (server as Http2SecureServer).removeAllListeners('stream').on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => streams.submit(stream, [headers, flags, rawHeaders]));
-    }
   }
-  // Adding a 'request' listener made Node route HTTP/2 streams through its compatibility layer
-  // (a 'stream' listener): replaced by `onStream`.
-  if (onStream && http2) {
-    const intake = new RequestIntake<ServerHttp2Stream, IncomingHttpHeaders>(onStream, (_s, headers) => intakeFlowOf(headers[':path'] as string | undefined));
-    (server as Http2SecureServer).removeAllListeners('stream').on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => intake.submit(stream, headers));
+  type StreamListener = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => void;
+  const compat = handler && http2 ? (server as Http2SecureServer).listeners('stream')[0] as StreamListener : undefined;
+  const startStream = onStream ? (stream: ServerHttp2Stream, s: StreamStart) => onStream(stream, s.headers)
+    : compat ? (stream: ServerHttp2Stream, s: StreamStart) => compat.call(server, stream, s.headers, s.flags, s.rawHeaders) : undefined;
+  const intake = new RequestIntake<AnyRequest | ServerHttp2Stream, AnyResponse | StreamStart>((a, b) => {
+    if (!(b instanceof StreamStart)) handler!(a as AnyRequest, b);
+    // A stream its client reset while it waited is not started.
+    else if (!(a as ServerHttp2Stream).destroyed) startStream!(a as ServerHttp2Stream, b);
+  }, (a, b) => intakeFlowOf(b instanceof StreamStart ? b.headers[':path'] as string | undefined : (a as AnyRequest).url));
+  if (http2 && startStream) {
+    (server as Http2SecureServer).removeAllListeners('stream').on('stream', ((stream, headers, flags, rawHeaders) => intake.submit(stream, new StreamStart(headers, flags, rawHeaders))) as StreamListener);
   }
   // HTTP/1.1 connections (served by Node's http machinery inside this server): as Fastify set
   // them before, no limit on a whole request (watches are long), 60 s for a request's headers.
@@ -167,6 +165,11 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
   };
   server.connectionCounts = () => ({ h2: sessions.size, http1: sockets.size });
   return server;
+}
+
+/** What Node hands a 'stream' listener besides the stream, kept while the stream waits in the intake. */
+class StreamStart {
+  constructor(readonly headers: IncomingHttpHeaders, readonly flags: number, readonly rawHeaders: string[]) {}
 }
 
 /** GOAWAY (NO_ERROR): the client opens no new stream here; what is still open after the grace period is reset. */
