@@ -115,7 +115,7 @@ export async function sendList(reply: FastifyReply, items: CacheEntry[], listMet
       return wildcard ? withClusterAnnotation(json, items[i]!.cluster) : json;
     };
     if (large) {
-      reply.code(200).type(MEDIA_TYPES.json).send(slicedStream(head, items.length, item, ',', ']}'));
+      reply.code(200).type(MEDIA_TYPES.json).send(slicedStream(head, items.length, item, ',', ']}', reply.raw));
       return;
     }
     reply.code(200).type(MEDIA_TYPES.json).send(joinUtf8(head, items.length, item, ',', ']}', estimatedBytes(items)));
@@ -137,7 +137,7 @@ export async function sendList(reply: FastifyReply, items: CacheEntry[], listMet
   if (large && out.media === 'json') {
     // Built-in kinds stored in another form (pruned, converted): encoded an object at a time.
     const head = `{"kind":"${desc.listKind}","apiVersion":"${apiVersionOf(desc)}","metadata":${JSON.stringify(meta)},"items":[`;
-    reply.code(200).type(MEDIA_TYPES.json).send(slicedStream(head, objs.length, (i) => JSON.stringify(objs[i]), ',', ']}'));
+    reply.code(200).type(MEDIA_TYPES.json).send(slicedStream(head, objs.length, (i) => JSON.stringify(objs[i]), ',', ']}', reply.raw));
     return;
   }
   send(reply, 200, { kind: desc.listKind, apiVersion: apiVersionOf(desc), metadata: meta, items: objs }, out);

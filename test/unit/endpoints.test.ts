@@ -8,6 +8,9 @@ import Fastify from 'fastify';
 import { chain, type AppContext, type Filter, type Handler } from '../../src/endpoints/context.js';
 import { withTimeout } from '../../src/endpoints/filters/timeout.js';
 import { sendStatus, toStatusError } from '../../src/endpoints/response.js';
+import { EventEmitter } from 'node:events';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { mapSliced, runInTurnBudget, slicedStream, SLICE_BUDGET_MS, SLICE_BYTES, yieldToLoop } from '../../src/endpoints/slicing.js';
 
@@ -87,7 +90,7 @@ describe('sliced encoding', () => {
     let turns = 0;
     const ticker = setInterval(() => { turns++; }, 0);
     const chunks: string[] = [];
-    for await (const c of slicedStream('{"items":[', parts.length, (i) => parts[i]!, ',', ']}')) chunks.push(String(c));
+    for await (const c of slicedStream('{"items":[', parts.length, (i) => parts[i]!, ',', ']}', new EventEmitter())) chunks.push(String(c));
     clearInterval(ticker);
     const text = chunks.join('');
     assert.equal(text, `{"items":[${parts.join(',')}]}`);
@@ -95,6 +98,45 @@ describe('sliced encoding', () => {
     assert.ok(chunks.length >= Math.floor(text.length / SLICE_BYTES), `${chunks.length} chunks for ${text.length} bytes`);
     assert.ok(chunks.every((c) => c.length < SLICE_BYTES + 2000), 'no slice much over the slice size');
     assert.ok(turns > 0, 'timers ran while the document was produced');
+  });
+
+  test('pooled slice buffers: slow clients get every byte intact, and a finished response gives its buffers to the next', async () => {
+    const parts = Array.from({ length: 2500 }, (_, i) => JSON.stringify({ i, pad: String(i % 10).repeat(1000) }));
+    const expected = `{"items":[${parts.join(',')}]}`;
+    const arrayBuffers: Set<ArrayBufferLike>[] = [];
+    // HTTP/2: a stream's data waits in the session, referencing the chunk, until the client's
+    // flow-control window lets it out; a buffer reused too early shows as corrupted bytes.
+    const server = http2.createServer((_req, res) => {
+      const seen = new Set<ArrayBufferLike>();
+      arrayBuffers.push(seen);
+      const stream = slicedStream('{"items":[', parts.length, (i) => parts[i]!, ',', ']}', res);
+      stream.on('data', (c: Buffer) => seen.add(c.buffer));
+      stream.pipe(res);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = http2.connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    // A client that reads a chunk, then waits: its window closes and slices queue behind it.
+    const slowGet = (): Promise<string> => new Promise((resolve, reject) => {
+      const req = client.request({ ':path': '/' });
+      const got: Buffer[] = [];
+      req.on('data', (c: Buffer) => { got.push(c); req.pause(); setTimeout(() => req.resume(), 1); });
+      req.on('end', () => resolve(Buffer.concat(got).toString()));
+      req.on('error', reject);
+      req.end();
+    });
+    try {
+      const concurrent = await Promise.all([slowGet(), slowGet(), slowGet()]);
+      for (const body of concurrent) assert.ok(body === expected, 'a concurrent slow client received the document byte for byte');
+      await new Promise((r) => setTimeout(r, 20));
+      assert.ok(await slowGet() === expected, 'a later client received the document byte for byte');
+    } finally {
+      client.close();
+      server.close();
+    }
+    const earlier = new Set(arrayBuffers.slice(0, 3).flatMap((s) => [...s]));
+    const later = [...arrayBuffers[3]!];
+    assert.ok(later.length > 0 && later.every((b) => earlier.has(b)), 'the later response wrote from the earlier ones\' buffers, allocating none');
+    assert.ok(arrayBuffers.every((s) => s.size <= 2), `each response held at most two buffers: ${arrayBuffers.map((s) => s.size).join(', ')}`);
   });
 
   test('the shared slice budget counts the nextTick work of each slice (socket writes)', async () => {
