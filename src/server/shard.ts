@@ -635,7 +635,16 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       clusterExists: clusterKnown,
       resolveCluster: (segment) => {
         const kind = classifyClusterSegment(segment);
-        return kind === 'name' ? segment : kind === 'path' ? index.resolvePath(segment) : undefined;
+        if (kind !== 'path') return kind === 'name' ? segment : undefined;
+        const local = index.resolvePath(segment);
+        if (local) return local;
+        // A logical cluster moved (or moving) away from this shard: its copy here, and with it
+        // the path in the local index, is removed after the hand-over, while a front-proxy that
+        // has not learned the move yet still sends requests here. Resolved to its name, such a
+        // request meets the migration fence (429 and where the cluster is now: the proxy sends
+        // it there) instead of the 403 of an unknown path.
+        const elsewhere = directory.locate(segment)?.cluster;
+        return elsewhere !== undefined && fences.get(elsewhere) ? elsewhere : undefined;
       },
       homeWorkspace: homeWorkspaces({
         logicalClusters: storeOf('logicalclusters', 'core.kcp.io'), index, types, scope: masters,

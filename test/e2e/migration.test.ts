@@ -172,6 +172,11 @@ test('a logical cluster moves to the other shard while it is written 200 times a
   const gone = await call({ url: originURL }, masters, 'GET', `/clusters/${cluster}/api/v1/namespaces/${NS}/configmaps`);
   assert.equal(gone.status, 429, `the origin no longer serves it: ${gone.body}`);
   assert.equal(gone.headers['x-kcp-ts-migration'], `moved:${destination}`);
+  // By its path too: a request a front-proxy routed before it learned the move is sent on, not
+  // refused (the origin's own index no longer has the path once the copy is removed).
+  const goneByPath = await call({ url: originURL }, admin, 'GET', CMS);
+  assert.equal(goneByPath.status, 429, `the origin sends a request by path on: ${goneByPath.body}`);
+  assert.equal(goneByPath.headers['x-kcp-ts-migration'], `moved:${destination}`);
   // The owning Workspace names the new shard.
   const after1 = await call(proxy(), admin, 'GET', `/clusters/root${WS}/moving`);
   assert.equal(after1.json.metadata.annotations['core.kcp.io/shard'], destination);
