@@ -91,8 +91,6 @@ export class Utf8Builder {
   constructor(capacity: number | Buffer) { this.buf = typeof capacity === 'number' ? Buffer.allocUnsafe(Math.max(64, capacity)) : capacity; }
   /** Bytes written so far. */
   get length(): number { return this.used; }
-  /** The Buffer written into (the one given, unless it had to grow). */
-  get backing(): Buffer { return this.buf; }
   append(s: string): void {
     // A UTF-16 code unit is at most 3 bytes of UTF-8 (a surrogate pair, two units, is 4).
     const bound = s.length * 3;

@@ -634,17 +634,13 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       apis: (cluster) => registry.forCluster(cluster), authn, authz, hub, metrics,
       clusterExists: clusterKnown,
       resolveCluster: (segment) => {
-        const kind = classifyClusterSegment(segment);
-        if (kind !== 'path') return kind === 'name' ? segment : undefined;
-        const local = index.resolvePath(segment);
-        if (local) return local;
-        // A logical cluster moved (or moving) away from this shard: its copy here, and with it
-        // the path in the local index, is removed after the hand-over, while a front-proxy that
-        // has not learned the move yet still sends requests here. Resolved to its name, such a
-        // request meets the migration fence (429 and where the cluster is now: the proxy sends
-        // it there) instead of the 403 of an unknown path.
-        const elsewhere = directory.locate(segment)?.cluster;
-        return elsewhere !== undefined && fences.get(elsewhere) ? elsewhere : undefined;
+        const name = resolvePath(segment);
+        // A path of a logical cluster on another shard is refused as an unknown one (403), unless
+        // it moved (or is moving) away from this one: its copy here, and with it the path in the
+        // local index, is removed after the hand-over while a front-proxy that has not learned
+        // the move yet still sends requests here. Resolved to its name, such a request meets the
+        // migration fence (429 and where the cluster is now: the proxy sends it there).
+        return name === undefined || index.get(name) || classifyClusterSegment(segment) !== 'path' || fences.get(name) ? name : undefined;
       },
       homeWorkspace: homeWorkspaces({
         logicalClusters: storeOf('logicalclusters', 'core.kcp.io'), index, types, scope: masters,
