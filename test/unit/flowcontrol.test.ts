@@ -73,6 +73,48 @@ test('queue set: a flow flooding the level does not delay another flow\'s one re
   assert.ok(bStarted - bArrived <= 3, `B waited ${bStarted - bArrived} ms, more than one request's service (3 ms)`);
 });
 
+test('queue set: requests running far beyond the 3 ms estimate do not push another flow\'s request behind the flood', async () => {
+  // A busy event loop: every request runs 24 ms (8× the estimate) on 12 seats, a seat freeing
+  // every 2 ms. A keeps 50 requests in flight; B sends one request now and then. Were A's queues
+  // charged only when their requests finish, they would look less served than they are and B
+  // would wait behind several requests of each (9 dispatches measured); charging what executing
+  // requests have run so far lets B in within a few.
+  const service = 24;
+  const limit = 12;
+  const interval = service / limit;
+  const clock = fakeClock();
+  const qs = new QueueSet({ name: 'l', concurrencyLimit: limit, queues: 128, handSize: 6, queueLengthLimit: 50 }, clock.now);
+  const running: { ticket: Ticket; at: number }[] = [];
+  const startA = () => {
+    const r = qs.start(hashFlow('fs', 'ws-a/alice'), one, { waitLimitMs: 60_000 });
+    if (r instanceof Promise) void r.then((ticket) => { running.push({ ticket, at: clock.now() }); });
+    else running.push({ ticket: r, at: clock.now() });
+  };
+  for (let i = 0; i < 50; i++) startA();
+  const waits: number[] = [];
+  for (let step = 0; step < 10_000; step++) {
+    clock.advance(interval);
+    if (step % 200 === 100) {
+      const arrived = clock.now();
+      const b = qs.start(hashFlow('fs', 'ws-b/bob'), one, { waitLimitMs: 60_000 });
+      if (b instanceof Promise) void b.then((ticket) => { waits.push(clock.now() - arrived); running.push({ ticket, at: clock.now() }); });
+      else { waits.push(0); running.push({ ticket: b, at: clock.now() }); }
+    }
+    const done = running.findIndex((r) => r.at + service <= clock.now() + 1e-9);
+    // A replaces each finished request: its 50 stay in flight.
+    if (done >= 0) { running.splice(done, 1)[0]!.ticket.finish(); startA(); }
+    await new Promise((r) => setImmediate(r));
+  }
+  // Drain A's backlog (its queued requests would otherwise time out after the test).
+  while (!qs.idle) {
+    for (const r of running.splice(0)) r.ticket.finish();
+    await new Promise((r) => setImmediate(r));
+  }
+  assert.equal(waits.length, 50, 'every B request was dispatched');
+  const longest = Math.max(...waits);
+  assert.ok(longest <= 4 * interval, `B waited up to ${longest} ms: ${longest / interval} dispatches`);
+});
+
 test('queue set: two flooding flows share the seats about equally', async () => {
   const clock = fakeClock();
   const qs = new QueueSet({ name: 'l', concurrencyLimit: 4, queues: 64, handSize: 4, queueLengthLimit: 100 }, clock.now);
