@@ -92,10 +92,10 @@ ${authenticationFlagsUsage(28)}  --shards N                run N shards and a fr
                             a SyncTarget whose syncer sent no heartbeat for DURATION is not Ready
                             and its namespaces move to another SyncTarget (default 30s)
   --max-requests-inflight N
-                            seats of non-mutating requests (default 100; kube's flag, 400 there); with
+                            seats of non-mutating requests (default 400; kube's flag); with
                             priority and fairness, added to the next one as the server's seats
   --max-mutating-requests-inflight N
-                            seats of mutating requests (default 50; 200 in kube)
+                            seats of mutating requests (default 200)
   --enable-priority-and-fairness[=true|false]
                             API priority and fairness (default true); false: kube's max-in-flight
                             limits (429 beyond either limit, watches not counted)

@@ -16,19 +16,16 @@ export const FLOW_SCHEMA_UID_HEADER = 'X-Kubernetes-PF-FlowSchema-UID';
 export const PRIORITY_LEVEL_UID_HEADER = 'X-Kubernetes-PF-PriorityLevel-UID';
 
 /**
- * Defaults of `--max-requests-inflight` (100) and `--max-mutating-requests-inflight` (50): a
- * quarter of kube's 400 and 200. kube sizes its 600 seats for a Go server whose requests run in
- * parallel on many cores; here every request's CPU work runs on one event loop, so a seat is not a
- * core. Once the loop is busy, more seats add no throughput; they only lengthen its turns (a turn
- * runs the continuation of every executing request whose I/O completed), and every other
- * tenant's request waits through them. Measured with the noisy-neighbour benchmark's write flood
- * (docs/benchmarks.md), global-default at 13 seats instead of 49: the other tenant's GET p50
- * 19–23 → 8–9 ms, event-loop delay p99 20–28 → 10–12 ms. The price: one tenant alone with 50
- * concurrent writers gets about 11 % fewer creates through (fewer of them wait on Redis at once);
- * a shard serving one trusted tenant can set kube's values.
+ * kube's defaults of `--max-requests-inflight` (400) and `--max-mutating-requests-inflight` (200).
+ * Fewer seats would suit one event loop better under a flood (global-default at 13 instead of 49
+ * seats: another tenant's GET p50 19–23 → 8–9 ms in the noisy-neighbour write flood,
+ * docs/benchmarks.md), but a seat is held while a response waits for its client to read it, so a
+ * tenant whose clients stop reading holds seats until the request timeout: with 13 seats, 13
+ * stalled LISTs made every other tenant of the level wait 15 s and get 429. kube's 49 only make
+ * that attack four times dearer; seats that count only the server's own work are the fix.
  */
-export const DEFAULT_MAX_REQUESTS_INFLIGHT = 100;
-export const DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT = 50;
+export const DEFAULT_MAX_REQUESTS_INFLIGHT = 400;
+export const DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT = 200;
 
 /** What the filter reads of a request. */
 export interface FlowControlRequest {

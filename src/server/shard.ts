@@ -192,9 +192,9 @@ export interface ServerOptions {
    * kube's max-in-flight limits.
    */
   enablePriorityAndFairness?: boolean;
-  /** kube's `--max-requests-inflight` (default 100 here, 400 in kube: src/flowcontrol/filter.ts): with priority and fairness, part of the server's seats. */
+  /** kube's `--max-requests-inflight` (default 400): with priority and fairness, part of the server's seats. */
   maxRequestsInflight?: number;
-  /** kube's `--max-mutating-requests-inflight` (default 50 here, 200 in kube). */
+  /** kube's `--max-mutating-requests-inflight` (default 200). */
   maxMutatingRequestsInflight?: number;
   /**
    * Aborts the start-up: `startServer` then undoes what it did (stops what it started, releases
