@@ -19,6 +19,7 @@ import type { HealthCheck, HealthEndpoint } from '../server/health.js';
 import type { RequestInfo } from './requestinfo.js';
 import type { Auditor } from './filters/audit.js';
 import type { FlowControlGrant, RequestFilter } from '../flowcontrol/filter.js';
+import type { StalledReaders } from './filters/stalledreaders.js';
 
 /** Maximum request body: 3 MiB, as kube-apiserver's default `MaxRequestBodyBytes`. */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -89,6 +90,8 @@ export interface AppContext {
    * absent: no limit.
    */
   flowControl?: RequestFilter;
+  /** Gives the seats of a response whose reader stopped reading back (filters/stalledreaders.ts); absent: seats held until the response is done. */
+  stalledReaders?: StalledReaders;
   /**
    * Logical clusters this shard is handing over to another shard or has handed over
    * (src/storage/migration.ts, filters/migration.ts); absent: no fences.

@@ -69,6 +69,7 @@ import type { HealthCheck } from './health.js';
 import { evaluateTokenReview } from '../auth/tokenreview.js';
 import { csrAdmission } from '../certificates/csr.js';
 import { createRequestFilter } from '../flowcontrol/filter.js';
+import { StalledReaders } from '../endpoints/filters/stalledreaders.js';
 import { FlowControlMetrics } from '../flowcontrol/metrics.js';
 import { ensureConfiguration } from '../flowcontrol/bootstrap.js';
 import { syncDanglingConditions } from '../flowcontrol/status.js';
@@ -689,7 +690,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
         terminatingworkspaces: lifecycleVirtualWorkspace(TERMINATING, { cache, registry, backend, resolvePath, authorizeIn }),
         syncer: syncerVirtualWorkspace({ cache, registry, backend, resolvePath, authorizeIn }),
       },
-      logger: options.logger, audit, requestTimeoutMs: options.requestTimeoutMs, flowControl, migrationFences: fences,
+      logger: options.logger, audit, requestTimeoutMs: options.requestTimeoutMs, flowControl, stalledReaders: new StalledReaders(), migrationFences: fences,
     }, { key: pki.serving.keyPem, cert: pki.serving.certPem, ca: requestHeader ? [pki.ca.certPem, requestHeader.clientCA] : pki.ca.certPem },
     { http2MaxStreamsPerConnection: options.http2MaxStreamsPerConnection });
     cleanups.unshift(() => app.close());

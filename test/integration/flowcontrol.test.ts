@@ -9,7 +9,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Agent } from 'node:https';
+import { Agent, request } from 'node:https';
 import { performance } from 'node:perf_hooks';
 import { CM, call, createLogicalCluster, eventually, useTestServer, watch, type Kubectl, type TestServer } from '../helpers.js';
 import { BOOTSTRAP } from '../../src/flowcontrol/bootstrap.js';
@@ -149,6 +149,71 @@ test('a watch holds its seats only while it initialises', async () => {
   } finally {
     for (const w of watches) w.close();
   }
+});
+
+/** A GET of `path` whose client stops reading once the headers came: `done` tells whether the whole body arrived after `resume()`. */
+function stalledGet(path: string): { headers: Promise<number>; resume(): void; close(): void; done: Promise<{ complete: boolean; bytes: number }> } {
+  const u = new URL(srv.url + path);
+  let resume!: () => void;
+  let close!: () => void;
+  let headersResolve!: (code: number) => void;
+  const headers = new Promise<number>((r) => { headersResolve = r; });
+  const done = new Promise<{ complete: boolean; bytes: number }>((resolve) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'GET', ca: srv.creds.ca, cert: srv.creds.cert, key: srv.creds.key, agent: false }, (res) => {
+      res.pause();
+      headersResolve(res.statusCode ?? 0);
+      let bytes = 0;
+      res.on('data', (c: Buffer) => { bytes += c.length; });
+      resume = () => res.resume();
+      res.on('close', () => resolve({ complete: res.complete, bytes }));
+    });
+    req.on('error', () => resolve({ complete: false, bytes: 0 }));
+    close = () => req.destroy();
+    req.end();
+  });
+  return { headers, resume: () => resume?.(), close: () => close(), done };
+}
+
+test('a response whose client stops reading gives its seat back; past 8 of one flow they are cut', async () => {
+  // 40 ConfigMaps of 500 KB: a LIST of 20 MB, more than the sockets' buffers hold.
+  for (const ws of ['stall-a', 'stall-b']) {
+    assert.equal((await createLogicalCluster(srv, ws)).status, 201);
+    assert.equal((await masters('POST', `/clusters/${ws}/api/v1/namespaces`, { metadata: { name: 'big' } })).status, 201);
+  }
+  const A = '/clusters/stall-a/api/v1/namespaces/big/configmaps';
+  const B = '/clusters/stall-b/api/v1/namespaces/big/configmaps';
+  const payload = 'x'.repeat(500_000);
+  for (let i = 0; i < 40; i += 10) {
+    await Promise.all(Array.from({ length: 10 }, (_, j) => admin('POST', A, CM(`cm-${i + j}`, { v: payload })).then((r) => assert.equal(r.status, 201, r.body.slice(0, 200)))));
+  }
+  assert.equal((await admin('POST', B, CM('probe'))).status, 201);
+  const bGet = async () => {
+    const t0 = performance.now();
+    const r = await admin('GET', `${B}/probe`);
+    return { status: r.status, ms: performance.now() - t0 };
+  };
+  // global-default has one seat. A watch of the 40 that never reads its initial events, then ten
+  // LISTs that never read: each takes the seat in turn and gives it back once stalled.
+  const stalled = [stalledGet(`${A}?watch=true`), ...Array.from({ length: 10 }, () => stalledGet(A))];
+  assert.deepEqual(await Promise.all(stalled.map((s) => s.headers)), Array(11).fill(200));
+  await new Promise((r) => setTimeout(r, 1000));
+  // Before: B's GET waited 15 s in the queue and was refused (429).
+  const b = await bGet();
+  assert.equal(b.status, 200);
+  assert.ok(b.ms < 2000, `B's GET took ${b.ms.toFixed(0)} ms`);
+  for (const s of stalled.slice(1)) s.resume();
+  const lists = await Promise.all(stalled.slice(1).map((s) => s.done));
+  stalled[0]!.close();
+  // Eight parked LISTs of the flow finish as the client reads; the other two were cut.
+  assert.deepEqual(lists.map((l) => l.complete).sort(), [...Array(2).fill(false), ...Array(8).fill(true)], JSON.stringify(lists));
+  for (const l of lists) if (l.complete) assert.ok(l.bytes > 20_000_000, `${l.bytes} bytes`);
+  // Parked responses that finished count no more: a new stalled LIST parks again, and is not cut.
+  const again = stalledGet(A);
+  assert.equal(await again.headers, 200);
+  await new Promise((r) => setTimeout(r, 800));
+  assert.equal((await bGet()).status, 200);
+  again.resume();
+  assert.equal((await again.done).complete, true);
 });
 
 test('a full Reject level answers 429 TooManyRequests with Retry-After at once', async () => {
