@@ -2,7 +2,8 @@
  * Priority and fairness (kube: k8s.io/apiserver/pkg/server/filters/priority-and-fairness.go), or
  * kube's max-in-flight limits when it is off (maxinflight.go): the request waits for seats of its
  * priority level in its flow's queue (src/flowcontrol/) and holds them until its response is done;
- * a watch holds them only while it initialises (its initial events are written). Answers kube's
+ * a watch holds them only while it initialises (its initial events are written). A response that
+ * waits for a client that stopped reading gives them back earlier (./stalledreaders.ts). Answers kube's
  * 429 TooManyRequests with `Retry-After` when the queue is full; sets the
  * `X-Kubernetes-PF-FlowSchema-UID` and `X-Kubernetes-PF-PriorityLevel-UID` headers. Runs after
  * impersonation (the flow is the logical cluster and the impersonated user) and resource
