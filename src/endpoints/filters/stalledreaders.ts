@@ -5,7 +5,7 @@
  * timeout. So does ours (a sliced LIST waits for the client to take each slice; a watch's initial
  * events wait for it too). A tenant whose clients open large LISTs and stop reading therefore
  * held every seat of its priority level — at 13 seats, 13 stalled LISTs made every other tenant of
- * the level wait 15 s for a 429 (docs/benchmarks.md, "a stalled-reader attack") — and a watch that
+ * the level wait 15 s for a 429 (docs/benchmarks.md, Stalled readers) — and a watch that
  * never read its initial events held its seat for as long as it stayed open.
  *
  * Here a response that has waited {@link STALL_MS} for its reader (its socket or HTTP/2 stream
@@ -24,7 +24,10 @@ import { constants as http2 } from 'node:http2';
 import type { Writable } from 'node:stream';
 import type { AnyResponse } from '../../server/serving.js';
 
-/** How long (ms) a response waits for its reader before its seats go back: about 100 slices of work at the slice budget. */
+/**
+ * How long (ms) a response waits for a reader that takes nothing before its seats go back: a client
+ * on a working network takes a slice (256 KiB) well within it; 60 s (the request timeout) was the bound before.
+ */
 export const STALL_MS = 250;
 /** How often (ms) the responses holding seats are looked at. */
 export const SWEEP_MS = 100;
