@@ -59,6 +59,32 @@ test('a drain (the reader took something) restarts the count', () => {
   assert.equal(h.released(), 1);
 });
 
+test('an answer written whole and ended waits for its reader all the same', () => {
+  const sr = new StalledReaders({ stallMs: 250, sweepMs: 1e9 });
+  const res = stalledResponse();
+  res.end();
+  assert.equal(res.writableNeedDrain, false, 'ended: no longer says it needs a drain');
+  const h = held(sr, res, 'ws/u');
+  sr.sweep(1000);
+  sr.sweep(1300);
+  assert.equal(h.released(), 1);
+});
+
+test('a reader that takes part of what waits restarts the count', () => {
+  const sr = new StalledReaders({ stallMs: 250, sweepMs: 1e9 });
+  const takes: (() => void)[] = [];
+  const res = new Writable({ highWaterMark: 1, write(_chunk, _enc, taken) { takes.push(taken); } });
+  for (const c of ['a', 'b', 'c']) res.write(c);
+  const h = held(sr, res, 'ws/u');
+  sr.sweep(1000);
+  takes.shift()!();
+  assert.equal(res.writableLength, 2);
+  sr.sweep(1300);
+  assert.equal(h.released(), 0, 'it took a chunk at 1000–1300 ms');
+  sr.sweep(1560);
+  assert.equal(h.released(), 1);
+});
+
 test('past the per-flow bound a stalled response is aborted; another flow and watches still park; a closed parked one frees its place', async () => {
   const sr = new StalledReaders({ stallMs: 250, sweepMs: 1e9, parkedPerFlow: 2, parkedMax: 10 });
   const a = [stalledResponse(), stalledResponse(), stalledResponse()];

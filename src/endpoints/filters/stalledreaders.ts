@@ -8,8 +8,8 @@
  * the level wait 15 s for a 429 (docs/benchmarks.md, Stalled readers) — and a watch that
  * never read its initial events held its seat for as long as it stayed open.
  *
- * Here a response that has waited {@link STALL_MS} for its reader (its socket or HTTP/2 stream
- * full, no 'drain' since) is *parked*: its seats go back to the level, the response goes on as the
+ * Here a response that has waited {@link STALL_MS} for its reader (more bytes waiting in its
+ * socket or HTTP/2 stream than it takes at once, none of them taken since) is *parked*: its seats go back to the level, the response goes on as the
  * client reads. Parked responses keep memory (the slice in flight, the list being written) and a
  * request-timeout's worth of life, so they are bounded: at most {@link PARKED_PER_FLOW} per flow
  * (`<cluster>/<user>`) and {@link PARKED_MAX} in the process. A stalled response beyond either
@@ -50,8 +50,10 @@ interface Held {
   flow: string;
   longRunning: boolean;
   release: () => void;
-  /** When (Date.now(), ms) the response was first seen waiting for its reader; undefined: not waiting. */
+  /** When (Date.now(), ms) the response was last seen waiting for its reader without progress; undefined: not waiting. */
   blockedSince: number | undefined;
+  /** Bytes it had waiting to be taken at the last look. */
+  pending: number;
   drainListener?: () => void;
 }
 
@@ -93,7 +95,7 @@ export class StalledReaders {
    * gone, a watch initialised): the response is no longer watched.
    */
   hold(res: AnyResponse, flow: string, longRunning: boolean, release: () => void): () => void {
-    const h: Held = { res, out: outputOf(res), flow, longRunning, release, blockedSince: undefined };
+    const h: Held = { res, out: outputOf(res), flow, longRunning, release, blockedSince: undefined, pending: 0 };
     this.held.add(h);
     if (!this.timer) {
       this.timer = setInterval(() => this.sweep(Date.now()), this.sweepMs);
@@ -113,17 +115,23 @@ export class StalledReaders {
     // at a time would start and stop it each time).
     if (this.held.size === 0 && this.timer) { clearInterval(this.timer); this.timer = undefined; return; }
     for (const h of this.held) {
-      if (!h.out.writableNeedDrain) { h.blockedSince = undefined; continue; }
-      if (h.blockedSince === undefined) {
+      // Waiting for its reader: more bytes handed to the socket (or the HTTP/2 stream) than it
+      // takes at once. Not `writableNeedDrain`, which turns false once the response is ended: a
+      // large answer written whole (YAML, a Table) is ended at once and then waits all the same.
+      const pending = h.out.writableLength;
+      if (pending < h.out.writableHighWaterMark) { h.blockedSince = undefined; h.pending = pending; continue; }
+      // The reader took something since the last look (fewer bytes waiting, or a 'drain'): the
+      // count starts again.
+      if (h.blockedSince === undefined || pending < h.pending) {
         h.blockedSince = now;
-        // Any progress of the reader ('drain') restarts the count: only a reader that takes
-        // nothing for the whole interval is stalled.
+        h.pending = pending;
         if (!h.drainListener) {
           h.drainListener = () => { h.blockedSince = undefined; };
           h.out.on('drain', h.drainListener);
         }
         continue;
       }
+      h.pending = pending;
       if (now - h.blockedSince >= this.stallMs) this.park(h);
     }
   }
