@@ -16,7 +16,9 @@
  * B are distinct flows of the global-default priority level.
  *
  * Environment: BENCH_NN_PHASE_MS (measured period of each flood, default 5000), BENCH_NN_MODES
- * (`on,off`), BENCH_NN_FLOODS (`list,write,watch`), BENCH_NN_WATCH_PROTO (`h2`, `h1`).
+ * (`on,off`), BENCH_NN_FLOODS (`list,write,watch`), BENCH_NN_WATCH_PROTO (`h2`, `h1`),
+ * BENCH_NN_LIST_ACCEPT (the Accept header of A's LISTs, default `application/json`; e.g.
+ * `application/yaml`, or `application/json;as=Table;v=v1;g=meta.k8s.io` as kubectl get asks).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -34,6 +36,7 @@ const MODES = (process.env.BENCH_NN_MODES ?? 'on,off').split(',').filter(Boolean
 const FLOODS = (process.env.BENCH_NN_FLOODS ?? 'list,write,watch').split(',').filter(Boolean);
 /** How A opens its watches: `h2`, streams of one HTTP/2 connection per 1,000 (client-go); `h1`, a TLS connection each. */
 const WATCH_PROTO = process.env.BENCH_NN_WATCH_PROTO === 'h1' ? 'h1' : 'h2';
+const LIST_ACCEPT = process.env.BENCH_NN_LIST_ACCEPT || 'application/json';
 const OBJECTS = 2000;
 const LISTERS = 64;
 const WRITERS = 50;
@@ -127,7 +130,7 @@ async function probeB(s: ServerProc): Promise<{ stop(): Promise<{ lat: LatencySu
 }
 
 /** Runs A's closed loop of `n` clients for `ms`; returns completed operations/s and status counts. */
-async function loop(s: ServerProc, n: number, ms: number, next: (c: number, i: number) => { method: string; path: string; body?: string }): Promise<{ perSec: number; codes: Record<string, number> }> {
+async function loop(s: ServerProc, n: number, ms: number, next: (c: number, i: number) => { method: string; path: string; body?: string; accept?: string }): Promise<{ perSec: number; codes: Record<string, number> }> {
   const clients = makeClients(s.url, s.creds, n);
   const end = performance.now() + ms;
   let ok = 0;
@@ -135,7 +138,7 @@ async function loop(s: ServerProc, n: number, ms: number, next: (c: number, i: n
   await Promise.all(clients.map(async (c, ci) => {
     for (let i = 0; performance.now() < end; i++) {
       const r = next(ci, i);
-      const res = await c.request(r.method, r.path, r.body).catch(() => ({ status: 0, body: Buffer.alloc(0) }));
+      const res = await c.request(r.method, r.path, r.body, undefined, r.accept).catch(() => ({ status: 0, body: Buffer.alloc(0) }));
       codes[res.status] = (codes[res.status] ?? 0) + 1;
       if (res.status === 200 || res.status === 201) ok++;
       // A refused client waits as told (Retry-After: 1).
@@ -193,7 +196,7 @@ async function longRunning(c: Client): Promise<number> {
 }
 
 async function flood(s: ServerProc, kind: string): Promise<FloodResult> {
-  const listReq = () => ({ method: 'GET', path: A });
+  const listReq = () => ({ method: 'GET', path: A, accept: LIST_ACCEPT });
   const writeReq = (c: number, i: number) => ({ method: 'PUT', path: `${A}/cm-${(c * 40 + i) % OBJECTS}`, body: cm(`cm-${(c * 40 + i) % OBJECTS}`, `${payload.slice(0, 990)}${i}`) });
   const run = async () => {
     if (kind === 'list') return loop(s, LISTERS, PHASE_MS, listReq);

@@ -4,6 +4,7 @@
  * response.
  */
 import type { FastifyReply } from 'fastify';
+import { stringify as toYaml } from 'yaml';
 import { StatusError } from '../apimachinery/errors.js';
 import { CLUSTER_ANNOTATION, withClusterAnnotation, type KubeObject } from '../apimachinery/meta.js';
 import type { ResourceDescriptor } from '../apis/types.js';
@@ -11,9 +12,9 @@ import type { Store } from '../registry/store.js';
 import type { CacheEntry } from '../storage/watchcache.js';
 import { MEDIA_TYPES, encodeBody, encodeStatus, type EncodedBody, type OutputFormat } from './negotiation.js';
 import { apiVersionOf, protobufList, type EncodedList } from './protobufwire.js';
-import { parseIncludeObject, partialObjectMetadata, toTable } from './table.js';
+import { parseIncludeObject, partialObjectMetadata, tableEnvelope, tableRows, toTable } from './table.js';
 import { MAX_BODY_BYTES } from './context.js';
-import { joinUtf8, mapSliced, pacedStream, slicedStream, SLICE_BYTES } from './slicing.js';
+import { joinUtf8, pacedStream, slicedStream, SLICE_BYTES } from './slicing.js';
 
 /** Maps any thrown value to a StatusError (client mistakes keep their 4xx code). */
 export function toStatusError(err: unknown): StatusError {
@@ -125,22 +126,52 @@ export async function sendList(reply: FastifyReply, items: CacheEntry[], listMet
     const o = store.decodeEntry(e);
     return wildcard ? annotateCluster(o, e.cluster) : o;
   };
-  const objs = large ? await mapSliced(items, decode) : items.map(decode);
+  let envelope: Record<string, unknown>;
+  let member = 'items';
+  let element = (o: KubeObject): unknown => o;
   if (out.as === 'Table') {
-    send(reply, 200, toTable(desc, objs, meta, out.asVersion, parseIncludeObject(query.get('includeObject'))), out);
+    envelope = tableEnvelope(desc, meta, out.asVersion);
+    member = 'rows';
+    element = tableRows(desc, out.asVersion, parseIncludeObject(query.get('includeObject')));
+  } else if (out.as === 'PartialObjectMetadataList') {
+    envelope = { kind: 'PartialObjectMetadataList', apiVersion: `meta.k8s.io/${out.asVersion}`, metadata: meta };
+    element = (o) => partialObjectMetadata(o, out.asVersion);
+  } else {
+    envelope = { kind: desc.listKind, apiVersion: apiVersionOf(desc), metadata: meta };
+  }
+  if (large && items.length) {
+    sendSlicedDocument(reply, out.media, envelope, member, items.length, (i) => element(decode(items[i]!)));
     return;
   }
-  if (out.as === 'PartialObjectMetadataList') {
-    send(reply, 200, { kind: 'PartialObjectMetadataList', apiVersion: `meta.k8s.io/${out.asVersion}`, metadata: meta, items: objs.map((o) => partialObjectMetadata(o, out.asVersion)) }, out);
+  send(reply, 200, { ...envelope, [member]: items.map((e) => element(decode(e))) }, out);
+}
+
+/**
+ * Milliseconds of decoding and encoding per slice of a list not answered from its stored JSON:
+ * YAML is about 50 times as costly per byte as stored JSON (160 ms for 2,000 ConfigMaps of 1 KiB,
+ * 430 ms for 30 MB, on the reference machine), so a slice of {@link SLICE_BYTES} would hold the
+ * loop for about 8 ms.
+ */
+const DECODED_SLICE_MS = 1;
+
+/**
+ * Answers `envelope` with `count` elements as its last member `member` (`items` of a list, `rows`
+ * of a Table), in JSON or YAML, produced a slice at a time (./slicing.ts): `element(i)` is called
+ * once per element, in order, as the client reads. The text is the same as the whole document's
+ * (`encodeBody`): in YAML each element is rendered as a one-element sequence under `member`, at
+ * the indentation (and so the line folding) it has in the document.
+ */
+function sendSlicedDocument(reply: FastifyReply, media: 'json' | 'yaml', envelope: Record<string, unknown>, member: string, count: number, element: (i: number) => unknown): void {
+  if (media === 'json') {
+    const whole = JSON.stringify({ ...envelope, [member]: [] });
+    const head = whole.slice(0, -2); // without the closing `]}`
+    reply.code(200).type(MEDIA_TYPES.json).send(slicedStream(head, count, (i) => JSON.stringify(element(i)), ',', ']}', reply.raw, DECODED_SLICE_MS));
     return;
   }
-  if (large && out.media === 'json') {
-    // Built-in kinds stored in another form (pruned, converted): encoded an object at a time.
-    const head = `{"kind":"${desc.listKind}","apiVersion":"${apiVersionOf(desc)}","metadata":${JSON.stringify(meta)},"items":[`;
-    reply.code(200).type(MEDIA_TYPES.json).send(slicedStream(head, objs.length, (i) => JSON.stringify(objs[i]), ',', ']}', reply.raw));
-    return;
-  }
-  send(reply, 200, { kind: desc.listKind, apiVersion: apiVersionOf(desc), metadata: meta, items: objs }, out);
+  const key = `${member}:\n`;
+  const head = `${toYaml(envelope)}${key}`;
+  const part = (i: number): string => toYaml({ [member]: [element(i)] }).slice(key.length);
+  reply.code(200).type(MEDIA_TYPES.yaml).send(slicedStream(head, count, part, '', '', reply.raw, DECODED_SLICE_MS));
 }
 
 /** The list's approximate size in bytes, from its first items' stored JSON. */

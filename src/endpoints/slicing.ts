@@ -133,6 +133,9 @@ const SLICE_CAPACITY = SLICE_BYTES + SLICE_BYTES / 4;
  * (37 in 15 s, up to 12 ms each), pauses every tenant's requests wait through.
  */
 const freeSlices: Buffer[] = [];
+
+/** Bytes a time-bounded slice starts with (it grows as needed); such slices are not pooled. */
+const TIMED_SLICE_CAPACITY = 64 * 1024;
 const SLICE_POOL_LIMIT = 64;
 
 /** Buffers a response is writing from. The first ones go back to the pool when it needs a third. */
@@ -140,9 +143,10 @@ class SliceLease {
   private readonly held: Buffer[] = [];
   /**
    * A buffer for the next slice. The stream makes slice n+2 only after the consumer took slice
-   * n+1, and a piped consumer takes a chunk only when the previous one is written (its write
-   * returned false and it waited for 'drain', or it returned true: written at once), so slice n's
-   * buffer is free to reuse by then.
+   * n+1, and a piped consumer takes a chunk only when the previous one is written: a slice of
+   * {@link SLICE_BYTES} is over any response's high-water mark, so its write returns true only
+   * when it was written at once, and otherwise the consumer waits for 'drain'. So slice n's
+   * buffer is free to reuse by then (the last, short slice is never followed by another).
    */
   next(): Buffer {
     const buf = this.held.length >= 2 ? this.held.shift()! : (freeSlices.pop() ?? Buffer.allocUnsafeSlow(SLICE_CAPACITY));
@@ -163,17 +167,25 @@ class SliceLease {
  * The slices are written into pooled buffers, which return to the pool when `response` (the
  * response the stream is piped into) emits 'close': Node emits it after the last write completed
  * or the connection is gone, so no buffer is reused while a socket may still read from it.
+ *
+ * `sliceMs`, when given, also ends a slice once its parts took that many milliseconds (at least
+ * one part per slice): for parts far costlier per byte than stored JSON (YAML, Table rows), where
+ * {@link SLICE_BYTES} of output would hold the loop for several milliseconds. Such slices are not
+ * pooled: a slice smaller than the response's high-water mark is queued by reference and the next
+ * one asked for at once, so its buffer may still wait to be written when slice n+2 is made.
  */
-export function slicedStream(head: string, count: number, part: (i: number) => string, separator: string, tail: string, response: { once(event: 'close', listener: () => void): unknown }): Readable {
+export function slicedStream(head: string, count: number, part: (i: number) => string, separator: string, tail: string, response: { once(event: 'close', listener: () => void): unknown }, sliceMs?: number): Readable {
   let i = 0;
   let ended = false;
   const lease = new SliceLease();
   response.once('close', () => lease.release());
   return pacedStream(() => {
     if (ended) return null;
-    const slice = new Utf8Builder(lease.next());
+    const slice = new Utf8Builder(sliceMs === undefined ? lease.next() : TIMED_SLICE_CAPACITY);
     if (i === 0) slice.append(head);
-    for (; i < count && slice.length < SLICE_BYTES; i++) {
+    const deadline = sliceMs === undefined ? undefined : performance.now() + sliceMs;
+    for (const start = i; i < count && slice.length < SLICE_BYTES; i++) {
+      if (deadline !== undefined && i > start && performance.now() >= deadline) break;
       if (i) slice.append(separator);
       slice.append(part(i));
     }

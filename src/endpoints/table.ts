@@ -34,18 +34,29 @@ export function partialObjectMetadata(obj: KubeObject, version: string): KubeObj
 
 /** Builds a Table of objects. */
 export function toTable(desc: ResourceDescriptor, objs: KubeObject[], listMeta: Record<string, unknown>, version: string, include: IncludeObject, withHeaders = true): Record<string, unknown> {
+  const row = tableRows(desc, version, include);
+  return { ...tableEnvelope(desc, listMeta, version, withHeaders), rows: objs.map(row) };
+}
+
+/** A Table without its `rows` (which come last): kind, apiVersion, metadata and the column definitions. */
+export function tableEnvelope(desc: ResourceDescriptor, listMeta: Record<string, unknown>, version: string, withHeaders = true): Record<string, unknown> {
   const cols = tableColumns(desc);
   return {
     kind: 'Table',
     apiVersion: `meta.k8s.io/${version}`,
     metadata: listMeta,
     columnDefinitions: withHeaders ? [nameColumn, ...cols.map(({ cell: _c, ...def }) => ({ description: '', ...def }))] : [],
-    rows: objs.map((o) => {
-      const row: Record<string, unknown> = { cells: [o.metadata.name, ...cols.map((c) => normalizeCell(c.cell(o)))] };
-      if (include === 'Object') row.object = o;
-      else if (include === 'Metadata') row.object = partialObjectMetadata(o, version);
-      return row;
-    }),
+  };
+}
+
+/** The function making a Table row of an object: its cells, and the object as `include` asks. */
+export function tableRows(desc: ResourceDescriptor, version: string, include: IncludeObject): (o: KubeObject) => Record<string, unknown> {
+  const cols = tableColumns(desc);
+  return (o) => {
+    const row: Record<string, unknown> = { cells: [o.metadata.name, ...cols.map((c) => normalizeCell(c.cell(o)))] };
+    if (include === 'Object') row.object = o;
+    else if (include === 'Metadata') row.object = partialObjectMetadata(o, version);
+    return row;
   };
 }
 

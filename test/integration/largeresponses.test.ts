@@ -5,6 +5,8 @@
  */
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { request } from 'node:https';
+import { stringify as toYaml } from 'yaml';
 import { call, watch, useTestServer, type TestServer } from '../helpers.js';
 
 let srv: TestServer;
@@ -12,6 +14,14 @@ useTestServer((s) => { srv = s; });
 const NS = '/clusters/root/api/v1/namespaces/default';
 const COUNT = 1200;
 const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => call(srv, srv.creds, method, path, body, headers);
+
+/** Asserts two long texts are equal, showing where they first differ (not both whole). */
+function assertSameText(actual: string, expected: string, what: string): void {
+  if (actual === expected) return;
+  let i = 0;
+  while (i < actual.length && actual[i] === expected[i]) i++;
+  assert.fail(`${what}: differs at character ${i} of ${expected.length} (got ${actual.length}):\n got:      ${JSON.stringify(actual.slice(Math.max(0, i - 80), i + 80))}\n expected: ${JSON.stringify(expected.slice(Math.max(0, i - 80), i + 80))}`);
+}
 
 describe('large responses in slices', () => {
   before(async () => {
@@ -38,6 +48,37 @@ describe('large responses in slices', () => {
     assert.equal(r.status, 200);
     assert.equal(r.json.kind, 'Table');
     assert.equal(r.json.rows.filter((row: { cells: string[] }) => String(row.cells[0]).startsWith('big-')).length, COUNT);
+  });
+
+  test('a large YAML list is the text of the whole document, and other requests are answered while it is produced', async () => {
+    const json = await api('GET', `${NS}/configmaps`);
+    const { creds } = srv;
+    const u = new URL(`${srv.url}${NS}/configmaps`);
+    let smallAnsweredAt = 0;
+    const yaml = await new Promise<{ text: string; contentType: string; endedAt: number }>((resolve, reject) => {
+      const req = request({ host: u.hostname, port: u.port, path: u.pathname, ca: creds.ca, cert: creds.cert, key: creds.key, agent: false, headers: { accept: 'application/yaml' } }, (res) => {
+        // The answer has begun: a small request sent now is answered between its slices, not after it.
+        void api('GET', `${NS}/configmaps/big-00000`).then((r) => { assert.equal(r.status, 200); smallAnsweredAt = performance.now(); });
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ text: Buffer.concat(chunks).toString(), contentType: String(res.headers['content-type']), endedAt: performance.now() }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(yaml.contentType, 'application/yaml');
+    assertSameText(yaml.text, toYaml(json.json), 'the YAML list against the whole list rendered at once');
+    assert.ok(smallAnsweredAt > 0 && smallAnsweredAt < yaml.endedAt, 'a GET sent after the YAML list began was answered before it ended');
+  });
+
+  test('a large metadata-only list in YAML is the text of the whole document', async () => {
+    const accept = (media: string) => ({ accept: `${media};as=PartialObjectMetadataList;v=v1;g=meta.k8s.io` });
+    const json = await api('GET', `${NS}/configmaps`, undefined, accept('application/json'));
+    assert.equal(json.json.kind, 'PartialObjectMetadataList');
+    assert.equal(json.json.items.filter((o: { metadata: { name: string } }) => o.metadata.name.startsWith('big-')).length, COUNT);
+    const yaml = await api('GET', `${NS}/configmaps`, undefined, accept('application/yaml'));
+    assert.equal(yaml.status, 200);
+    assertSameText(yaml.body, toYaml(json.json), 'the YAML metadata-only list against the whole list rendered at once');
   });
 
   test('watch initial events: every object, then the bookmark, then later events in order', async () => {
