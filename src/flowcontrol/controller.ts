@@ -13,7 +13,7 @@
 import type { KubeObject } from '../apimachinery/meta.js';
 import { StatusError } from '../apimachinery/errors.js';
 import { MANDATORY_FLOW_SCHEMAS, MANDATORY_PRIORITY_LEVELS } from './bootstrap.js';
-import { flowDistinguisher, matchesFlowSchema, type RequestDigest } from './match.js';
+import { flowDistinguisher, matchesFlowSchema, userFlow, type RequestDigest } from './match.js';
 import type { FlowControlMetrics, FlowControlSeries } from './metrics.js';
 import { QueueSet, RejectedError, maxSeats, type Cancellation, type Ticket, type WorkEstimate } from './queueset.js';
 import { hashFlow } from './shufflesharding.js';
@@ -57,8 +57,11 @@ export interface Classification {
   exempt: boolean;
 }
 
-/** A request admitted to execute; `release` (idempotent) frees its seats. */
-export interface Admission { classification: Classification; release(): void }
+/**
+ * A request admitted to execute; `release` (idempotent) frees its seats. `seatsOf` is the flow
+ * whose seats it holds, undefined for an exempt request (it holds none).
+ */
+export interface Admission { classification: Classification; readonly seatsOf: string | undefined; release(): void }
 
 /** Options of the dispatcher. */
 export interface DispatcherOptions {
@@ -165,7 +168,7 @@ export class Dispatcher {
       return { flowSchema: fs.name, flowSchemaUID: fs.uid, priorityLevel: fs.level.name, priorityLevelUID: fs.level.uid, flow: flowDistinguisher(d, fs.spec), exempt: fs.level.exempt };
     }
     const level = this.levels.get(CATCH_ALL) ?? this.levels.get(EXEMPT)!;
-    return { flowSchema: CATCH_ALL, flowSchemaUID: '', priorityLevel: level.name, priorityLevelUID: level.uid, flow: `${d.cluster}/${d.user.name}`, exempt: level.exempt };
+    return { flowSchema: CATCH_ALL, flowSchemaUID: '', priorityLevel: level.name, priorityLevelUID: level.uid, flow: userFlow(d.cluster, d.user.name), exempt: level.exempt };
   }
 
   /**
@@ -216,6 +219,7 @@ export class Dispatcher {
 class Grant implements Admission {
   private done = false;
   constructor(readonly classification: Classification, private readonly series: FlowControlSeries | undefined, private readonly seats: number, private readonly ticket: Ticket | undefined) {}
+  get seatsOf(): string | undefined { return this.classification.exempt ? undefined : this.classification.flow; }
   release(): void {
     if (this.done) return;
     this.done = true;

@@ -8,6 +8,7 @@
 import type { UserInfo } from '../registry/store.js';
 import { Dispatcher, tooManyRequests, type Classification, type ConfigSource } from './controller.js';
 import { estimateWork, type WorkCounts } from './estimator.js';
+import { userFlow } from './match.js';
 import type { FlowControlMetrics } from './metrics.js';
 import type { Cancellation, WorkEstimate } from './queueset.js';
 
@@ -55,8 +56,13 @@ export interface FlowControlRequest {
 
 /** Seats held by an admitted request; `release` is idempotent. */
 export interface FlowControlGrant {
-  /** The classification (APF), undefined with the max-in-flight filter or an exempt bypass. */
+  /** The classification (APF), undefined with the max-in-flight filter. */
   readonly classification?: Classification;
+  /**
+   * The flow whose seats the grant holds (`<cluster>/<user>` with the max-in-flight filter);
+   * undefined when it holds none: an exempt request, a watch with priority and fairness off.
+   */
+  readonly seatsOf: string | undefined;
   release(): void;
 }
 
@@ -90,7 +96,7 @@ export interface RequestFilterOptions {
   queueWaitLimitMs?: number;
 }
 
-const NOTHING: FlowControlGrant = { release() { /* nothing held */ } };
+const NOTHING: FlowControlGrant = { seatsOf: undefined, release() { /* nothing held */ } };
 
 /** The filter of kube's flags: priority and fairness, or max-in-flight limits when it is off. */
 export function createRequestFilter(opts: RequestFilterOptions): RequestFilter {
@@ -131,7 +137,7 @@ function maxInFlightFilter(maxReadOnly: number, maxMutating: number): RequestFil
       if (limit > 0 && inFlight[kind] >= limit && !req.user.groups.includes('system:masters')) throw tooManyRequests();
       inFlight[kind]++;
       let done = false;
-      return { release() { if (!done) { done = true; inFlight[kind]--; } } };
+      return { seatsOf: userFlow(req.cluster, req.user.name), release() { if (!done) { done = true; inFlight[kind]--; } } };
     },
   };
 }

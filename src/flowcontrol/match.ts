@@ -82,6 +82,11 @@ export function matchesFlowSchema(d: RequestDigest, spec: FlowSchemaSpec): boole
   return false;
 }
 
+/** The flow of a user in a logical cluster, `<cluster>/<user>` (ByUser, and the catch-all's flows). */
+export function userFlow(cluster: string, user: string): string {
+  return `${cluster}/${user}`;
+}
+
 /**
  * The flow distinguisher of a request: `<cluster>/<user>` (ByUser), `<cluster>/<namespace>`
  * (ByNamespace), `<cluster>` without a method — kube's user or namespace, scoped to the logical
@@ -89,7 +94,7 @@ export function matchesFlowSchema(d: RequestDigest, spec: FlowSchemaSpec): boole
  */
 export function flowDistinguisher(d: RequestDigest, spec: FlowSchemaSpec): string {
   switch (spec.distinguisherMethod?.type) {
-    case 'ByUser': return `${d.cluster}/${d.user.name}`;
+    case 'ByUser': return userFlow(d.cluster, d.user.name);
     case 'ByNamespace': return `${d.cluster}/${d.namespace}`;
     default: return d.cluster;
   }

@@ -43,11 +43,12 @@ export const withPriorityAndFairness: Filter = async (ctx, req, reply, next) => 
   });
   if (closed) { grant.release(); return; }
   const stalled = ctx.stalledReaders;
-  if (stalled && (!grant.classification || !grant.classification.exempt)) {
+  const flow = grant.seatsOf;
+  if (stalled && flow !== undefined) {
     // Seats go back when the response waits for a reader that stopped reading (stalledreaders.ts).
     const held = grant;
-    const forget = stalled.hold(reply.raw, held.classification?.flow ?? `${info.cluster}/${req.kcpUser!.name}`, info.verb === 'watch', () => held.release());
-    grant = { classification: held.classification, release() { forget(); held.release(); } };
+    const forget = stalled.hold(reply.raw, flow, info.verb === 'watch', () => held.release());
+    grant = { classification: held.classification, seatsOf: flow, release() { forget(); held.release(); } };
   }
   req.kcpFlowGrant = grant;
   return next(ctx, req, reply);
