@@ -6,7 +6,11 @@
  *   at most 10. The object count comes from the watch cache, per logical cluster (and namespace
  *   when the request names one): kcp's unit of a list. Every list here is served from the watch
  *   cache, so a selector processes every stored object, while a `limit` without a selector stops
- *   after `limit` objects.
+ *   after `limit` objects. Not kube's: also one seat per 100 KiB of the objects' stored JSON,
+ *   whichever gives more. kube counts objects only, which makes a LIST of 60 objects of 500 KB
+ *   (30 MB to write) one seat; many of them, slow to write (YAML) or to a client that reads
+ *   slowly, held every seat of their priority level while the other tenants' requests waited
+ *   for seconds. For objects of about 1 KiB both counts agree.
  * - create/update/patch/delete: 1 seat while executing, then, with at least 10 watches open on
  *   the resource, ceil(watches / 10) seats for 5 ms per seat (the fan-out of its event), reshaped
  *   to at most 10 seats for a proportionally longer time.
@@ -20,6 +24,8 @@ export const OBJECTS_PER_SEAT = 100;
 export const MINIMUM_SEATS = 1;
 /** Seats of the most expensive request (kube's `maximumSeatsLimit`). */
 export const MAXIMUM_SEATS = 10;
+/** Characters of stored JSON one seat of a LIST accounts for: 100 objects of 1 KiB (see the module comment). */
+export const STORED_CHARS_PER_SEAT = 100 * 1024;
 /** Watches one seat of event fan-out accounts for (kube's `watchesPerSeat`). */
 export const WATCHES_PER_SEAT = 10;
 /** Time one seat is held per event fan-out (kube's `eventAdditionalDuration`, 5 ms). */
@@ -29,6 +35,8 @@ export const EVENT_ADDITIONAL_DURATION_MS = 5;
 export interface WorkCounts {
   /** Objects of a resource (watch-cache key `<group>/<plural>`) in a logical cluster (`*`: all), in one namespace when given. */
   objects(groupResource: string, cluster: string, namespace?: string): number;
+  /** Characters of those objects' stored JSON. */
+  storedSize(groupResource: string, cluster: string, namespace?: string): number;
   /** Open watches that see events of a resource in a logical cluster (its own and wildcard ones). */
   watches(groupResource: string, cluster: string): number;
 }
@@ -68,12 +76,15 @@ function estimateList(input: EstimateInput, counts: WorkCounts): WorkEstimate {
     const initial = q?.get('sendInitialEvents') === 'true' || rv === null || rv === undefined || rv === '' || rv === '0';
     if (!initial) return MINIMUM;
   }
-  const stored = counts.objects(input.groupResource!, input.cluster, input.namespace || undefined);
+  const namespace = input.namespace || undefined;
+  const stored = counts.objects(input.groupResource!, input.cluster, namespace);
   const limitParam = q?.get('limit');
   const limit = limitParam && /^\d+$/.test(limitParam) ? Number(limitParam) : 0;
   const selective = !!(q?.get('labelSelector') || q?.get('fieldSelector'));
   const processed = input.verb === 'list' && limit > 0 && !selective ? Math.min(limit, stored) : stored;
-  const seats = Math.min(MAXIMUM_SEATS, Math.max(MINIMUM_SEATS, Math.ceil(processed / OBJECTS_PER_SEAT)));
+  // The objects it writes: all of them, or `limit` of average size.
+  const size = stored ? counts.storedSize(input.groupResource!, input.cluster, namespace) * (processed / stored) : 0;
+  const seats = Math.min(MAXIMUM_SEATS, Math.max(MINIMUM_SEATS, Math.ceil(processed / OBJECTS_PER_SEAT), Math.ceil(size / STORED_CHARS_PER_SEAT)));
   return { initialSeats: seats, finalSeats: 0, additionalLatencyMs: 0 };
 }
 

@@ -132,14 +132,20 @@ export class SmallMap<V> {
   }
 }
 
+/** Objects and characters of stored JSON of a resource in one logical cluster. */
+interface Tally { objects: number; size: number }
+
 /** Objects of one namespace ('' for cluster-scoped) with a lazily rebuilt sorted view. */
 class NamespaceIndex {
   readonly byName = new SmallMap<CacheEntry>();
+  /** Characters of the entries' stored JSON. */
+  size = 0;
   private sorted: CacheEntry[] | undefined;
 
   set(e: CacheEntry): CacheEntry | undefined {
     const prev = this.byName.get(e.name);
     this.byName.set(e.name, e);
+    this.size += e.json.length - (prev?.json.length ?? 0);
     // Same key replaced in place keeps the order; a new key needs a re-sort.
     if (prev && this.sorted) {
       // Binary search by name: the sorted view stays valid when only the value changes.
@@ -156,7 +162,7 @@ class NamespaceIndex {
 
   delete(name: string): CacheEntry | undefined {
     const prev = this.byName.get(name);
-    if (prev) { this.byName.delete(name); this.sorted = undefined; }
+    if (prev) { this.byName.delete(name); this.size -= prev.json.length; this.sorted = undefined; }
     return prev;
   }
 
@@ -243,7 +249,7 @@ export class WatchCache {
    */
   private floors = new Map<string, number>();
   /** Objects per resource and logical cluster (`*`: all clusters), kept with every put/remove: O(1) counts for work estimation. */
-  private readonly counts = new Map<string, Map<string, number>>();
+  private readonly counts = new Map<string, Map<string, Tally>>();
 
   constructor(private readonly client: RedisClient, private readonly keys: ShardKeys, opts: WatchCacheOptions = {}) {
     this.historySize = opts.historySize ?? 20_000;
@@ -337,7 +343,8 @@ export class WatchCache {
     let ns = namespaces.get(entry.namespace);
     if (!ns) { ns = new NamespaceIndex(); namespaces.set(entry.namespace, ns); }
     const prev = ns.set(entry);
-    if (!prev) { this.size++; this.countBy(entry, 1); }
+    if (!prev) this.size++;
+    this.countBy(entry, prev ? 0 : 1, entry.json.length - (prev?.json.length ?? 0));
     return prev;
   }
 
@@ -348,7 +355,7 @@ export class WatchCache {
     const prev = ns?.delete(entry.name);
     if (prev) {
       this.size--;
-      this.countBy(entry, -1);
+      this.countBy(entry, -1, -prev.json.length);
       // An empty logical cluster costs nothing: drop its empty maps.
       if (ns!.byName.size === 0) {
         namespaces!.delete(entry.namespace);
@@ -475,12 +482,15 @@ export class WatchCache {
     return out;
   }
 
-  private countBy(entry: CacheEntry, delta: number): void {
+  private countBy(entry: CacheEntry, objects: number, chars: number): void {
     let byCluster = this.counts.get(entry.groupResource);
     if (!byCluster) { byCluster = new Map(); this.counts.set(entry.groupResource, byCluster); }
     const add = (c: string) => {
-      const n = (byCluster.get(c) ?? 0) + delta;
-      if (n > 0) byCluster.set(c, n); else byCluster.delete(c);
+      let t = byCluster.get(c);
+      if (!t) { t = { objects: 0, size: 0 }; byCluster.set(c, t); }
+      t.objects += objects;
+      t.size += chars;
+      if (t.objects <= 0) byCluster.delete(c);
     };
     add(entry.cluster);
     add('*');
@@ -493,7 +503,16 @@ export class WatchCache {
    */
   count(groupResource: string, cluster: string, namespace?: string): number {
     if (namespace !== undefined && cluster !== '*') return this.resources.get(groupResource)?.get(cluster)?.get(namespace)?.byName.size ?? 0;
-    return this.counts.get(groupResource)?.get(cluster) ?? 0;
+    return this.counts.get(groupResource)?.get(cluster)?.objects ?? 0;
+  }
+
+  /**
+   * Characters of stored JSON of a resource's objects in a logical cluster (`*`: all), in one
+   * namespace when given. O(1). What the work estimator weighs a LIST's large objects by.
+   */
+  storedSize(groupResource: string, cluster: string, namespace?: string): number {
+    if (namespace !== undefined && cluster !== '*') return this.resources.get(groupResource)?.get(cluster)?.get(namespace)?.size ?? 0;
+    return this.counts.get(groupResource)?.get(cluster)?.size ?? 0;
   }
 
   /** Open watchers of a resource that see events of logical cluster `cluster`: its own and wildcard ones (`*`: all). */

@@ -304,8 +304,8 @@ test('the dispatcher: 429 TooManyRequests with Retry-After when a Reject level i
   for (const a of many) a.release();
 });
 
-test('work estimator: kube\'s list seats from object counts, watches, mutating fan-out', () => {
-  const counts = (objects: number, watches = 0): WorkCounts => ({ objects: () => objects, watches: () => watches });
+test('work estimator: kube\'s list seats from object counts, watches, mutating fan-out; large objects weigh by their size', () => {
+  const counts = (objects: number, watches = 0, storedSize = objects * 1000): WorkCounts => ({ objects: () => objects, storedSize: () => storedSize, watches: () => watches });
   const est = (over: Partial<EstimateInput>, c: WorkCounts) => estimateWork({ verb: 'list', isResourceRequest: true, groupResource: 'core/configmaps', cluster: 'ws-a', namespace: 'default', subresource: '', ...over }, c);
   const q = (s: string) => new URLSearchParams(s);
   assert.equal(est({}, counts(2000)).initialSeats, 10, '2,000 objects: 20 seats capped at 10');
@@ -323,6 +323,10 @@ test('work estimator: kube\'s list seats from object counts, watches, mutating f
   assert.equal(est({ verb: 'deletecollection' }, counts(5000, 500)).initialSeats, 1);
   assert.equal(est({ isResourceRequest: false }, counts(5000)).initialSeats, 1);
   assert.equal(est({ groupResource: undefined }, counts(5000)).initialSeats, 1, 'unknown resource: minimum seats');
+  assert.equal(est({}, counts(60, 0, 60 * 500_000)).initialSeats, 10, '60 objects of 500 KB: by size, capped at 10');
+  assert.equal(est({}, counts(20, 0, 20 * 10_240)).initialSeats, 2, '20 objects of 10 KiB: 200 KiB, two seats');
+  assert.equal(est({ query: q('limit=5') }, counts(20, 0, 20 * 10_240)).initialSeats, 1, 'a limit writes `limit` objects of average size');
+  assert.equal(est({ verb: 'watch', query: q('watch=true') }, counts(60, 0, 60 * 500_000)).initialSeats, 10, 'initial events weigh the same');
 });
 
 const FS = (spec: object, name = 'x'): KubeObject => ({ apiVersion: 'v1', kind: 'FlowSchema', metadata: { name }, spec });
@@ -360,7 +364,7 @@ test('validation: the bootstrap objects are valid; kube\'s rules and messages', 
 });
 
 test('max-in-flight filter (priority and fairness off): 429 beyond either limit, watches not counted, system:masters never refused', async () => {
-  const f = createRequestFilter({ enablePriorityAndFairness: false, maxRequestsInflight: 1, maxMutatingRequestsInflight: 1, config: bootstrapSource(), counts: { objects: () => 0, watches: () => 0 } });
+  const f = createRequestFilter({ enablePriorityAndFairness: false, maxRequestsInflight: 1, maxMutatingRequestsInflight: 1, config: bootstrapSource(), counts: { objects: () => 0, storedSize: () => 0, watches: () => 0 } });
   const req = (verb: string, user = authed('alice')): FlowControlRequest => ({ user, cluster: 'ws-a', verb, apiGroup: '', resource: 'configmaps', subresource: '', namespace: 'default', isResourceRequest: true, path: '/', isLongRunning: verb === 'watch' });
   const get = await f.admit(req('get'));
   assert.throws(() => f.admit(req('list')), (e: unknown) => e instanceof StatusError && e.code === 429);
