@@ -158,7 +158,7 @@ const DECODED_SLICE_MS = 1;
  * of a Table), in JSON or YAML, produced a slice at a time (./slicing.ts): `element(i)` is called
  * once per element, in order, as the client reads. The text is the same as the whole document's
  * (`encodeBody`): in YAML each element is rendered as a one-element sequence under `member`, at
- * the indentation (and so the line folding) it has in the document.
+ * the indentation it has in the document.
  */
 function sendSlicedDocument(reply: FastifyReply, media: 'json' | 'yaml', envelope: Record<string, unknown>, member: string, count: number, element: (i: number) => unknown): void {
   if (media === 'json') {
