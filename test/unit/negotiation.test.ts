@@ -112,6 +112,17 @@ describe('YAML output', () => {
     assert.ok(!/^\s*annotations:/m.test(text), 'an undefined property is left out, as in JSON');
   });
 
+  test('a deeply nested object does not grow by its indentation: flow style past 16 levels', () => {
+    let deep: unknown = Array.from({ length: 20_000 }, () => 'a');
+    for (let i = 0; i < 200; i++) deep = { k: deep };
+    const json = JSON.stringify({ a: deep });
+    const text = encodeYaml({ a: deep });
+    assert.ok(text.length < 2 * json.length, `${text.length} characters of YAML for ${json.length} of JSON`);
+    assert.equal(JSON.stringify(parseYaml(text)), json);
+    const managed = { metadata: { managedFields: [{ fieldsV1: { 'f:spec': { 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"x"}': { 'f:resources': { 'f:limits': { 'f:cpu': {} } } } } } } } } }] } };
+    assert.ok(!encodeYaml({ items: [managed] }).includes('{f:'), 'managedFields of a list item stay in block style');
+  });
+
   test('documents in the order of their keys, sequences indented under their key', () => {
     assert.equal(encodeYaml({ kind: 'List', apiVersion: 'v1', metadata: { resourceVersion: '7' }, items: [{ a: 1 }] }), 'kind: List\napiVersion: v1\nmetadata:\n  resourceVersion: \'7\'\nitems:\n  - a: 1\n');
   });
