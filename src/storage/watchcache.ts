@@ -483,6 +483,8 @@ export class WatchCache {
   }
 
   private countBy(entry: CacheEntry, objects: number, chars: number): void {
+    // An update that keeps the size (a status flip, a label) changes no tally.
+    if (objects === 0 && chars === 0) return;
     let byCluster = this.counts.get(entry.groupResource);
     if (!byCluster) { byCluster = new Map(); this.counts.set(entry.groupResource, byCluster); }
     const add = (c: string) => {

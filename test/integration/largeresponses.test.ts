@@ -71,6 +71,14 @@ describe('large responses in slices', () => {
     assert.ok(smallAnsweredAt > 0 && smallAnsweredAt < yaml.endedAt, 'a GET sent after the YAML list began was answered before it ended');
   });
 
+  test('a bad includeObject on a large Table list is a 400 Status before anything is written', async () => {
+    const r = await api('GET', `${NS}/configmaps?includeObject=Everything`, undefined, { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' });
+    assert.equal(r.status, 400);
+    assert.equal(r.json.kind, 'Status');
+    assert.equal(r.json.reason, 'BadRequest');
+    assert.match(r.json.message, /includeObject: Unsupported value: "Everything"/);
+  });
+
   test('a large metadata-only list in YAML is the text of the whole document', async () => {
     const accept = (media: string) => ({ accept: `${media};as=PartialObjectMetadataList;v=v1;g=meta.k8s.io` });
     const json = await api('GET', `${NS}/configmaps`, undefined, accept('application/json'));
