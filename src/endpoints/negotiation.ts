@@ -193,6 +193,9 @@ const YAML_OUTPUT_SCHEMA = DEFAULT_SCHEMA.extend({
   implicit: [new YamlType('tag:kcp-ts,2026:yaml-1.1-scalar', { kind: 'scalar', resolve: (s: string | null) => s !== null && YAML_1_1_NUMBER_OR_BOOL.test(s), construct: (s: string) => s })],
 });
 
+/** js-yaml's options for block-style output (see {@link encodeYaml}). */
+export const YAML_OUTPUT_OPTIONS = { schema: YAML_OUTPUT_SCHEMA, noRefs: true, lineWidth: -1, skipInvalid: true, flowLevel: 16 } as const;
+
 /**
  * `value` (JSON data) as a YAML document, with js-yaml's emitter (bodies are parsed with `yaml`,
  * which bounds their complexity: ../apimachinery/depth.ts). It is about 4 times as fast as
@@ -201,21 +204,102 @@ const YAML_OUTPUT_SCHEMA = DEFAULT_SCHEMA.extend({
  * `~`, `1_000`) is quoted: go-yaml v2, under sigs.k8s.io/yaml, is what Go clients decode YAML
  * with, and kube's own YAML (written by it) quotes them. Lines are not folded (go-yaml v3 does not
  * either), which also halves the cost of long strings; properties whose value is undefined are
- * left out, as JSON does. Collections nested deeper than {@link YAML_BLOCK_LEVELS} are written in
- * flow style (`{k: [a, b]}`).
+ * left out, as JSON does.
+ *
+ * Two bounds keep a tenant's object from holding the event loop (not kube's, whose YAML is as
+ * dear but runs on a goroutine of its own):
+ * - collections nested deeper than 16 levels are written in flow style (`{k: [a, b]}`): block
+ *   style indents each level by two more spaces on every line, and an object of 1.2 MB (an array
+ *   of 300,000 one-letter strings, 499 levels deep, which a schema that preserves unknown fields
+ *   accepts) became hundreds of megabytes of YAML and ran the server out of memory. Kubernetes
+ *   objects, managedFields included, stay within 16 levels;
+ * - a document that would cost js-yaml more than {@link YAML_BLOCK_BUDGET} is written as its JSON
+ *   text ({@link flowYaml}), which is YAML too: js-yaml spends about 1 µs per value and 0.15 µs
+ *   per character of a string, 20 to 150 times what JSON.stringify does, so one GET of an object of
+ *   1.4 MB holding 700,000 numbers held the loop for 0.7–1.1 s.
  */
 export function encodeYaml(value: unknown): string {
-  return dumpYaml(value, { schema: YAML_OUTPUT_SCHEMA, noRefs: true, lineWidth: -1, skipInvalid: true, flowLevel: YAML_BLOCK_LEVELS });
+  return yamlCostExceeds(value, YAML_BLOCK_BUDGET) ? flowYaml(value) : dumpYaml(value, YAML_OUTPUT_OPTIONS);
 }
 
 /**
- * Levels of nesting written in block style; deeper collections are written in flow style. Block
- * style indents each level by two more spaces on every line: a tenant's object of 1.2 MB (an
- * array of 300,000 one-letter strings, 499 levels deep, which a schema that preserves unknown
- * fields accepts) became hundreds of megabytes of YAML and ran the server out of memory.
- * Kubernetes objects, managedFields included, stay within 16 levels.
+ * The YAML of a list document, `envelope` with `elements` as its last member `member` (`items` of
+ * a list, `rows` of a Table): the envelope as {@link encodeYaml} writes it, then each element as a
+ * sequence entry, in block style or, when the element alone exceeds {@link YAML_BLOCK_BUDGET}, as
+ * its JSON text. When every element is within the budget this is the text js-yaml writes for the
+ * whole document; one element's cost never depends on the others'. Returns the parts, so a caller
+ * can write them as the client reads (./slicing.ts): `head`, then `entry(e)` for each element in
+ * order. Not for an empty list (js-yaml writes `items: []`).
  */
-export const YAML_BLOCK_LEVELS = 16;
+export function yamlListParts(envelope: Record<string, unknown>, member: string): { head: string; entry(element: unknown): string } {
+  const key = `${member}:\n`;
+  return {
+    head: `${encodeYaml(envelope)}${key}`,
+    entry: (element) => (yamlCostExceeds(element, YAML_BLOCK_BUDGET)
+      ? `  - ${flowYaml(element)}`
+      : dumpYaml({ [member]: [element] }, YAML_OUTPUT_OPTIONS).slice(key.length)),
+  };
+}
+
+/**
+ * js-yaml's cost a document may have, in its units: one per value and per object key, and one per
+ * 8 characters of a string or key — about a microsecond each on the reference machine, so 20 ms.
+ * The cert-manager CRDs (up to 2,100 values, 125 KB of JSON) stay in block style; the
+ * prometheus-operator Prometheus CRD (8,500 values, 480 KB, 65 ms in block style) does not.
+ */
+export const YAML_BLOCK_BUDGET = 20_000;
+
+/** Whether js-yaml's cost for `value` (see {@link YAML_BLOCK_BUDGET}) exceeds `budget`; stops counting there. */
+function yamlCostExceeds(value: unknown, budget: number): boolean {
+  let cost = 0;
+  const visit = (v: unknown): boolean => {
+    cost += typeof v === 'string' ? 1 + (v.length >> 3) : 1;
+    if (cost > budget) return true;
+    if (v === null || typeof v !== 'object') return false;
+    if (Array.isArray(v)) {
+      for (const x of v) if (visit(x)) return true;
+      return false;
+    }
+    for (const k in v as Record<string, unknown>) {
+      cost += 1 + (k.length >> 3);
+      if (visit((v as Record<string, unknown>)[k])) return true;
+    }
+    return false;
+  };
+  return visit(value);
+}
+
+/**
+ * Characters JSON writes as they are but a YAML stream may not hold raw (YAML 1.2 §5.1
+ * c-printable: DEL and the C1 controls, U+FEFF inside a stream, U+FFFE/U+FFFF), or that YAML 1.1
+ * reads as line breaks inside a quoted scalar (NEL, U+2028, U+2029 — go-yaml would fold them).
+ */
+const NOT_YAML_PRINTABLE = /[\u007f-\u009f\u2028\u2029\ufeff\ufffe\uffff]/g;
+
+/**
+ * `value` as a YAML document in flow style: its JSON text (every JSON text is YAML 1.2, and
+ * go-yaml reads it: `:` right after a quoted key is a value indicator inside flow collections),
+ * with the characters of {@link NOT_YAML_PRINTABLE} written as `\uXXXX` escapes, which mean the
+ * same in JSON and YAML double-quoted strings. Properties whose value is undefined are left out.
+ */
+export function flowYaml(value: unknown): string {
+  return yamlSafeJson(JSON.stringify(value));
+}
+
+/** JSON text (compact, as JSON.stringify writes it) as a flow-style YAML document: see {@link flowYaml}. */
+function yamlSafeJson(json: string): string {
+  return `${json.replace(NOT_YAML_PRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`;
+}
+
+/**
+ * An object's JSON text (as stored) as YAML, as {@link encodeYaml} writes it. A text of more than
+ * twenty characters per unit of {@link YAML_BLOCK_BUDGET} exceeds the budget unless it is mostly
+ * escape sequences (without them no value costs less than a unit per ten characters of its JSON,
+ * `"abcdefg":"abcdefg",` being the cheapest), so it becomes flow-style YAML without being decoded.
+ */
+function jsonTextAsYaml(json: string): string {
+  return json.length > YAML_BLOCK_BUDGET * 20 ? yamlSafeJson(json) : encodeYaml(JSON.parse(json));
+}
 
 /** A response body and its Content-Type. */
 export interface EncodedBody { contentType: string; body: string | Buffer }
@@ -228,7 +312,7 @@ export function encodeBody(media: Media, value: string | object): EncodedBody {
   switch (media) {
     // A Buffer: Fastify would append `; charset=utf-8` to a string's JSON type, which kube does not write.
     case 'json': return { contentType: MEDIA_TYPES.json, body: Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)) };
-    case 'yaml': return { contentType: MEDIA_TYPES.yaml, body: encodeYaml(typeof value === 'string' ? JSON.parse(value) : value) };
+    case 'yaml': return { contentType: MEDIA_TYPES.yaml, body: typeof value === 'string' ? jsonTextAsYaml(value) : encodeYaml(value) };
     case 'protobuf': return { contentType: MEDIA_TYPES.protobuf, body: encodeKubernetesProtobuf((typeof value === 'string' ? JSON.parse(value) : value) as Record<string, unknown>) };
   }
 }
