@@ -36,7 +36,7 @@ export async function flowControlCostBench(): Promise<Report> {
       const filter = createRequestFilter({
         enablePriorityAndFairness: apf,
         config: { flowSchemas: () => Object.entries(SUGGESTED_FLOW_SCHEMAS).map(([n, s]) => object(n, s)), priorityLevels: () => Object.entries(SUGGESTED_PRIORITY_LEVELS).map(([n, s]) => object(n, s)) },
-        counts: { objects: () => 2_000, storedSize: () => 2_000 * 1024, watches: () => 5 },
+        counts: { objects: () => 2_000, storedSize: () => 2_000 * 1024, watches: () => 5, objectSize: () => 1024 },
         metrics: apf ? new FlowControlMetrics(new Registry()) : undefined,
       });
       const requests = Array.from({ length: 1000 }, (_, i) => request(verb, i));

@@ -15,6 +15,13 @@
  *   the resource, ceil(watches / 10) seats for 5 ms per seat (the fan-out of its event), reshaped
  *   to at most 10 seats for a proportionally longer time.
  * - everything else (get, deletecollection, non-resource requests): 1 seat.
+ * - Not kube's: a get, create, update, patch or delete holds a seat per 100 KiB of its request
+ *   body or of the stored JSON of the object it names, whichever is larger (at most 10). Its
+ *   work grows with the object (decoding, validation, managed fields, encoding: about 150 ms of
+ *   the event loop for a write of 1.4 MB holding 700,000 values), all of it on the one event
+ *   loop, where kube spreads it over goroutines. With one seat each, 20 such writers of one
+ *   workspace kept dozens of these in progress at once and another workspace's GET waited for
+ *   seconds behind them.
  */
 import type { WorkEstimate } from './queueset.js';
 
@@ -39,6 +46,8 @@ export interface WorkCounts {
   storedSize(groupResource: string, cluster: string, namespace?: string): number;
   /** Open watches that see events of a resource in a logical cluster (its own and wildcard ones). */
   watches(groupResource: string, cluster: string): number;
+  /** Characters of one object's stored JSON; 0 when it does not exist. */
+  objectSize(groupResource: string, cluster: string, namespace: string, name: string): number;
 }
 
 /** What the estimator reads of a request. */
@@ -50,6 +59,10 @@ export interface EstimateInput {
   cluster: string;
   namespace: string;
   subresource: string;
+  /** The object the request names (get, update, patch, delete); absent for collections. */
+  name?: string;
+  /** Bytes of the request body (0 or absent: none). */
+  bodyBytes?: number;
   /** The request's query (`limit`, `labelSelector`, `fieldSelector`, `sendInitialEvents`, `resourceVersion`). */
   query?: URLSearchParams;
 }
@@ -61,9 +74,17 @@ export function estimateWork(input: EstimateInput, counts: WorkCounts): WorkEsti
   if (!input.isResourceRequest || !input.groupResource) return MINIMUM;
   switch (input.verb) {
     case 'list': case 'watch': return estimateList(input, counts);
-    case 'create': case 'update': case 'patch': case 'delete': return estimateMutating(input, counts);
+    case 'create': case 'update': case 'patch': case 'delete': return withObjectSize(estimateMutating(input, counts), input, counts);
+    case 'get': return withObjectSize(MINIMUM, input, counts);
     default: return MINIMUM;
   }
+}
+
+/** `work` with at least a seat per {@link STORED_CHARS_PER_SEAT} of the request body or of the named object's stored JSON (see the module comment). */
+function withObjectSize(work: WorkEstimate, input: EstimateInput, counts: WorkCounts): WorkEstimate {
+  const stored = input.name ? counts.objectSize(input.groupResource!, input.cluster, input.namespace, input.name) : 0;
+  const seats = Math.min(MAXIMUM_SEATS, Math.ceil(Math.max(input.bodyBytes ?? 0, stored) / STORED_CHARS_PER_SEAT));
+  return seats > work.initialSeats ? { ...work, initialSeats: seats } : work;
 }
 
 function estimateList(input: EstimateInput, counts: WorkCounts): WorkEstimate {

@@ -46,6 +46,10 @@ export interface FlowControlRequest {
   groupResource?: string;
   /** The query (list options) for the work estimate. */
   query?: URLSearchParams;
+  /** The object the request names, for the work estimate. */
+  name?: string;
+  /** Bytes of the request body, for the work estimate. */
+  bodyBytes?: number;
   /** A precomputed estimate; without it the filter estimates from the watch cache's counts. */
   estimate?: WorkEstimate;
   /** Withdraws the request while it waits in a queue (the client went away): see {@link Cancellation}. */

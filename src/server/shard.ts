@@ -609,7 +609,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     const flowControl = createRequestFilter({
       enablePriorityAndFairness: apf, maxRequestsInflight: options.maxRequestsInflight, maxMutatingRequestsInflight: options.maxMutatingRequestsInflight,
       config: { flowSchemas: flowConfig(FLOW_SCHEMAS_GR), priorityLevels: flowConfig(PRIORITY_LEVELS_GR) },
-      counts: { objects: (gr, cluster, ns) => cache.count(gr, cluster, ns), storedSize: (gr, cluster, ns) => cache.storedSize(gr, cluster, ns), watches: (gr, cluster) => cache.watchersOf(gr, cluster) },
+      counts: { objects: (gr, cluster, ns) => cache.count(gr, cluster, ns), storedSize: (gr, cluster, ns) => cache.storedSize(gr, cluster, ns), watches: (gr, cluster) => cache.watchersOf(gr, cluster), objectSize: (gr, cluster, ns, name) => cache.getEntry(gr, cluster, ns, name)?.json.length ?? 0 },
       metrics: apf ? new FlowControlMetrics(metrics.registry) : undefined,
     });
     let ensureFlowControl: (() => void) | undefined;

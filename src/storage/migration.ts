@@ -21,6 +21,7 @@
 import { StatusError } from '../apimachinery/errors.js';
 import { parseObjectKey, type ShardKeys } from './keys.js';
 import { mapRedisError, type RedisClient } from './redis.js';
+import { STREAM_KEEP_LUA } from './scripts.js';
 
 /** Event type of the migration marker in a shard's watch stream (fields `c` logical cluster, `p` revision before it). */
 export const MIGRATED_EVENT = 'MIGRATED';
@@ -50,7 +51,7 @@ export function movedKey(keys: ShardKeys): string { return `${keys.tag}:moved`; 
  * marker or '', then per object its object key and JSON ('' = delete).
  * Returns the marker's revision ('' without finalize) and the last revision written.
  */
-export const IMPORT_SCRIPT = `
+export const IMPORT_SCRIPT = `${STREAM_KEEP_LUA}
 local function withRv(json, rv)
   local s, e = string.find(json, '"resourceVersion":"', 1, true)
   if not s then return json end
@@ -80,12 +81,13 @@ for i = 5, #KEYS do
     redis.call('SET', KEYS[i], obj)
     local t = 'ADDED'
     if cur then t = 'MODIFIED' end
-    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], rv .. '-0', 't', t, 'k', ARGV[j], 'o', obj)
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', keep(ARGV[1], obj), rv .. '-0', 't', t, 'k', ARGV[j], 'o', obj)
     last = tostring(rv)
   elseif cur then
     local rv = redis.call('INCR', KEYS[1])
     redis.call('DEL', KEYS[i])
-    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], rv .. '-0', 't', 'DELETED', 'k', ARGV[j], 'o', withRv(cur, rv))
+    local gone = withRv(cur, rv)
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', keep(ARGV[1], gone), rv .. '-0', 't', 'DELETED', 'k', ARGV[j], 'o', gone)
     last = tostring(rv)
   end
 end
@@ -101,7 +103,7 @@ return {marker, last}
  * KEYS[1] counter, KEYS[2] stream, KEYS[3..] object keys; ARGV[1] stream length kept, then the
  * object keys. Returns the number removed.
  */
-export const REMOVE_SCRIPT = `
+export const REMOVE_SCRIPT = `${STREAM_KEEP_LUA}
 local n = 0
 for i = 3, #KEYS do
   local cur = redis.call('GET', KEYS[i])
@@ -113,7 +115,7 @@ for i = 3, #KEYS do
       local q = string.find(cur, '"', e + 1, true)
       cur = string.sub(cur, 1, e) .. rv .. string.sub(cur, q)
     end
-    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], rv .. '-0', 't', 'DELETED', 'k', ARGV[i - 1], 'o', cur, 'h', '1')
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', keep(ARGV[1], cur), rv .. '-0', 't', 'DELETED', 'k', ARGV[i - 1], 'o', cur, 'h', '1')
     n = n + 1
   end
 end

@@ -1,4 +1,34 @@
 /**
+ * Characters of stored JSON the event stream keeps, about (not a hard bound): each XADD trims the
+ * stream (MAXLEN ~) to at most this many characters' worth of events the size of the one it adds,
+ * and to the configured event count. Without it the stream kept its 100,000 events whatever their
+ * size: a tenant rewriting objects of 1.4 MB made Redis hold 140 GB. Events smaller than the ones
+ * before them trim nothing until the count is reached, so the stream holds at most about this
+ * much plus the configured count of the smallest events.
+ */
+export const STREAM_EVENT_CHARS = 256 * 1024 * 1024;
+
+/**
+ * Lua defining `keep(maxlen, obj)`: the MAXLEN of an XADD adding `obj`, the configured count
+ * `maxlen` or fewer, so that as many events of `obj`'s size hold at most `maxChars` characters
+ * (at least 1). See {@link STREAM_EVENT_CHARS}.
+ */
+export function streamKeepLua(maxChars = STREAM_EVENT_CHARS): string {
+  return `
+local function keep(maxlen, obj)
+  local m = tonumber(maxlen)
+  local n = math.floor(${maxChars} / math.max(#obj, 1))
+  if n < 1 then n = 1 end
+  if n < m then return n end
+  return m
+end
+`;
+}
+
+/** {@link streamKeepLua} with the default bound, as every write script starts. */
+export const STREAM_KEEP_LUA = streamKeepLua();
+
+/**
  * The one Lua write script of the shard (docs/architecture.md, "Storage (Redis)": one Lua script per write).
  *
  * KEYS[1] resourceVersion counter, KEYS[2] object key, KEYS[3] event stream.
@@ -6,7 +36,7 @@
  * ARGV[2] expected resourceVersion of the stored object for `u`/`d` (`''` = no precondition).
  * ARGV[3], ARGV[4] the new object's JSON split around its resourceVersion: the stored JSON is
  *   `ARGV[3] .. rv .. ARGV[4]`, so the object carries the revision that wrote it.
- * ARGV[5] approximate stream length kept (XADD MAXLEN ~).
+ * ARGV[5] approximate stream length kept (XADD MAXLEN ~), fewer for large objects ({@link STREAM_EVENT_CHARS}).
  * ARGV[6] object key written into the stream entry.
  *
  * Returns `{'ok', rv}`, `{'exists', current}`, `{'notfound'}` or `{'conflict', current}`.
@@ -14,7 +44,7 @@
  * the serializer always writes metadata.resourceVersion before any user-controlled string.
  * Revisions are dense (INCR and XADD happen together), so a tailer detects gaps exactly.
  */
-export const WRITE_SCRIPT = `
+export const WRITE_SCRIPT = `${STREAM_KEEP_LUA}
 local cur = redis.call('GET', KEYS[2])
 local op = ARGV[1]
 if op == 'c' then
@@ -37,7 +67,7 @@ else
   redis.call('SET', KEYS[2], obj)
   if op == 'c' then etype = 'ADDED' end
 end
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], rv .. '-0', 't', etype, 'k', ARGV[6], 'o', obj)
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', keep(ARGV[5], obj), rv .. '-0', 't', etype, 'k', ARGV[6], 'o', obj)
 return {'ok', tostring(rv)}
 `;
 
@@ -58,7 +88,7 @@ return {'ok', tostring(rv)}
  * Returns `{'ok', rv1, rv2, …}` (`''` for a skipped create) or `{'abort', index, reason}` with
  * the 1-based index of the first failing object and `exists`, `notfound` or `conflict`.
  */
-export const COMMIT_SCRIPT = `
+export const COMMIT_SCRIPT = `${STREAM_KEEP_LUA}
 local n = #KEYS - 2
 local skip = {}
 for i = 1, n do
@@ -93,7 +123,7 @@ for i = 1, n do
       redis.call('SET', KEYS[i + 2], obj)
       if ARGV[j] == 'u' then etype = 'MODIFIED' end
     end
-    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], rv .. '-0', 't', etype, 'k', ARGV[j + 4], 'o', obj)
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', keep(ARGV[1], obj), rv .. '-0', 't', etype, 'k', ARGV[j + 4], 'o', obj)
     out[#out + 1] = tostring(rv)
   end
 end

@@ -86,7 +86,25 @@ export interface CacheWatcher {
 export interface WatchCacheOptions {
   /** Events kept in memory for watches that resume from a revision (default 20,000). */
   historySize?: number;
+  /**
+   * Characters of stored JSON those events may hold together (default {@link HISTORY_CHARS}):
+   * the window ends at whichever bound it reaches first.
+   */
+  historyChars?: number;
 }
+
+/**
+ * Default bound of the history window in characters of the events' objects (256 Mi). Counted in
+ * events alone, a tenant rewriting objects of 1.4 MB made the window 20,000 × 1.4 MB = 28 GB, and
+ * the shard ran out of memory for every tenant long before. With the bound, a watch that falls
+ * behind such a writer resumes less far back (410 Expired, then a relist, as after an etcd
+ * compaction). Each retained event also keeps the state it replaced, so the window's memory is
+ * at most about twice this.
+ */
+export const HISTORY_CHARS = 256 * 1024 * 1024;
+
+/** Events read per XREVRANGE when the history window is loaded at start-up. */
+const HISTORY_PAGE = 1000;
 
 /**
  * A map of string keys that holds its first key and value inline and makes a `Map` only when a
@@ -235,6 +253,9 @@ export class WatchCache {
   private readonly listeners = new Set<(ev: CacheEvent | undefined) => void>();
   private history: CacheEvent[] = [];
   private readonly historySize: number;
+  private readonly historyMaxChars: number;
+  /** Characters of the objects of the events in `history`. */
+  private historyChars = 0;
   private revision = 0;
   private waiters: { rv: number; resolve: () => void }[] = [];
   private stopped = false;
@@ -253,6 +274,26 @@ export class WatchCache {
 
   constructor(private readonly client: RedisClient, private readonly keys: ShardKeys, opts: WatchCacheOptions = {}) {
     this.historySize = opts.historySize ?? 20_000;
+    this.historyMaxChars = opts.historyChars ?? HISTORY_CHARS;
+  }
+
+  /** Empties the history window. */
+  private clearHistory(): void {
+    this.history = [];
+    this.historyChars = 0;
+  }
+
+  /** Appends `ev` to the history window, and drops its oldest events (a quarter at a time) once it exceeds either bound by a quarter. */
+  private remember(ev: CacheEvent): void {
+    this.history.push(ev);
+    this.historyChars += ev.entry.json.length;
+    if (this.history.length <= this.historySize * 1.25 && this.historyChars <= this.historyMaxChars * 1.25) return;
+    let drop = Math.max(0, this.history.length - this.historySize);
+    let chars = this.historyChars;
+    for (let i = 0; i < drop; i++) chars -= this.history[i]!.entry.json.length;
+    while (chars > this.historyMaxChars && drop < this.history.length - 1) chars -= this.history[drop++]!.entry.json.length;
+    this.history = this.history.slice(drop);
+    this.historyChars = chars;
   }
 
   /** Latest revision applied to the cache. */
@@ -293,10 +334,9 @@ export class WatchCache {
       }
     });
     // History: the retained events up to rv0, so watches resume across restarts.
-    this.history = [];
+    this.clearHistory();
     if (rv0 > 0) {
-      const raw = await this.client.xrevrange(this.keys.events, `${rv0}-0`, '-', 'COUNT', this.historySize);
-      const events = raw.reverse();
+      const events = (await this.readHistory(rv0)).reverse();
       // Only a contiguous run ending at rv0 is usable.
       let start = events.length;
       for (let i = events.length - 1, expect = rv0; i >= 0; i--) {
@@ -314,10 +354,33 @@ export class WatchCache {
         if (!ev || 'marker' in ev) continue;
         if (ev.type !== 'ADDED') ev.prev = last.get(ev.entry.key) ?? (ev.type === 'DELETED' ? ev.entry : undefined);
         if (ev.type === 'DELETED') last.delete(ev.entry.key); else last.set(ev.entry.key, ev.entry);
-        this.history.push(ev);
+        this.remember(ev);
       }
     }
     this.revision = rv0;
+  }
+
+  /**
+   * The stream's events up to revision `rv0`, newest first, as many as the history window holds
+   * (by count and by characters): read a page at a time, so that a stream of large objects is not
+   * read whole at start-up.
+   */
+  private async readHistory(rv0: number): Promise<[string, string[]][]> {
+    const out: [string, string[]][] = [];
+    let chars = 0;
+    let end = `${rv0}-0`;
+    while (out.length < this.historySize && chars <= this.historyMaxChars) {
+      const page = await this.client.xrevrange(this.keys.events, end, '-', 'COUNT', Math.min(HISTORY_PAGE, this.historySize - out.length));
+      for (const e of page) {
+        out.push(e);
+        const fields = e[1];
+        for (let i = 0; i < fields.length; i += 2) if (fields[i] === 'o') chars += fields[i + 1]!.length;
+        if (chars > this.historyMaxChars) break;
+      }
+      if (page.length < HISTORY_PAGE) break;
+      end = `(${page[page.length - 1]![0]}`;
+    }
+    return out;
   }
 
   private decode(id: string, fields: string[]): CacheEvent | MigrationMarker | undefined {
@@ -408,14 +471,13 @@ export class WatchCache {
       // longer replay this stretch exactly, so drop it: watches from before now get 410 and
       // relist, instead of missing this event.
       this.revision = ev.rv;
-      this.history = [];
+      this.clearHistory();
       this.resolveWaiters();
       return;
     }
     ev.prev = ev.type === 'DELETED' ? this.remove(ev.entry) : this.put(ev.entry);
     this.revision = ev.rv;
-    this.history.push(ev);
-    if (this.history.length > this.historySize * 1.25) this.history = this.history.slice(this.history.length - this.historySize);
+    this.remember(ev);
     for (const l of this.listeners) l(ev);
     const byCluster = this.watchers.get(ev.entry.groupResource);
     if (byCluster) {

@@ -305,7 +305,7 @@ test('the dispatcher: 429 TooManyRequests with Retry-After when a Reject level i
 });
 
 test('work estimator: kube\'s list seats from object counts, watches, mutating fan-out; large objects weigh by their size', () => {
-  const counts = (objects: number, watches = 0, storedSize = objects * 1000): WorkCounts => ({ objects: () => objects, storedSize: () => storedSize, watches: () => watches });
+  const counts = (objects: number, watches = 0, storedSize = objects * 1000, objectSize = 1000): WorkCounts => ({ objects: () => objects, storedSize: () => storedSize, watches: () => watches, objectSize: () => objectSize });
   const est = (over: Partial<EstimateInput>, c: WorkCounts) => estimateWork({ verb: 'list', isResourceRequest: true, groupResource: 'core/configmaps', cluster: 'ws-a', namespace: 'default', subresource: '', ...over }, c);
   const q = (s: string) => new URLSearchParams(s);
   assert.equal(est({}, counts(2000)).initialSeats, 10, '2,000 objects: 20 seats capped at 10');
@@ -327,6 +327,13 @@ test('work estimator: kube\'s list seats from object counts, watches, mutating f
   assert.equal(est({}, counts(20, 0, 20 * 10_240)).initialSeats, 2, '20 objects of 10 KiB: 200 KiB, two seats');
   assert.equal(est({ query: q('limit=5') }, counts(20, 0, 20 * 10_240)).initialSeats, 1, 'a limit writes `limit` objects of average size');
   assert.equal(est({ verb: 'watch', query: q('watch=true') }, counts(60, 0, 60 * 500_000)).initialSeats, 10, 'initial events weigh the same');
+  // Not kube's: a request naming an object, or sending a body, weighs by its size too.
+  assert.equal(est({ verb: 'get', name: 'big' }, counts(1, 0, 0, 1_400_000)).initialSeats, 10, 'a GET of a 1.4 MB object: by size, capped at 10');
+  assert.equal(est({ verb: 'get', name: 'small' }, counts(1, 0, 0, 1_000)).initialSeats, 1);
+  assert.deepEqual(est({ verb: 'patch', name: 'mid' }, counts(1, 25, 0, 250_000)), { initialSeats: 3, finalSeats: 3, additionalLatencyMs: 5 }, 'a small patch of a 250 KB object, fan-out kept');
+  assert.equal(est({ verb: 'create', bodyBytes: 300_000 }, counts(0, 0, 0, 0)).initialSeats, 3, 'a create of 300 KB');
+  assert.equal(est({ verb: 'update', name: 'x', bodyBytes: 50_000 }, counts(1, 0, 0, 500_000)).initialSeats, 5, 'an update shrinking a 500 KB object');
+  assert.equal(est({ verb: 'delete', name: 'gone' }, counts(0, 0, 0, 0)).initialSeats, 1, 'an object not in the cache: one seat');
 });
 
 const FS = (spec: object, name = 'x'): KubeObject => ({ apiVersion: 'v1', kind: 'FlowSchema', metadata: { name }, spec });
@@ -364,7 +371,7 @@ test('validation: the bootstrap objects are valid; kube\'s rules and messages', 
 });
 
 test('max-in-flight filter (priority and fairness off): 429 beyond either limit, watches not counted, system:masters never refused', async () => {
-  const f = createRequestFilter({ enablePriorityAndFairness: false, maxRequestsInflight: 1, maxMutatingRequestsInflight: 1, config: bootstrapSource(), counts: { objects: () => 0, storedSize: () => 0, watches: () => 0 } });
+  const f = createRequestFilter({ enablePriorityAndFairness: false, maxRequestsInflight: 1, maxMutatingRequestsInflight: 1, config: bootstrapSource(), counts: { objects: () => 0, storedSize: () => 0, watches: () => 0, objectSize: () => 0 } });
   const req = (verb: string, user = authed('alice')): FlowControlRequest => ({ user, cluster: 'ws-a', verb, apiGroup: '', resource: 'configmaps', subresource: '', namespace: 'default', isResourceRequest: true, path: '/', isLongRunning: verb === 'watch' });
   const get = await f.admit(req('get'));
   assert.throws(() => f.admit(req('list')), (e: unknown) => e instanceof StatusError && e.code === 429);

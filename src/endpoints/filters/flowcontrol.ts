@@ -39,6 +39,7 @@ export const withPriorityAndFairness: Filter = async (ctx, req, reply, next) => 
     user: req.kcpUser!, cluster: info.cluster, verb: info.verb, apiGroup: info.apiGroup, resource: info.resource, subresource: info.subresource,
     namespace: req.kcpStore ? scopeNamespace(req) : info.namespace, isResourceRequest: info.isResourceRequest, path: info.path,
     isLongRunning: info.verb === 'watch', groupResource: req.kcpStore?.groupResource, query: queryOf(req), cancellation: waiting,
+    name: info.name || undefined, bodyBytes: Buffer.isBuffer(req.body) ? req.body.length : 0,
     setHeader: (name, value) => { reply.raw.setHeader(name, value); },
   });
   if (closed) { grant.release(); return; }
