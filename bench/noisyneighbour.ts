@@ -11,7 +11,10 @@
  * - `watch`: 2,000 watches opened at once (from the current resourceVersion): as client-go opens
  *   them, streams of HTTP/2 connections (1,000 each, the server's stream limit), or with
  *   BENCH_NN_WATCH_PROTO=h1 each on its own TLS connection (a client that wants to cost the most);
- *   opened/s counts until the server holds all of them.
+ *   opened/s counts until the server holds all of them;
+ * - `bigwrite` (not in the default set): 20 writers, each rewriting its own ConfigMap of 60,000
+ *   keys (about 1 MB, under ConfigMap's 1 MiB): the work of each write grows with its object, and
+ *   all of it runs on the server's one event loop.
  * Both workspaces are used with the same admin identity: flows are `<cluster>/<user>`, so A and
  * B are distinct flows of the global-default priority level.
  *
@@ -42,6 +45,8 @@ const LISTERS = 64;
 const WRITERS = 50;
 const WATCHES = 2000;
 const B_INTERVAL_MS = 20;
+const BIG_WRITERS = 20;
+const BIG_KEYS = 60_000;
 
 const log = (s: string) => process.stderr.write(`[noisy-neighbour] ${s}\n`);
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
@@ -50,6 +55,12 @@ const A = '/clusters/ws-a/api/v1/namespaces/bench/configmaps';
 const B = '/clusters/ws-b/api/v1/namespaces/bench/configmaps';
 const payload = 'x'.repeat(1000);
 const cm = (name: string, v = payload) => JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { v } });
+/** A ConfigMap of {@link BIG_KEYS} keys (about 1 MB of JSON); `i` in every value, so each write changes it. */
+const bigCm = (name: string, i: number) => {
+  const data: Record<string, string> = {};
+  for (let k = 0; k < BIG_KEYS; k++) data[`k${k}`] = `${i}`;
+  return JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data });
+};
 
 async function must(c: Client, method: string, path: string, body?: string): Promise<void> {
   const r = await c.request(method, path, body);
@@ -75,6 +86,7 @@ async function populate(s: ServerProc): Promise<void> {
   const r = await runCount(clients, OBJECTS, (k) => ({ method: 'POST', path: A, body: cm(`cm-${k}`) }), ((st: number) => st === 201 || st === 409) as (s: number) => s is 200 | 201);
   if (r.errors) throw new Error(`populating: ${r.errorSamples.join('; ')}`);
   await must(clients[0]!, 'POST', B, cm('probe', 'b'));
+  if (FLOODS.includes('bigwrite')) for (let c = 0; c < BIG_WRITERS; c++) await must(clients[0]!, 'POST', A, bigCm(`big-${c}`, 0));
   closeClients(clients);
 }
 
@@ -201,6 +213,7 @@ async function flood(s: ServerProc, kind: string): Promise<FloodResult> {
   const run = async () => {
     if (kind === 'list') return loop(s, LISTERS, PHASE_MS, listReq);
     if (kind === 'write') return loop(s, WRITERS, PHASE_MS, writeReq);
+    if (kind === 'bigwrite') return loop(s, BIG_WRITERS, PHASE_MS, (c, i) => ({ method: 'PUT', path: `${A}/big-${c}`, body: bigCm(`big-${c}`, i + 1) }));
     // watch: 2,000 watches opened at once from the current resourceVersion; throughput = opened/s
     // until the server has registered all of them (apiserver_longrunning_requests).
     const c = makeClients(s.url, s.creds, 1)[0]!;

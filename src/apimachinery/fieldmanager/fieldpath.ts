@@ -388,17 +388,28 @@ export class FieldSet {
 
   private read(json: unknown): void {
     if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new Error('FieldsV1 must be a JSON object');
-    for (const [k, v] of Object.entries(json as Record<string, unknown>)) {
-      if (k === '.') continue;
+    // Loops without Object.entries/keys: a ConfigMap's data may be 90,000 fields.
+    const obj = json as Record<string, unknown>;
+    for (const k in obj) {
+      if (k === '.' || !Object.hasOwn(obj, k)) continue;
+      const v = obj[k];
       const pe = parsePathElement(k);
       if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error(`FieldsV1 entry ${k} must be an object`);
       const body = v as Record<string, unknown>;
-      const keys = Object.keys(body);
-      if (keys.length === 0 || Object.hasOwn(body, '.')) this.members.set(serializePathElement(pe), pe);
-      if (keys.some((x) => x !== '.')) {
-        const c = this.child(pe);
+      let self = false;
+      let below = false;
+      for (const x in body) {
+        if (!Object.hasOwn(body, x)) continue;
+        if (x === '.') self = true; else below = true;
+        if (self && below) break;
+      }
+      // A field's key is its own serialisation; other kinds are written canonically again.
+      const key = k.charCodeAt(0) === 102 ? k : serializePathElement(pe);
+      if (self || !below) this.members.set(key, pe);
+      if (below) {
+        const c = this.child(pe, key);
         c.read(body);
-        if (c.empty()) this.children.delete(serializePathElement(pe));
+        if (c.empty()) this.children.delete(key);
       }
     }
   }

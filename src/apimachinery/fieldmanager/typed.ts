@@ -388,6 +388,12 @@ function leafRule(lhs: unknown, rhs: unknown, path: Path, w: Walk): unknown {
   return rhs !== undefined ? rhs : lhs;
 }
 
+/** Whether `o` has an own enumerable key (without listing them all, as Object.keys would). */
+function hasKeys(o: Record<string, unknown>): boolean {
+  for (const k in o) if (Object.hasOwn(o, k)) return true;
+  return false;
+}
+
 function mergeWalk(lhs: unknown, rhs: unknown, t0: TypeNode, path: Path, w: Walk): unknown {
   const t = concrete(t0, rhs !== undefined ? rhs : lhs);
   let out: unknown;
@@ -411,20 +417,23 @@ function mergeWalk(lhs: unknown, rhs: unknown, t0: TypeNode, path: Path, w: Walk
     else {
       const lm = l as Record<string, unknown> | undefined;
       const rm = r as Record<string, unknown> | undefined;
-      const lEmpty = !lm || Object.keys(lm).length === 0;
-      const rEmpty = !rm || Object.keys(rm).length === 0;
+      const lEmpty = !lm || !hasKeys(lm);
+      const rEmpty = !rm || !hasKeys(rm);
       if (t.atomic || (lEmpty && rEmpty)) leaf = true;
       else {
-        const o: Record<string, unknown> = {};
-        const keys = [...Object.keys(lm ?? {}), ...Object.keys(rm ?? {}).filter((k) => !lm || !Object.hasOwn(lm, k))];
-        for (const k of keys) {
-          const lv = lm?.[k];
-          const rv = rm?.[k];
-          if (lv === undefined && rv === undefined) continue;
-          const v = mergeWalk(lv, rv, fieldType(t, k), [...path, { field: k }], w);
-          if (v !== undefined) o[k] = v;
-        }
-        out = o;
+        // A comparison only records paths: it builds no merged value. `path` grows and shrinks
+        // in place (nothing keeps it): a map of 60,000 keys walks without a copy per key.
+        const o: Record<string, unknown> | undefined = w.cmp ? undefined : {};
+        const visit = (k: string, lv: unknown, rv: unknown) => {
+          if (lv === undefined && rv === undefined) return;
+          path.push({ field: k });
+          const v = mergeWalk(lv, rv, fieldType(t, k), path, w);
+          path.pop();
+          if (o && v !== undefined) o[k] = v;
+        };
+        if (lm) for (const k in lm) visit(k, lm[k], rm?.[k]);
+        if (rm) for (const k in rm) if (!lm || !Object.hasOwn(lm, k)) visit(k, undefined, rm[k]);
+        out = o ?? {};
       }
     }
   }
@@ -470,8 +479,10 @@ function mergeList(t: Extract<TypeNode, { kind: 'list' }>, lhs: unknown[], rhs: 
   let nextShared: string | undefined = sharedOrder[si++];
   const mergedRHS = new Set<string>();
   const item = (pe: PathElement, l: unknown, r: unknown) => {
-    const v = mergeWalk(l, r, elem, [...path, pe], w);
-    if (v !== undefined) out.push(v);
+    path.push(pe);
+    const v = mergeWalk(l, r, elem, path, w);
+    path.pop();
+    if (!w.cmp && v !== undefined) out.push(v);
   };
   let lI = 0;
   let rI = 0;
