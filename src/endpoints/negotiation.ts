@@ -282,7 +282,7 @@ const NOT_YAML_PRINTABLE = /[\u007f-\u009f\u2028\u2029\ufeff\ufffe\uffff]/g;
  * with the characters of {@link NOT_YAML_PRINTABLE} written as `\uXXXX` escapes, which mean the
  * same in JSON and YAML double-quoted strings. Properties whose value is undefined are left out.
  */
-export function flowYaml(value: unknown): string {
+function flowYaml(value: unknown): string {
   return yamlSafeJson(JSON.stringify(value));
 }
 

@@ -14,6 +14,7 @@ import { duplicateClient, scanKeys, type RedisClient } from './redis.js';
 import { ShardKeys, parseObjectKey } from './keys.js';
 import { StatusError } from '../apimachinery/errors.js';
 import { MIGRATED_EVENT, floorsKey } from './migration.js';
+import { STREAM_EVENT_CHARS } from './scripts.js';
 
 /** A cached object. */
 export interface CacheEntry {
@@ -94,14 +95,15 @@ export interface WatchCacheOptions {
 }
 
 /**
- * Default bound of the history window in characters of the events' objects (256 Mi). Counted in
- * events alone, a tenant rewriting objects of 1.4 MB made the window 20,000 × 1.4 MB = 28 GB, and
- * the shard ran out of memory for every tenant long before. With the bound, a watch that falls
- * behind such a writer resumes less far back (410 Expired, then a relist, as after an etcd
+ * Default bound of the history window in characters of the events' objects: what the event
+ * stream keeps ({@link STREAM_EVENT_CHARS}, 256 Mi), from which the window is loaded at start-up.
+ * Counted in events alone, a tenant rewriting objects of 1.4 MB made the window 20,000 × 1.4 MB =
+ * 28 GB, and the shard ran out of memory for every tenant long before. With the bound, a watch that
+ * falls behind such a writer resumes less far back (410 Expired, then a relist, as after an etcd
  * compaction). Each retained event also keeps the state it replaced, so the window's memory is
  * at most about twice this.
  */
-export const HISTORY_CHARS = 256 * 1024 * 1024;
+export const HISTORY_CHARS = STREAM_EVENT_CHARS;
 
 /** Events read per XREVRANGE when the history window is loaded at start-up. */
 const HISTORY_PAGE = 1000;

@@ -388,12 +388,6 @@ function leafRule(lhs: unknown, rhs: unknown, path: Path, w: Walk): unknown {
   return rhs !== undefined ? rhs : lhs;
 }
 
-/** Whether `o` has an own enumerable key (without listing them all, as Object.keys would). */
-function hasKeys(o: Record<string, unknown>): boolean {
-  for (const k in o) if (Object.hasOwn(o, k)) return true;
-  return false;
-}
-
 function mergeWalk(lhs: unknown, rhs: unknown, t0: TypeNode, path: Path, w: Walk): unknown {
   const t = concrete(t0, rhs !== undefined ? rhs : lhs);
   let out: unknown;
@@ -417,8 +411,8 @@ function mergeWalk(lhs: unknown, rhs: unknown, t0: TypeNode, path: Path, w: Walk
     else {
       const lm = l as Record<string, unknown> | undefined;
       const rm = r as Record<string, unknown> | undefined;
-      const lEmpty = !lm || !hasKeys(lm);
-      const rEmpty = !rm || !hasKeys(rm);
+      const lEmpty = !lm || Object.keys(lm).length === 0;
+      const rEmpty = !rm || Object.keys(rm).length === 0;
       if (t.atomic || (lEmpty && rEmpty)) leaf = true;
       else {
         // A comparison only records paths: it builds no merged value. `path` grows and shrinks
@@ -433,7 +427,7 @@ function mergeWalk(lhs: unknown, rhs: unknown, t0: TypeNode, path: Path, w: Walk
         };
         if (lm) for (const k in lm) visit(k, lm[k], rm?.[k]);
         if (rm) for (const k in rm) if (!lm || !Object.hasOwn(lm, k)) visit(k, undefined, rm[k]);
-        out = o ?? {};
+        out = o;
       }
     }
   }
