@@ -22,13 +22,14 @@ import { MAX_NESTING_DEPTH, valueDeeperThan } from '../apimachinery/depth.js';
 import { strategicMergePatch, BUILTIN_PATCH_META, OBJECT_META_PATCH_META } from '../apimachinery/strategicmerge.js';
 import type { ResourceDescriptor, UpdateReset } from '../apis/types.js';
 import { BUILTIN_SCHEMAS, definitionName } from '../apis/schemas/index.js';
-import { FieldSet, applyConfiguration, resourceSchemaResolver, undeclaredFieldsError, updateManagedFields, type SchemaResolver } from '../apimachinery/fieldmanager/index.js';
+import { FieldSet, applyConfiguration, resourceSchemaResolver, undeclaredFieldsError, updateManagedFields, updateManagedFieldsInStages, type SchemaResolver } from '../apimachinery/fieldmanager/index.js';
 import { pruneUnknownFields, strictErrors, unknownFieldsError, unknownFieldsPatchError, type FieldValidationMode } from '../apimachinery/pruning.js';
 import { ShardKeys } from '../storage/keys.js';
 import type { UserInfo } from '../auth/user.js';
 import type { CommitItem, RedisStorage, WriteResult } from '../storage/redis.js';
 import type { CacheEntry, WatchCache } from '../storage/watchcache.js';
 import { isObj } from '../apimachinery/objects.js';
+import { STAGED_WRITE_BYTES, nextHeavyStage } from '../endpoints/slicing.js';
 import { LRUCache } from 'lru-cache';
 
 /** The authenticated caller (`user.Info`). */
@@ -59,6 +60,12 @@ export interface RequestScope {
    * one revision (kube clients need two requests, the object then `/status`).
    */
   withStatus?: boolean;
+  /**
+   * Bytes of the request's body, set by the API handlers of create, update and patch (which decode
+   * bodies with the nesting-depth limit). A write with a body, or a stored object, of at least
+   * STAGED_WRITE_BYTES yields to the event loop between its stages.
+   */
+  bodyBytes?: number;
 }
 
 /** Query options of list (and watch), as `metav1.ListOptions`. */
@@ -193,6 +200,22 @@ export function revisionOf(json: string): string {
 }
 
 function deepClone<T>(v: T): T { return structuredClone(v); }
+
+/** Objects decoded from a stored JSON of at least STAGED_WRITE_BYTES (see {@link largeWrite}). */
+const largeStored = new WeakSet<KubeObject>();
+
+/**
+ * Whether a write runs in stages, yielding to the event loop between them (STAGED_WRITE_BYTES):
+ * its body or the stored object it changes is large.
+ */
+function largeWrite(scope: RequestScope, stored?: KubeObject | null): boolean {
+  return (scope.bodyBytes ?? 0) >= STAGED_WRITE_BYTES || (stored != null && largeStored.has(stored));
+}
+
+/** Gives the event loop a turn before the next stage of a large write ({@link largeWrite}). */
+async function nextStage(large: boolean): Promise<void> {
+  if (large) await nextHeavyStage();
+}
 
 /** Shared backend of all stores of a shard. */
 export interface StoreBackend {
@@ -489,7 +512,11 @@ export class Store {
   private async readCurrent(key: string): Promise<KubeObject | null> {
     const json = await this.backend.storage.get(key);
     if (json === null) return null;
-    return this.desc.storage?.webhook ? (await this.fromStorage([this.parseStored(json).obj]))[0]! : this.decode(json);
+    const large = json.length >= STAGED_WRITE_BYTES;
+    await nextStage(large);
+    const obj = this.desc.storage?.webhook ? (await this.fromStorage([this.parseStored(json).obj]))[0]! : this.decode(json);
+    if (large) largeStored.add(obj);
+    return obj;
   }
 
   /**
@@ -503,7 +530,11 @@ export class Store {
     if (!cached || String(cached.rv) !== precondition) return this.readCurrent(key);
     const converting = this.prepare([cached]);
     if (converting) await converting;
-    return this.decodeEntry(cached);
+    const large = cached.json.length >= STAGED_WRITE_BYTES;
+    await nextStage(large);
+    const obj = this.decodeEntry(cached);
+    if (large) largeStored.add(obj);
+    return obj;
   }
 
   /**
@@ -522,11 +553,15 @@ export class Store {
     return { ...res, json: JSON.stringify({ ...obj, metadata: (JSON.parse(res.json) as KubeObject).metadata }) };
   }
 
-  /** Throws 400 unless the body is an object of this kind (apiVersion/kind may be omitted). */
-  checkBody(body: unknown, scope: RequestScope): KubeObject {
+  /**
+   * Throws 400 unless the body is an object of this kind (apiVersion/kind may be omitted).
+   * `decoded`: the body is the request's, decoded with the nesting-depth limit (RequestScope.bodyBytes),
+   * whose depth is not walked again.
+   */
+  checkBody(body: unknown, scope: RequestScope, decoded = false): KubeObject {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the body of the request must be a JSON or YAML object');
     // A patch may deepen an object one level per request: the limit holds for what is stored too.
-    if (valueDeeperThan(body)) throw badRequest(`the object is nested deeper than ${MAX_NESTING_DEPTH} levels`);
+    if (!decoded && valueDeeperThan(body)) throw badRequest(`the object is nested deeper than ${MAX_NESTING_DEPTH} levels`);
     const obj = body as KubeObject;
     if (obj.kind !== undefined && obj.kind !== this.desc.kind) {
       throw badRequest(`the kind of the provided object "${String(obj.kind)}" does not match the expected kind "${this.desc.kind}"`);
@@ -587,12 +622,16 @@ export class Store {
 
   /**
    * Records the fields a create/update/patch changed as owned by the request's field manager
-   * (`metadata.managedFields`, operation Update), as kube-apiserver's field manager does.
+   * (`metadata.managedFields`, operation Update), as kube-apiserver's field manager does; a large
+   * write gives the event loop a turn between the field manager's stages.
    */
-  private trackUpdate(old: KubeObject | undefined, next: KubeObject, scope: RequestScope, subresource = ''): void {
+  private async trackUpdate(old: KubeObject | undefined, next: KubeObject, scope: RequestScope, large: boolean, subresource = ''): Promise<void> {
     if (!this.fields) return;
     if (old && next.metadata.managedFields === undefined) next.metadata.managedFields = old.metadata.managedFields;
-    next.metadata.managedFields = updateManagedFields(old, next, scope.fieldManager ?? 'unknown', this.fields, subresource);
+    const manager = scope.fieldManager ?? 'unknown';
+    next.metadata.managedFields = large
+      ? await updateManagedFieldsInStages(old, next, manager, this.fields, subresource, nextHeavyStage)
+      : updateManagedFields(old, next, manager, this.fields, subresource);
     if (!next.metadata.managedFields.length) delete next.metadata.managedFields;
   }
 
@@ -617,7 +656,7 @@ export class Store {
     if (!cfg.apiVersion || !cfg.kind) throw badRequest('apiVersion and kind are required in an applied configuration');
     // Judged on the configuration as sent (its namespace and name are in the message).
     const undeclared = undeclaredFieldsError(cfg, this.fields);
-    const applyCfg = this.checkBody(cfg, scope);
+    const applyCfg = this.checkBody(cfg, scope, scope.bodyBytes !== undefined);
     if (applyCfg.metadata.name !== undefined && applyCfg.metadata.name !== name) {
       throw badRequest(`the name of the object (${String(applyCfg.metadata.name)}) does not match the name on the URL (${name})`);
     }
@@ -632,6 +671,7 @@ export class Store {
       const live = await this.readCurrent(key);
       const merged = applyConfiguration(live ?? undefined, structuredClone(applyCfg), manager, force, this.fields, (o) => this.applyDefaults(o), this.resetFields);
       if (attempt === 0) this.judgeYamlStrictErrors(yamlStrictErrors, scope);
+      await nextStage(largeWrite(scope, live));
       try {
         if (!live) return { json: await this.create(scope, merged, true), created: true };
         return { json: await this.applyUpdate(scope, key, live, merged, undefined, applyCfg.metadata.resourceVersion, true), created: false };
@@ -682,6 +722,7 @@ export class Store {
     }
     const { obj, generated, release } = await this.prepareCreate(scope, body, applied);
     const meta = obj.metadata;
+    await nextStage(largeWrite(scope));
     if (scope.dryRun) return JSON.stringify(obj);
     try {
       for (let attempt = 0; ; attempt++) {
@@ -703,8 +744,10 @@ export class Store {
    * (WebhookAdmission.release); a failure here after admission has called it already.
    */
   private async prepareCreate(scope: RequestScope, body: unknown, applied = false, namespaceKnown = false): Promise<{ obj: KubeObject; generated: boolean; release: () => void }> {
-    const obj = this.checkBody(body, scope);
+    const large = largeWrite(scope);
+    const obj = this.checkBody(body, scope, !applied && scope.bodyBytes !== undefined);
     this.prune(obj, scope, (errors) => unknownFieldsError(errors, this.desc.kind, this.desc.version));
+    await nextStage(large);
     this.applyDefaults(obj);
     const meta = obj.metadata;
     if (!meta.name && !meta.generateName) {
@@ -731,6 +774,7 @@ export class Store {
       user: scope.user, object, dryRun: Boolean(scope.dryRun), warnings: scope.warnings, audit: scope.audit,
     });
     const admitted = hooks ? this.keepSystemMeta(obj, await hooks.mutate(attrs(obj))) : obj;
+    await nextStage(large);
     this.validate(admitted);
     if (hooks) await hooks.validate(attrs(admitted));
     let released = false;
@@ -741,7 +785,8 @@ export class Store {
     };
     try {
       if (this.desc.namespaced && !namespaceKnown) await this.backend.checkNamespace(scope.cluster, meta.namespace!);
-      if (!applied) this.trackUpdate(undefined, admitted, scope);
+      await nextStage(large);
+      if (!applied) await this.trackUpdate(undefined, admitted, scope, large);
     } catch (err) {
       release();
       throw err;
@@ -988,22 +1033,33 @@ export class Store {
    * Update (PUT) of the object or a subresource (`status`, or `finalize` for namespaces).
    * A resourceVersion in the body is a precondition (409 on mismatch). `created` is true when
    * the strategy allows create-on-update and the object did not exist.
+   *
+   * `decodeAgain` gives a new copy of the request's body, for another attempt after a conflict
+   * (an API handler decodes the request body again); without it the body is copied before the
+   * first attempt, which changes it.
    */
-  async update(scope: RequestScope, name: string, body: unknown, subresource?: string): Promise<{ json: string; created: boolean }> {
-    const obj = this.checkBody(body, scope);
-    this.prune(obj, scope, (errors) => unknownFieldsError(errors, this.desc.kind, this.desc.version));
-    if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
-      throw badRequest(`the name of the object (${String(obj.metadata.name)}) does not match the name on the URL (${name})`);
-    }
-    obj.metadata.name = name;
+  async update(scope: RequestScope, name: string, body: unknown, subresource?: string, decodeAgain?: () => unknown): Promise<{ json: string; created: boolean }> {
+    const checked = (value: unknown, s: RequestScope): KubeObject => {
+      const o = this.checkBody(value, s, s.bodyBytes !== undefined);
+      this.prune(o, s, (errors) => unknownFieldsError(errors, this.desc.kind, this.desc.version));
+      if (o.metadata.name !== undefined && o.metadata.name !== name) {
+        throw badRequest(`the name of the object (${String(o.metadata.name)}) does not match the name on the URL (${name})`);
+      }
+      o.metadata.name = name;
+      return o;
+    };
+    const obj = checked(body, scope);
     const key = this.objectKey(scope, name);
     const precondition = obj.metadata.resourceVersion;
     // An update without a resourceVersion is unconditional: a write that lands between its read
     // and its write (a controller's status update) makes it start again from the new object, as
     // kube's GuaranteedUpdate does; with a resourceVersion that is the client's 409.
-    const pristine = precondition ? undefined : structuredClone(obj);
+    const pristine = precondition || decodeAgain ? undefined : structuredClone(obj);
+    // Another attempt's body: decoded again (its warnings were given by the first), or the copy.
+    const again = (): KubeObject => (decodeAgain ? checked(decodeAgain(), { ...scope, warnings: [] }) : structuredClone(pristine!));
+    await nextStage(largeWrite(scope));
     for (let attempt = 0; ; attempt++) {
-      const next = attempt === 0 || !pristine ? obj : structuredClone(pristine);
+      const next = attempt === 0 || precondition ? obj : again();
       const current = await this.readBase(scope, key, name, precondition);
       if (current === null) {
         if (!subresource && this.desc.strategy?.allowCreateOnUpdate) return { json: await this.create(scope, next), created: true };
@@ -1012,7 +1068,7 @@ export class Store {
       try {
         return { json: await this.applyUpdate(scope, key, current, next, subresource, precondition), created: false };
       } catch (err) {
-        if (pristine && attempt < MAX_UNCONDITIONAL_UPDATE_RETRIES && err instanceof StatusError && err.code === 409 && err.reason === 'Conflict') continue;
+        if (!precondition && attempt < MAX_UNCONDITIONAL_UPDATE_RETRIES && err instanceof StatusError && err.code === 409 && err.reason === 'Conflict') continue;
         throw err;
       }
     }
@@ -1068,10 +1124,14 @@ export class Store {
       user: scope.user, object, oldObject: old, dryRun: Boolean(scope.dryRun), warnings: scope.warnings, audit: scope.audit,
     });
     if (hooks) merged = this.keepSystemMeta(merged, await hooks.mutate(attrs(merged)));
+    const large = largeWrite(scope, old);
+    await nextStage(large);
     this.validate(merged, old);
     if (hooks) await hooks.validate(attrs(merged));
-    if (!applied) this.trackUpdate(old, merged, scope, subresource);
+    await nextStage(large);
+    if (!applied) await this.trackUpdate(old, merged, scope, large, subresource);
     merged.metadata.resourceVersion = oldRv;
+    await nextStage(large);
     if (sameContent(old, merged)) return { action: 'none', merged, oldRv };
     const deleting = merged.metadata.deletionTimestamp && !merged.metadata.finalizers?.length && !this.desc.strategy?.deletionPending?.(merged);
     return { action: deleting ? 'delete' : 'update', merged, oldRv };
@@ -1099,6 +1159,7 @@ export class Store {
       const old = await this.readCurrent(key);
       if (old === null) throw notFound(this.gr, name);
       const patched = this.applyPatch(old, contentType, patch);
+      await nextStage(largeWrite(scope, old));
       if (typeof patched !== 'object' || patched === null || Array.isArray(patched)) throw badRequest('the patch produced a value that is not an object');
       const next = this.checkBody(patched, scope);
       const kind = contentType === PATCH_TYPES.strategic ? 'strategic' : contentType === PATCH_TYPES.merge ? 'merge' : 'json';

@@ -12,7 +12,7 @@ import { EventEmitter } from 'node:events';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { runInTurnBudget, slicedStream, SLICE_BUDGET_MS, SLICE_BYTES, yieldToLoop } from '../../src/endpoints/slicing.js';
+import { nextHeavyStage, runInTurnBudget, slicedStream, SLICE_BUDGET_MS, SLICE_BYTES, yieldToLoop } from '../../src/endpoints/slicing.js';
 
 describe('chain', () => {
   test('runs filters outermost first around the handler, each may stop the request', async () => {
@@ -173,6 +173,33 @@ describe('sliced encoding', () => {
     }
     assert.ok(longest < 15, `longest turn ${longest.toFixed(1)} ms (budget ${SLICE_BUDGET_MS} ms; unbudgeted, one turn of 40 ms)`);
     assert.ok(turns >= 5, `spread over ${turns} turns`);
+  });
+
+  test('stages of large writes: one a turn, after the turn\'s slices, then a rest in which other work runs', async () => {
+    const spin = (ms: number) => { const until = performance.now() + ms; while (performance.now() < until) { /* busy */ } };
+    const log: string[] = [];
+    // Three writes ask for their next stage (20 ms each), then a slice asks for its turn.
+    const stages = Promise.all([0, 1, 2].map(async (i) => { await nextHeavyStage(); log.push(`stage${i}`); spin(20); }));
+    runInTurnBudget(() => log.push('slice'));
+    assert.deepEqual(log, [], 'nothing runs in the turn that asked');
+    // Meanwhile other work keeps the loop busy: a timer every 2 ms doing 1 ms of work.
+    let busy = true;
+    let timers = 0;
+    const tick = (): void => { if (!busy) return; timers++; spin(1); setTimeout(tick, 2); };
+    setTimeout(tick, 2);
+    const turnsAt: number[] = [];
+    let finished = false;
+    void stages.then(() => { finished = true; });
+    while (!finished) {
+      await new Promise((r) => setImmediate(r));
+      turnsAt.push(log.length);
+    }
+    busy = false;
+    assert.equal(log[0], 'slice', 'the slice ran before the first stage');
+    assert.deepEqual(log.slice(1), ['stage0', 'stage1', 'stage2'], 'stages in the order asked');
+    for (let i = 1; i < turnsAt.length; i++) assert.ok(turnsAt[i]! - turnsAt[i - 1]! <= 1, 'at most one stage a turn');
+    // Each 20 ms stage is followed by about 20 ms of rest while the timers keep the loop busy.
+    assert.ok(timers >= 10, `other work ran between the stages: ${timers} timers`);
   });
 
   test('runInTurnBudget runs work in later turns, in order', async () => {

@@ -253,6 +253,42 @@ export function updateManagedFields(
   schema: SchemaResolver,
   subresource = '',
 ): ManagedFieldsEntry[] {
+  const steps = managedFieldsSteps(live, next, manager, schema, subresource);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * {@link updateManagedFields} in three stages — decoding the live entries, comparing the objects,
+ * encoding the result — with `pause()` awaited between them (a large write gives the event loop a
+ * turn there: for a map of 60,000 keys each stage takes 50 to 300 ms).
+ */
+export async function updateManagedFieldsInStages(
+  live: KubeObject | undefined,
+  next: KubeObject,
+  manager: string,
+  schema: SchemaResolver,
+  subresource: string,
+  pause: () => Promise<void>,
+): Promise<ManagedFieldsEntry[]> {
+  const steps = managedFieldsSteps(live, next, manager, schema, subresource);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+    await pause();
+  }
+}
+
+/** The work of {@link updateManagedFields}, yielding between its stages. */
+function* managedFieldsSteps(
+  live: KubeObject | undefined,
+  next: KubeObject,
+  manager: string,
+  schema: SchemaResolver,
+  subresource: string,
+): Generator<void, ManagedFieldsEntry[]> {
   const t = rootType(schema);
   let managed: Managed | undefined;
   const sent = next.metadata?.managedFields;
@@ -271,6 +307,7 @@ export function updateManagedFields(
       return [];
     }
   }
+  yield;
   // compare() only reads its inputs: views without managedFields suffice (no deep copies on
   // every write).
   const oldV = managedFieldsHidden(live);
@@ -299,6 +336,7 @@ export function updateManagedFields(
     });
   }
   capUpdateManagers(managed);
+  yield;
   return encodeManagedFields(managed);
 }
 

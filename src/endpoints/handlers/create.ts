@@ -8,7 +8,7 @@ import { DEEP_SAR_HEADER, queryOf, type Handler } from '../context.js';
 import { decodeBody, negotiateOutput } from '../negotiation.js';
 import { send, sendObject } from '../response.js';
 import { acceptsProtobufBody, hasProtobuf } from '../protobufwire.js';
-import { addWarnings, requestScope } from './scope.js';
+import { addWarnings, beforeDecoding, requestScope } from './scope.js';
 
 /** Answers 201 with the created object; 409 when it exists, 422 when invalid. */
 export const createResource: Handler = async (ctx, req, reply) => {
@@ -19,6 +19,7 @@ export const createResource: Handler = async (ctx, req, reply) => {
   const scope = requestScope(req);
   const protobuf = hasProtobuf(desc);
   const out = negotiateOutput(req.headers.accept, { shape: 'object', protobuf, table: !desc.virtual && !info.subresource });
+  await beforeDecoding(req);
   const obj = decodeBody(req.headers['content-type'], req.body as Buffer | undefined, desc.kind, { protobuf: acceptsProtobufBody(store.desc), duplicates: scope.duplicateFields = [] });
   // Only extra subresources take `create` (filters/resource.ts answered 404/405 for the others).
   if (info.subresource) {

@@ -10,7 +10,7 @@ import { decodeApplyPatch, negotiateOutput } from '../negotiation.js';
 import { queryBool } from '../requestinfo.js';
 import { send, sendObject } from '../response.js';
 import { hasProtobuf, isBuiltin } from '../protobufwire.js';
-import { addWarnings, requestScope } from './scope.js';
+import { addWarnings, beforeDecoding, requestScope } from './scope.js';
 
 /** Answers the patched object; 415 for an unknown patch type, 400 for an empty patch, 409 for apply conflicts. */
 export const patchResource: Handler = async (_ctx, req, reply) => {
@@ -27,6 +27,7 @@ export const patchResource: Handler = async (_ctx, req, reply) => {
     throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${accepted.join(', ')}`);
   }
   if (!body?.length) throw badRequest('the patch body is empty');
+  await beforeDecoding(req);
   if (ct === PATCH_TYPES.apply) {
     if (info.subresource) throw new StatusError(415, 'UnsupportedMediaType', `server-side apply is not supported on the ${info.subresource} subresource yet`);
     if (!query.get('fieldManager')) {

@@ -7,6 +7,7 @@ import { badRequest, invalid } from '../../apimachinery/errors.js';
 import { fieldValidationMode } from '../../apimachinery/pruning.js';
 import type { DeleteOptions, ListOptions, RequestScope } from '../../registry/store.js';
 import { decodeBody } from '../negotiation.js';
+import { STAGED_WRITE_BYTES, nextHeavyStage } from '../slicing.js';
 import { queryBool } from '../requestinfo.js';
 import { queryOf } from '../context.js';
 import { addAuditAnnotation } from '../filters/audit.js';
@@ -29,7 +30,17 @@ export function requestScope(req: FastifyRequest): RequestScope {
     cluster: info.cluster, namespace: scopeNamespace(req) || undefined, user: req.kcpUser!, dryRun: dryRun.length > 0,
     fieldValidation: write ? fieldValidationMode(query.get('fieldValidation'), optionsKind) : undefined, warnings: [],
     fieldManager: fieldManagerOf(query, req.headers['user-agent'], optionsKind), audit: (key, value) => addAuditAnnotation(req, key, value),
+    bodyBytes: write ? (req.body as Buffer | undefined)?.length ?? 0 : undefined,
   };
+}
+
+/**
+ * Resolves when the request's body may be decoded: at once for a small body, after a turn of the
+ * event loop for one of STAGED_WRITE_BYTES or more, whose decoding is the first stage of a large
+ * write (the handler may have started in a turn that already ran another request's stage).
+ */
+export async function beforeDecoding(req: FastifyRequest): Promise<void> {
+  if (((req.body as Buffer | undefined)?.length ?? 0) >= STAGED_WRITE_BYTES) await nextHeavyStage();
 }
 
 /** Sets the `Warning` headers of the warnings a write collected (RFC 7234 code 299, as kube-apiserver). */
