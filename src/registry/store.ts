@@ -212,9 +212,12 @@ function largeWrite(scope: RequestScope, stored?: KubeObject | null): boolean {
   return (scope.bodyBytes ?? 0) >= STAGED_WRITE_BYTES || (stored != null && largeStored.has(stored));
 }
 
-/** Gives the event loop a turn before the next stage of a large write ({@link largeWrite}). */
-async function nextStage(large: boolean): Promise<void> {
-  if (large) await nextHeavyStage();
+/**
+ * Gives the event loop a turn before the next stage of a large write ({@link largeWrite}); nothing
+ * to wait for (undefined) for a small one.
+ */
+function nextStage(large: boolean): Promise<void> | undefined {
+  return large ? nextHeavyStage() : undefined;
 }
 
 /** Shared backend of all stores of a shard. */
