@@ -6,6 +6,7 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { request } from 'node:https';
 import { call, useTestServer, type TestServer } from '../helpers.js';
 
 let srv: TestServer;
@@ -27,6 +28,53 @@ function ownedDataKeys(obj: any, manager: string): number {
   const entry = (obj.metadata.managedFields ?? []).find((e: { manager: string }) => e.manager === manager);
   return Object.keys(entry?.fieldsV1?.['f:data'] ?? {}).filter((k) => k.startsWith('f:')).length;
 }
+
+/** A watch with an Accept header; resolves with its first `count` events (JSON lines). */
+function watchEvents(path: string, accept: string, count: number): { events: Promise<any[]>; close(): void } {
+  const u = new URL(srv.url + path);
+  let close = (): void => undefined;
+  const events = new Promise<any[]>((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, ca: srv.creds.ca, cert: srv.creds.cert, key: srv.creds.key, agent: false, headers: { accept } }, (res) => {
+      const got: any[] = [];
+      let buf = '';
+      res.on('data', (c: Buffer) => {
+        buf += c.toString();
+        for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+          got.push(JSON.parse(buf.slice(0, nl)));
+          buf = buf.slice(nl + 1);
+          if (got.length === count) { resolve(got); req.destroy(); }
+        }
+      });
+    });
+    req.on('error', (err) => { if (!(err as { code?: string }).code?.includes('ECONNRESET')) reject(err); });
+    req.end();
+    close = () => req.destroy();
+  });
+  return { events, close };
+}
+
+describe('watch events in a transformed form', () => {
+  test('watches asking for the same form share it, other forms get theirs', async () => {
+    const path = '/clusters/root/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&fieldSelector=metadata.name%3Dshared';
+    const table = 'application/json;as=Table;v=v1;g=meta.k8s.io';
+    const metadata = 'application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io';
+    const created = await api('POST', LARGE, { metadata: { name: 'shared' }, data: { a: '1' } });
+    assert.equal(created.status, 201, created.body);
+    const watches = [watchEvents(path, table, 2), watchEvents(path, table, 2), watchEvents(path, metadata, 2)];
+    await new Promise((r) => setTimeout(r, 300));
+    const updated = await api('PUT', `${LARGE}/shared`, { metadata: { name: 'shared' }, data: { a: '2' } });
+    assert.equal(updated.status, 200, updated.body);
+    const [t1, t2, m] = await Promise.all(watches.map((w) => w.events));
+    for (const events of [t1!, t2!]) {
+      assert.equal(events[1].type, 'MODIFIED');
+      assert.equal(events[1].object.kind, 'Table');
+      assert.equal(events[1].object.rows[0].object.metadata.resourceVersion, updated.json.metadata.resourceVersion);
+    }
+    assert.deepEqual(t1![1], t2![1], 'both Table watches got the same event');
+    assert.equal(m![1].object.kind, 'PartialObjectMetadata');
+    assert.equal(m![1].object.metadata.resourceVersion, updated.json.metadata.resourceVersion);
+  });
+});
 
 describe('large writes in stages', () => {
   test('create, update, patch and apply give the results of a write in one piece', async () => {

@@ -83,6 +83,32 @@ function eventObject(store: Store, e: CacheEntry, out: OutputFormat, include: In
 }
 
 /**
+ * Event objects in a transformed form (Table, PartialObjectMetadata, a wildcard watch's cluster
+ * annotation), per store, form and cache entry, shared by every watch that asks for the same form
+ * while the turn lasts (forgotten at its end). A transformed event object is made by parsing the
+ * stored JSON: without sharing, each watch parsed and transformed it again, and one write of a 1 MB
+ * object cost N parses for N `kubectl get -w` (Table) or metadata-informer watches.
+ */
+let turnForms: Map<Store, Map<string, Map<CacheEntry, string | Uint8Array>>> | undefined;
+
+/** `make()`, or what it made for the same store, form and entry earlier in this turn (see {@link turnForms}). */
+function sharedForm<T extends string | Uint8Array>(store: Store, form: string, e: CacheEntry, make: () => T): T {
+  if (!turnForms) {
+    turnForms = new Map();
+    setImmediate(() => { turnForms = undefined; });
+  }
+  let byForm = turnForms.get(store);
+  if (!byForm) { byForm = new Map(); turnForms.set(store, byForm); }
+  let byEntry = byForm.get(form);
+  if (!byEntry) { byEntry = new Map(); byForm.set(form, byEntry); }
+  const known = byEntry.get(e);
+  if (known !== undefined) return known as T;
+  const made = make();
+  byEntry.set(e, made);
+  return made;
+}
+
+/**
  * The wire form of a watch's events for the negotiated output: protobuf frames or JSON lines (see
  * below), objects annotated with their logical cluster in wildcard watches, transformed as `out` says.
  */
@@ -93,11 +119,12 @@ export function watchEventEncoder(store: Store, out: OutputFormat, include: Incl
 /** JSON lines `{"type":…,"object":…}` (kube's json.Framer), Content-Type `application/json`. */
 function jsonWatchEncoder(store: Store, out: OutputFormat, include: IncludeObject, wildcard: boolean): WatchEventEncoder {
   const desc = store.desc;
+  const form = `json ${out.as ?? ''} ${out.asVersion ?? ''} ${include} ${wildcard}`;
   const object = (e: CacheEntry): string => {
     // Stored JSON as is where nothing changes it: no parse per event and watcher.
     if (!out.as && !wildcard) return store.renderEntry(e);
     if (!out.as && !desc.storage) return withClusterAnnotation(store.renderEntry(e), e.cluster);
-    return JSON.stringify(eventObject(store, e, out, include, wildcard));
+    return sharedForm(store, form, e, () => JSON.stringify(eventObject(store, e, out, include, wildcard)));
   };
   const line = (type: string, objectJson: string) => `{"type":"${type}","object":${objectJson}}\n`;
   return {
@@ -115,10 +142,11 @@ function jsonWatchEncoder(store: Store, out: OutputFormat, include: IncludeObjec
  */
 function protobufWatchEncoder(store: Store, out: OutputFormat, wildcard: boolean): WatchEventEncoder {
   const shared = !out.as && !wildcard;
+  const form = `protobuf ${out.as ?? ''} ${out.asVersion ?? ''} ${wildcard}`;
   return {
     contentType: `${MEDIA_TYPES.protobuf};stream=watch`,
     event: (type, e) => protobufWatchFrame(type, shared ? embeddedObject(store, e)
-      : encodeKubernetesProtobuf(eventObject(store, e, out, 'None', wildcard) as Record<string, unknown>)),
+      : sharedForm(store, form, e, () => encodeKubernetesProtobuf(eventObject(store, e, out, 'None', wildcard) as Record<string, unknown>))),
     bookmark: (rv, end) => encodeProtobufWatchEvent('BOOKMARK', bookmarkObject(store, out, rv, end)),
     error: (status) => encodeProtobufWatchEvent('ERROR', status),
   };
