@@ -108,7 +108,6 @@ function schedulePump(): void {
 function pump(): void {
   pumpScheduled = false;
   const start = performance.now();
-  let heavyRan = false;
   const step = (): void => {
     if (waiting.length && performance.now() - start < SLICE_BUDGET_MS) {
       waiting.shift()!();
@@ -116,8 +115,8 @@ function pump(): void {
       return;
     }
     const now = performance.now();
-    if (heavyWaiting.length && !heavyRan && now >= heavyNotBefore) {
-      heavyRan = true;
+    // A stage's rest (heavyNotBefore) keeps the next stage out of its turn.
+    if (heavyWaiting.length && now >= heavyNotBefore) {
       heavyWaiting.shift()!();
       afterPendingWork(() => {
         const end = performance.now();
