@@ -38,10 +38,13 @@ function watchEvents(path: string, accept: string, count: number): { events: Pro
       const got: any[] = [];
       let buf = '';
       res.on('data', (c: Buffer) => {
+        // Frames of megabytes come in many chunks: look for the end of a line in the new one only.
+        let from = buf.length;
         buf += c.toString();
-        for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        for (let nl = buf.indexOf('\n', from); nl >= 0; nl = buf.indexOf('\n')) {
           got.push(JSON.parse(buf.slice(0, nl)));
           buf = buf.slice(nl + 1);
+          from = 0;
           if (got.length === count) { resolve(got); req.destroy(); }
         }
       });
@@ -112,6 +115,28 @@ describe('large writes in stages', () => {
     assert.ok(['a', 'b', 'c'].includes(value));
     assert.ok(Object.values(final.json.data as Record<string, string>).every((v) => v === value), 'one body whole, not a mix');
     assert.equal(final.json.data.k7, value, 'a retried attempt did not keep what an earlier attempt merged in');
+  });
+
+  test('watches get a large event written in later turns, still before the events after it', async () => {
+    const cms = '/clusters/root/api/v1/namespaces/default/configmaps';
+    const created = await api('POST', LARGE, largeConfigMap('0', undefined, 'watched'));
+    assert.equal(created.status, 201, created.body.slice(0, 300));
+    const small = await api('POST', cms, { metadata: { name: 'after-large' }, data: { a: '0' } });
+    assert.equal(small.status, 201, small.body);
+    // 8 watches: the large frame goes to them over several turns, and the small write's event
+    // comes meanwhile.
+    const watches = Array.from({ length: 8 }, () => watchEvents(`${cms}?watch=1&resourceVersion=${small.json.metadata.resourceVersion}`, 'application/json', 2));
+    await new Promise((r) => setTimeout(r, 300));
+    const large = await api('PUT', `${LARGE}/watched`, largeConfigMap('ordered', undefined, 'watched'));
+    assert.equal(large.status, 200, large.body.slice(0, 300));
+    const next = await api('PUT', `${cms}/after-large`, { metadata: { name: 'after-large' }, data: { a: '1' } });
+    assert.equal(next.status, 200, next.body);
+    for (const w of watches) {
+      const events = await w.events;
+      assert.deepEqual(events.map((e) => e.object.metadata.name), ['watched', 'after-large']);
+      assert.equal(Object.keys(events[0].object.data).length, KEYS);
+      assert.equal(events[1].object.metadata.resourceVersion, next.json.metadata.resourceVersion);
+    }
   });
 
   test('another logical cluster is answered between the stages of a large write', async () => {
