@@ -23,13 +23,15 @@
  * stream resets (Node ≥ 20.8.1), CONTINUATION floods (CVE-2024-27983) by Node ≥ 20.12.1. The
  * request body limit, request timeout and priority and fairness apply per stream as per request.
  * Requests read together start within a per-turn budget, round-robin by logical cluster
- * (./intake.ts).
+ * (./intake.ts); TLS handshakes start a few at a time, round-robin by client address
+ * (./handshakes.ts).
  */
 import { createSecureServer, type IncomingHttpHeaders, type ServerHttp2Stream, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type ServerHttp2Session } from 'node:http2';
 import { maxHeaderSize, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
+import { HandshakeGate, type HandshakeGateOptions, type HandshakeGateStats } from './handshakes.js';
 import { intakeFlowOf, RequestIntake } from './intake.js';
 
 /** kube-apiserver's `--http2-max-streams-per-connection` default (k8s.io/apiserver/pkg/server/options/recommended.go). */
@@ -65,6 +67,8 @@ export interface ServingOptions {
    * HTTP/2 off (only `http/1.1` is offered by ALPN), as kube's `DisableHTTP2`.
    */
   http2MaxStreamsPerConnection?: number;
+  /** Bounds of the TLS handshake admission (./handshakes.ts); unset, its defaults. */
+  handshakes?: Partial<HandshakeGateOptions>;
 }
 
 /** The connection accounting {@link createServingServer} adds to its server. */
@@ -78,6 +82,8 @@ export interface ServingControls {
   closeAllConnections(): void;
   /** Open connections by protocol (`h2`, `http/1.1`). */
   connectionCounts(): { h2: number; http1: number };
+  /** The TLS handshake admission's counters (./handshakes.ts). */
+  handshakeStats(): HandshakeGateStats;
 }
 
 /** The server: HTTP/2 with HTTP/1.1 fallback, or HTTP/1.1 alone when HTTP/2 is turned off. */
@@ -108,6 +114,9 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
     maxSessionRejectedStreams: 100,
     maxSessionInvalidFrames: 1000,
   }) : createHttpsServer(tls)) as ServingServer;
+  // Handshakes start round-robin by client address, a few at a time (./handshakes.ts).
+  const handshakes = new HandshakeGate(opts.handshakes);
+  handshakes.install(server);
   // Requests read together (a thousand streams of one HTTP/2 connection, or ready HTTP/1.1
   // connections) start within a per-turn budget, the rest round-robin by logical cluster in the
   // next turns (./intake.ts): one intake for both protocols. An HTTP/2 request waits there as its
@@ -160,10 +169,12 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
   (server as Http2SecureServer).on('stream', (stream) => stream.on('error', () => undefined));
   server.closeAllConnections = () => {
     closing = true;
+    handshakes.close();
     for (const s of sockets) s.destroy();
     for (const session of sessions) goAway(session);
   };
   server.connectionCounts = () => ({ h2: sessions.size, http1: sockets.size });
+  server.handshakeStats = () => handshakes.stats;
   return server;
 }
 

@@ -1,0 +1,285 @@
+/**
+ * TLS handshake admission: how many handshakes the event loop works on at once, and whose next.
+ *
+ * Why: a full TLS 1.3 handshake (ECDSA P-256, client certificate requested) costs the server
+ * 2.3–2.7 ms of CPU with Node 20's OpenSSL 3.0 on the reference machine (2 cores), all of it on the
+ * one event loop that serves every tenant, and before any filter (authentication, priority and
+ * fairness) can tell who is asking. Node starts every handshake the moment its connection is
+ * accepted, so a client that opens connections in a loop decides how long the loop's turns are: 64
+ * such loops from one address (about 250 connections a second) made another client's GET on a warm
+ * connection take p99 71–138 ms instead of 7 ms, and its GET on a new connection p50 18–109 ms,
+ * p99 204–282 ms. kube-apiserver has no such limit because Go spreads handshakes over every core.
+ *
+ * How: an accepted connection waits, untouched, until its client has sent its first bytes (the
+ * ClientHello), then in a queue of its source address (an IPv6 address counts by its /64, the
+ * block one host is usually given). Handshakes start round-robin across addresses, one at a time
+ * within the event loop's shared turn budget (src/endpoints/slicing.ts `runInTurnBudget`: the
+ * ClientHello is answered in the start, its key exchange and signature included), with at most
+ * {@link HandshakeGateOptions.inFlight} unfinished at once and at most
+ * {@link HandshakeGateOptions.inFlightPerAddress} of them from one address. A handshake frees its
+ * slot when it completes or fails, or after {@link HandshakeGateOptions.slotMs} when its client is
+ * slow to answer (it goes on; it no longer counts, as it no longer costs the loop anything until
+ * its client answers). A connection that waited {@link HandshakeGateOptions.waitMs} without
+ * starting, or that finds its address's queue (or all queues) full, is closed, as a full accept
+ * backlog drops it.
+ *
+ * So one address flooding the server waits behind its own connections, another address's new
+ * connection starts within a slot or two, and the handshakes' part of a turn is bounded, which
+ * keeps requests on established connections (every tenant behind a front-proxy, every client-go
+ * and kubectl connection once open) moving. The address is all a server knows before the
+ * handshake; clients behind one NAT share a queue.
+ */
+import type { Server as TlsServer, TLSSocket } from 'node:tls';
+import type { Socket } from 'node:net';
+import { isIPv6 } from 'node:net';
+import { runInTurnBudget } from '../endpoints/slicing.js';
+
+/** Bounds of a {@link HandshakeGate}; the defaults are {@link DEFAULT_HANDSHAKE_GATE}. */
+export interface HandshakeGateOptions {
+  /** Handshakes started and not yet finished, over all addresses. */
+  inFlight: number;
+  /** Of those, from one address (or IPv6 /64). */
+  inFlightPerAddress: number;
+  /** A started handshake whose client has not finished it after this long (ms) frees its slot. */
+  slotMs: number;
+  /** A connection not started this long (ms) after it was accepted is closed. */
+  waitMs: number;
+  /** Connections of one address waiting (for their first bytes or for a slot); beyond, closed. */
+  waitingPerAddress: number;
+  /** Connections waiting over all addresses; beyond, closed. */
+  waiting: number;
+}
+
+/**
+ * Defaults: 8 handshakes at once (their second flights, arriving together, are about 8 ms of the
+ * loop), 4 per address, a slot held at most 100 ms, 10 s to start (Node's own handshake timeout,
+ * 120 s, applies after the start), 1,024 connections waiting per address and 16,384 in all.
+ */
+export const DEFAULT_HANDSHAKE_GATE: Readonly<HandshakeGateOptions> = {
+  inFlight: 8, inFlightPerAddress: 4, slotMs: 100, waitMs: 10_000, waitingPerAddress: 1024, waiting: 16_384,
+};
+
+/** What a {@link HandshakeGate} has done since it was installed, and what waits now. */
+export interface HandshakeGateStats {
+  /** Handshakes started. */
+  started: number;
+  /** Connections closed before their start: queue full or waited too long. */
+  dropped: number;
+  /** Connections waiting for first bytes or for a slot now. */
+  waiting: number;
+  /** Handshakes holding a slot now. */
+  inFlight: number;
+}
+
+/**
+ * The queue key of a remote address: IPv4 (also when IPv4-mapped) as is, IPv6 by its first 64
+ * bits, '' when unknown (a connection closed before it was looked at).
+ */
+export function addressKey(address: string | undefined): string {
+  if (!address) return '';
+  if (address.startsWith('::ffff:') && address.includes('.')) return address.slice(7);
+  if (!isIPv6(address)) return address;
+  const zone = address.indexOf('%');
+  const bare = zone < 0 ? address : address.slice(0, zone);
+  const [head, tail = ''] = bare.split('::') as [string, string?];
+  const left = head ? head.split(':') : [];
+  const right = bare.includes('::') && tail ? tail.split(':') : [];
+  const groups = bare.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':') + '::/64';
+}
+
+/** One address's connections: waiting for first bytes or a slot, and its handshakes holding slots. */
+interface AddressQueue {
+  key: string;
+  /** Connections whose first bytes arrived, in order, read from `head`. */
+  ready: Socket[];
+  head: number;
+  /** Connections of this address not yet started (ready or still silent). */
+  waiting: number;
+  inFlight: number;
+  /** In the ring of addresses with ready connections. */
+  ringed: boolean;
+}
+
+/** A connection between its acceptance and its start. */
+interface Waiter { queue: AddressQueue; timer: NodeJS.Timeout; onHello: () => void; onClose: () => void }
+
+/** A started handshake holding a slot. */
+interface Slot { queue: AddressQueue; timer: NodeJS.Timeout }
+
+/**
+ * The handshake admission of one TLS server (see the module comment). {@link install} takes over
+ * the server's `'connection'` listeners (Node's, which wrap the socket in TLS at once) and calls
+ * them when the connection's turn comes.
+ */
+export class HandshakeGate {
+  private readonly opts: HandshakeGateOptions;
+  private readonly addresses = new Map<string, AddressQueue>();
+  /** Addresses with ready connections, round robin from `ringHead`. */
+  private ring: AddressQueue[] = [];
+  private ringHead = 0;
+  private readonly waiters = new Map<Socket, Waiter>();
+  private readonly slots = new Map<Socket, Slot>();
+  private startListeners: ((socket: Socket) => void)[] = [];
+  private server: TlsServer | undefined;
+  private pickScheduled = false;
+  private closed = false;
+  private inFlight = 0;
+  private started = 0;
+  private dropped = 0;
+
+  /** @param options bounds, each defaulting to {@link DEFAULT_HANDSHAKE_GATE} */
+  constructor(options: Partial<HandshakeGateOptions> = {}) {
+    this.opts = { ...DEFAULT_HANDSHAKE_GATE, ...options };
+    for (const [k, v] of Object.entries(this.opts)) {
+      if (!Number.isInteger(v) || v < 1) throw new RangeError(`handshake gate: ${k} must be a positive integer, got ${v}`);
+    }
+  }
+
+  /** Counters and what waits now. */
+  get stats(): HandshakeGateStats {
+    return { started: this.started, dropped: this.dropped, waiting: this.waiters.size, inFlight: this.inFlight };
+  }
+
+  /**
+   * Puts the gate in front of `server`'s TLS handshakes: its current `'connection'` listeners run
+   * when a connection's turn comes, and its handshake's end (`'secureConnection'`,
+   * `'tlsClientError'`) frees the slot.
+   * @throws Error when the gate is already installed
+   */
+  install(server: TlsServer): void {
+    if (this.server) throw new Error('handshake gate already installed');
+    this.server = server;
+    this.startListeners = server.listeners('connection') as ((socket: Socket) => void)[];
+    server.removeAllListeners('connection');
+    server.on('connection', (socket: Socket) => this.accept(socket));
+    // Node's TLSSocket keeps the connection it wraps as `_parent`.
+    const finished = (tlsSocket: TLSSocket) => this.release((tlsSocket as TLSSocket & { _parent?: Socket })._parent);
+    server.on('secureConnection', finished);
+    server.on('tlsClientError', (_err: Error, tlsSocket: TLSSocket) => finished(tlsSocket));
+  }
+
+  /** Closes every connection still waiting; later ones are closed as they come. */
+  close(): void {
+    this.closed = true;
+    for (const socket of [...this.waiters.keys()]) this.drop(socket);
+  }
+
+  private accept(socket: Socket): void {
+    if (this.closed) { socket.destroy(); return; }
+    const key = addressKey(socket.remoteAddress);
+    let queue = this.addresses.get(key);
+    if (this.waiters.size >= this.opts.waiting || (queue && queue.waiting >= this.opts.waitingPerAddress)) {
+      this.dropped++;
+      socket.destroy();
+      return;
+    }
+    if (!queue) {
+      queue = { key, ready: [], head: 0, waiting: 0, inFlight: 0, ringed: false };
+      this.addresses.set(key, queue);
+    }
+    queue.waiting++;
+    const waiter: Waiter = {
+      queue,
+      timer: setTimeout(() => this.drop(socket), this.opts.waitMs),
+      // The first bytes (a ClientHello, or anything a client sends first) make it ready; a
+      // connection closed before (EOF is 'readable' too) is forgotten.
+      onHello: () => { if (socket.readableLength > 0) this.ready(socket, queue!); else this.drop(socket); },
+      onClose: () => this.drop(socket),
+    };
+    this.waiters.set(socket, waiter);
+    socket.once('close', waiter.onClose);
+    socket.on('error', noop);
+    if (socket.readableLength > 0) this.ready(socket, queue);
+    else socket.once('readable', waiter.onHello);
+  }
+
+  private ready(socket: Socket, queue: AddressQueue): void {
+    socket.removeListener('readable', this.waiters.get(socket)!.onHello);
+    queue.ready.push(socket);
+    if (!queue.ringed) { queue.ringed = true; this.ring.push(queue); }
+    this.schedulePick();
+  }
+
+  /** Closes a waiting connection (timed out, closed by its client, or the gate closing). */
+  private drop(socket: Socket): void {
+    const waiter = this.waiters.get(socket);
+    if (!waiter) return;
+    this.forget(socket, waiter);
+    const q = waiter.queue;
+    const at = q.ready.indexOf(socket, q.head);
+    if (at >= 0) q.ready.splice(at, 1);
+    if (!socket.destroyed) { this.dropped++; socket.destroy(); }
+    this.retire(q);
+  }
+
+  private forget(socket: Socket, waiter: Waiter): void {
+    clearTimeout(waiter.timer);
+    socket.removeListener('close', waiter.onClose);
+    socket.removeListener('readable', waiter.onHello);
+    socket.removeListener('error', noop);
+    this.waiters.delete(socket);
+    waiter.queue.waiting--;
+  }
+
+  /** Forgets an address with nothing waiting, started or ringed. */
+  private retire(q: AddressQueue): void {
+    if (q.waiting === 0 && q.inFlight === 0 && !q.ringed) this.addresses.delete(q.key);
+  }
+
+  private schedulePick(): void {
+    if (this.pickScheduled || this.inFlight >= this.opts.inFlight || this.ringHead === this.ring.length) return;
+    this.pickScheduled = true;
+    runInTurnBudget(this.pick);
+  }
+
+  /**
+   * Starts the next ready connection of the next address in the ring that has a slot left;
+   * addresses passed over keep their place at the ring's end. One start per call: the next is
+   * asked for again within the turn's budget.
+   */
+  private readonly pick = (): void => {
+    this.pickScheduled = false;
+    if (this.inFlight >= this.opts.inFlight) return;
+    let started = false;
+    for (let tries = this.ring.length - this.ringHead; tries > 0 && !started; tries--) {
+      const q = this.ring[this.ringHead++]!;
+      if (q.head === q.ready.length) { q.ringed = false; this.retire(q); continue; }
+      if (q.inFlight >= this.opts.inFlightPerAddress) { this.ring.push(q); continue; }
+      const socket = q.ready[q.head++]!;
+      if (q.head === q.ready.length) { q.ready = []; q.head = 0; q.ringed = false; } else this.ring.push(q);
+      started = this.start(socket, q);
+    }
+    if (this.ringHead === this.ring.length) { this.ring = []; this.ringHead = 0; }
+    else if (this.ringHead > 1024 && this.ringHead * 2 > this.ring.length) { this.ring = this.ring.slice(this.ringHead); this.ringHead = 0; }
+    // Nothing started: every address with ready connections is at its limit; a slot's release picks again.
+    if (started) this.schedulePick();
+  };
+
+  /** Hands the connection to the server's TLS; false when its client closed it meanwhile. */
+  private start(socket: Socket, q: AddressQueue): boolean {
+    this.forget(socket, this.waiters.get(socket)!);
+    if (socket.destroyed) { this.retire(q); return false; }
+    q.inFlight++;
+    this.inFlight++;
+    this.started++;
+    this.slots.set(socket, { queue: q, timer: setTimeout(() => this.release(socket), this.opts.slotMs) });
+    socket.once('close', () => this.release(socket));
+    for (const listener of this.startListeners) listener.call(this.server, socket);
+    return true;
+  }
+
+  /** Frees the slot of a started handshake (finished, failed, closed, or slow). */
+  private release(socket: Socket | undefined): void {
+    const slot = socket && this.slots.get(socket);
+    if (!slot) return;
+    this.slots.delete(socket);
+    clearTimeout(slot.timer);
+    slot.queue.inFlight--;
+    this.inFlight--;
+    this.retire(slot.queue);
+    this.schedulePick();
+  }
+}
+
+function noop(): void { /* a reset of a waiting connection is its close */ }

@@ -1,0 +1,134 @@
+/**
+ * TLS handshake admission (src/server/handshakes.ts) on a real serving server (Node's TLS,
+ * certificates from the PKI module): a flood of ClientHellos from one address does not hold up
+ * another address's handshake, silent connections hold no slot and are closed after the wait,
+ * an address's queue is bounded, and a stalled handshake gives its slot back. The flood comes
+ * from 127.0.0.2, the client from 127.0.0.1 (both loopback).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect as netConnect, createServer as netServer, type AddressInfo, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import { createServingServer, type ServingServer } from '../../src/server/serving.js';
+import { addressKey, DEFAULT_HANDSHAKE_GATE, HandshakeGate, type HandshakeGateOptions } from '../../src/server/handshakes.js';
+import { createCA, issueServingCert } from '../../src/pki/certs.js';
+import { eventually } from '../helpers.js';
+
+const ca = await createCA('handshakes-test-ca');
+const serving = await issueServingCert(ca, { commonName: 'localhost', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
+
+async function startServer(handshakes?: Partial<HandshakeGateOptions>): Promise<{ server: ServingServer; port: number }> {
+  const server = createServingServer({ tls: { key: serving.keyPem, cert: serving.certPem, ca: ca.certPem }, handshakes }, (req, res) => res.end(`ok ${req.url}`));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+async function stop(server: ServingServer): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((r) => server.close(() => r()));
+}
+
+/** A TLS 1.3 ClientHello as Node's client sends it, captured once: sent raw, it costs the sender nothing. */
+const clientHello = await new Promise<Buffer>((resolve, reject) => {
+  const capture = netServer((s) => s.once('data', (b: Buffer) => { s.destroy(); capture.close(); resolve(b); }));
+  capture.listen(0, '127.0.0.1', () => {
+    const c = tlsConnect({ port: (capture.address() as AddressInfo).port, host: '127.0.0.1', servername: 'localhost', ALPNProtocols: ['http/1.1'] });
+    c.on('error', () => undefined);
+  });
+  capture.on('error', reject);
+});
+
+/** A raw connection from 127.0.0.2 that sends `hello` (or nothing) and never answers the server. */
+function rawFrom127002(port: number, hello?: Buffer): { socket: Socket; answered: () => boolean; closed: Promise<void> } {
+  let answered = false;
+  const socket = netConnect({ port, host: '127.0.0.1', localAddress: '127.0.0.2' }, () => { if (hello) socket.write(hello); });
+  socket.on('data', () => { answered = true; });
+  socket.on('error', () => undefined);
+  const closed = new Promise<void>((r) => socket.once('close', () => r()));
+  return { socket, answered: () => answered, closed };
+}
+
+/** One HTTP/1.1 GET over a new TLS connection from 127.0.0.1: the body, or a rejection. */
+function getOnNewConnection(port: number, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = tlsConnect({ port, host: '127.0.0.1', localAddress: '127.0.0.1', ca: ca.certPem, servername: 'localhost', ALPNProtocols: ['http/1.1'] }, () => {
+      c.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
+    });
+    let text = '';
+    c.setEncoding('utf8');
+    c.on('data', (d: string) => { text += d; });
+    c.on('end', () => resolve(text.slice(text.indexOf('\r\n\r\n') + 4)));
+    c.on('error', reject);
+  });
+}
+
+test('addressKey: IPv4 as is (also IPv4-mapped), IPv6 by its /64, unknown as empty', () => {
+  assert.equal(addressKey('10.1.2.3'), '10.1.2.3');
+  assert.equal(addressKey('::ffff:10.1.2.3'), '10.1.2.3');
+  assert.equal(addressKey('2001:db8:0:1:aaaa::1'), '2001:db8:0:1::/64');
+  assert.equal(addressKey('2001:0db8:0000:0001:bbbb:cccc:dddd:eeee'), '2001:db8:0:1::/64');
+  assert.equal(addressKey('2001:db8::1'), '2001:db8:0:0::/64');
+  assert.equal(addressKey('fe80::1%eth0'), 'fe80:0:0:0::/64');
+  assert.equal(addressKey('::1'), '0:0:0:0::/64');
+  assert.equal(addressKey(undefined), '');
+  assert.throws(() => new HandshakeGate({ inFlight: 0 }), RangeError);
+  assert.throws(() => new HandshakeGate({ slotMs: 1.5 }), RangeError);
+});
+
+test('a flood of ClientHellos from one address: another address\'s handshake and request go first, the flood is answered a few at a time', async () => {
+  const { server, port } = await startServer();
+  const flood = Array.from({ length: 300 }, () => rawFrom127002(port, clientHello));
+  try {
+    await eventually('the flood accepted and waiting', async () => server.handshakeStats().waiting >= 250);
+    const body = await getOnNewConnection(port, '/clusters/b/x');
+    assert.equal(body, 'ok /clusters/b/x');
+    const answeredByThen = flood.filter((f) => f.answered()).length;
+    // The flood's handshakes never finish (the sender does not answer): each holds one of its
+    // address's slots until it times out, so few were answered before the other address's.
+    assert.ok(answeredByThen <= 4 * DEFAULT_HANDSHAKE_GATE.inFlightPerAddress, `${answeredByThen} of the flood answered before the other address's request`);
+    // The flood is still served, its address's slots freed as they time out.
+    await eventually('more of the flood answered', async () => flood.filter((f) => f.answered()).length >= answeredByThen + 8);
+    assert.ok(server.handshakeStats().inFlight <= DEFAULT_HANDSHAKE_GATE.inFlight);
+  } finally {
+    for (const f of flood) f.socket.destroy();
+    await stop(server);
+  }
+});
+
+test('silent connections hold no slot and are closed after the wait; an address\'s queue is bounded', async () => {
+  const { server, port } = await startServer({ waitMs: 400, waitingPerAddress: 20 });
+  const silent = Array.from({ length: 30 }, () => rawFrom127002(port));
+  try {
+    await eventually('20 waiting, 10 refused', async () => server.handshakeStats().waiting === 20 && server.handshakeStats().dropped === 10);
+    assert.equal(server.handshakeStats().inFlight, 0, 'no slot held by a connection that sent nothing');
+    assert.equal(await getOnNewConnection(port, '/a'), 'ok /a');
+    await Promise.all(silent.map((s) => s.closed));
+    assert.equal(silent.filter((s) => s.answered()).length, 0);
+    assert.deepEqual({ ...server.handshakeStats(), started: 0 }, { started: 0, dropped: 30, waiting: 0, inFlight: 0 });
+  } finally {
+    for (const s of silent) s.socket.destroy();
+    await stop(server);
+  }
+});
+
+test('a handshake its client leaves unfinished gives its slot back after slotMs; closing the server closes what waits', async () => {
+  const { server, port } = await startServer({ inFlight: 1, slotMs: 150 });
+  const stalled = rawFrom127002(port, clientHello);
+  try {
+    await eventually('the stalled handshake answered', async () => stalled.answered());
+    const t0 = performance.now();
+    assert.equal(await getOnNewConnection(port, '/b'), 'ok /b');
+    // It waited for the stalled handshake's slot (one in all), and only until the slot's time was
+    // up, not for Node's 120 s handshake timeout.
+    const waited = performance.now() - t0;
+    assert.ok(waited >= 50 && waited < 5_000, `waited ${waited} ms`);
+    const waiting = rawFrom127002(port);
+    await eventually('a silent connection waiting', async () => server.handshakeStats().waiting === 1);
+    server.closeAllConnections();
+    await waiting.closed;
+    assert.equal(server.handshakeStats().waiting, 0);
+  } finally {
+    stalled.socket.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+});
