@@ -19,9 +19,13 @@
  * {@link HandshakeGateOptions.inFlightPerAddress} of them from one address. A handshake frees its
  * slot when it completes or fails, or after {@link HandshakeGateOptions.slotMs} when its client is
  * slow to answer (it goes on; it no longer counts, as it no longer costs the loop anything until
- * its client answers). A connection that waited {@link HandshakeGateOptions.waitMs} without
- * starting, or that finds its address's queue (or all queues) full, is closed, as a full accept
- * backlog drops it.
+ * its client answers). A connection that sent nothing within {@link HandshakeGateOptions.helloMs}
+ * is closed. When {@link HandshakeGateOptions.waiting} connections wait, the next one costs the
+ * address with the most waiting one of its own: a silent one if it has any, else its newest (the
+ * newcomer itself when its address is that one). So a burst from one address may fill the queues
+ * while nobody else waits (a client opening 4,000 connections at once gets them all, as from a
+ * server without the gate, where the kernel's backlog holds them back), and never crowds another
+ * address out.
  *
  * So one address flooding the server waits behind its own connections, another address's new
  * connection starts within a slot or two, and the handshakes' part of a turn is bounded, which
@@ -42,28 +46,27 @@ export interface HandshakeGateOptions {
   inFlightPerAddress: number;
   /** A started handshake whose client has not finished it after this long (ms) frees its slot. */
   slotMs: number;
-  /** A connection not started this long (ms) after it was accepted is closed. */
-  waitMs: number;
-  /** Connections of one address waiting (for their first bytes or for a slot); beyond, closed. */
-  waitingPerAddress: number;
-  /** Connections waiting over all addresses; beyond, closed. */
+  /** A connection whose client sent nothing this long (ms) after it was accepted is closed. */
+  helloMs: number;
+  /** Connections waiting (for their first bytes or for a slot) over all addresses; beyond, one of the longest queue's is closed. */
   waiting: number;
 }
 
 /**
  * Defaults: 8 handshakes at once (their second flights, arriving together, are about 8 ms of the
- * loop), 4 per address, a slot held at most 100 ms, 10 s to start (Node's own handshake timeout,
- * 120 s, applies after the start), 1,024 connections waiting per address and 16,384 in all.
+ * loop), 4 per address, a slot held at most 100 ms, 10 s for a client's first bytes (Node's own
+ * handshake timeout, 120 s, applies after the start), 16,384 connections waiting (a waiting
+ * connection holds a socket and its ClientHello, a few KiB).
  */
 export const DEFAULT_HANDSHAKE_GATE: Readonly<HandshakeGateOptions> = {
-  inFlight: 8, inFlightPerAddress: 4, slotMs: 100, waitMs: 10_000, waitingPerAddress: 1024, waiting: 16_384,
+  inFlight: 8, inFlightPerAddress: 4, slotMs: 100, helloMs: 10_000, waiting: 16_384,
 };
 
 /** What a {@link HandshakeGate} has done since it was installed, and what waits now. */
 export interface HandshakeGateStats {
   /** Handshakes started. */
   started: number;
-  /** Connections closed before their start: queue full or waited too long. */
+  /** Connections closed before their start: silent too long, or pushed out of full queues. */
   dropped: number;
   /** Connections waiting for first bytes or for a slot now. */
   waiting: number;
@@ -94,15 +97,17 @@ interface AddressQueue {
   /** Connections whose first bytes arrived, in order, read from `head`. */
   ready: Socket[];
   head: number;
-  /** Connections of this address not yet started (ready or still silent). */
+  /** Connections that have sent nothing yet, in order. */
+  silent: Set<Socket>;
+  /** Connections of this address not yet started (ready or silent). */
   waiting: number;
   inFlight: number;
   /** In the ring of addresses with ready connections. */
   ringed: boolean;
 }
 
-/** A connection between its acceptance and its start. */
-interface Waiter { queue: AddressQueue; timer: NodeJS.Timeout; onHello: () => void; onClose: () => void }
+/** A connection between its acceptance and its start; `timer` runs while it is silent. */
+interface Waiter { queue: AddressQueue; timer: NodeJS.Timeout | undefined; onHello: () => void; onClose: () => void }
 
 /** A started handshake holding a slot. */
 interface Slot { queue: AddressQueue; timer: NodeJS.Timeout }
@@ -169,19 +174,20 @@ export class HandshakeGate {
     if (this.closed) { socket.destroy(); return; }
     const key = addressKey(socket.remoteAddress);
     let queue = this.addresses.get(key);
-    if (this.waiters.size >= this.opts.waiting || (queue && queue.waiting >= this.opts.waitingPerAddress)) {
+    if (this.waiters.size >= this.opts.waiting && !this.makeRoom(queue)) {
       this.dropped++;
       socket.destroy();
       return;
     }
     if (!queue) {
-      queue = { key, ready: [], head: 0, waiting: 0, inFlight: 0, ringed: false };
+      queue = { key, ready: [], head: 0, silent: new Set(), waiting: 0, inFlight: 0, ringed: false };
       this.addresses.set(key, queue);
     }
     queue.waiting++;
+    queue.silent.add(socket);
     const waiter: Waiter = {
       queue,
-      timer: setTimeout(() => this.drop(socket), this.opts.waitMs),
+      timer: setTimeout(() => this.drop(socket), this.opts.helloMs),
       // The first bytes (a ClientHello, or anything a client sends first) make it ready; a
       // connection closed before (EOF is 'readable' too) is forgotten.
       onHello: () => { if (socket.readableLength > 0) this.ready(socket, queue!); else this.drop(socket); },
@@ -194,8 +200,26 @@ export class HandshakeGate {
     else socket.once('readable', waiter.onHello);
   }
 
+  /**
+   * Closes one waiting connection of the address with the most waiting, unless that is the
+   * newcomer's (`own`, counted with the newcomer): a silent one if it has any, else its newest.
+   * @returns whether the newcomer may wait
+   */
+  private makeRoom(own: AddressQueue | undefined): boolean {
+    let longest: AddressQueue | undefined;
+    for (const q of this.addresses.values()) if (q.waiting > 0 && (!longest || q.waiting > longest.waiting)) longest = q;
+    if (!longest || longest === own || (own && own.waiting + 1 >= longest.waiting)) return false;
+    const victim = longest.silent.size > 0 ? longest.silent.values().next().value! : longest.ready[longest.ready.length - 1]!;
+    this.drop(victim);
+    return true;
+  }
+
   private ready(socket: Socket, queue: AddressQueue): void {
-    socket.removeListener('readable', this.waiters.get(socket)!.onHello);
+    const waiter = this.waiters.get(socket)!;
+    socket.removeListener('readable', waiter.onHello);
+    clearTimeout(waiter.timer);
+    waiter.timer = undefined;
+    queue.silent.delete(socket);
     queue.ready.push(socket);
     if (!queue.ringed) { queue.ringed = true; this.ring.push(queue); }
     this.schedulePick();
@@ -207,8 +231,11 @@ export class HandshakeGate {
     if (!waiter) return;
     this.forget(socket, waiter);
     const q = waiter.queue;
-    const at = q.ready.indexOf(socket, q.head);
-    if (at >= 0) q.ready.splice(at, 1);
+    if (!q.silent.delete(socket)) {
+      // Mostly the newest (pushed out) or one near the head (closed by its client).
+      const at = q.ready.lastIndexOf(socket);
+      if (at >= q.head) q.ready.splice(at, 1);
+    }
     if (!socket.destroyed) { this.dropped++; socket.destroy(); }
     this.retire(q);
   }

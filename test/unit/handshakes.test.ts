@@ -95,18 +95,34 @@ test('a flood of ClientHellos from one address: another address\'s handshake and
   }
 });
 
-test('silent connections hold no slot and are closed after the wait; an address\'s queue is bounded', async () => {
-  const { server, port } = await startServer({ waitMs: 400, waitingPerAddress: 20 });
+test('silent connections hold no slot and are closed after helloMs; full queues push out the longest queue\'s, not another address\'s', async () => {
+  const { server, port } = await startServer({ helloMs: 600, waiting: 20 });
   const silent = Array.from({ length: 30 }, () => rawFrom127002(port));
   try {
+    // 127.0.0.2's own queue is the longest: its newcomers beyond 20 are the ones closed.
     await eventually('20 waiting, 10 refused', async () => server.handshakeStats().waiting === 20 && server.handshakeStats().dropped === 10);
     assert.equal(server.handshakeStats().inFlight, 0, 'no slot held by a connection that sent nothing');
+    // Another address's connection, the queues full: one of 127.0.0.2's silent ones makes room.
     assert.equal(await getOnNewConnection(port, '/a'), 'ok /a');
+    assert.equal(server.handshakeStats().dropped, 11);
     await Promise.all(silent.map((s) => s.closed));
     assert.equal(silent.filter((s) => s.answered()).length, 0);
     assert.deepEqual({ ...server.handshakeStats(), started: 0 }, { started: 0, dropped: 30, waiting: 0, inFlight: 0 });
   } finally {
     for (const s of silent) s.socket.destroy();
+    await stop(server);
+  }
+});
+
+test('a burst of connections from one address is served whole when nobody else waits', async () => {
+  const { server, port } = await startServer({ waiting: 64 });
+  try {
+    // 60 at once from one address: under the bound, all wait their turn (4 at a time) and are answered.
+    const bodies = await Promise.all(Array.from({ length: 60 }, (_, i) => getOnNewConnection(port, `/burst/${i}`)));
+    assert.deepEqual(bodies, Array.from({ length: 60 }, (_, i) => `ok /burst/${i}`));
+    assert.equal(server.handshakeStats().dropped, 0);
+    assert.ok(server.handshakeStats().started >= 60);
+  } finally {
     await stop(server);
   }
 });
