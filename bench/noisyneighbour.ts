@@ -15,6 +15,10 @@
  * - `bigwrite` (not in the default set): 20 writers, each rewriting its own ConfigMap of 60,000
  *   keys (about 1 MB, under ConfigMap's 1 MiB): the work of each write grows with its object, and
  *   all of it runs on the server's one event loop.
+ * - `hello` (not in the default set): 500 concurrent loops from another address (127.0.0.2), each
+ *   opening a TCP connection, sending a canned TLS ClientHello and closing on the server's answer:
+ *   the server pays the key exchange and signature of every handshake, the sender nothing. A's
+ *   figure is answered ClientHellos/s.
  * Both workspaces are used with the same admin identity: flows are `<cluster>/<user>`, so A and
  * B are distinct flows of the global-default priority level.
  *
@@ -24,6 +28,8 @@
  * `application/yaml`, or `application/json;as=Table;v=v1;g=meta.k8s.io` as kubectl get asks).
  */
 import { readFileSync } from 'node:fs';
+import { connect as netConnect, createServer as netServer, type AddressInfo } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -47,6 +53,7 @@ const WATCHES = 2000;
 const B_INTERVAL_MS = 20;
 const BIG_WRITERS = 20;
 const BIG_KEYS = 60_000;
+const HELLO_LOOPS = 500;
 
 const log = (s: string) => process.stderr.write(`[noisy-neighbour] ${s}\n`);
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
@@ -161,6 +168,37 @@ async function loop(s: ServerProc, n: number, ms: number, next: (c: number, i: n
   return { perSec: ok / (ms / 1000), codes };
 }
 
+/** A TLS 1.3 ClientHello as Node's client sends it (ALPN h2 and http/1.1), captured from a local listener. */
+async function captureClientHello(): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const capture = netServer((sock) => sock.once('data', (b: Buffer) => { sock.destroy(); capture.close(); resolve(b); }));
+    capture.on('error', reject);
+    capture.listen(0, '127.0.0.1', () => {
+      const c = tlsConnect({ port: (capture.address() as AddressInfo).port, host: '127.0.0.1', servername: 'localhost', ALPNProtocols: ['h2', 'http/1.1'] });
+      c.on('error', () => undefined);
+    });
+  });
+}
+
+/**
+ * The `hello` flood: {@link HELLO_LOOPS} loops from 127.0.0.2, each sending a canned ClientHello
+ * on a new connection and closing on the server's first bytes, for `ms`; answered per second.
+ */
+async function helloFlood(s: ServerProc, ms: number): Promise<{ perSec: number; codes: Record<string, number> }> {
+  const hello = await captureClientHello();
+  const u = new URL(s.url);
+  const end = performance.now() + ms;
+  let answered = 0; let failed = 0;
+  const one = () => new Promise<void>((resolve) => {
+    const sock = netConnect({ host: u.hostname, port: Number(u.port), localAddress: '127.0.0.2' }, () => sock.write(hello));
+    sock.once('data', () => { answered++; sock.destroy(); });
+    sock.on('error', () => { failed++; });
+    sock.once('close', () => resolve());
+  });
+  await Promise.all(Array.from({ length: HELLO_LOOPS }, async () => { while (performance.now() < end) await one(); }));
+  return { perSec: answered / (ms / 1000), codes: { answered, failed } };
+}
+
 interface FloodResult { b: LatencySummary; bErrors: number; bCodes: Record<string, number>; aPerSec: number; aAlonePerSec: number; aCodes: Record<string, number>; loop: { p50: number; p99: number; max: number } }
 
 /** Count and sum (seconds) of the server's `apiserver_request_duration_seconds` for GETs of ConfigMaps. */
@@ -213,6 +251,7 @@ async function flood(s: ServerProc, kind: string): Promise<FloodResult> {
   const run = async () => {
     if (kind === 'list') return loop(s, LISTERS, PHASE_MS, listReq);
     if (kind === 'write') return loop(s, WRITERS, PHASE_MS, writeReq);
+    if (kind === 'hello') return helloFlood(s, PHASE_MS);
     if (kind === 'bigwrite') return loop(s, BIG_WRITERS, PHASE_MS, (c, i) => ({ method: 'PUT', path: `${A}/big-${c}`, body: bigCm(`big-${c}`, i + 1) }));
     // watch: 2,000 watches opened at once from the current resourceVersion; throughput = opened/s
     // until the server has registered all of them (apiserver_longrunning_requests).
