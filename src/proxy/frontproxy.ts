@@ -29,7 +29,7 @@ import { ShardDirectory } from '../shards/directory.js';
 import { MIGRATION_HEADER } from '../storage/migration.js';
 import { ROOT } from '../tenancy/paths.js';
 import { answerHealth, healthEndpointOf, type HealthCheck } from '../server/health.js';
-import { connectionOf, createServingServer, type AnyRequest, type AnyResponse, type ServingServer } from '../server/serving.js';
+import { connectionOf, createServingServer, LISTEN_BACKLOG, type AnyRequest, type AnyResponse, type ServingServer } from '../server/serving.js';
 
 /** Options of {@link startFrontProxy} (flags of `kcp-ts front-proxy`). */
 export interface FrontProxyOptions {
@@ -352,7 +352,7 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.securePort, opts.bindAddress ?? '127.0.0.1', () => { server.off('error', reject); resolve(); });
+    server.listen({ port: opts.securePort, host: opts.bindAddress ?? '127.0.0.1', backlog: LISTEN_BACKLOG }, () => { server.off('error', reject); resolve(); });
   });
   await directory.synced();
   const addr = server.address();

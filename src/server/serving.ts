@@ -50,6 +50,15 @@ export const HTTP2_CONNECTION_WINDOW_BYTES = 16 * HTTP2_STREAM_WINDOW_BYTES;
 /** A connection with no open stream gets GOAWAY after this long (kube's `IdleTimeout`, 90 s). */
 export const HTTP2_IDLE_TIMEOUT_MS = 90_000;
 
+/**
+ * Length of the listen queue asked of the kernel (which caps it at net.core.somaxconn): Go's
+ * listeners, kube-apiserver's among them, ask for somaxconn (4,096 on current Linux); Node's
+ * default is 511. Connections the loop has not accepted yet wait there; when it is full, the
+ * kernel drops the client's ACK and the client's first bytes wait for a retransmission (0.2–1 s
+ * and more) — seen under a handshake flood during garbage-collection pauses.
+ */
+export const LISTEN_BACKLOG = 4096;
+
 /** After GOAWAY at shutdown, streams still open are reset after this long (ms). */
 export const SHUTDOWN_GRACE_MS = 2_000;
 
