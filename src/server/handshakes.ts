@@ -274,7 +274,12 @@ export class HandshakeGate {
       if (q.head === q.ready.length) { q.ringed = false; this.retire(q); continue; }
       if (q.inFlight >= this.opts.inFlightPerAddress) { this.ring.push(q); continue; }
       const socket = q.ready[q.head++]!;
-      if (q.head === q.ready.length) { q.ready = []; q.head = 0; q.ringed = false; } else this.ring.push(q);
+      if (q.head === q.ready.length) { q.ready = []; q.head = 0; q.ringed = false; } else {
+        // An address that always has more waiting never empties its array: compacted once the
+        // started half is the larger, so it holds no started connection for long.
+        if (q.head > 1024 && q.head * 2 > q.ready.length) { q.ready = q.ready.slice(q.head); q.head = 0; }
+        this.ring.push(q);
+      }
       started = this.start(socket, q);
     }
     if (this.ringHead === this.ring.length) { this.ring = []; this.ringHead = 0; }
