@@ -3,7 +3,8 @@
  * `apiserver_request_duration_seconds`, `apiserver_longrunning_requests`). One registry per
  * server instance so several servers can run in one process.
  */
-import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import type { HandshakeGateStats } from './handshakes.js';
 import { ControllerMetrics } from '../controllers/runtime.js';
 import { SeriesCounter, SeriesHistogram, type CounterSeries, type HistogramSeries } from '../metrics/series.js';
 
@@ -32,6 +33,21 @@ export class Metrics {
     new Gauge({ name: 'kcp_watch_cache_objects', help: 'Objects held by the watch cache.', registers: [this.registry], collect() { this.set(objects()); } });
     collectDefaultMetrics({ register: this.registry });
     this.controllers = new ControllerMetrics(this.registry);
+  }
+
+  /**
+   * Exposes the server's TLS handshake admission (./handshakes.ts), read when scraped:
+   * `kcp_tls_handshakes_waiting` (connections waiting for their first bytes or a slot),
+   * `kcp_tls_handshakes_in_flight` (handshakes holding a slot), `kcp_tls_handshakes_started_total`
+   * and `kcp_tls_handshakes_dropped_total` (closed before their start: silent too long, or pushed
+   * out of full queues).
+   */
+  observeHandshakes(stats: () => HandshakeGateStats): void {
+    const registers = [this.registry];
+    new Gauge({ name: 'kcp_tls_handshakes_waiting', help: 'Accepted connections waiting for their first bytes or for a handshake slot.', registers, collect() { this.set(stats().waiting); } });
+    new Gauge({ name: 'kcp_tls_handshakes_in_flight', help: 'TLS handshakes holding a slot of the handshake admission.', registers, collect() { this.set(stats().inFlight); } });
+    new Counter({ name: 'kcp_tls_handshakes_started_total', help: 'TLS handshakes started by the handshake admission.', registers, collect() { this.reset(); this.inc(stats().started); } });
+    new Counter({ name: 'kcp_tls_handshakes_dropped_total', help: 'Connections closed before their handshake started: silent too long, or pushed out of full queues.', registers, collect() { this.reset(); this.inc(stats().dropped); } });
   }
 
   /** Records one finished request; `resource` is its resolved plural ('' when none), `seconds` its duration. */

@@ -28,7 +28,7 @@ import { buildApp } from '../endpoints/app.js';
 import { DEEP_SAR_HEADER } from '../endpoints/context.js';
 import { APIRegistry } from '../apiextensions/registry.js';
 import { WatchHub } from './watch.js';
-import { LISTEN_BACKLOG } from './serving.js';
+import { LISTEN_BACKLOG, type ServingServer } from './serving.js';
 import { Metrics } from './metrics.js';
 import { bootstrapShard, type ShardURLs } from './bootstrap.js';
 import { RestClient } from '../client/rest.js';
@@ -699,6 +699,7 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     registerMigrationEndpoints(app, { storage, cache, fences });
     startTrace(`${shard}: app built`);
 
+    metrics.observeHandshakes(() => (app.server as unknown as ServingServer).handshakeStats());
     await app.listen({ port: options.securePort ?? 6443, host: bindAddress, backlog: LISTEN_BACKLOG });
     startTrace(`${shard}: listening`);
     checkpoint();

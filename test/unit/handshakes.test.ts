@@ -12,6 +12,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { createServingServer, type ServingServer } from '../../src/server/serving.js';
 import { addressKey, DEFAULT_HANDSHAKE_GATE, HandshakeGate, type HandshakeGateOptions } from '../../src/server/handshakes.js';
 import { createCA, issueServingCert } from '../../src/pki/certs.js';
+import { Metrics } from '../../src/server/metrics.js';
 import { eventually } from '../helpers.js';
 
 const ca = await createCA('handshakes-test-ca');
@@ -108,6 +109,14 @@ test('silent connections hold no slot and are closed after helloMs; full queues 
     await Promise.all(silent.map((s) => s.closed));
     assert.equal(silent.filter((s) => s.answered()).length, 0);
     assert.deepEqual({ ...server.handshakeStats(), started: 0 }, { started: 0, dropped: 30, waiting: 0, inFlight: 0 });
+    // The same counters in a shard's /metrics.
+    const metrics = new Metrics(() => 0, () => 0);
+    metrics.observeHandshakes(() => server.handshakeStats());
+    const text = await metrics.render();
+    assert.match(text, /^kcp_tls_handshakes_dropped_total 30$/m);
+    assert.match(text, /^kcp_tls_handshakes_waiting 0$/m);
+    assert.match(text, /^kcp_tls_handshakes_in_flight 0$/m);
+    assert.match(text, new RegExp(`^kcp_tls_handshakes_started_total ${server.handshakeStats().started}$`, 'm'));
   } finally {
     for (const s of silent) s.socket.destroy();
     await stop(server);
