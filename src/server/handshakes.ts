@@ -5,10 +5,12 @@
  * 2.3–2.7 ms of CPU with Node 20's OpenSSL 3.0 on the reference machine (2 cores), all of it on the
  * one event loop that serves every tenant, and before any filter (authentication, priority and
  * fairness) can tell who is asking. Node starts every handshake the moment its connection is
- * accepted, so a client that opens connections in a loop decides how long the loop's turns are: 64
- * such loops from one address (about 250 connections a second) made another client's GET on a warm
- * connection take p99 71–138 ms instead of 7 ms, and its GET on a new connection p50 18–109 ms,
- * p99 204–282 ms. kube-apiserver has no such limit because Go spreads handshakes over every core.
+ * accepted, so a client that opens connections in a loop decides how long the loop's turns are.
+ * Answering a ClientHello alone (key share and signature) is about 0.8 ms, and a ClientHello
+ * replayed raw costs its sender nothing: 500 such loops from one address (1,200–1,400 answered a
+ * second) made another client's GET on a warm connection take p99 137–384 ms instead of 8 ms
+ * (docs/benchmarks.md, "Handshake admission"). kube-apiserver has no such limit because Go spreads
+ * handshakes over every core.
  *
  * How: an accepted connection waits, untouched, until its client has sent its first bytes (the
  * ClientHello), then in a queue of its source address (an IPv6 address counts by its /64, the
