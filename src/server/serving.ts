@@ -59,6 +59,16 @@ export const HTTP2_IDLE_TIMEOUT_MS = 90_000;
  */
 export const LISTEN_BACKLOG = 4096;
 
+/**
+ * An HTTP/1.1 connection that has not started a request this long (ms) after its handshake is
+ * closed: kube-apiserver's `ReadHeaderTimeout` (32 s, k8s.io/apiserver/pkg/server/secure_serving.go),
+ * which Go applies to the wait for a connection's first request too. Node's `headersTimeout` and
+ * `keepAliveTimeout` do not cover a connection that never starts one: 10,000 such connections,
+ * about 23 KB each, stayed open indefinitely, a way to exhaust a shard's memory that needs no
+ * credentials. (HTTP/2 connections without a stream get GOAWAY after {@link HTTP2_IDLE_TIMEOUT_MS}.)
+ */
+export const FIRST_REQUEST_TIMEOUT_MS = 32_000;
+
 /** After GOAWAY at shutdown, streams still open are reset after this long (ms). */
 export const SHUTDOWN_GRACE_MS = 2_000;
 
@@ -78,6 +88,8 @@ export interface ServingOptions {
   http2MaxStreamsPerConnection?: number;
   /** Bounds of the TLS handshake admission (./handshakes.ts); unset, its defaults. */
   handshakes?: Partial<HandshakeGateOptions>;
+  /** {@link FIRST_REQUEST_TIMEOUT_MS} unless set (ms). */
+  firstRequestTimeoutMs?: number;
 }
 
 /** The connection accounting {@link createServingServer} adds to its server. */
@@ -132,10 +144,14 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
   // stream: Node builds its compatibility objects (Http2ServerRequest/Response) in a 'stream'
   // listener it adds with the first 'request' one; that listener is detached and called when the
   // stream starts, not in the read that delivered a thousand streams at once (40–90 ms).
+  // HTTP/1.1 connections that have not started a request yet (FIRST_REQUEST_TIMEOUT_MS).
+  const awaitingFirstRequest = new Set<Socket>();
   if (handler) {
     // HTTP/2 requests come here once their stream has started (below).
     server.on('request', (req: AnyRequest, res: AnyResponse) => {
-      if ((req as { stream?: unknown }).stream) handler(req, res); else intake.submit(req, res);
+      if ((req as { stream?: unknown }).stream) { handler(req, res); return; }
+      awaitingFirstRequest.delete(req.socket);
+      intake.submit(req, res);
     });
   }
   type StreamListener = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => void;
@@ -160,10 +176,17 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
 
   const sessions = new Set<ServerHttp2Session>();
   const sockets = new Set<Socket>();
+  const firstRequestMs = opts.firstRequestTimeoutMs ?? FIRST_REQUEST_TIMEOUT_MS;
   let closing = false;
   server.on('secureConnection', (socket: TLSSocket) => {
     if (socket.alpnProtocol === 'h2') return;
     sockets.add(socket);
+    if (handler) {
+      awaitingFirstRequest.add(socket);
+      const timer = setTimeout(() => { if (awaitingFirstRequest.delete(socket)) socket.destroy(); }, firstRequestMs);
+      timer.unref();
+      socket.once('close', () => { clearTimeout(timer); awaitingFirstRequest.delete(socket); });
+    }
     socket.once('close', () => sockets.delete(socket));
   });
   (server as Http2SecureServer).on('session', (session: ServerHttp2Session) => {

@@ -157,3 +157,29 @@ test('a handshake its client leaves unfinished gives its slot back after slotMs;
     await new Promise<void>((r) => server.close(() => r()));
   }
 });
+
+test('an HTTP/1.1 connection that starts no request within firstRequestTimeoutMs is closed; one serving a long request is not', async () => {
+  const server = createServingServer({ tls: { key: serving.keyPem, cert: serving.certPem, ca: ca.certPem }, firstRequestTimeoutMs: 300 }, (req, res) => {
+    // A long-running answer (as a watch): headers now, the end after the timeout has passed.
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.write('first ');
+    setTimeout(() => res.end(`last ${req.url}`), 900);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  try {
+    const idle = tlsConnect({ port, host: '127.0.0.1', ca: ca.certPem, servername: 'localhost', ALPNProtocols: ['http/1.1'] });
+    idle.on('error', () => undefined);
+    const t0 = performance.now();
+    await new Promise<void>((r) => idle.once('secureConnect', () => r()));
+    await new Promise<void>((r) => idle.once('close', () => r()));
+    const idleFor = performance.now() - t0;
+    assert.ok(idleFor >= 250 && idleFor < 5_000, `closed after ${idleFor} ms`);
+    // Sent at once, answered over 900 ms: not cut at 300.
+    const body = await getOnNewConnection(port, '/watch');
+    // (Chunked: both parts and the last chunk, i.e. the whole answer.)
+    assert.match(body, /first [\s\S]*last \/watch\r\n0\r\n\r\n$/);
+  } finally {
+    await stop(server);
+  }
+});
