@@ -233,9 +233,8 @@ class ActiveWatch implements CacheWatcher {
    * hundreds of milliseconds (the other tenant's GET p99 1.2 s).
    */
   private emitLive(make: () => string | Buffer): Promise<void> | undefined {
-    if (this.ended) return undefined;
-    let frame: string | Buffer;
-    try { frame = make(); } catch (err) { this.fail(err); return undefined; }
+    const frame = this.frameOf(make);
+    if (frame === undefined) return undefined;
     if (frame.length < SLICE_BYTES) { this.write(frame); return undefined; }
     return new Promise<void>((resolve) => runInTurnBudget(() => { this.write(frame); resolve(); }));
   }
@@ -256,10 +255,14 @@ class ActiveWatch implements CacheWatcher {
    * object the encoder cannot write (500) ends this watch with an ERROR event, never the others.
    */
   emit(make: () => string | Buffer): number {
-    if (this.ended) return 0;
-    let frame: string | Buffer;
-    try { frame = make(); } catch (err) { this.fail(err); return 0; }
-    return this.write(frame);
+    const frame = this.frameOf(make);
+    return frame === undefined ? 0 : this.write(frame);
+  }
+
+  /** The frame `make` encodes; undefined once ended, or when encoding failed (the watch ends with an ERROR event). */
+  private frameOf(make: () => string | Buffer): string | Buffer | undefined {
+    if (this.ended) return undefined;
+    try { return make(); } catch (err) { this.fail(err); return undefined; }
   }
 
   /** Writes one event frame; returns its length (characters or bytes; 0 once ended). */
