@@ -56,9 +56,9 @@ export interface HandshakeGateOptions {
 
 /**
  * Defaults: 8 handshakes at once (their second flights, arriving together, are about 8 ms of the
- * loop), 4 per address, a slot held at most 100 ms, 10 s for a client's first bytes (Node's own
- * handshake timeout, 120 s, applies after the start), 16,384 connections waiting (a waiting
- * connection holds a socket and its ClientHello, a few KiB).
+ * loop), 4 per address, a slot held at most 100 ms, 10 s for a client's first bytes (the TLS
+ * handshake timeout, 32 s in serving.ts `TLS_HANDSHAKE_TIMEOUT_MS`, applies after the start),
+ * 16,384 connections waiting (a waiting connection holds a socket and its ClientHello, a few KiB).
  */
 export const DEFAULT_HANDSHAKE_GATE: Readonly<HandshakeGateOptions> = {
   inFlight: 8, inFlightPerAddress: 4, slotMs: 100, helloMs: 10_000, waiting: 16_384,
@@ -126,6 +126,14 @@ export class HandshakeGate {
   private ring: AddressQueue[] = [];
   private ringHead = 0;
   private readonly waiters = new Map<Socket, Waiter>();
+  /**
+   * Addresses by how many connections they have waiting (index: the count, from 1), and the
+   * largest count: the longest queue is found at once when the queues are full, however many
+   * addresses wait (a scan of them on every connection let an attacker spread over 16,384
+   * addresses, an IPv6 /50, spend about 0.1 ms of the loop per connection it opened).
+   */
+  private readonly byWaiting: Set<AddressQueue>[] = [];
+  private maxWaiting = 0;
   private readonly slots = new Map<Socket, Slot>();
   private startListeners: ((socket: Socket) => void)[] = [];
   private server: TlsServer | undefined;
@@ -185,7 +193,7 @@ export class HandshakeGate {
       queue = { key, ready: [], head: 0, silent: new Set(), waiting: 0, inFlight: 0, ringed: false };
       this.addresses.set(key, queue);
     }
-    queue.waiting++;
+    this.countWaiting(queue, 1);
     queue.silent.add(socket);
     const waiter: Waiter = {
       queue,
@@ -208,8 +216,7 @@ export class HandshakeGate {
    * @returns whether the newcomer may wait
    */
   private makeRoom(own: AddressQueue | undefined): boolean {
-    let longest: AddressQueue | undefined;
-    for (const q of this.addresses.values()) if (q.waiting > 0 && (!longest || q.waiting > longest.waiting)) longest = q;
+    const longest = this.maxWaiting > 0 ? this.byWaiting[this.maxWaiting]!.values().next().value : undefined;
     if (!longest || longest === own || (own && own.waiting + 1 >= longest.waiting)) return false;
     const victim = longest.silent.size > 0 ? longest.silent.values().next().value! : longest.ready[longest.ready.length - 1]!;
     this.drop(victim);
@@ -221,6 +228,15 @@ export class HandshakeGate {
     socket.removeListener('readable', waiter.onHello);
     clearTimeout(waiter.timer);
     waiter.timer = undefined;
+    const first = socket.read() as Buffer | null;
+    if (first && looksLikeHttp(first)) {
+      this.forget(socket, waiter);
+      answerPlainHttp(socket);
+      this.retire(queue);
+      return;
+    }
+    // Node's TLS socket reads what the connection has buffered when it wraps it (at the start).
+    if (first) socket.unshift(first);
     queue.silent.delete(socket);
     queue.ready.push(socket);
     if (!queue.ringed) { queue.ringed = true; this.ring.push(queue); }
@@ -248,7 +264,17 @@ export class HandshakeGate {
     socket.removeListener('readable', waiter.onHello);
     socket.removeListener('error', noop);
     this.waiters.delete(socket);
-    waiter.queue.waiting--;
+    this.countWaiting(waiter.queue, -1);
+  }
+
+  /** Changes an address's waiting count by one, keeping {@link byWaiting} and {@link maxWaiting}. */
+  private countWaiting(q: AddressQueue, delta: 1 | -1): void {
+    if (q.waiting > 0) this.byWaiting[q.waiting]!.delete(q);
+    q.waiting += delta;
+    if (q.waiting > 0) (this.byWaiting[q.waiting] ??= new Set()).add(q);
+    if (q.waiting > this.maxWaiting) this.maxWaiting = q.waiting;
+    // Counts move by one, so the largest drops by at most one per change.
+    while (this.maxWaiting > 0 && !this.byWaiting[this.maxWaiting]!.size) this.maxWaiting--;
   }
 
   /** Forgets an address with nothing waiting, started or ringed. */
@@ -317,3 +343,29 @@ export class HandshakeGate {
 }
 
 function noop(): void { /* a reset of a waiting connection is its close */ }
+
+/**
+ * Go's answer to plain HTTP on a TLS port (net/http `conn.serve`, when crypto/tls finds a first
+ * record that is not a handshake), which kube-apiserver gives: a client configured with `http://`
+ * learns why instead of seeing the connection closed.
+ */
+export const PLAIN_HTTP_ANSWER = 'HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n';
+
+/**
+ * Whether a connection's first bytes are an HTTP/1.x request line rather than a TLS record: Go's
+ * test (net/http `tlsRecordHeaderLooksLikeHTTP`), the first five bytes against the methods a
+ * client starts with.
+ */
+export function looksLikeHttp(first: Buffer): boolean {
+  if (first.length < 5) return false;
+  const head = first.toString('latin1', 0, 5);
+  return head === 'GET /' || head === 'HEAD ' || head === 'POST ' || head === 'PUT /' || head === 'OPTIO';
+}
+
+/** Writes {@link PLAIN_HTTP_ANSWER} and closes: what the client sends meanwhile is discarded, a client that keeps the connection is cut after 1 s. */
+function answerPlainHttp(socket: Socket): void {
+  socket.on('error', noop);
+  socket.resume();
+  socket.end(PLAIN_HTTP_ANSWER);
+  setTimeout(() => socket.destroy(), 1_000).unref();
+}

@@ -69,6 +69,15 @@ export const LISTEN_BACKLOG = 4096;
  */
 export const FIRST_REQUEST_TIMEOUT_MS = 32_000;
 
+/**
+ * A TLS handshake not finished this long (ms) after it started is abandoned and its connection
+ * closed: Go's net/http bounds the handshake by the smallest of the server's read, write and
+ * read-header timeouts, which for kube-apiserver is `ReadHeaderTimeout` (32 s). Node's default,
+ * 120 s, let a client that sends part of a ClientHello, or never answers the server's flight, hold
+ * a connection four times as long.
+ */
+export const TLS_HANDSHAKE_TIMEOUT_MS = 32_000;
+
 /** After GOAWAY at shutdown, streams still open are reset after this long (ms). */
 export const SHUTDOWN_GRACE_MS = 2_000;
 
@@ -90,6 +99,8 @@ export interface ServingOptions {
   handshakes?: Partial<HandshakeGateOptions>;
   /** {@link FIRST_REQUEST_TIMEOUT_MS} unless set (ms). */
   firstRequestTimeoutMs?: number;
+  /** {@link TLS_HANDSHAKE_TIMEOUT_MS} unless set (ms). */
+  handshakeTimeoutMs?: number;
 }
 
 /** The connection accounting {@link createServingServer} adds to its server. */
@@ -121,7 +132,10 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
   const maxStreams = opts.http2MaxStreamsPerConnection ?? DEFAULT_HTTP2_MAX_STREAMS;
   if (!Number.isInteger(maxStreams) || maxStreams < 0 || maxStreams > 2 ** 31 - 1) throw new RangeError(`--http2-max-streams-per-connection must be a non-negative integer, got ${maxStreams}`);
   const http2 = maxStreams > 0;
-  const tls = { key: opts.tls.key, cert: opts.tls.cert, ca: opts.tls.ca, requestCert: true, rejectUnauthorized: false };
+  const tls = {
+    key: opts.tls.key, cert: opts.tls.cert, ca: opts.tls.ca, requestCert: true, rejectUnauthorized: false,
+    handshakeTimeout: opts.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
+  };
   // Node's HTTP/2 server with allowHTTP1 always offers both by ALPN: HTTP/1.1 alone is the HTTPS server.
   const server = (http2 ? createSecureServer({
     ...tls, allowHTTP1: true,

@@ -9,8 +9,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect as netConnect, createServer as netServer, type AddressInfo, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-import { createServingServer, type ServingServer } from '../../src/server/serving.js';
-import { addressKey, DEFAULT_HANDSHAKE_GATE, HandshakeGate, type HandshakeGateOptions } from '../../src/server/handshakes.js';
+import { createServingServer, TLS_HANDSHAKE_TIMEOUT_MS, type ServingServer } from '../../src/server/serving.js';
+import { addressKey, DEFAULT_HANDSHAKE_GATE, HandshakeGate, looksLikeHttp, PLAIN_HTTP_ANSWER, type HandshakeGateOptions } from '../../src/server/handshakes.js';
 import { createCA, issueServingCert } from '../../src/pki/certs.js';
 import { Metrics } from '../../src/server/metrics.js';
 import { eventually } from '../helpers.js';
@@ -18,8 +18,8 @@ import { eventually } from '../helpers.js';
 const ca = await createCA('handshakes-test-ca');
 const serving = await issueServingCert(ca, { commonName: 'localhost', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
 
-async function startServer(handshakes?: Partial<HandshakeGateOptions>): Promise<{ server: ServingServer; port: number }> {
-  const server = createServingServer({ tls: { key: serving.keyPem, cert: serving.certPem, ca: ca.certPem }, handshakes }, (req, res) => res.end(`ok ${req.url}`));
+async function startServer(handshakes?: Partial<HandshakeGateOptions>, handshakeTimeoutMs?: number): Promise<{ server: ServingServer; port: number }> {
+  const server = createServingServer({ tls: { key: serving.keyPem, cert: serving.certPem, ca: ca.certPem }, handshakes, handshakeTimeoutMs }, (req, res) => res.end(`ok ${req.url}`));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return { server, port: (server.address() as AddressInfo).port };
 }
@@ -144,7 +144,7 @@ test('a handshake its client leaves unfinished gives its slot back after slotMs;
     const t0 = performance.now();
     assert.equal(await getOnNewConnection(port, '/b'), 'ok /b');
     // It waited for the stalled handshake's slot (one in all), and only until the slot's time was
-    // up, not for Node's 120 s handshake timeout.
+    // up, not for the 32 s handshake timeout.
     const waited = performance.now() - t0;
     assert.ok(waited >= 50 && waited < 5_000, `waited ${waited} ms`);
     const waiting = rawFrom127002(port);
@@ -179,6 +179,46 @@ test('an HTTP/1.1 connection that starts no request within firstRequestTimeoutMs
     const body = await getOnNewConnection(port, '/watch');
     // (Chunked: both parts and the last chunk, i.e. the whole answer.)
     assert.match(body, /first [\s\S]*last \/watch\r\n0\r\n\r\n$/);
+  } finally {
+    await stop(server);
+  }
+});
+
+test('plain HTTP sent to the TLS port gets Go\'s 400 answer, not a silent close; a TLS client is unaffected', async () => {
+  const { server, port } = await startServer();
+  try {
+    for (const request of ['GET /api HTTP/1.1\r\nHost: localhost\r\n\r\n', 'POST /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}']) {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const s = netConnect({ port, host: '127.0.0.1' }, () => s.write(request));
+        let text = '';
+        s.setEncoding('latin1');
+        s.on('data', (d: string) => { text += d; });
+        s.on('close', () => resolve(text));
+        s.on('error', reject);
+      });
+      assert.equal(answer, PLAIN_HTTP_ANSWER);
+    }
+    assert.equal(server.handshakeStats().started, 0, 'no handshake was started for plain HTTP');
+    assert.equal(await getOnNewConnection(port, '/after'), 'ok /after');
+  } finally {
+    await stop(server);
+  }
+  assert.equal(looksLikeHttp(clientHello), false);
+  assert.equal(looksLikeHttp(Buffer.from('OPTIONS * HTTP/1.1')), true);
+  assert.equal(looksLikeHttp(Buffer.from('GET')), false);
+});
+
+test('a handshake left unfinished is closed after handshakeTimeoutMs (32 s by default, as kube-apiserver), not Node\'s 120 s', async () => {
+  assert.equal(TLS_HANDSHAKE_TIMEOUT_MS, 32_000);
+  const { server, port } = await startServer({}, 400);
+  try {
+    // Half a ClientHello: the server waits for the rest until the timeout.
+    const partial = rawFrom127002(port, clientHello.subarray(0, clientHello.length >> 1));
+    const t0 = performance.now();
+    await partial.closed;
+    const heldFor = performance.now() - t0;
+    assert.ok(heldFor >= 300 && heldFor < 5_000, `closed after ${heldFor} ms`);
+    assert.equal(server.handshakeStats().started, 1);
   } finally {
     await stop(server);
   }
