@@ -19,6 +19,12 @@
  *   opening a TCP connection, sending a canned TLS ClientHello and closing on the server's answer:
  *   the server pays the key exchange and signature of every handshake, the sender nothing. A's
  *   figure is answered ClientHellos/s.
+ * - `openapi` (not in the default set): A holds 20 copies of prometheus-operator's `prometheuses`
+ *   CRD (833 KB of YAML each, test/fixtures) under groups of their own; 2 loops each patch one of
+ *   them (a printer column: the workspace's APIs change) and then ask `/openapi/v2` as JSON, as
+ *   protobuf, and the `/openapi/v3` root, as kubectl does after a change. A's figure is requests/s.
+ * - `crdchurn` (not in the default set): beside those 20, 2 loops create a copy of that CRD under a
+ *   new group and delete it again. A's figure is requests/s.
  * Both workspaces are used with the same admin identity: flows are `<cluster>/<user>`, so A and
  * B are distinct flows of the global-default priority level.
  *
@@ -28,6 +34,7 @@
  * `application/yaml`, or `application/json;as=Table;v=v1;g=meta.k8s.io` as kubectl get asks).
  */
 import { readFileSync } from 'node:fs';
+import yaml from 'js-yaml';
 import { connect as netConnect, createServer as netServer, type AddressInfo } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
@@ -54,6 +61,18 @@ const B_INTERVAL_MS = 20;
 const BIG_WRITERS = 20;
 const BIG_KEYS = 60_000;
 const HELLO_LOOPS = 500;
+const BIG_CRDS = 20;
+const CRD_LOOPS = 2;
+let churned = 0;
+const CRDS = '/clusters/ws-a/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+/** prometheus-operator's `prometheuses` CRD (the largest of test/fixtures) under group `<prefix><i>.example.com`. */
+const bigCrd = (() => {
+  let base: { spec: { group: string }; metadata: unknown } | undefined;
+  return (prefix: string, i: number) => {
+    base ??= yaml.load(readFileSync(fileURLToPath(new URL('../test/fixtures/crds/prometheus-operator/monitoring.coreos.com_prometheuses.yaml', import.meta.url)), 'utf8')) as typeof base;
+    return JSON.stringify({ ...base, metadata: { name: `prometheuses.${prefix}${i}.example.com` }, spec: { ...base!.spec, group: `${prefix}${i}.example.com` } });
+  };
+})();
 
 const log = (s: string) => process.stderr.write(`[noisy-neighbour] ${s}\n`);
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
@@ -94,6 +113,16 @@ async function populate(s: ServerProc): Promise<void> {
   if (r.errors) throw new Error(`populating: ${r.errorSamples.join('; ')}`);
   await must(clients[0]!, 'POST', B, cm('probe', 'b'));
   if (FLOODS.includes('bigwrite')) for (let c = 0; c < BIG_WRITERS; c++) await must(clients[0]!, 'POST', A, bigCm(`big-${c}`, 0));
+  if (FLOODS.includes('openapi') || FLOODS.includes('crdchurn')) {
+    for (let i = 0; i < BIG_CRDS; i++) await must(clients[0]!, 'POST', CRDS, bigCrd('g', i));
+    // Served (Established) before anything is measured.
+    for (let i = 0; ; i++) {
+      const r = await clients[0]!.request('GET', '/clusters/ws-a/apis');
+      if ((JSON.parse(r.body.toString()) as { groups: Array<{ name: string }> }).groups.filter((g) => /^g\d+\.example\.com$/.test(g.name)).length === BIG_CRDS) break;
+      if (i > 500) throw new Error('CRDs not served');
+      await sleep(20);
+    }
+  }
   closeClients(clients);
 }
 
@@ -149,7 +178,7 @@ async function probeB(s: ServerProc): Promise<{ stop(): Promise<{ lat: LatencySu
 }
 
 /** Runs A's closed loop of `n` clients for `ms`; returns completed operations/s and status counts. */
-async function loop(s: ServerProc, n: number, ms: number, next: (c: number, i: number) => { method: string; path: string; body?: string; accept?: string }): Promise<{ perSec: number; codes: Record<string, number> }> {
+async function loop(s: ServerProc, n: number, ms: number, next: (c: number, i: number) => { method: string; path: string; body?: string; accept?: string; contentType?: string }): Promise<{ perSec: number; codes: Record<string, number> }> {
   const clients = makeClients(s.url, s.creds, n);
   const end = performance.now() + ms;
   let ok = 0;
@@ -157,7 +186,7 @@ async function loop(s: ServerProc, n: number, ms: number, next: (c: number, i: n
   await Promise.all(clients.map(async (c, ci) => {
     for (let i = 0; performance.now() < end; i++) {
       const r = next(ci, i);
-      const res = await c.request(r.method, r.path, r.body, undefined, r.accept).catch(() => ({ status: 0, body: Buffer.alloc(0) }));
+      const res = await c.request(r.method, r.path, r.body, r.contentType, r.accept).catch(() => ({ status: 0, body: Buffer.alloc(0) }));
       codes[res.status] = (codes[res.status] ?? 0) + 1;
       if (res.status === 200 || res.status === 201) ok++;
       // A refused client waits as told (Retry-After: 1).
@@ -252,6 +281,26 @@ async function flood(s: ServerProc, kind: string): Promise<FloodResult> {
     if (kind === 'list') return loop(s, LISTERS, PHASE_MS, listReq);
     if (kind === 'write') return loop(s, WRITERS, PHASE_MS, writeReq);
     if (kind === 'hello') return helloFlood(s, PHASE_MS);
+    if (kind === 'openapi') {
+      return loop(s, CRD_LOOPS, PHASE_MS, (c, i) => {
+        const step = i % 4;
+        if (step === 0) {
+          const patch = [{ op: 'replace', path: '/spec/versions/0/additionalPrinterColumns', value: [{ name: `c${i}`, type: 'string', jsonPath: '.metadata.name' }] }];
+          return { method: 'PATCH', path: `${CRDS}/prometheuses.g${(c * 7 + i) % BIG_CRDS}.example.com`, body: JSON.stringify(patch), contentType: 'application/json-patch+json' };
+        }
+        if (step === 1) return { method: 'GET', path: '/clusters/ws-a/openapi/v2' };
+        if (step === 2) return { method: 'GET', path: '/clusters/ws-a/openapi/v2', accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' };
+        return { method: 'GET', path: '/clusters/ws-a/openapi/v3' };
+      });
+    }
+    if (kind === 'crdchurn') {
+      // A new group each time (the run alone and the run beside B included): a deleted CRD may still be going.
+      const current: string[] = [];
+      return loop(s, CRD_LOOPS, PHASE_MS, (c, i) => {
+        if (i % 2 === 0) current[c] = `l${churned++}-`;
+        return i % 2 === 0 ? { method: 'POST', path: CRDS, body: bigCrd(current[c]!, 0) } : { method: 'DELETE', path: `${CRDS}/prometheuses.${current[c]}0.example.com` };
+      });
+    }
     if (kind === 'bigwrite') return loop(s, BIG_WRITERS, PHASE_MS, (c, i) => ({ method: 'PUT', path: `${A}/big-${c}`, body: bigCm(`big-${c}`, i + 1) }));
     // watch: 2,000 watches opened at once from the current resourceVersion; throughput = opened/s
     // until the server has registered all of them (apiserver_longrunning_requests).

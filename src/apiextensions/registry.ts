@@ -90,8 +90,8 @@ export class APIRegistry {
    * CRDs' stores).
    */
   private readonly clusters = new LRUCache<string, APISet>({ max: API_SET_CLUSTERS });
-  /** Stores of a CRD, reused while the CRD's resourceVersion is unchanged. */
-  private readonly crdStores = new Map<string, { rv: string; stores: Store[] }>();
+  /** Stores of a CRD (none while it is not established or is being deleted), reused while its resourceVersion is unchanged. */
+  private readonly crdStores = new Map<string, { rv: number; stores: Store[] }>();
   /** Stores of bound resources by descriptor (shared by every binding of the same export). */
   private readonly boundStores = new WeakMap<ResourceDescriptor, Store>();
 
@@ -143,12 +143,14 @@ export class APIRegistry {
       }
     }
     for (const e of crds) {
-      const crd = JSON.parse(e.json) as KubeObject;
-      if (!isEstablished(crd) || crd.metadata.deletionTimestamp) continue;
       const key = `${cluster}/${e.name}`;
       let entry = this.crdStores.get(key);
-      if (!entry || entry.rv !== crd.metadata.resourceVersion) {
-        entry = { rv: crd.metadata.resourceVersion!, stores: descriptorsForCRD(crd).map((d) => new Store(d, this.backend)) };
+      // Only a CRD that changed is read again: a workspace's CRDs can hold megabytes of schema,
+      // and every change to one of them resolves the workspace's APIs anew.
+      if (!entry || entry.rv !== e.rv) {
+        const crd = JSON.parse(e.json) as KubeObject;
+        const served = isEstablished(crd) && !crd.metadata.deletionTimestamp;
+        entry = { rv: e.rv, stores: served ? descriptorsForCRD(crd).map((d) => new Store(d, this.backend)) : [] };
         this.crdStores.set(key, entry);
       }
       for (const s of entry.stores) {

@@ -795,16 +795,108 @@ export function buildOpenAPIV2(descs: ResourceDescriptor[]): Json {
   }
   const paths: Json = {};
   for (const it of items) paths[it.path] = pathItemJson(it, v2Op, v2Param);
-  return {
-    definitions,
-    info: { title: 'Kubernetes', version: 'unversioned' },
-    paths,
-    security: [{ BearerToken: [] }],
-    securityDefinitions: {
-      BearerToken: { description: 'Bearer Token authentication', in: 'header', name: 'authorization', type: 'apiKey' },
-    },
-    swagger: '2.0',
-  };
+  return { definitions, info: v2Info(), paths, ...v2Trailer() };
+}
+
+/** The v2 document's `info`. */
+const v2Info = () => ({ title: 'Kubernetes', version: 'unversioned' });
+
+/** The v2 document's members after `paths`. */
+const v2Trailer = () => ({
+  security: [{ BearerToken: [] }],
+  securityDefinitions: {
+    BearerToken: { description: 'Bearer Token authentication', in: 'header', name: 'authorization', type: 'apiKey' },
+  },
+  swagger: '2.0',
+});
+
+/** {@link v2Info} and {@link v2Trailer} as `JSON.stringify` writes them in the document. */
+const V2_INFO = JSON.stringify(v2Info());
+const V2_TAIL = JSON.stringify(v2Trailer()).slice(1, -1);
+
+/**
+ * What one group/version contributes to the `/openapi/v2` document: its definitions (its kinds and
+ * lists, and every definition they and their operations reference) and its paths, each as the
+ * JSON text `buildOpenAPIV2` writes for it. `owned`: the definitions of this group/version's own
+ * kinds and lists; another group/version may reference them, and the merged document takes the
+ * owner's text (a referencing group/version has only the generic form).
+ */
+export interface OpenAPIV2Part {
+  definitions: Map<string, string>;
+  owned: Set<string>;
+  paths: Map<string, string>;
+}
+
+/** The {@link OpenAPIV2Part} of one group/version's descriptors (descriptors of other group/versions make a wrong part). */
+export function buildOpenAPIV2Part(gvDescs: ResourceDescriptor[]): OpenAPIV2Part {
+  const all = sortedDescriptors(gvDescs);
+  const items = pathsFor(all);
+  const schemas = schemasFor(all, items.flatMap((i) => i.ops));
+  const kindDescs = new Map(all.map((d) => [definitionName(d.group, d.version, d.kind), d] as const));
+  const owned = new Set<string>(kindDescs.keys());
+  for (const d of all) if (!d.virtual) owned.add(definitionName(d.group, d.version, d.listKind));
+  const definitions = new Map<string, string>();
+  for (const [name, sch] of Object.entries(schemas)) {
+    const desc = kindDescs.get(name);
+    definitions.set(name, JSON.stringify(desc ? kindDefinitionV2(desc) : toV2Definition(name, sch as Json)));
+  }
+  const paths = new Map<string, string>();
+  for (const it of items) paths.set(it.path, JSON.stringify(pathItemJson(it, v2Op, v2Param)));
+  return { definitions, owned, paths };
+}
+
+/** One definition or path of merged {@link OpenAPIV2Part}s: its name, its JSON text, and the index of the part it was taken from. */
+export interface OpenAPIV2Entry { name: string; text: string; part: number }
+
+/**
+ * Definitions and paths of several {@link OpenAPIV2Part}s merged, each sorted by name (as
+ * `buildOpenAPIV2` orders them); a definition several parts have is taken from its owner.
+ */
+export function mergeOpenAPIV2Parts(parts: OpenAPIV2Part[]): { definitions: OpenAPIV2Entry[]; paths: OpenAPIV2Entry[] } {
+  const definitions = new Map<string, OpenAPIV2Entry>();
+  const fromOwner = new Set<string>();
+  const paths = new Map<string, OpenAPIV2Entry>();
+  parts.forEach((p, part) => {
+    for (const [name, text] of p.definitions) {
+      if (fromOwner.has(name)) continue;
+      if (p.owned.has(name)) { fromOwner.add(name); definitions.set(name, { name, text, part }); } else if (!definitions.has(name)) definitions.set(name, { name, text, part });
+    }
+    for (const [name, text] of p.paths) if (!paths.has(name)) paths.set(name, { name, text, part });
+  });
+  const byName = (a: OpenAPIV2Entry, b: OpenAPIV2Entry) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  return { definitions: [...definitions.values()].sort(byName), paths: [...paths.values()].sort(byName) };
+}
+
+/**
+ * The `/openapi/v2` text around its members: `head`, the definitions' members joined by commas,
+ * `middle`, the paths' members joined by commas, `tail` — byte for byte what `JSON.stringify`
+ * writes for `buildOpenAPIV2`'s document.
+ */
+export const OPENAPI_V2_FRAME = { head: '{"definitions":{', middle: `},"info":${V2_INFO},"paths":{`, tail: `},${V2_TAIL}}` } as const;
+
+/** One member of the v2 document's `definitions` or `paths`: `"<name>":<text>`. */
+export function openAPIV2Member(e: { name: string; text: string }): string {
+  return `${JSON.stringify(e.name)}:${e.text}`;
+}
+
+/**
+ * The `/openapi/v2` text of merged parts: byte for byte `JSON.stringify(buildOpenAPIV2(descs))`
+ * of their descriptors, made of the parts' texts without building or serialising anything again.
+ */
+export function assembleOpenAPIV2(merged: { definitions: OpenAPIV2Entry[]; paths: OpenAPIV2Entry[] }): string {
+  const { head, middle, tail } = OPENAPI_V2_FRAME;
+  return `${head}${merged.definitions.map(openAPIV2Member).join(',')}${middle}${merged.paths.map(openAPIV2Member).join(',')}${tail}`;
+}
+
+/** The descriptors of a set by `/openapi/v3` group/version key (`api/v1`, `apis/<group>/<version>`), sorted by key. */
+export function descriptorsByGroupVersion(descs: ResourceDescriptor[]): Map<string, ResourceDescriptor[]> {
+  const byGV = new Map<string, ResourceDescriptor[]>();
+  for (const d of descs) {
+    const key = openAPIV3GroupVersionPath(d.group, d.version);
+    const list = byGV.get(key);
+    if (list) list.push(d); else byGV.set(key, [d]);
+  }
+  return new Map([...byGV].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -129,6 +129,22 @@ class ProtoWriter {
     return this;
   }
 
+  /** A sub-message field whose content is `inner`'s fields, referenced, not copied. */
+  embed(field: number, inner: ProtoWriter): this {
+    const content = inner.chunkList();
+    this.tag(field, WT_LEN);
+    this.varint(content.reduce((n, b) => n + b.length, 0));
+    this.flushSmall();
+    for (const b of content) this.chunks.push(b);
+    return this;
+  }
+
+  /** The encoding as the buffers written, in order (their concatenation is {@link finish}'s). */
+  chunkList(): Buffer[] {
+    this.flushSmall();
+    return this.chunks;
+  }
+
   finish(): Buffer {
     this.flushSmall();
     return Buffer.concat(this.chunks);
@@ -530,14 +546,34 @@ function encodeTag(o: Json): Buffer {
 }
 
 /**
+ * One entry of `Definitions` (`NamedSchema`) or of `Paths` (`NamedPathItem`), from its JSON: what
+ * {@link encodeOpenAPIV2Protobuf} takes pre-encoded, so that an entry is encoded once while it is
+ * unchanged.
+ */
+export function encodeOpenAPIV2Entry(kind: 'definition' | 'path', name: string, value: Record<string, unknown>): Buffer {
+  return named(name, kind === 'definition' ? encodeSchema(value) : encodePathItem(value));
+}
+
+/**
  * Encodes a Swagger 2.0 JSON document (as built by `buildOpenAPIV2`) into the binary protobuf
  * `openapi.v2.Document` of gnostic (github.com/google/gnostic-models `openapiv2/OpenAPIv2.proto`),
  * the body kube-apiserver serves for `Accept: application/com.github.proto-openapi.spec.v2@v1.0+protobuf`
  * (kube-openapi `ToProtoBinary`: JSON → YAML node → `openapi_v2.NewDocument` → `proto.Marshal`).
  * Field mapping follows gnostic's compiler (`openapiv2/OpenAPIv2.go`); vendor extensions, defaults,
- * examples and enum values are `Any` messages carrying the YAML text of the value.
+ * examples and enum values are `Any` messages carrying the YAML text of the value. `encoded`: the
+ * document's paths and definitions as {@link encodeOpenAPIV2Entry} made them, in order, in place
+ * of `doc.paths` and `doc.definitions`.
  */
-export function encodeOpenAPIV2Protobuf(doc: Record<string, unknown>): Buffer {
+export function encodeOpenAPIV2Protobuf(doc: Record<string, unknown>, encoded?: { paths: Buffer[]; definitions: Buffer[] }): Buffer {
+  return Buffer.concat(encodeOpenAPIV2ProtobufChunks(doc, encoded));
+}
+
+/**
+ * {@link encodeOpenAPIV2Protobuf} as a list of buffers whose concatenation is the document: the
+ * pre-encoded entries are referenced, not copied (a document of 10 MB is written from them as it
+ * is, slice by slice).
+ */
+export function encodeOpenAPIV2ProtobufChunks(doc: Record<string, unknown>, encoded?: { paths: Buffer[]; definitions: Buffer[] }): Buffer[] {
   const w = new ProtoWriter().string(1, str(doc.swagger));
   if (isObj(doc.info)) w.message(2, encodeInfo(doc.info));
   w.string(3, str(doc.host))
@@ -545,8 +581,13 @@ export function encodeOpenAPIV2Protobuf(doc: Record<string, unknown>): Buffer {
     .strings(5, strList(doc.schemes))
     .strings(6, strList(doc.consumes))
     .strings(7, strList(doc.produces));
-  if (isObj(doc.paths)) w.message(8, encodePaths(doc.paths));
-  if (isObj(doc.definitions)) w.message(9, new ProtoWriter().messages(1, namedMap(doc.definitions, encodeSchema)).finish());
+  if (encoded) {
+    w.embed(8, new ProtoWriter().messages(2, encoded.paths));
+    w.embed(9, new ProtoWriter().messages(1, encoded.definitions));
+  } else {
+    if (isObj(doc.paths)) w.message(8, encodePaths(doc.paths));
+    if (isObj(doc.definitions)) w.message(9, new ProtoWriter().messages(1, namedMap(doc.definitions, encodeSchema)).finish());
+  }
   if (isObj(doc.parameters)) w.message(10, new ProtoWriter().messages(1, namedMap(doc.parameters, encodeParameter)).finish());
   if (isObj(doc.responses)) w.message(11, new ProtoWriter().messages(1, namedMap(doc.responses, encodeResponse)).finish());
   w.messages(12, securityList(doc.security));
@@ -555,5 +596,5 @@ export function encodeOpenAPIV2Protobuf(doc: Record<string, unknown>): Buffer {
   }
   if (Array.isArray(doc.tags)) w.messages(14, doc.tags.filter(isObj).map(encodeTag));
   if (isObj(doc.externalDocs)) w.message(15, encodeExternalDocs(doc.externalDocs));
-  return w.messages(16, vendorExtensions(doc)).finish();
+  return w.messages(16, vendorExtensions(doc)).chunkList();
 }

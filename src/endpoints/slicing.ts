@@ -302,6 +302,30 @@ export function pacedStream(next: () => string | Buffer | null): Readable {
 }
 
 /**
+ * A readable stream of `chunks`, concatenated, in slices of at most {@link SLICE_BYTES} made and
+ * written within the slice budget (see {@link pacedStream}): small chunks are joined into a slice,
+ * a large one is cut. For documents kept as many encoded pieces (OpenAPI of many CRDs).
+ */
+export function chunksStream(chunks: readonly Buffer[]): Readable {
+  let i = 0;
+  let at = 0;
+  return pacedStream(() => {
+    if (i >= chunks.length) return null;
+    const slice: Buffer[] = [];
+    let n = 0;
+    while (i < chunks.length && n < SLICE_BYTES) {
+      const c = chunks[i]!;
+      const take = Math.min(c.length - at, SLICE_BYTES - n);
+      slice.push(at === 0 && take === c.length ? c : c.subarray(at, at + take));
+      n += take;
+      at += take;
+      if (at === c.length) { i++; at = 0; }
+    }
+    return slice.length === 1 ? slice[0]! : Buffer.concat(slice, n);
+  });
+}
+
+/**
  * `items.map(fn)` a slice at a time: after each `perSlice` items the loop gets a turn. For the
  * decoding of large lists (Table, YAML and metadata-only answers).
  */

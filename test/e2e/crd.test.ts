@@ -7,7 +7,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { call, sleep, type TestServer, createLogicalCluster, useTestServer, type Kubectl, watch } from '../helpers.js';
+import { call, eventually, sleep, type TestServer, createLogicalCluster, useTestServer, type Kubectl, watch } from '../helpers.js';
 import { TESTDATA_CRDS } from '../helpers.js';
 
 const CRDS = TESTDATA_CRDS;
@@ -364,5 +364,48 @@ describe('defaulting on read: bounded', () => {
     assert.equal(list.status, 200);
     assert.deepEqual(list.json.items[0].spec.items[0], {});
     await call(srv, srv.creds, 'DELETE', `${CRDS_URL}/blowups.defaults.example`);
+  });
+});
+
+describe('OpenAPI documents follow one CRD', () => {
+  test('a schema change is published in /openapi/v2 (JSON and protobuf) and /openapi/v3; other group/versions keep their hash; another logical cluster sees none of it', async () => {
+    for (const c of ['openapi-a', 'openapi-b']) assert.equal((await createLogicalCluster(srv, c)).status, 201);
+    const crdsUrl = '/clusters/openapi-a/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+    const schema = (props: Record<string, unknown>) => ({ openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: props } } } });
+    const created = await call(srv, srv.creds, 'POST', crdsUrl, {
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.oa.example.com' },
+      spec: { group: 'oa.example.com', scope: 'Namespaced', names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+        versions: [{ name: 'v1', served: true, storage: true, schema: schema({ size: { type: 'integer' } }) }] },
+    });
+    assert.equal(created.status, 201, created.body);
+    await waitEstablished('openapi-a', 'widgets.oa.example.com');
+    const get = (cluster: string, path: string, headers: Record<string, string> = {}) => call(srv, srv.creds, 'GET', `/clusters/${cluster}${path}`, undefined, headers);
+    const PROTO = { accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' };
+    const specProps = async () => (await get('openapi-a', '/openapi/v2')).json?.definitions?.['com.example.oa.v1.Widget']?.properties?.spec?.properties;
+    await eventually('the Widget schema in /openapi/v2', async () => (await specProps())?.size?.type === 'integer');
+    const hashes = async () => Object.fromEntries(Object.entries<any>((await get('openapi-a', '/openapi/v3')).json.paths).map(([k, v]) => [k, /hash=([0-9A-F]+)/.exec(v.serverRelativeURL)![1]]));
+    const before = await hashes();
+    assert.ok(before['apis/oa.example.com/v1'] && before['api/v1'], JSON.stringify(Object.keys(before)));
+    assert.doesNotMatch((await get('openapi-a', '/openapi/v2', PROTO)).body, /colour/);
+
+    const patched = await call(srv, srv.creds, 'PATCH', `${crdsUrl}/widgets.oa.example.com`,
+      [{ op: 'replace', path: '/spec/versions/0/schema', value: schema({ size: { type: 'integer' }, colour: { type: 'string' } }) }],
+      { 'content-type': 'application/json-patch+json' });
+    assert.equal(patched.status, 200, patched.body);
+    await eventually('the new field in /openapi/v2', async () => (await specProps())?.colour?.type === 'string');
+    const after = await hashes();
+    assert.notEqual(after['apis/oa.example.com/v1'], before['apis/oa.example.com/v1']);
+    for (const [gv, hash] of Object.entries(before)) if (gv !== 'apis/oa.example.com/v1') assert.equal(after[gv], hash, gv);
+    const proto = await get('openapi-a', '/openapi/v2', PROTO);
+    assert.equal(proto.status, 200);
+    assert.match(proto.body, /com\.example\.oa\.v1\.Widget[\s\S]*colour/);
+    const gvDoc = await get('openapi-a', `/openapi/v3/apis/oa.example.com/v1?hash=${after['apis/oa.example.com/v1']}`);
+    assert.equal(gvDoc.json.components.schemas['com.example.oa.v1.Widget'].properties.spec.properties.colour.type, 'string');
+
+    const other = await get('openapi-b', '/openapi/v2');
+    assert.equal(other.status, 200);
+    assert.equal(other.json.definitions['com.example.oa.v1.Widget'], undefined);
+    assert.ok(other.json.definitions['io.k8s.api.core.v1.ConfigMap']);
+    assert.equal((await get('openapi-b', '/openapi/v3/apis/oa.example.com/v1')).status, 404);
   });
 });

@@ -3,7 +3,11 @@ import assert from 'node:assert/strict';
 import type { ResourceDescriptor } from '../../src/apis/types.js';
 import {
   acceptsOpenAPIV2Json,
+  assembleOpenAPIV2,
   buildOpenAPIV2,
+  buildOpenAPIV2Part,
+  descriptorsByGroupVersion,
+  mergeOpenAPIV2Parts,
   buildOpenAPIV3GroupVersion,
   buildOpenAPIV3Root,
   openAPIDocumentHash,
@@ -11,6 +15,8 @@ import {
   toStructuralOpenAPIV2,
 } from '../../src/apis/openapi.js';
 import { BUILTIN_SCHEMAS, definitionName } from '../../src/apis/schemas/index.js';
+import { BUILTIN_RESOURCES } from '../../src/apis/builtin.js';
+import { encodeOpenAPIV2Entry, encodeOpenAPIV2Protobuf } from '../../src/apis/openapiv2proto.js';
 
 type Json = Record<string, any>;
 
@@ -582,4 +588,28 @@ test('embedded resources get apiVersion, kind and metadata (kube addEmbeddedProp
   assert.deepEqual(v2.template.required, ['spec', 'kind', 'apiVersion']);
   // v2: an embedded resource that preserves unknown fields stays open (no properties, no required).
   assert.deepEqual(v2.open, { 'x-kubernetes-embedded-resource': true, 'x-kubernetes-preserve-unknown-fields': true });
+});
+
+test('v2 made of per-group/version parts is byte for byte the whole build, as JSON and as protobuf', () => {
+  // Every built-in API (group/versions referencing each other's kinds, e.g. a Scale or an Event
+  // of another group) and a custom resource with its own schema.
+  const descs = [...BUILTIN_RESOURCES, widgets];
+  const byGV = descriptorsByGroupVersion(descs);
+  assert.ok(byGV.size >= 12, `${byGV.size} group/versions`);
+  const parts = [...byGV.values()].map(buildOpenAPIV2Part);
+  const merged = mergeOpenAPIV2Parts(parts);
+  const whole = buildOpenAPIV2(descs);
+  assert.equal(assembleOpenAPIV2(merged), JSON.stringify(whole));
+  // A referenced kind is taken from its owner's part (with its GVK), not from a referencing one.
+  const owned = merged.definitions.filter((e) => parts[e.part]!.owned.has(e.name)).length;
+  assert.ok(owned >= descs.length, `${owned} definitions from their owners`);
+  const entry = (kind: 'definition' | 'path', e: { name: string; text: string }) => encodeOpenAPIV2Entry(kind, e.name, JSON.parse(e.text));
+  const fromParts = encodeOpenAPIV2Protobuf(buildOpenAPIV2([]), {
+    paths: merged.paths.map((e) => entry('path', e)),
+    definitions: merged.definitions.map((e) => entry('definition', e)),
+  });
+  assert.ok(fromParts.equals(encodeOpenAPIV2Protobuf(whole)));
+  // Parts do not depend on the order of the descriptors.
+  const reversed = [...descriptorsByGroupVersion([...descs].reverse()).values()].map(buildOpenAPIV2Part);
+  assert.equal(assembleOpenAPIV2(mergeOpenAPIV2Parts(reversed)), JSON.stringify(whole));
 });

@@ -1,38 +1,180 @@
 /**
  * `/openapi/v2` (JSON, or gnostic protobuf when asked: kubectl 1.27/1.28 accept only that),
- * `/openapi/v3` and its per-group-version documents, each rendered once per descriptor set.
+ * `/openapi/v3` and its per-group-version documents.
+ *
+ * Built per group/version and kept by the identity of that group/version's descriptors, so a
+ * change to one CRD rebuilds its own group/version only. Building a logical cluster's whole
+ * document on each change, as before, let a tenant hold the event loop: with 20 copies of
+ * prometheus-operator's `prometheuses` CRD in one workspace, each change to one of them made the
+ * next `/openapi/v2` take 430–730 ms of one turn (v3 root 230 ms, protobuf 430–840 ms), and another
+ * workspace's GET waited up to 800 ms (docs/benchmarks.md, "OpenAPI of many CRDs"). kube-apiserver
+ * likewise merges per-CRD specs (apiextensions-apiserver `controller/openapi`).
  */
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { StatusError } from '../../apimachinery/errors.js';
 import type { ResourceDescriptor } from '../../apis/types.js';
-import { buildOpenAPIV2, buildOpenAPIV3GroupVersion, buildOpenAPIV3Root } from '../../apis/openapi.js';
-import { encodeOpenAPIV2Protobuf } from '../../apis/openapiv2proto.js';
+import {
+  buildOpenAPIV2, buildOpenAPIV2Part, buildOpenAPIV3GroupVersion, descriptorsByGroupVersion, mergeOpenAPIV2Parts,
+  OPENAPI_V2_FRAME, openAPIV2Member, parseOpenAPIV3GroupVersionPath, type OpenAPIV2Part,
+} from '../../apis/openapi.js';
+import { encodeOpenAPIV2Entry, encodeOpenAPIV2ProtobufChunks } from '../../apis/openapiv2proto.js';
 import { apisOf, type Handler } from '../context.js';
+import { chunksStream, nextHeavyStage } from '../slicing.js';
 
-/** OpenAPI documents rendered once per descriptor set (a set is replaced, not changed, when APIs change). */
-interface OpenAPICache { v2json?: string; v2proto?: Buffer; v3root?: string; gv: Map<string, string | null> }
-const openapiCache = new WeakMap<ResourceDescriptor[], OpenAPICache>();
+/** The documents of one group/version, each made when first asked for. */
+interface GroupVersionDocs {
+  v3?: { text: string; hash: string };
+  v2?: OpenAPIV2Part;
+  /** The v2 part's definitions and paths as protobuf entries. */
+  v2proto?: { definitions: Map<string, Buffer>; paths: Map<string, Buffer> };
+  /** The v2 part's definitions and paths as the document's JSON members, UTF-8. */
+  v2utf8?: { definitions: Map<string, Buffer>; paths: Map<string, Buffer> };
+}
 
-/** Answers the document; 404 for an unknown group-version. */
+/**
+ * Group/version documents kept across descriptor sets, by group/version and the identities of its
+ * descriptors (a descriptor is replaced, not changed, when its API changes; the built-in ones are
+ * shared by every logical cluster), at most {@link GROUP_VERSION_DOCS_BYTES} of text and protobuf
+ * (least recently used go first; a dropped one is built again when asked for).
+ */
+export const GROUP_VERSION_DOCS_BYTES = 128 * 1024 * 1024;
+const groupVersionDocs = new LRUCache<string, GroupVersionDocs>({ maxSize: GROUP_VERSION_DOCS_BYTES, sizeCalculation: docsSize });
+const descriptorIds = new WeakMap<ResourceDescriptor, number>();
+let nextDescriptorId = 1;
+
+function docsSize(d: GroupVersionDocs): number {
+  let n = 64 + (d.v3?.text.length ?? 0);
+  if (d.v2) for (const m of [d.v2.definitions, d.v2.paths]) for (const [k, t] of m) n += k.length + t.length;
+  for (const e of [d.v2proto, d.v2utf8]) if (e) for (const m of [e.definitions, e.paths]) for (const b of m.values()) n += b.length;
+  return n;
+}
+
+/** The cache key of a group/version's documents: the group/version and its descriptors' identities. */
+function groupVersionKey(key: string, gvDescs: ResourceDescriptor[]): string {
+  const ids = gvDescs.map((d) => {
+    let id = descriptorIds.get(d);
+    if (id === undefined) { id = nextDescriptorId++; descriptorIds.set(d, id); }
+    return id;
+  });
+  return `${key}#${ids.sort((a, b) => a - b).join(',')}`;
+}
+
+/** A descriptor set's group/versions and documents, each made once (descriptor sets are replaced, not changed, when APIs change). */
+interface SetDocs {
+  gvs: Map<string, ResourceDescriptor[]>;
+  /** The v2 document as JSON and as protobuf, each as the buffers it is written from. */
+  v2json?: Promise<Buffer[]>;
+  v2proto?: Promise<Buffer[]>;
+  v3root?: Promise<string>;
+}
+const setDocs = new WeakMap<ResourceDescriptor[], SetDocs>();
+
+function docsOfSet(descs: ResourceDescriptor[]): SetDocs {
+  let docs = setDocs.get(descs);
+  if (!docs) { docs = { gvs: descriptorsByGroupVersion(descs) }; setDocs.set(descs, docs); }
+  return docs;
+}
+
+/** Made once per descriptor set; a failure is not kept. */
+function once<K extends 'v2json' | 'v2proto' | 'v3root'>(docs: SetDocs, field: K, make: () => NonNullable<SetDocs[K]>): NonNullable<SetDocs[K]> {
+  let p = docs[field];
+  if (!p) {
+    p = make();
+    docs[field] = p;
+    p.catch(() => { if (docs[field] === p) docs[field] = undefined; });
+  }
+  return p as NonNullable<SetDocs[K]>;
+}
+
+/**
+ * One field of every group/version of a set, from the cache or made — one group/version per
+ * heavy stage of the loop (src/endpoints/slicing.ts `nextHeavyStage`): a tenant's new CRD with a
+ * large schema takes tens of milliseconds to publish, and twenty of them must not take one turn.
+ */
+async function perGroupVersion<K extends keyof GroupVersionDocs>(docs: SetDocs, field: K, make: (key: string, gvDescs: ResourceDescriptor[], index: number) => NonNullable<GroupVersionDocs[K]>): Promise<Array<NonNullable<GroupVersionDocs[K]>>> {
+  const out: Array<NonNullable<GroupVersionDocs[K]>> = [];
+  for (const [key, gvDescs] of docs.gvs) {
+    const index = out.length;
+    const cacheKey = groupVersionKey(key, gvDescs);
+    let gvDocs = groupVersionDocs.get(cacheKey);
+    let value = gvDocs?.[field];
+    if (!value) {
+      await nextHeavyStage();
+      // Another request may have made it meanwhile.
+      gvDocs = groupVersionDocs.get(cacheKey) ?? gvDocs ?? {};
+      value = gvDocs[field] ?? make(key, gvDescs, index);
+      gvDocs[field] = value;
+      groupVersionDocs.set(cacheKey, gvDocs);
+    }
+    out.push(value as NonNullable<GroupVersionDocs[K]>);
+  }
+  return out;
+}
+
+function makeV3(key: string, gvDescs: ResourceDescriptor[]): { text: string; hash: string } {
+  const { group, version } = parseOpenAPIV3GroupVersionPath(key)!;
+  const text = JSON.stringify(buildOpenAPIV3GroupVersion(gvDescs, group, version));
+  // kube-openapi's hash: SHA-512 of the served text, upper-case hex.
+  return { text, hash: createHash('sha512').update(text).digest('hex').toUpperCase() };
+}
+
+const v2Parts = (docs: SetDocs) => perGroupVersion(docs, 'v2', (_k, gvDescs) => buildOpenAPIV2Part(gvDescs));
+
+/** Each part's entries (`definitions`, `paths`) encoded by `encode`, and the merged document's entries taken from them in order. */
+async function v2Encoded(docs: SetDocs, field: 'v2proto' | 'v2utf8', encode: (kind: 'definition' | 'path', name: string, text: string) => Buffer): Promise<{ definitions: Buffer[]; paths: Buffer[] }> {
+  const parts = await v2Parts(docs);
+  const encoded = await perGroupVersion(docs, field, (_k, _d, i) => {
+    const entries = (kind: 'definition' | 'path', m: Map<string, string>) => new Map([...m].map(([name, text]) => [name, encode(kind, name, text)] as const));
+    return { definitions: entries('definition', parts[i]!.definitions), paths: entries('path', parts[i]!.paths) };
+  });
+  const merged = mergeOpenAPIV2Parts(parts);
+  return {
+    definitions: merged.definitions.map((e) => encoded[e.part]!.definitions.get(e.name)!),
+    paths: merged.paths.map((e) => encoded[e.part]!.paths.get(e.name)!),
+  };
+}
+
+const COMMA = Buffer.from(',');
+
+async function v2Json(docs: SetDocs): Promise<Buffer[]> {
+  const { definitions, paths } = await v2Encoded(docs, 'v2utf8', (_kind, name, text) => Buffer.from(openAPIV2Member({ name, text })));
+  const joined = (list: Buffer[]) => list.flatMap((b, i) => (i ? [COMMA, b] : [b]));
+  const { head, middle, tail } = OPENAPI_V2_FRAME;
+  return [Buffer.from(head), ...joined(definitions), Buffer.from(middle), ...joined(paths), Buffer.from(tail)];
+}
+
+async function v2Protobuf(docs: SetDocs): Promise<Buffer[]> {
+  const encoded = await v2Encoded(docs, 'v2proto', (kind, name, text) => encodeOpenAPIV2Entry(kind, name, JSON.parse(text) as Record<string, unknown>));
+  return encodeOpenAPIV2ProtobufChunks(buildOpenAPIV2([]), encoded);
+}
+
+/**
+ * Answers the document; 404 for an unknown group-version. The v2 documents (megabytes with many
+ * CRDs) are kept as their encoded entries and written from them in slices within the loop's slice
+ * budget, as large lists are: one piece of 10 MB took 60–200 ms of a turn to copy or encode.
+ */
 export const serveOpenAPI: Handler = async (ctx, req, reply) => {
   const info = req.kcpInfo!;
-  const descs = apisOf(ctx, req, info.cluster).descriptors;
-  let cache = openapiCache.get(descs);
-  if (!cache) { cache = { gv: new Map() }; openapiCache.set(descs, cache); }
+  const docs = docsOfSet(apisOf(ctx, req, info.cluster).descriptors);
   if (info.path === '/openapi/v2') {
-    const accept = req.headers.accept ?? '';
-    if (accept.includes('proto-openapi.spec.v2')) {
-      cache.v2proto ??= encodeOpenAPIV2Protobuf(buildOpenAPIV2(descs) as Record<string, unknown>);
+    if ((req.headers.accept ?? '').includes('proto-openapi.spec.v2')) {
       // Go's media-type parser rejects '@': answer with the dotted form, as kube-openapi does.
-      reply.type('application/com.github.proto-openapi.spec.v2.v1.0+protobuf').send(cache.v2proto);
+      reply.type('application/com.github.proto-openapi.spec.v2.v1.0+protobuf').send(chunksStream(await once(docs, 'v2proto', () => v2Protobuf(docs))));
       return;
     }
-    cache.v2json ??= JSON.stringify(buildOpenAPIV2(descs));
-    reply.type('application/json').send(cache.v2json);
+    reply.type('application/json').send(chunksStream(await once(docs, 'v2json', () => v2Json(docs))));
     return;
   }
   if (info.path === '/openapi/v3') {
-    cache.v3root ??= JSON.stringify(buildOpenAPIV3Root(descs));
-    const root = JSON.parse(cache.v3root) as { paths: Record<string, { serverRelativeURL: string }> };
+    const rootText = await once(docs, 'v3root', async () => {
+      const v3 = await perGroupVersion(docs, 'v3', makeV3);
+      const keys = [...docs.gvs.keys()];
+      const paths: Record<string, { serverRelativeURL: string }> = {};
+      keys.forEach((key, i) => { paths[key] = { serverRelativeURL: `/openapi/v3/${key}?hash=${v3[i]!.hash}` }; });
+      return JSON.stringify({ paths });
+    });
+    const root = JSON.parse(rootText) as { paths: Record<string, { serverRelativeURL: string }> };
     if (info.cluster) {
       // Clients follow serverRelativeURL: keep them inside the logical cluster.
       for (const v of Object.values(root.paths)) v.serverRelativeURL = `${req.kcpPrefix ?? ''}/clusters/${info.cluster}${v.serverRelativeURL}`;
@@ -41,20 +183,15 @@ export const serveOpenAPI: Handler = async (ctx, req, reply) => {
     return;
   }
   const m = /^\/openapi\/v3\/(api\/v1|apis\/[^/]+\/[^/]+)$/.exec(info.path);
-  if (m) {
-    let doc = cache.gv.get(m[1]!);
-    if (doc === undefined) {
-      const seg = m[1]!.split('/');
-      const [group, version] = seg[0] === 'api' ? ['', 'v1'] : [seg[1]!, seg[2]!];
-      const built = buildOpenAPIV3GroupVersion(descs, group, version);
-      doc = built ? JSON.stringify(built) : null;
-      // Only served group-versions are remembered (at most one document each): any name can be asked for.
-      if (doc) cache.gv.set(m[1]!, doc);
-    }
-    if (doc) {
-      reply.header('Cache-Control', 'public, immutable').type('application/json').send(doc);
-      return;
-    }
+  // Only served group-versions are looked up: any name can be asked for.
+  const gvDescs = m ? docs.gvs.get(m[1]!) : undefined;
+  if (gvDescs) {
+    const key = m![1]!;
+    const cacheKey = groupVersionKey(key, gvDescs);
+    const gvDocs = groupVersionDocs.get(cacheKey) ?? {};
+    if (!gvDocs.v3) { gvDocs.v3 = makeV3(key, gvDescs); groupVersionDocs.set(cacheKey, gvDocs); }
+    reply.header('Cache-Control', 'public, immutable').type('application/json').send(gvDocs.v3.text);
+    return;
   }
   throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
 };
