@@ -214,7 +214,10 @@ describe('a workload moves between two real clusters', { timeout: 900_000 }, () 
       .catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
     const moved = performance.now() - t0;
     process.stderr.write(`# moved ${Math.round(moved)} ms after the syncer was killed (threshold 3 s)\n`);
-    assert.ok(moved >= 2_000, `moved only after the 3 s threshold (heartbeats every 1 s): ${Math.round(moved)} ms`);
+    // The last heartbeat came at most 1 s before the kill and is written in whole seconds (RFC 3339,
+    // as kcp's metav1.Time), so it may read up to 1 s older: the threshold can pass 1 s after the
+    // kill at the earliest (a run measured 1,968 ms), never before.
+    assert.ok(moved >= 1_000, `moved only after the 3 s threshold (heartbeats every 1 s, in whole seconds): ${Math.round(moved)} ms`);
     assert.equal((await up('GET', '/apis/apps/v1/namespaces/shop/deployments/cart')).json.spec.replicas, 2, 'nothing lost upstream');
     await eventually('its pods ready on the first cluster again', async () => (await copyOn(first)).processes.filter((p) => p.ready).length === 2, 60_000)
       .catch((err) => { throw new Error(`${(err as Error).message}\n${logs()}`); });
