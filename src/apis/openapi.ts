@@ -553,7 +553,12 @@ export function parseOpenAPIV3GroupVersionPath(path: string): { group: string; v
  * (`JSON.stringify(doc)`), upper-case hex. Also usable as an ETag.
  */
 export function openAPIDocumentHash(doc: unknown): string {
-  return createHash('sha512').update(JSON.stringify(doc)).digest('hex').toUpperCase();
+  return openAPITextHash(JSON.stringify(doc));
+}
+
+/** {@link openAPIDocumentHash} of a document already serialised (`text`: its `JSON.stringify`). */
+export function openAPITextHash(text: string): string {
+  return createHash('sha512').update(text).digest('hex').toUpperCase();
 }
 
 /**
@@ -587,14 +592,15 @@ function groupVersions(descs: ResourceDescriptor[]): Array<{ group: string; vers
 /**
  * The `/openapi/v3` discovery document: `{paths: {"api/v1": {serverRelativeURL:
  * "/openapi/v3/api/v1?hash=<SHA512>"}, "apis/<g>/<v>": …}}`, one entry per served group/version.
- * The hash is {@link openAPIDocumentHash} of the group/version document.
+ * The hash is {@link openAPIDocumentHash} of the group/version document; `hashOf` gives it when
+ * the caller already has it (the server keeps each group/version's document and hash).
  */
-export function buildOpenAPIV3Root(descs: ResourceDescriptor[]): { paths: Record<string, { serverRelativeURL: string }> } {
+export function buildOpenAPIV3Root(descs: ResourceDescriptor[], hashOf?: (key: string) => string): { paths: Record<string, { serverRelativeURL: string }> } {
   const paths: Record<string, { serverRelativeURL: string }> = {};
   for (const { group, version } of groupVersions(descs)) {
-    const doc = buildOpenAPIV3GroupVersion(descs, group, version)!;
     const key = openAPIV3GroupVersionPath(group, version);
-    paths[key] = { serverRelativeURL: `/openapi/v3/${key}?hash=${openAPIDocumentHash(doc)}` };
+    const hash = hashOf ? hashOf(key) : openAPIDocumentHash(buildOpenAPIV3GroupVersion(descs, group, version)!);
+    paths[key] = { serverRelativeURL: `/openapi/v3/${key}?hash=${hash}` };
   }
   return { paths };
 }

@@ -10,13 +10,12 @@
  * workspace's GET waited up to 800 ms (docs/benchmarks.md, "OpenAPI of many CRDs"). kube-apiserver
  * likewise merges per-CRD specs (apiextensions-apiserver `controller/openapi`).
  */
-import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { StatusError } from '../../apimachinery/errors.js';
 import type { ResourceDescriptor } from '../../apis/types.js';
 import {
-  buildOpenAPIV2, buildOpenAPIV2Part, buildOpenAPIV3GroupVersion, descriptorsByGroupVersion, mergeOpenAPIV2Parts,
-  OPENAPI_V2_FRAME, openAPIV2Member, parseOpenAPIV3GroupVersionPath, type OpenAPIV2Part,
+  buildOpenAPIV2, buildOpenAPIV2Part, buildOpenAPIV3GroupVersion, buildOpenAPIV3Root, descriptorsByGroupVersion, mergeOpenAPIV2Parts,
+  OPENAPI_V2_FRAME, openAPITextHash, openAPIV2Member, parseOpenAPIV3GroupVersionPath, type OpenAPIV2Part,
 } from '../../apis/openapi.js';
 import { encodeOpenAPIV2Entry, encodeOpenAPIV2ProtobufChunks } from '../../apis/openapiv2proto.js';
 import { apisOf, type Handler } from '../context.js';
@@ -60,54 +59,66 @@ function groupVersionKey(key: string, gvDescs: ResourceDescriptor[]): string {
   return `${key}#${ids.sort((a, b) => a - b).join(',')}`;
 }
 
-/** A descriptor set's group/versions and documents, each made once (descriptor sets are replaced, not changed, when APIs change). */
+/**
+ * A descriptor set's group/versions (with their cache keys) and the documents being made for it
+ * (descriptor sets are replaced, not changed, when APIs change). Concurrent requests share a
+ * document being made; once made, it is not kept here: it is assembled again from the
+ * group/versions' entries for the next request (a merge and a sort of references), so every
+ * byte kept is in {@link groupVersionDocs} and under its bound, however many logical clusters ask.
+ */
 interface SetDocs {
-  gvs: Map<string, ResourceDescriptor[]>;
-  /** The v2 document as JSON and as protobuf, each as the buffers it is written from. */
-  v2json?: Promise<Buffer[]>;
-  v2proto?: Promise<Buffer[]>;
-  v3root?: Promise<string>;
+  descs: ResourceDescriptor[];
+  /** By `/openapi/v3` key (`api/v1`, `apis/<group>/<version>`), in key order. */
+  gvs: Map<string, { cacheKey: string; descs: ResourceDescriptor[] }>;
+  making: { v2json?: Promise<Buffer[]>; v2proto?: Promise<Buffer[]>; v3root?: Promise<string> };
 }
 const setDocs = new WeakMap<ResourceDescriptor[], SetDocs>();
 
 function docsOfSet(descs: ResourceDescriptor[]): SetDocs {
   let docs = setDocs.get(descs);
-  if (!docs) { docs = { gvs: descriptorsByGroupVersion(descs) }; setDocs.set(descs, docs); }
+  if (!docs) {
+    const gvs = new Map([...descriptorsByGroupVersion(descs)].map(([key, gvDescs]) => [key, { cacheKey: groupVersionKey(key, gvDescs), descs: gvDescs }] as const));
+    docs = { descs, gvs, making: {} };
+    setDocs.set(descs, docs);
+  }
   return docs;
 }
 
-/** Made once per descriptor set; a failure is not kept. */
-function once<K extends 'v2json' | 'v2proto' | 'v3root'>(docs: SetDocs, field: K, make: () => NonNullable<SetDocs[K]>): NonNullable<SetDocs[K]> {
-  let p = docs[field];
+/** The document `make` makes for the set, shared by the requests that ask while it is made. */
+function shared<K extends keyof SetDocs['making']>(docs: SetDocs, field: K, make: () => NonNullable<SetDocs['making'][K]>): NonNullable<SetDocs['making'][K]> {
+  let p = docs.making[field];
   if (!p) {
     p = make();
-    docs[field] = p;
-    p.catch(() => { if (docs[field] === p) docs[field] = undefined; });
+    docs.making[field] = p;
+    const done = () => { if (docs.making[field] === p) docs.making[field] = undefined; };
+    p.then(done, done);
   }
-  return p as NonNullable<SetDocs[K]>;
+  return p as NonNullable<SetDocs['making'][K]>;
+}
+
+/** One field of one group/version's documents: kept, or made now and kept. */
+function groupVersionField<K extends keyof GroupVersionDocs>(cacheKey: string, field: K, make: () => NonNullable<GroupVersionDocs[K]>): NonNullable<GroupVersionDocs[K]> {
+  const gvDocs = groupVersionDocs.get(cacheKey) ?? {};
+  const have = gvDocs[field];
+  if (have) return have as NonNullable<GroupVersionDocs[K]>;
+  const made = make();
+  gvDocs[field] = made;
+  groupVersionDocs.set(cacheKey, gvDocs);
+  return made;
 }
 
 /**
- * One field of every group/version of a set, from the cache or made — one group/version per
- * heavy stage of the loop (src/endpoints/slicing.ts `nextHeavyStage`): a tenant's new CRD with a
- * large schema takes tens of milliseconds to publish, and twenty of them must not take one turn.
+ * One field of every group/version of a set, kept or made — one group/version made per heavy
+ * stage of the loop (src/endpoints/slicing.ts `nextHeavyStage`): a tenant's new CRD with a large
+ * schema takes tens of milliseconds to publish, and twenty of them must not take one turn.
  */
 async function perGroupVersion<K extends keyof GroupVersionDocs>(docs: SetDocs, field: K, make: (key: string, gvDescs: ResourceDescriptor[], index: number) => NonNullable<GroupVersionDocs[K]>): Promise<Array<NonNullable<GroupVersionDocs[K]>>> {
   const out: Array<NonNullable<GroupVersionDocs[K]>> = [];
-  for (const [key, gvDescs] of docs.gvs) {
-    const index = out.length;
-    const cacheKey = groupVersionKey(key, gvDescs);
-    let gvDocs = groupVersionDocs.get(cacheKey);
-    let value = gvDocs?.[field];
-    if (!value) {
-      await nextHeavyStage();
-      // Another request may have made it meanwhile.
-      gvDocs = groupVersionDocs.get(cacheKey) ?? gvDocs ?? {};
-      value = gvDocs[field] ?? make(key, gvDescs, index);
-      gvDocs[field] = value;
-      groupVersionDocs.set(cacheKey, gvDocs);
-    }
-    out.push(value as NonNullable<GroupVersionDocs[K]>);
+  let index = 0;
+  for (const [key, { cacheKey, descs }] of docs.gvs) {
+    if (!groupVersionDocs.get(cacheKey)?.[field]) await nextHeavyStage();
+    const i = index++;
+    out.push(groupVersionField(cacheKey, field, () => make(key, descs, i)));
   }
   return out;
 }
@@ -115,8 +126,7 @@ async function perGroupVersion<K extends keyof GroupVersionDocs>(docs: SetDocs, 
 function makeV3(key: string, gvDescs: ResourceDescriptor[]): { text: string; hash: string } {
   const { group, version } = parseOpenAPIV3GroupVersionPath(key)!;
   const text = JSON.stringify(buildOpenAPIV3GroupVersion(gvDescs, group, version));
-  // kube-openapi's hash: SHA-512 of the served text, upper-case hex.
-  return { text, hash: createHash('sha512').update(text).digest('hex').toUpperCase() };
+  return { text, hash: openAPITextHash(text) };
 }
 
 const v2Parts = (docs: SetDocs) => perGroupVersion(docs, 'v2', (_k, gvDescs) => buildOpenAPIV2Part(gvDescs));
@@ -160,19 +170,18 @@ export const serveOpenAPI: Handler = async (ctx, req, reply) => {
   if (info.path === '/openapi/v2') {
     if ((req.headers.accept ?? '').includes('proto-openapi.spec.v2')) {
       // Go's media-type parser rejects '@': answer with the dotted form, as kube-openapi does.
-      reply.type('application/com.github.proto-openapi.spec.v2.v1.0+protobuf').send(chunksStream(await once(docs, 'v2proto', () => v2Protobuf(docs))));
+      reply.type('application/com.github.proto-openapi.spec.v2.v1.0+protobuf').send(chunksStream(await shared(docs, 'v2proto', () => v2Protobuf(docs))));
       return;
     }
-    reply.type('application/json').send(chunksStream(await once(docs, 'v2json', () => v2Json(docs))));
+    reply.type('application/json').send(chunksStream(await shared(docs, 'v2json', () => v2Json(docs))));
     return;
   }
   if (info.path === '/openapi/v3') {
-    const rootText = await once(docs, 'v3root', async () => {
-      const v3 = await perGroupVersion(docs, 'v3', makeV3);
+    const rootText = await shared(docs, 'v3root', async () => {
       const keys = [...docs.gvs.keys()];
-      const paths: Record<string, { serverRelativeURL: string }> = {};
-      keys.forEach((key, i) => { paths[key] = { serverRelativeURL: `/openapi/v3/${key}?hash=${v3[i]!.hash}` }; });
-      return JSON.stringify({ paths });
+      const v3 = await perGroupVersion(docs, 'v3', makeV3);
+      const hashes = new Map(keys.map((k, i) => [k, v3[i]!.hash] as const));
+      return JSON.stringify(buildOpenAPIV3Root(docs.descs, (key) => hashes.get(key)!));
     });
     const root = JSON.parse(rootText) as { paths: Record<string, { serverRelativeURL: string }> };
     if (info.cluster) {
@@ -184,13 +193,10 @@ export const serveOpenAPI: Handler = async (ctx, req, reply) => {
   }
   const m = /^\/openapi\/v3\/(api\/v1|apis\/[^/]+\/[^/]+)$/.exec(info.path);
   // Only served group-versions are looked up: any name can be asked for.
-  const gvDescs = m ? docs.gvs.get(m[1]!) : undefined;
-  if (gvDescs) {
-    const key = m![1]!;
-    const cacheKey = groupVersionKey(key, gvDescs);
-    const gvDocs = groupVersionDocs.get(cacheKey) ?? {};
-    if (!gvDocs.v3) { gvDocs.v3 = makeV3(key, gvDescs); groupVersionDocs.set(cacheKey, gvDocs); }
-    reply.header('Cache-Control', 'public, immutable').type('application/json').send(gvDocs.v3.text);
+  const gv = m ? docs.gvs.get(m[1]!) : undefined;
+  if (gv) {
+    const { text } = groupVersionField(gv.cacheKey, 'v3', () => makeV3(m![1]!, gv.descs));
+    reply.header('Cache-Control', 'public, immutable').type('application/json').send(text);
     return;
   }
   throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
