@@ -1120,13 +1120,16 @@ export class Store {
         throw invalid(this.desc.kind, this.desc.group, o.name!, [{ reason: 'FieldValueForbidden', field: 'metadata.finalizers', message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}` }]);
       }
     }
-    if (this.desc.strategy?.tracksGeneration && (!subresource || subresource === 'scale') && specChanged(old, merged)) m.generation = (o.generation ?? 1) + 1;
     const hooks = this.backend.admission;
     const attrs = (object: KubeObject): WebhookAttributes => ({
       operation: 'UPDATE', cluster: scope.cluster, desc: this.desc, subresource: subresource ?? '', namespace: o.namespace ?? '', name: o.name!,
       user: scope.user, object, oldObject: old, dryRun: Boolean(scope.dryRun), warnings: scope.warnings, audit: scope.audit,
     });
     if (hooks) merged = this.keepSystemMeta(merged, await hooks.mutate(attrs(merged)));
+    // After mutating admission, as kube's PrepareForUpdate runs after it: a spec a webhook or policy
+    // changed moves the generation too (and validation, which trusts an unmoved generation to mean
+    // an unchanged spec, looks at it: src/apiextensions/crdvalidation.ts).
+    if (this.desc.strategy?.tracksGeneration && (!subresource || subresource === 'scale') && specChanged(old, merged)) merged.metadata.generation = (o.generation ?? 1) + 1;
     const large = largeWrite(scope, old);
     await nextStage(large);
     this.validate(merged, old);

@@ -211,3 +211,54 @@ spec:
   assert.equal(binding.status, 422, binding.body);
   assert.deepEqual(binding.json.details.causes.map((c: { field: string }) => c.field), ['spec.policyName']);
 });
+
+test('a policy that changes a CRD\'s spec on a label-only update: the spec is validated and the generation moves, as kube does after admission', async () => {
+  await workspace('crdspec');
+  const policy = `apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: crd-spec.example.com
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["apiextensions.k8s.io"]
+      apiVersions: ["v1"]
+      operations: ["UPDATE"]
+      resources: ["customresourcedefinitions"]
+  matchConditions:
+  - name: labelled
+    expression: "has(object.metadata.labels) && 'mutate' in object.metadata.labels"
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        object.metadata.labels['mutate'] == 'bogus'
+          ? [JSONPatch{op: "replace", path: "/spec/versions/0/schema/openAPIV3Schema/type", value: "string"}]
+          : [JSONPatch{op: "add", path: "/spec/versions/0/additionalPrinterColumns", value: [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]}]
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: crd-spec-binding.example.com
+spec:
+  policyName: crd-spec.example.com
+`;
+  await kc('crdspec', ['apply', '-f', '-'], { input: policy });
+  const crd = async () => JSON.parse((await kc('crdspec', ['get', 'crd', 'pods.core.example.com', '-o', 'json'])).stdout);
+  const before = await crd();
+  // A mutation that breaks the schema is validated like the request's own change: 422, nothing stored.
+  const refused = await eventually('the policy in force', async () => {
+    const r = await kc('crdspec', ['label', 'crd', 'pods.core.example.com', 'mutate=bogus'], { allowFail: true });
+    return r.code !== 0 && r;
+  });
+  assert.match(refused.stderr, /is invalid/);
+  const unchanged = await crd();
+  assert.equal(unchanged.spec.versions[0].schema.openAPIV3Schema.type, 'object');
+  assert.equal(unchanged.metadata.generation, before.metadata.generation);
+  // A mutation that changes the spec moves metadata.generation.
+  await kc('crdspec', ['label', 'crd', 'pods.core.example.com', 'mutate=column']);
+  const changed = await crd();
+  assert.equal(changed.spec.versions[0].additionalPrinterColumns?.[0]?.name, 'Age');
+  assert.equal(changed.metadata.generation, before.metadata.generation + 1);
+});
