@@ -589,13 +589,16 @@ function groupVersions(descs: ResourceDescriptor[]): Array<{ group: string; vers
   return [...seen.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map((e) => e[1]);
 }
 
+/** The `/openapi/v3` discovery document's shape. */
+export interface OpenAPIV3Root { paths: Record<string, { serverRelativeURL: string }> }
+
 /**
  * The `/openapi/v3` discovery document: `{paths: {"api/v1": {serverRelativeURL:
  * "/openapi/v3/api/v1?hash=<SHA512>"}, "apis/<g>/<v>": …}}`, one entry per served group/version.
  * The hash is {@link openAPIDocumentHash} of the group/version document; `hashOf` gives it when
  * the caller already has it (the server keeps each group/version's document and hash).
  */
-export function buildOpenAPIV3Root(descs: ResourceDescriptor[], hashOf?: (key: string) => string): { paths: Record<string, { serverRelativeURL: string }> } {
+export function buildOpenAPIV3Root(descs: ResourceDescriptor[], hashOf?: (key: string) => string): OpenAPIV3Root {
   const paths: Record<string, { serverRelativeURL: string }> = {};
   for (const { group, version } of groupVersions(descs)) {
     const key = openAPIV3GroupVersionPath(group, version);

@@ -15,7 +15,7 @@ import { StatusError } from '../../apimachinery/errors.js';
 import type { ResourceDescriptor } from '../../apis/types.js';
 import {
   buildOpenAPIV2, buildOpenAPIV2Part, buildOpenAPIV3GroupVersion, buildOpenAPIV3Root, descriptorsByGroupVersion, mergeOpenAPIV2Parts,
-  OPENAPI_V2_FRAME, openAPITextHash, openAPIV2Member, parseOpenAPIV3GroupVersionPath, type OpenAPIV2Part,
+  OPENAPI_V2_FRAME, openAPITextHash, openAPIV2Member, parseOpenAPIV3GroupVersionPath, type OpenAPIV2Part, type OpenAPIV3Root,
 } from '../../apis/openapi.js';
 import { encodeOpenAPIV2Entry, encodeOpenAPIV2ProtobufChunks } from '../../apis/openapiv2proto.js';
 import { apisOf, type Handler } from '../context.js';
@@ -70,7 +70,7 @@ interface SetDocs {
   descs: ResourceDescriptor[];
   /** By `/openapi/v3` key (`api/v1`, `apis/<group>/<version>`), in key order. */
   gvs: Map<string, { cacheKey: string; descs: ResourceDescriptor[] }>;
-  making: { v2json?: Promise<Buffer[]>; v2proto?: Promise<Buffer[]>; v3root?: Promise<string> };
+  making: { v2json?: Promise<Buffer[]>; v2proto?: Promise<Buffer[]>; v3root?: Promise<OpenAPIV3Root> };
 }
 const setDocs = new WeakMap<ResourceDescriptor[], SetDocs>();
 
@@ -177,18 +177,17 @@ export const serveOpenAPI: Handler = async (ctx, req, reply) => {
     return;
   }
   if (info.path === '/openapi/v3') {
-    const rootText = await shared(docs, 'v3root', async () => {
+    const root = await shared(docs, 'v3root', async () => {
       const keys = [...docs.gvs.keys()];
       const v3 = await perGroupVersion(docs, 'v3', makeV3);
       const hashes = new Map(keys.map((k, i) => [k, v3[i]!.hash] as const));
-      return JSON.stringify(buildOpenAPIV3Root(docs.descs, (key) => hashes.get(key)!));
+      return buildOpenAPIV3Root(docs.descs, (key) => hashes.get(key)!);
     });
-    const root = JSON.parse(rootText) as { paths: Record<string, { serverRelativeURL: string }> };
-    if (info.cluster) {
-      // Clients follow serverRelativeURL: keep them inside the logical cluster.
-      for (const v of Object.values(root.paths)) v.serverRelativeURL = `${req.kcpPrefix ?? ''}/clusters/${info.cluster}${v.serverRelativeURL}`;
-    }
-    reply.type('application/json').send(JSON.stringify(root));
+    // Clients follow serverRelativeURL: keep them inside the logical cluster. (The root is shared
+    // by concurrent requests: it is read, not changed.)
+    const prefix = info.cluster ? `${req.kcpPrefix ?? ''}/clusters/${info.cluster}` : '';
+    const paths = Object.fromEntries(Object.entries(root.paths).map(([k, v]) => [k, { serverRelativeURL: `${prefix}${v.serverRelativeURL}` }]));
+    reply.type('application/json').send(JSON.stringify({ paths }));
     return;
   }
   const m = /^\/openapi\/v3\/(api\/v1|apis\/[^/]+\/[^/]+)$/.exec(info.path);
