@@ -22,6 +22,11 @@ export interface WatchSet {
   warmupLatencies: Samples;
   /** Events received, by type. */
   events: Record<string, number>;
+  /**
+   * Watches the server answered with 200: it sends (and flushes) the response headers once the
+   * watch is registered, which is when client-go's `Watch()` returns.
+   */
+  established: number;
   /** Watches that ended or failed before close(). */
   ended: number;
   errors: string[];
@@ -65,7 +70,7 @@ function eventLines(set: WatchSet): (chunk: string) => void {
 function newWatchSet(onClose: () => void): WatchSet & { closing: boolean } {
   const set = {
     measureFrom: Infinity, latencies: new Samples(), writeTimes: new Samples(), warmupEvents: 0, warmupLatencies: new Samples(),
-    events: {} as Record<string, number>, ended: 0, errors: [] as string[], closing: false,
+    events: {} as Record<string, number>, established: 0, ended: 0, errors: [] as string[], closing: false,
     close() { set.closing = true; onClose(); },
   };
   return set;
@@ -74,7 +79,7 @@ function newWatchSet(onClose: () => void): WatchSet & { closing: boolean } {
 /**
  * Opens `paths.length` watches as client-go does over HTTP/2: streams of as few connections as the
  * server's stream limit allows (`streamsPerConnection`, kube's default 1,000), and resolves once
- * every request is sent. Whether the server registered them is checked by the caller.
+ * every request is sent; `established` counts those the server has registered.
  */
 export async function openWatchesH2(url: string, creds: Creds, paths: string[], streamsPerConnection = 1000): Promise<WatchSet> {
   const sessions: ClientHttp2Session[] = [];
@@ -91,6 +96,7 @@ export async function openWatchesH2(url: string, creds: Creds, paths: string[], 
       stream.on('response', (headers) => {
         const status = Number(headers[':status']);
         if (status !== 200) { let b = ''; stream.on('data', (d: string) => { b += d; }); stream.on('end', () => fail(path, `${status} ${b.slice(0, 200)}`)); return; }
+        set.established++;
         stream.on('data', eventLines(set));
         stream.on('end', () => { if (!set.closing) set.ended++; });
       });
@@ -121,6 +127,7 @@ export async function openWatches(url: string, creds: Creds, paths: string[], ba
         res.on('end', () => { if (errors.length < 5) errors.push(`${res.statusCode} ${path}: ${b.slice(0, 200)}`); set.ended++; });
         return;
       }
+      set.established++;
       res.setEncoding('utf8');
       res.on('data', eventLines(set));
       res.on('end', () => { if (!set.closing) set.ended++; });
