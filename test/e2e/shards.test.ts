@@ -118,6 +118,12 @@ test('shards take identity headers only from the front-proxy certificate', async
   const other = await issueClientCert(pki.frontProxyCA, { user: 'not-the-proxy', groups: [] });
   const refused = await rawPost(inst.shards[0]!.url, { ca: pki.ca.certPem, cert: other.certPem, key: other.keyPem }, path, whoami, [['X-Remote-User', 'carol']]);
   assert.equal(refused.status, 401);
+  // A certificate of the client CA named as the proxy is a user like any other: its headers are
+  // ignored (only a certificate the front-proxy CA signed is ever taken for the proxy).
+  const namesake = await issueClientCert(pki.ca, { user: 'kcp-front-proxy', groups: [] });
+  const itself = await rawPost(inst.shards[0]!.url, { ca: pki.ca.certPem, cert: namesake.certPem, key: namesake.keyPem }, path, whoami, [['X-Remote-User', 'carol'], ['X-Remote-Group', 'system:masters']]);
+  assert.equal(itself.status, 201, JSON.stringify(itself.json));
+  assert.deepEqual(itself.json.status.userInfo, { username: 'kcp-front-proxy', groups: ['system:authenticated'] });
 });
 
 const WS = '/apis/tenancy.kcp.io/v1alpha1/workspaces';
