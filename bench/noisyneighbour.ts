@@ -299,7 +299,7 @@ async function flood(s: ServerProc, kind: string): Promise<FloodResult> {
     // watch: 2,000 watches opened at once from the current resourceVersion; throughput = opened/s
     // until the server has registered all of them (it answers a watch with its headers once the
     // watch is registered). Counted in this process: scraping /metrics every 20 ms for it, as
-    // before, cost the server about 10 ms of its loop per scrape, half of its turns while the
+    // before, cost the server 4-10 ms of its loop per scrape, a third of its turns while the
     // watches opened, and B waited behind them.
     const c = makeClients(s.url, s.creds, 1)[0]!;
     const r = await c.request('GET', A);
