@@ -3,6 +3,8 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Agent } from 'node:https';
+import { createCA, issueClientCert } from '../../src/pki/certs.js';
 import { CM, call, eventually, watch, sleep, type TestServer, createLogicalCluster, useTestServer, waitForRootCA, withoutRootCA } from '../helpers.js';
 
 let srv: TestServer;
@@ -351,6 +353,20 @@ describe('bad input gets a Status', () => {
     assert.equal(r.status, 401);
     assert.equal(r.json.reason, 'Unauthorized');
     assert.equal((await call(srv, { ca: srv.creds.ca }, 'GET', '/readyz')).status, 200);
+    // A certificate of a CA the server does not trust: 401 on every request of the connection
+    // (its identity is worked out once per connection, the refusal with it).
+    const stranger = await createCA('not-the-kcp-ts-ca');
+    const cert = await issueClientCert(stranger, { user: 'kcp-admin', groups: ['system:masters'] });
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const bad = await call(srv, { ca: srv.creds.ca, cert: cert.certPem, key: cert.keyPem }, 'GET', '/clusters/root/api/v1/namespaces', undefined, {}, agent);
+        assert.equal(bad.status, 401, `request ${i + 1}: ${bad.body}`);
+        assert.equal(bad.json.reason, 'Unauthorized');
+      }
+    } finally {
+      agent.destroy();
+    }
   });
 
   test('unsupported Accept → 406', async () => {
