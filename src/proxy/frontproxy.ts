@@ -25,7 +25,7 @@ import { AUTHENTICATED_GROUP } from '../auth/authn.js';
 import type { JWTAuthenticators } from '../auth/oidc.js';
 import type { UserInfo } from '../registry/store.js';
 import type { Connection } from '../client/rest.js';
-import { ShardDirectory } from '../shards/directory.js';
+import { ShardDirectory, type ClusterLocation } from '../shards/directory.js';
 import { MIGRATION_HEADER } from '../storage/migration.js';
 import { ROOT } from '../tenancy/paths.js';
 import { answerHealth, healthEndpointOf, type HealthCheck } from '../server/health.js';
@@ -257,9 +257,10 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
     if (segment !== undefined) {
       if (!user && !passToken) { answer(ex, new StatusError(401, 'Unauthorized', 'Unauthorized')); return; }
       if (segment === '*') { answer(ex, new StatusError(403, 'Forbidden', 'wildcard requests (/clusters/*) are not served through the front-proxy')); return; }
-      const loc = directory.locate(segment);
+      const loc = await whereNow(segment, Date.now() + MIGRATION_HOLD_MS);
       // Worded as a shard words a workspace one may not enter: existence does not leak.
       if (!loc) { answer(ex, workspaceAccessDenied(segment)); return; }
+      if (ex.closed) return;
       shard = directory.get(loc.shard);
     }
     if (!shard) { answer(ex, new StatusError(503, 'ServiceUnavailable', 'the root shard is not known yet'), 1); return; }
@@ -275,6 +276,19 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
     headers[h2.HTTP2_HEADER_METHOD] = ex.method;
     headers[h2.HTTP2_HEADER_PATH] = url;
     forward(ex, shard, headers, segment === undefined ? undefined : { segment, until: Date.now() + MIGRATION_HOLD_MS });
+  }
+
+  /**
+   * Where the logical cluster of `segment` is served now. One that just left a shard without
+   * being deleted and is not placed anywhere yet (a migration's origin removed its copy before
+   * this index saw it arrive on the destination: each shard's watch is its own stream) is waited
+   * for until `until` (epoch ms), so that its requests pause instead of being refused.
+   */
+  async function whereNow(segment: string, until: number): Promise<ClusterLocation | undefined> {
+    const loc = directory.locate(segment);
+    if (loc || !directory.departed(segment) || Date.now() >= until) return loc;
+    await directory.moved(segment, undefined, until - Date.now());
+    return directory.locate(segment);
   }
 
   /**
@@ -318,9 +332,10 @@ export async function startFrontProxy(opts: FrontProxyOptions): Promise<RunningF
         handedOver = true;
         upstream.close(h2.NGHTTP2_CANCEL);
         const body = hold.body ?? (ex.body ? Buffer.concat(kept!.chunks) : undefined);
-        void directory.moved(hold.segment, name, Math.min(MIGRATION_RECHECK_MS, hold.until - Date.now())).then(() => {
+        void directory.moved(hold.segment, name, Math.min(MIGRATION_RECHECK_MS, hold.until - Date.now())).then(async () => {
           if (ex.closed) return;
-          const loc = directory.locate(hold.segment);
+          const loc = await whereNow(hold.segment, hold.until);
+          if (ex.closed) return;
           const next = loc && directory.get(loc.shard);
           if (!next) { answer(ex, workspaceAccessDenied(hold.segment)); return; }
           forward(ex, next, headers, { ...hold, body });

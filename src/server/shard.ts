@@ -636,13 +636,16 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
       apis: (cluster) => registry.forCluster(cluster), authn, authz, hub, metrics,
       clusterExists: clusterKnown,
       resolveCluster: (segment) => {
-        const name = resolvePath(segment);
+        const kind = classifyClusterSegment(segment);
         // A path of a logical cluster on another shard is refused as an unknown one (403), unless
         // it moved (or is moving) away from this one: its copy here, and with it the path in the
         // local index, is removed after the hand-over while a front-proxy that has not learned
-        // the move yet still sends requests here. Resolved to its name, such a request meets the
-        // migration fence (429 and where the cluster is now: the proxy sends it there).
-        return name === undefined || index.get(name) || classifyClusterSegment(segment) !== 'path' || fences.get(name) ? name : undefined;
+        // the move yet still sends requests here — and this shard's index of the others may not
+        // have learned it either, so the fences remember the path. Resolved to its name, such a
+        // request meets the migration fence (429 and where the cluster is now: the proxy sends
+        // it there).
+        const name = resolvePath(segment) ?? (kind === 'path' ? fences.clusterOfPath(segment) : undefined);
+        return name === undefined || index.get(name) || kind !== 'path' || fences.get(name) ? name : undefined;
       },
       homeWorkspace: homeWorkspaces({
         logicalClusters: storeOf('logicalclusters', 'core.kcp.io'), index, types, scope: masters,

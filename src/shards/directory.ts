@@ -125,6 +125,13 @@ export class ShardDirectory {
   private readonly watched = new Map<string, Watched>();
   private readonly byPath = new Map<string, ClusterLocation>();
   private readonly byName = new Map<string, ClusterLocation>();
+  /**
+   * Paths and names of logical clusters that left a shard without being deleted (a migration's
+   * origin removed its copy), with when: their arrival on the destination may reach this index
+   * after their departure from the origin, each shard's watch being its own stream. Oldest first;
+   * at most {@link DEPARTED_MAX} entries, each forgotten after {@link DEPARTED_MEMORY_MS}.
+   */
+  private readonly departures = new Map<string, number>();
   private rootInformer: RemoteInformer | undefined;
   private rootClient: RestClient | undefined;
   private stopped = false;
@@ -180,6 +187,16 @@ export class ShardDirectory {
     return this.byPath.get(pathOrName) ?? this.byName.get(pathOrName);
   }
 
+  /**
+   * Whether `pathOrName` left a shard without being deleted within the last
+   * {@link DEPARTED_MEMORY_MS} and is not placed anywhere now: it is most likely on its way to
+   * another shard (a migration), whose watch event has not arrived yet.
+   */
+  departed(pathOrName: string): boolean {
+    const at = this.departures.get(pathOrName);
+    return at !== undefined && Date.now() - at < DEPARTED_MEMORY_MS && this.locate(pathOrName) === undefined;
+  }
+
   /** The logical clusters known on another shard `shard`. */
   clustersOn(shard: string): ClusterLocation[] {
     return [...this.byName.values()].filter((l) => l.shard === shard);
@@ -218,9 +235,10 @@ export class ShardDirectory {
 
   /**
    * Resolves once `pathOrName` is placed on a shard other than `from` (a migration's cutover
-   * reached this index), or after `timeoutMs`; true when it moved.
+   * reached this index) — on any shard when `from` is undefined — or after `timeoutMs`; true
+   * when it moved.
    */
-  moved(pathOrName: string, from: string, timeoutMs: number): Promise<boolean> {
+  moved(pathOrName: string, from: string | undefined, timeoutMs: number): Promise<boolean> {
     const elsewhere = () => { const loc = this.locate(pathOrName); return loc !== undefined && loc.shard !== from; };
     if (elsewhere()) return Promise.resolve(true);
     return new Promise((resolve) => {
@@ -359,9 +377,27 @@ export class ShardDirectory {
     if (!old || old.shard !== w.info.name) return;
     this.byName.delete(cluster);
     if (old.path && this.byPath.get(old.path) === old) this.byPath.delete(old.path);
+    if (!old.deleting) this.rememberDeparture(old);
     this.changed({ shard: w.info.name, location: old, deleted: true });
   }
+
+  private rememberDeparture(loc: ClusterLocation): void {
+    const now = Date.now();
+    for (const [key, at] of this.departures) {
+      if (now - at < DEPARTED_MEMORY_MS && this.departures.size < DEPARTED_MAX) break;
+      this.departures.delete(key);
+    }
+    for (const key of loc.path ? [loc.cluster, loc.path] : [loc.cluster]) {
+      this.departures.delete(key); // re-inserted last: the map stays oldest first
+      this.departures.set(key, now);
+    }
+  }
 }
+
+/** How long a logical cluster that left a shard without being deleted counts as {@link ShardDirectory.departed}, in milliseconds. */
+export const DEPARTED_MEMORY_MS = 10_000;
+/** Most departures remembered at once (paths and names): about 100 bytes each. */
+export const DEPARTED_MAX = 10_000;
 
 const interned = new Map<string, string>();
 /** One string object per distinct phase, not one per logical cluster. */
@@ -385,10 +421,19 @@ function slimLogicalCluster(o: KubeObject): KubeObject {
   };
 }
 
-/** What the front-proxy reads of a LogicalCluster: cluster and path. */
+/**
+ * What the front-proxy reads of a LogicalCluster: cluster and path, and whether it is being
+ * deleted (a deleted one is not waited for elsewhere, see {@link ShardDirectory.departed}).
+ */
 function slimForRouting(o: KubeObject): KubeObject {
   const a = o.metadata.annotations ?? {};
-  return { apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, annotations: { [CLUSTER_ANNOTATION]: a[CLUSTER_ANNOTATION]!, ...(a[PATH_ANNOTATION] ? { [PATH_ANNOTATION]: a[PATH_ANNOTATION] } : {}) } } };
+  return {
+    apiVersion: o.apiVersion, kind: o.kind,
+    metadata: {
+      name: o.metadata.name, annotations: { [CLUSTER_ANNOTATION]: a[CLUSTER_ANNOTATION]!, ...(a[PATH_ANNOTATION] ? { [PATH_ANNOTATION]: a[PATH_ANNOTATION] } : {}) },
+      ...(o.metadata.deletionTimestamp ? { deletionTimestamp: o.metadata.deletionTimestamp } : {}),
+    },
+  };
 }
 
 /** The logical cluster of an object listed across clusters (kcp's `kcp.io/cluster` annotation). */

@@ -39,7 +39,7 @@ import type { RequestScope, Store } from '../registry/store.js';
 import { entryObject, type CacheEntry, type WatchCache } from '../storage/watchcache.js';
 import { ClusterFences, importObjects, movedKey, removeObjects, type ImportItem } from '../storage/migration.js';
 import type { RedisStorage } from '../storage/redis.js';
-import { ROOT } from '../tenancy/paths.js';
+import { PATH_ANNOTATION, ROOT } from '../tenancy/paths.js';
 import type { ShardDirectory } from './directory.js';
 
 /** Base path of a shard's internal migration endpoints: `<base>/<logical cluster>/<operation>`. */
@@ -164,7 +164,8 @@ export function registerMigrationEndpoints(app: FastifyInstance, deps: Migration
       case 'fence': {
         const since = Number(body.since);
         if (!Number.isInteger(since) || since < 0) throw new StatusError(400, 'BadRequest', 'since must be a non-negative integer');
-        await fences.fence(cluster);
+        const lc = cache.getEntry('core.kcp.io/logicalclusters', cluster, '', 'cluster');
+        await fences.fence(cluster, lc ? entryObject<KubeObject>(lc).metadata.annotations?.[PATH_ANNOTATION] : undefined);
         // Watches end now, not at the hand-over: a bookmark sent during the fence could carry a
         // revision above the one reported here.
         cache.terminateCluster(cluster, new StatusError(410, 'Expired', `logical cluster ${cluster} is moving to another shard; relist`).toStatus() as unknown as Record<string, unknown>);

@@ -167,11 +167,19 @@ export const FENCE_REFUSAL = Symbol('kcp-ts migration fence refusal');
  * answer 429 with `Retry-After: 1` — also a request admitted before the fence whose write the
  * fence refused (it changed nothing, so the front-proxy sends it again to the new shard).
  *
- * Bounds: one entry per logical cluster being migrated or moved away; the in-flight set holds the
- * storage writes running at that moment.
+ * Bounds: one entry per logical cluster being migrated or moved away (and its workspace path,
+ * when given); the in-flight set holds the storage writes running at that moment.
  */
 export class ClusterFences {
   private readonly states = new Map<string, FenceState>();
+  /**
+   * Workspace path → logical cluster, for the fenced and moved ones whose path was given: after
+   * the hand-over the local copy, and with it the shard's path index, is removed while a
+   * front-proxy that has not learned the move may still send requests here by path. Kept in
+   * memory only: after a restart the indexes have long learned the move.
+   */
+  private readonly byPath = new Map<string, string>();
+  private readonly pathOf = new Map<string, string>();
   /** Storage writes running (all clusters): a fence waits for those started before it. */
   private readonly writes = new Set<Promise<unknown>>();
 
@@ -180,6 +188,12 @@ export class ClusterFences {
 
   /** The fence of a logical cluster, if any. */
   get(cluster: string): FenceState | undefined { return this.states.get(cluster); }
+
+  /** The fenced or moved logical cluster whose workspace path is `path` (as given to {@link fence}), if any. */
+  clusterOfPath(path: string): string | undefined {
+    const cluster = this.byPath.get(path);
+    return cluster !== undefined && this.states.has(cluster) ? cluster : undefined;
+  }
 
   /** Loads the logical clusters that moved away from the shard (`{shard}:moved`). */
   async load(client: RedisClient, keys: ShardKeys): Promise<void> {
@@ -226,21 +240,30 @@ export class ClusterFences {
    * then). From then on nothing changes the logical cluster on this shard. Waiting for whole
    * requests instead would make the pause as long as the slowest request in flight (queued in
    * priority and fairness, or at an admission webhook); a request refused at its write is sent
-   * again by the front-proxy.
+   * again by the front-proxy. `path` is the logical cluster's workspace path (`kcp.io/path`),
+   * so that requests by path keep meeting the fence ({@link clusterOfPath}).
    */
-  async fence(cluster: string): Promise<void> {
+  async fence(cluster: string, path?: string): Promise<void> {
     this.states.set(cluster, { state: 'fenced' });
+    if (path) { this.forgetPath(cluster); this.byPath.set(path, cluster); this.pathOf.set(cluster, path); }
     await Promise.allSettled([...this.writes]);
   }
 
   /** Lifts the fence of `cluster` (a migration that failed before its cutover). */
   unfence(cluster: string): void {
-    if (this.states.get(cluster)?.state !== 'moved') this.states.delete(cluster);
+    if (this.states.get(cluster)?.state !== 'moved') { this.states.delete(cluster); this.forgetPath(cluster); }
   }
 
   /** Records that `cluster` moved to shard `to` (requests keep being refused, naming it). */
   moved(cluster: string, to: string): void { this.states.set(cluster, { state: 'moved', to }); }
 
   /** Forgets every fence of `cluster` (it migrated back in). */
-  clear(cluster: string): void { this.states.delete(cluster); }
+  clear(cluster: string): void { this.states.delete(cluster); this.forgetPath(cluster); }
+
+  private forgetPath(cluster: string): void {
+    const path = this.pathOf.get(cluster);
+    if (path === undefined) return;
+    this.pathOf.delete(cluster);
+    if (this.byPath.get(path) === cluster) this.byPath.delete(path);
+  }
 }

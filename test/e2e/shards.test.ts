@@ -12,13 +12,15 @@ import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { request } from 'node:https';
-import { adminCreds, call, eventually, kubectl, waitForRootCA, watch, type Creds } from '../helpers.js';
+import { adminCreds, call, eventually, kubectl, sleep, waitForRootCA, watch, type Creds } from '../helpers.js';
 import { startInstance, type RunningInstance } from '../../src/server/instance.js';
 import { PROXY_BUFFER_BYTES } from '../../src/proxy/frontproxy.js';
 import { startServer } from '../../src/server/shard.js';
 import { ensurePki } from '../../src/pki/store.js';
 import { issueClientCert } from '../../src/pki/certs.js';
 import { homeShardOf } from '../../src/tenancy/home.js';
+import { MIGRATION_ENDPOINTS } from '../../src/shards/migration.js';
+import { MIGRATION_HEADER } from '../../src/storage/migration.js';
 
 const execFileP = promisify(execFile);
 let root: string;
@@ -57,6 +59,41 @@ test('a logical cluster on shard-1 is routed by path and by name as soon as its 
   // It went to shard-1: the object is there, not on the root shard.
   assert.equal((await call(inst.shards[1]!, admin, 'GET', '/clusters/routed1/api/v1/namespaces/on-shard-1')).status, 200);
   assert.equal((await call(inst, admin, 'GET', '/clusters/routed1/api/v1/namespaces/on-shard-1')).status, 200);
+});
+
+test('a logical cluster handed over to another shard: the front-proxy holds its requests until it sees it arrive; the origin answers its path with the fence, not 403', async () => {
+  // The two halves of a migration's hand-over reach the front-proxy on two watch streams, in
+  // either order. Here the origin's half comes first, and the destination's only later.
+  const [rootShard, shard1] = [inst.shards[0]!, inst.shards[1]!];
+  const op = (name: string, body: unknown = {}) => call(shard1, masters, 'POST', `${MIGRATION_ENDPOINTS}/hop1/${name}`, body);
+  const namespaces = '/clusters/root:hop/api/v1/namespaces';
+  assert.equal((await call(shard1, masters, 'POST', '/clusters/hop1/apis/core.kcp.io/v1alpha1/logicalclusters', LC('root:hop'))).status, 201);
+  await eventually('root:hop routable', async () => (await call(inst, masters, 'GET', namespaces)).status === 200, 5000);
+  // The origin's half: fenced, released to the root shard, its copy removed.
+  const snapshot = await op('snapshot');
+  assert.equal(snapshot.status, 200, snapshot.body);
+  assert.equal((await op('fence', { since: snapshot.json.revision })).status, 200);
+  assert.equal((await op('release', { to: 'root' })).status, 200);
+  const removed = await op('remove');
+  assert.equal(removed.status, 200, removed.body);
+  assert.ok(removed.json.removed >= 1, removed.body);
+  // Asked by path, the origin (whose index of the other shards has not seen the logical cluster
+  // anywhere either) answers with its fence: 429 naming the destination, which the proxy holds.
+  const atOrigin = await call(shard1, masters, 'GET', namespaces);
+  assert.equal(atOrigin.status, 429, atOrigin.body);
+  assert.equal(atOrigin.headers[MIGRATION_HEADER], 'moved:root');
+  // Through the front-proxy: held, not refused, until the LogicalCluster is on the root shard.
+  let settled = false;
+  const held = call(inst, masters, 'GET', namespaces).finally(() => { settled = true; });
+  await sleep(700);
+  assert.equal(settled, false, 'answered before the logical cluster arrived anywhere');
+  assert.equal((await call(rootShard, masters, 'POST', '/clusters/hop1/apis/core.kcp.io/v1alpha1/logicalclusters', LC('root:hop'))).status, 201);
+  const answered = await held;
+  assert.equal(answered.status, 200, answered.body);
+  // A path that never existed is still refused at once.
+  const t0 = Date.now();
+  assert.equal((await call(inst, masters, 'GET', '/clusters/root:never-there/api/v1/namespaces')).status, 403);
+  assert.ok(Date.now() - t0 < 1000, `refused after ${Date.now() - t0} ms`);
 });
 
 test('watches through the front-proxy stream each event as it happens', async () => {
