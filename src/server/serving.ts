@@ -81,6 +81,16 @@ export const TLS_HANDSHAKE_TIMEOUT_MS = 32_000;
 /** After GOAWAY at shutdown, streams still open are reset after this long (ms). */
 export const SHUTDOWN_GRACE_MS = 2_000;
 
+/**
+ * Streams of an HTTP/2 connection its client dropped (the socket closed or failed) that are
+ * closed per turn of the event loop. Node's http2 core closes all of a session's streams in the
+ * one callback that sees its socket close: 1,000 open watches held the loop 85–135 ms (each
+ * stream's compatibility request and response, their listeners, the handler's cleanup), a stall
+ * every other tenant waited behind and that a client could repeat at will. 50 streams take a few
+ * milliseconds. The budget is the server's, shared by all connections dropped at the same time.
+ */
+export const HTTP2_TEARDOWN_STREAMS_PER_TURN = 50;
+
 /** A request of either protocol. */
 export type AnyRequest = IncomingMessage | Http2ServerRequest;
 /** A response of either protocol. */
@@ -189,6 +199,7 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
   server.setTimeout(0);
 
   const sessions = new Set<ServerHttp2Session>();
+  const dropped = new DroppedStreams();
   const sockets = new Set<Socket>();
   const firstRequestMs = opts.firstRequestTimeoutMs ?? FIRST_REQUEST_TIMEOUT_MS;
   let closing = false;
@@ -209,7 +220,7 @@ export function createServingServer(opts: ServingOptions, handler?: (req: AnyReq
     session.once('close', () => sessions.delete(session));
     session.on('error', () => undefined);
     session.once('connect', () => { try { session.setLocalWindowSize(HTTP2_CONNECTION_WINDOW_BYTES); } catch { /* closed meanwhile */ } });
-    trackIdle(session);
+    trackStreams(session, dropped);
   });
   // A stream error (a client resetting its stream) is the stream's end, not the server's.
   (server as Http2SecureServer).on('stream', (stream) => stream.on('error', () => undefined));
@@ -236,18 +247,90 @@ function goAway(session: Http2Session): void {
   setTimeout(() => { if (!session.destroyed) session.destroy(); }, SHUTDOWN_GRACE_MS).unref();
 }
 
-/** Closes `session` with GOAWAY once it has had no open stream for {@link HTTP2_IDLE_TIMEOUT_MS}. */
-function trackIdle(session: ServerHttp2Session): void {
-  let open = 0;
+/**
+ * Keeps the open streams of `session`: it gets GOAWAY once it has had none for
+ * {@link HTTP2_IDLE_TIMEOUT_MS}, and when its client drops the connection they are closed by
+ * `dropped` before Node's http2 core destroys the session ({@link deferSessionTeardown}).
+ */
+function trackStreams(session: ServerHttp2Session, dropped: DroppedStreams): void {
+  const streams = new Set<ServerHttp2Stream>();
   let timer: NodeJS.Timeout | undefined;
   const arm = () => { timer = setTimeout(() => goAway(session), HTTP2_IDLE_TIMEOUT_MS); timer.unref(); };
   arm();
-  session.on('stream', (stream) => {
-    open++;
+  session.on('stream', (stream: ServerHttp2Stream) => {
+    streams.add(stream);
     if (timer) { clearTimeout(timer); timer = undefined; }
-    stream.once('close', () => { if (--open === 0 && !session.closed) arm(); });
+    stream.once('close', () => { if (streams.delete(stream) && !streams.size && !session.closed) arm(); });
   });
   session.once('close', () => { if (timer) clearTimeout(timer); });
+  deferSessionTeardown(session, streams, dropped);
+}
+
+/**
+ * The streams of every dropped HTTP/2 connection of one server, destroyed
+ * {@link HTTP2_TEARDOWN_STREAMS_PER_TURN} per turn of the event loop (`setImmediate`) across all
+ * of them, connection after connection: a client dropping ten connections at once costs no more
+ * per turn than one dropping one. Bounded by the streams open on the server.
+ */
+class DroppedStreams {
+  private readonly queue: { streams: Set<ServerHttp2Stream>; done: () => void }[] = [];
+  private scheduled = false;
+  private static readonly cancel = Object.assign(new Error('The stream has been canceled: its connection was closed'), { code: 'ERR_HTTP2_STREAM_CANCEL' });
+
+  /** Destroys `streams` (emptying the set) in later turns — the first ones at once — then calls `done`. */
+  add(streams: Set<ServerHttp2Stream>, done: () => void): void {
+    this.queue.push({ streams, done });
+    if (!this.scheduled) { this.scheduled = true; this.step(); }
+  }
+
+  private readonly step = (): void => {
+    let budget = HTTP2_TEARDOWN_STREAMS_PER_TURN;
+    while (this.queue.length) {
+      const head = this.queue[0]!;
+      for (const stream of head.streams) {
+        if (budget === 0) break;
+        budget--;
+        head.streams.delete(stream);
+        if (!stream.destroyed) stream.destroy(DroppedStreams.cancel);
+      }
+      if (head.streams.size) break;
+      this.queue.shift();
+      head.done();
+    }
+    if (this.queue.length) setImmediate(this.step);
+    else this.scheduled = false;
+  };
+}
+
+/**
+ * When the socket of `session` closes or fails, its `streams` go to `dropped` (destroyed a few
+ * per turn), and only then does Node's http2 core see the event and destroy the session, which
+ * has no stream left by then. Node's own listeners (`socketOnClose`, `socketOnError`) are taken
+ * off the socket and called, with the event's arguments and in the order the events came, after
+ * the last stream. On a Node whose listeners are named otherwise nothing changes: the core's
+ * teardown runs as before.
+ */
+function deferSessionTeardown(session: ServerHttp2Session, streams: Set<ServerHttp2Stream>, dropped: DroppedStreams): void {
+  let socket: TLSSocket;
+  try { socket = session.socket as TLSSocket; } catch { return; } // already unbound
+  type Listener = (this: TLSSocket, ...args: unknown[]) => void;
+  const coreClose = socket.listeners('close').find((f) => f.name === 'socketOnClose') as Listener | undefined;
+  const coreError = socket.listeners('error').find((f) => f.name === 'socketOnError') as Listener | undefined;
+  if (!coreClose || !coreError) return;
+  socket.removeListener('close', coreClose);
+  socket.removeListener('error', coreError);
+  const pending: (() => void)[] = [];
+  let state: 'open' | 'closing' | 'closed' = 'open';
+  const defer = (call: () => void) => {
+    if (state === 'closed') { call(); return; }
+    pending.push(call);
+    if (state === 'open') {
+      state = 'closing';
+      dropped.add(streams, () => { state = 'closed'; for (const c of pending.splice(0)) c(); });
+    }
+  };
+  socket.on('close', function (this: TLSSocket, ...args: unknown[]) { defer(() => coreClose.apply(this, args)); });
+  socket.on('error', function (this: TLSSocket, ...args: unknown[]) { defer(() => coreError.apply(this, args)); });
 }
 
 /**
