@@ -25,6 +25,8 @@
  *   protobuf, and the `/openapi/v3` root, as kubectl does after a change. A's figure is requests/s.
  * - `crdchurn` (not in the default set): beside those 20, 2 loops create a copy of that CRD under a
  *   new group and delete it again. A's figure is requests/s.
+ * - `watchdrop` (not in the default set): 1,000 watches opened on one HTTP/2 connection, then the
+ *   connection dropped with all of them open, again and again. A's figure is watches opened/s.
  * Both workspaces are used with the same admin identity: flows are `<cluster>/<user>`, so A and
  * B are distinct flows of the global-default priority level.
  *
@@ -57,6 +59,8 @@ const OBJECTS = 2000;
 const LISTERS = 64;
 const WRITERS = 50;
 const WATCHES = 2000;
+/** Watches of one connection in the `watchdrop` flood (the server's stream limit). */
+const DROP_WATCHES = 1000;
 const B_INTERVAL_MS = 20;
 const BIG_WRITERS = 20;
 const BIG_KEYS = 60_000;
@@ -228,6 +232,14 @@ async function helloFlood(s: ServerProc, ms: number): Promise<{ perSec: number; 
   return { perSec: answered / (ms / 1000), codes: { answered, failed } };
 }
 
+/** The resourceVersion of a LIST of A's ConfigMaps now. */
+async function currentResourceVersion(s: ServerProc): Promise<string> {
+  const c = makeClients(s.url, s.creds, 1)[0]!;
+  const r = await c.request('GET', A);
+  c.close();
+  return (JSON.parse(r.body.toString()) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+}
+
 interface FloodResult { b: LatencySummary; bErrors: number; bCodes: Record<string, number>; aPerSec: number; aAlonePerSec: number; aCodes: Record<string, number>; loop: { p50: number; p99: number; max: number } }
 
 /** Count and sum (seconds) of the server's `apiserver_request_duration_seconds` for GETs of ConfigMaps. */
@@ -296,15 +308,28 @@ async function flood(s: ServerProc, kind: string): Promise<FloodResult> {
       });
     }
     if (kind === 'bigwrite') return loop(s, BIG_WRITERS, PHASE_MS, (c, i) => ({ method: 'PUT', path: `${A}/big-${c}`, body: bigCm(`big-${c}`, i + 1) }));
+    if (kind === 'watchdrop') {
+      // A client that wants to cost the others the most per watch: 1,000 watches on one HTTP/2
+      // connection, opened, then the connection dropped with all of them open; again, for the phase.
+      const rv = await currentResourceVersion(s);
+      const paths = Array.from({ length: DROP_WATCHES }, () => `${A}?watch=true&resourceVersion=${rv}`);
+      const t0 = performance.now();
+      let opened = 0; let errors = 0; let drops = 0;
+      while (performance.now() - t0 < PHASE_MS) {
+        const set = await openWatchesH2(s.url, s.creds, paths);
+        const t = performance.now();
+        while (set.established + set.ended < DROP_WATCHES && performance.now() - t < 10_000) await sleep(2);
+        opened += set.established; errors += set.errors.length; drops++;
+        set.close();
+      }
+      return { perSec: opened / ((performance.now() - t0) / 1000), codes: { drops, errors } };
+    }
     // watch: 2,000 watches opened at once from the current resourceVersion; throughput = opened/s
     // until the server has registered all of them (it answers a watch with its headers once the
     // watch is registered). Counted in this process: scraping /metrics every 20 ms for it, as
     // before, cost the server 4-10 ms of its loop per scrape, a third of its turns while the
     // watches opened, and B waited behind them.
-    const c = makeClients(s.url, s.creds, 1)[0]!;
-    const r = await c.request('GET', A);
-    const rv = (JSON.parse(r.body.toString()) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
-    c.close();
+    const rv = await currentResourceVersion(s);
     const paths = Array.from({ length: WATCHES }, () => `${A}?watch=true&resourceVersion=${rv}`);
     const t0 = performance.now();
     const set = WATCH_PROTO === 'h1' ? await openWatches(s.url, s.creds, paths, WATCHES) : await openWatchesH2(s.url, s.creds, paths);
