@@ -22,7 +22,9 @@
  * (CVE-2023-44487: open and cancel streams in a loop) is bounded by nghttp2's own limit on
  * stream resets (Node ≥ 20.8.1), CONTINUATION floods (CVE-2024-27983) by Node ≥ 20.12.1. The
  * request body limit, request timeout and priority and fairness apply per stream as per request.
- * Requests read together start within a per-turn budget, round-robin by logical cluster
+ * The streams of a connection its client drops are closed {@link HTTP2_TEARDOWN_STREAMS_PER_TURN}
+ * per turn, not all in one callback. Requests read together start within a per-turn budget,
+ * round-robin by logical cluster
  * (./intake.ts); TLS handshakes start a few at a time, round-robin by client address
  * (./handshakes.ts).
  */
