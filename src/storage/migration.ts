@@ -155,7 +155,10 @@ export async function removeObjects(client: RedisClient, keys: ShardKeys, object
 }
 
 /** What a shard does with requests for one logical cluster during and after its migration. */
-export type FenceState = { state: 'fenced' } | { state: 'moved'; to: string };
+export type FenceState = ({ state: 'fenced' } | { state: 'moved'; to: string }) & {
+  /** The logical cluster's workspace path (`kcp.io/path`), when known at the fence. */
+  path?: string;
+};
 
 /** Marks the 429 of a fence: a request refused by it changed nothing and may be sent again elsewhere. */
 export const FENCE_REFUSAL = Symbol('kcp-ts migration fence refusal');
@@ -179,7 +182,6 @@ export class ClusterFences {
    * memory only: after a restart the indexes have long learned the move.
    */
   private readonly byPath = new Map<string, string>();
-  private readonly pathOf = new Map<string, string>();
   /** Storage writes running (all clusters): a fence waits for those started before it. */
   private readonly writes = new Set<Promise<unknown>>();
 
@@ -244,26 +246,29 @@ export class ClusterFences {
    * so that requests by path keep meeting the fence ({@link clusterOfPath}).
    */
   async fence(cluster: string, path?: string): Promise<void> {
-    this.states.set(cluster, { state: 'fenced' });
-    if (path) { this.forgetPath(cluster); this.byPath.set(path, cluster); this.pathOf.set(cluster, path); }
+    this.forgetPath(cluster);
+    this.states.set(cluster, path ? { state: 'fenced', path } : { state: 'fenced' });
+    if (path) this.byPath.set(path, cluster);
     await Promise.allSettled([...this.writes]);
   }
 
   /** Lifts the fence of `cluster` (a migration that failed before its cutover). */
   unfence(cluster: string): void {
-    if (this.states.get(cluster)?.state !== 'moved') { this.states.delete(cluster); this.forgetPath(cluster); }
+    if (this.states.get(cluster)?.state !== 'moved') { this.forgetPath(cluster); this.states.delete(cluster); }
   }
 
   /** Records that `cluster` moved to shard `to` (requests keep being refused, naming it). */
-  moved(cluster: string, to: string): void { this.states.set(cluster, { state: 'moved', to }); }
+  moved(cluster: string, to: string): void {
+    const path = this.states.get(cluster)?.path;
+    this.states.set(cluster, path ? { state: 'moved', to, path } : { state: 'moved', to });
+  }
 
   /** Forgets every fence of `cluster` (it migrated back in). */
-  clear(cluster: string): void { this.states.delete(cluster); this.forgetPath(cluster); }
+  clear(cluster: string): void { this.forgetPath(cluster); this.states.delete(cluster); }
 
+  /** Drops the path entry of `cluster`'s fence (call before its state is replaced or deleted). */
   private forgetPath(cluster: string): void {
-    const path = this.pathOf.get(cluster);
-    if (path === undefined) return;
-    this.pathOf.delete(cluster);
-    if (this.byPath.get(path) === cluster) this.byPath.delete(path);
+    const path = this.states.get(cluster)?.path;
+    if (path !== undefined && this.byPath.get(path) === cluster) this.byPath.delete(path);
   }
 }
