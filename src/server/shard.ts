@@ -410,7 +410,8 @@ async function startLocked(root: string, options: ServerOptions, signal: AbortSi
     : undefined;
   cleanups.push(async () => { await queueThread?.close(); });
   try {
-    const storage = new RedisStorage({ url: redisUrl, shard, streamMaxLen: options.streamMaxLen });
+    // The embedded Redis is this process's alone (the root directory's lock): it is its keys' only writer.
+    const storage = new RedisStorage({ url: redisUrl, shard, streamMaxLen: options.streamMaxLen, soleWriter: options.redisUrl === undefined });
     cleanups.push(() => storage.close());
     await abortable(storage.ready(), signal);
     startTrace(`${shard}: storage connected`);

@@ -122,7 +122,7 @@ export function registerMigrationEndpoints(app: FastifyInstance, deps: Migration
   const removeAll = async (cluster: string) => {
     const keys = keysOf(cluster);
     let removed = 0;
-    for (let i = 0; i < keys.length; i += 500) removed += await removeObjects(storage.client, storage.keys, keys.slice(i, i + 500), storage.streamMaxLen);
+    for (let i = 0; i < keys.length; i += 500) removed += await removeObjects(storage, keys.slice(i, i + 500));
     await cache.waitForRevision(await storage.currentRevision(), 10_000);
     return removed;
   };
@@ -199,7 +199,7 @@ export function registerMigrationEndpoints(app: FastifyInstance, deps: Migration
         const fin = body.finalize as { leastRevision?: unknown } | undefined;
         if (fin !== undefined && !Number.isSafeInteger(fin.leastRevision)) throw new StatusError(400, 'BadRequest', 'finalize.leastRevision must be an integer');
         if (fences.get(cluster)?.state === 'fenced') throw new StatusError(409, 'Conflict', `logical cluster ${cluster} is being migrated away from this shard`);
-        const marker = await importObjects(storage.client, storage.keys, items as ImportItem[], storage.streamMaxLen, fin ? { cluster, leastRevision: fin.leastRevision as number } : undefined);
+        const marker = await importObjects(storage, items as ImportItem[], fin ? { cluster, leastRevision: fin.leastRevision as number } : undefined);
         if (fin) fences.clear(cluster);
         // Answered once this shard serves what it imported (its index and watches have it).
         await cache.waitForRevision(await storage.currentRevision(), 10_000);
@@ -211,7 +211,7 @@ export function registerMigrationEndpoints(app: FastifyInstance, deps: Migration
         let removed = 0;
         for (let i = 0; i < keys.length; i += 500) {
           removed += keys.slice(i, i + 500).length;
-          await importObjects(storage.client, storage.keys, keys.slice(i, i + 500).map((key) => ({ key, json: null })), storage.streamMaxLen);
+          await importObjects(storage, keys.slice(i, i + 500).map((key) => ({ key, json: null })));
         }
         return { removed };
       }

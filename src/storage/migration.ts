@@ -20,7 +20,7 @@
  */
 import { StatusError } from '../apimachinery/errors.js';
 import { parseObjectKey, type ShardKeys } from './keys.js';
-import { mapRedisError, type RedisClient } from './redis.js';
+import { mapRedisError, type RedisClient, type RedisStorage } from './redis.js';
 import { STREAM_KEEP_LUA } from './scripts.js';
 
 /** Event type of the migration marker in a shard's watch stream (fields `c` logical cluster, `p` revision before it). */
@@ -131,14 +131,18 @@ export interface ImportItem { key: string; json: string | null }
  * Returns the marker's revision (0 without finalize).
  * @throws StatusError 503 when Redis cannot be reached
  */
-export async function importObjects(client: RedisClient, keys: ShardKeys, items: readonly ImportItem[], streamMaxLen: number, finalize?: { cluster: string; leastRevision: number }): Promise<number> {
+export async function importObjects(storage: RedisStorage, items: readonly ImportItem[], finalize?: { cluster: string; leastRevision: number }): Promise<number> {
+  const keys = storage.keys;
   const redisKeys = [keys.rv, keys.events, floorsKey(keys), movedKey(keys), ...items.map((i) => keys.redisKey(i.key))];
-  const args: string[] = [String(streamMaxLen), finalize?.cluster ?? '', finalize ? String(finalize.leastRevision) : ''];
+  const args: string[] = [String(storage.streamMaxLen), finalize?.cluster ?? '', finalize ? String(finalize.leastRevision) : ''];
   for (const i of items) args.push(i.key, i.json ?? '');
   try {
-    const [marker] = await client.eval(IMPORT_SCRIPT, redisKeys.length, ...redisKeys, ...args) as [string, string];
+    const [marker] = await storage.client.eval(IMPORT_SCRIPT, redisKeys.length, ...redisKeys, ...args) as [string, string];
     return marker ? Number(marker) : 0;
-  } catch (err) { return mapRedisError(err); }
+  } catch (err) { return mapRedisError(err); } finally {
+    // Its revisions (and the counter's jump) were not reported one by one: consistent reads ask Redis again.
+    storage.forgetRevision();
+  }
 }
 
 /**
@@ -146,12 +150,15 @@ export async function importObjects(client: RedisClient, keys: ShardKeys, items:
  * recording where it went (`{shard}:moved`, read at start-up by {@link ClusterFences.load}).
  * Returns the number of objects removed.
  */
-export async function removeObjects(client: RedisClient, keys: ShardKeys, objectKeys: readonly string[], streamMaxLen: number): Promise<number> {
+export async function removeObjects(storage: RedisStorage, objectKeys: readonly string[]): Promise<number> {
   if (!objectKeys.length) return 0;
+  const keys = storage.keys;
   const redisKeys = [keys.rv, keys.events, ...objectKeys.map((k) => keys.redisKey(k))];
   try {
-    return Number(await client.eval(REMOVE_SCRIPT, redisKeys.length, ...redisKeys, String(streamMaxLen), ...objectKeys));
-  } catch (err) { return mapRedisError(err); }
+    return Number(await storage.client.eval(REMOVE_SCRIPT, redisKeys.length, ...redisKeys, String(storage.streamMaxLen), ...objectKeys));
+  } catch (err) { return mapRedisError(err); } finally {
+    storage.forgetRevision();
+  }
 }
 
 /** What a shard does with requests for one logical cluster during and after its migration. */

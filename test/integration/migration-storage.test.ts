@@ -24,7 +24,7 @@ const watcher = (cluster: string, events: CacheEvent[]): CacheWatcher => ({ grou
 
 before(async () => {
   redis = await startRedis();
-  storage = new RedisStorage({ url: redis.url, shard: 'dst' });
+  storage = new RedisStorage({ url: redis.url, shard: 'dst', streamMaxLen: 1000 });
   await storage.ready();
   cache = new WatchCache(storage.client, storage.keys);
   await cache.start();
@@ -33,13 +33,13 @@ after(async () => { await cache?.stop(); await storage?.close(); await redis?.st
 
 test('an import gets the destination\'s revisions; the marker jumps the counter and sets the floor', async () => {
   for (const n of ['x1', 'x2']) await storage.write('create', key('local', n), JSON.parse(cm(n)));
-  await importObjects(storage.client, storage.keys, [{ key: key('moved', 'a'), json: cm('a', '999') }, { key: key('moved', 'b'), json: cm('b', '12') }], 1000);
+  await importObjects(storage, [{ key: key('moved', 'a'), json: cm('a', '999') }, { key: key('moved', 'b'), json: cm('b', '12') }]);
   const before = await storage.currentRevision();
   assert.equal(before, 4);
   await cache.waitForRevision(before);
   assert.equal(JSON.parse(cache.getEntry('core/configmaps', 'moved', 'ns', 'a')!.json).metadata.resourceVersion, '3');
   // The origin handed out revisions up to 500: the marker lands above them.
-  const marker = await importObjects(storage.client, storage.keys, [{ key: key('moved', 'b'), json: null }, { key: key('moved', 'c'), json: cm('c') }], 1000, { cluster: 'moved', leastRevision: 501 });
+  const marker = await importObjects(storage, [{ key: key('moved', 'b'), json: null }, { key: key('moved', 'c'), json: cm('c') }], { cluster: 'moved', leastRevision: 501 });
   assert.equal(marker, 501);
   await cache.waitForRevision(503);
   assert.equal(cache.currentRevision, 503);
@@ -102,7 +102,7 @@ test('removing a moved-away copy reaches the cache, its subscribers and wildcard
   const seen: CacheEvent[] = [];
   const unsubscribe = cache.subscribe((ev) => { if (ev) seen.push(ev); });
   const from = cache.currentRevision;
-  assert.equal(await removeObjects(storage.client, storage.keys, [key('gone', 'g1'), key('gone', 'missing')], 1000), 1);
+  assert.equal(await removeObjects(storage, [key('gone', 'g1'), key('gone', 'missing')]), 1);
   await cache.waitForRevision(await storage.currentRevision());
   unsubscribe();
   assert.equal(cache.getEntry('core/configmaps', 'gone', 'ns', 'g1'), undefined);

@@ -1,11 +1,12 @@
 /**
  * RedisStorage on a real Redis: the atomic multi-object create (CREATE_MANY_SCRIPT) keeps the
  * single-write invariants — dense revisions, one ADDED event per object in order, existing
- * objects left alone.
+ * objects left alone; a sole writer's current revision.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RedisStorage, type CommitItem } from '../../src/storage/redis.js';
+import { importObjects } from '../../src/storage/migration.js';
 import { startRedis, type TestRedis } from '../helpers.js';
 
 let redis: TestRedis;
@@ -93,5 +94,44 @@ test('commit: a failed precondition writes nothing and names the item', async ()
     assert.deepEqual(await storage.commit([fresh, item]), { ok: false, index: 1, reason });
     assert.equal(await storage.get('core/configmaps/c2/default/fresh'), null, `${reason}: nothing written`);
     assert.equal(Number(await storage.client.get('{st}:rv')), rv0, `${reason}: no revision used`);
+  }
+});
+
+test('currentRevision: a sole writer answers from the writes Redis acknowledged to it, and asks Redis again when told its revisions are unknown or after a reconnect', async () => {
+  const sole = new RedisStorage({ url: redis.url, shard: 'sw', soleWriter: true });
+  // Two processes writing one shard break a sole writer's contract; here the second one shows
+  // which answers came without a round trip.
+  const foreign = new RedisStorage({ url: redis.url, shard: 'sw' });
+  try {
+    await Promise.all([sole.ready(), foreign.ready()]);
+    const key = (name: string) => `core/configmaps/sw/default/${name}`;
+    assert.equal(await sole.currentRevision(), 0, 'seeded by a read: nothing written yet');
+    const own = await sole.write('create', key('own'), cm('own'));
+    assert.ok(own.ok);
+    assert.equal(await sole.currentRevision(), Number(own.rv), 'its acknowledged write');
+    const many = await sole.commit([{ op: 'create', objectKey: key('m1'), obj: cm('m1') }, { op: 'create', objectKey: key('m2'), obj: cm('m2') }]);
+    assert.ok(many.ok);
+    assert.equal(await sole.currentRevision(), Number(own.rv) + 2, 'the last revision of its transaction');
+    const other = await foreign.write('create', key('other'), cm('other'));
+    assert.ok(other.ok);
+    assert.equal(await sole.currentRevision(), Number(own.rv) + 2, 'not asked: the foreign write is not seen');
+    assert.equal(await foreign.currentRevision(), Number(other.rv), 'a storage without the option asks Redis');
+
+    sole.forgetRevision();
+    assert.equal(await sole.currentRevision(), Number(other.rv), 'asked again after forgetRevision');
+
+    // A migration's import reports no revision per object: it makes the sole writer ask again.
+    await importObjects(sole, [{ key: key('imported'), json: JSON.stringify(cm('imported')) }], { cluster: 'sw', leastRevision: 1000 });
+    assert.ok(await sole.currentRevision() >= 1001, 'the import and its counter jump are counted');
+
+    // A reconnect: whatever happened to Redis meanwhile is asked, not assumed.
+    const last = await foreign.write('create', key('while-away'), cm('while-away'));
+    assert.ok(last.ok);
+    const reconnected = new Promise<void>((resolve) => sole.client.once('ready', () => resolve()));
+    sole.client.disconnect(true);
+    await reconnected;
+    assert.equal(await sole.currentRevision(), Number(last.rv), 'asked again after the connection closed');
+  } finally {
+    await Promise.all([sole.close(), foreign.close()]);
   }
 });
