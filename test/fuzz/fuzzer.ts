@@ -775,9 +775,11 @@ function resourceCase(r: Rng): HttpCase {
   }
   // Keep what the run relies on — namespaces, kcp objects, CRDs, the admin's RBAC — as it is: writes
   // to those not named fz-* and their deletecollection are dry runs (the server still does all but
-  // the storage write), and their paths are not distorted.
+  // the storage write), and their paths are not distorted. Shards are created as dry runs too: a
+  // Shard (its URL unreachable) would join the instance, and home workspaces placed on it answer
+  // 503 until it is reachable.
   const guarded = ['namespaces', 'logicalclusters', 'workspaces', 'workspacetypes', 'shards', 'customresourcedefinitions', 'roles', 'rolebindings', 'clusterroles', 'clusterrolebindings'].includes(route.plural)
-    && (verb === 'deletecollection' || (['update', 'patch', 'delete'].includes(verb) && !name.startsWith('fz-')));
+    && (verb === 'deletecollection' || (['update', 'patch', 'delete'].includes(verb) && !name.startsWith('fz-')) || (route.plural === 'shards' && verb === 'create'));
   if (guarded) query = `?dryRun=All${query ? `&${query.slice(1)}` : ''}`;
   const prefix = clusterPrefix(r);
   path = prefix + path;
