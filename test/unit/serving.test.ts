@@ -32,10 +32,16 @@ test('--http2-max-streams-per-connection: an integer from 0 to 2^31-1; the serve
 test('HTTP/2: a thousand streams opened at once are all answered, their requests built as they start; a stream reset while it waits is dropped', async () => {
   const ca = await createCA('test-ca');
   const serving = await issueServingCert(ca, { commonName: 'localhost', dnsNames: ['localhost'], ipAddresses: [] });
-  let handled = 0;
+  let resetHandled = 0;
   const server = createServingServer({ tls: { key: serving.keyPem, cert: serving.certPem, ca: ca.certPem }, http2MaxStreamsPerConnection: 1000 }, (req, res) => {
-    handled++;
     assert.ok((req as { stream?: unknown }).stream, 'an HTTP/2 request (Node\'s compatibility object)');
+    if (req.url?.startsWith('/clusters/b/')) {
+      resetHandled++;
+      // 1 ms of work each, as a request's filters: a turn's intake budget starts a few, the rest
+      // wait (however the client's frames were split into reads).
+      const t = performance.now();
+      while (performance.now() - t < 1) { /* busy */ }
+    }
     res.writeHead(200, { 'content-type': 'text/plain' });
     res.end(req.url);
   });
@@ -55,12 +61,11 @@ test('HTTP/2: a thousand streams opened at once are all answered, their requests
     const answers = await Promise.all(Array.from({ length: 1000 }, (_, i) => get(`/clusters/a/${i}`)));
     assert.deepEqual(answers, Array.from({ length: 1000 }, (_, i) => `/clusters/a/${i}`));
     // Opened and reset at once: most wait in the intake behind the others and never reach the handler.
-    const before = handled;
     const reset = Array.from({ length: 500 }, (_, i) => { const s = session.request({ ':path': `/clusters/b/${i}` }); s.on('error', () => undefined); s.end(); return s; });
     for (const s of reset) s.close(constants.NGHTTP2_CANCEL);
     const after = await get('/clusters/c/after');
     assert.equal(after, '/clusters/c/after', 'the server still answers');
-    assert.ok(handled - before < 500, `${handled - before} of the 500 reset streams handled`);
+    assert.ok(resetHandled < 250, `${resetHandled} of the 500 reset streams handled`);
   } finally {
     session.destroy();
     await new Promise((r) => server.close(r));
