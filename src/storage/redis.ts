@@ -229,6 +229,7 @@ export class RedisStorage {
   }
 
   private revisionInFlight: Promise<number> | undefined;
+  private revisionQueued: Promise<number> | undefined;
   /** With a known revision: the reads of this turn of the event loop after its first (see currentRevision). */
   private readsOfTurn: ReadsOfTurn | undefined;
 
@@ -246,7 +247,6 @@ export class RedisStorage {
     this.knownRevisionCurrent = false;
     this.revisionEpoch++;
   }
-  private revisionQueued: Promise<number> | undefined;
 
   /**
    * The shard's latest resourceVersion (0 when nothing was written): at least the revision of

@@ -109,6 +109,16 @@ test('currentRevision: a sole writer answers from the writes Redis acknowledged 
     const own = await sole.write('create', key('own'), cm('own'));
     assert.ok(own.ok);
     assert.equal(await sole.currentRevision(), Number(own.rv), 'its acknowledged write');
+    // The first read of a turn at once, later ones of the same turn together at its end.
+    await new Promise((resolve) => setImmediate(resolve));
+    const order: string[] = [];
+    const reads = [sole.currentRevision().then(() => order.push('first')), sole.currentRevision().then(() => order.push('second'))];
+    await Promise.resolve(); await Promise.resolve();
+    order.push('microtasks');
+    await new Promise((resolve) => setImmediate(resolve));
+    order.push('check phase');
+    await Promise.all(reads);
+    assert.deepEqual(order, ['first', 'microtasks', 'second', 'check phase']);
     const many = await sole.commit([{ op: 'create', objectKey: key('m1'), obj: cm('m1') }, { op: 'create', objectKey: key('m2'), obj: cm('m2') }]);
     assert.ok(many.ok);
     assert.equal(await sole.currentRevision(), Number(own.rv) + 2, 'the last revision of its transaction');
