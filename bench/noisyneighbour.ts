@@ -27,6 +27,8 @@
  *   new group and delete it again. A's figure is requests/s.
  * - `watchdrop` (not in the default set): 1,000 watches opened on one HTTP/2 connection, then the
  *   connection dropped with all of them open, again and again. A's figure is watches opened/s.
+ * - `get` (not in the default set): 64 loops of GETs of A's ConfigMaps, each a consistent read
+ *   (the reads of one turn of the server's loop share its current revision). A's figure is GETs/s.
  * Both workspaces are used with the same admin identity: flows are `<cluster>/<user>`, so A and
  * B are distinct flows of the global-default priority level.
  *
@@ -307,6 +309,7 @@ async function flood(s: ServerProc, kind: string): Promise<FloodResult> {
         return i % 2 === 0 ? { method: 'POST', path: CRDS, body: bigCrd(current[c]!, 0) } : { method: 'DELETE', path: `${CRDS}/prometheuses.${current[c]}0.example.com` };
       });
     }
+    if (kind === 'get') return loop(s, LISTERS, PHASE_MS, (c, i) => ({ method: 'GET', path: `${A}/cm-${(c * 31 + i) % OBJECTS}` }));
     if (kind === 'bigwrite') return loop(s, BIG_WRITERS, PHASE_MS, (c, i) => ({ method: 'PUT', path: `${A}/big-${c}`, body: bigCm(`big-${c}`, i + 1) }));
     if (kind === 'watchdrop') {
       // A client that wants to cost the others the most per watch: 1,000 watches on one HTTP/2
